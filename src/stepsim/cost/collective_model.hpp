@@ -1,0 +1,32 @@
+#pragma once
+// CollectiveModel: time of one collective or point-to-point transfer once all members have arrived
+// (the synchronisation stage is the engine's job).
+#include <cstdint>
+#include <memory>
+
+#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/workload/op.hpp"
+
+namespace stepsim::cost {
+
+// Where a group's members sit: n ranks over `nodes` nodes, at most `ranks_per_node` on one node.
+struct GroupGeometry {
+  int ranks = 1;
+  int nodes = 1;
+  int ranks_per_node = 1;
+  bool operator==(const GroupGeometry&) const = default;
+};
+
+class CollectiveModel {
+ public:
+  virtual ~CollectiveModel() = default;
+  // bytes = message size S as nccl-tests defines it (all-gather: gathered output; reduce-scatter: input).
+  virtual int64_t collective_ns(workload::CollType coll, uint64_t bytes, const GroupGeometry& g) const = 0;
+  // One send/recv of `bytes` between two ranks, on the same node or across nodes.
+  virtual int64_t p2p_ns(uint64_t bytes, bool same_node) const = 0;
+};
+
+// Alpha-beta model with NCCL's ring/tree step structure and hierarchical intra/inter-node bandwidth.
+std::unique_ptr<CollectiveModel> make_alpha_beta_model(const spec::ClusterSpec& cluster);
+
+}  // namespace stepsim::cost

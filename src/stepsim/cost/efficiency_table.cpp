@@ -1,0 +1,328 @@
+// Loader of data/efficiency.yaml: strict parsing, merge defaults <- arch <- GPU, and the curve rules that keep
+// the roofline monotone (docs/COST-MODELS.md).
+#include "stepsim/cost/efficiency_table.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "stepsim/spec/input_error.hpp"
+
+namespace stepsim::cost {
+
+struct EfficiencyCatalog::Partial {
+  std::optional<std::vector<CurvePoint>> gemm_curve;
+  std::array<std::optional<double>, 4> gemm_precision_scale;
+  std::optional<double> grouped_gemm_scale;
+  std::optional<double> attention_forward, attention_backward;
+  std::array<std::optional<double>, static_cast<int>(MemoryClass::kCount)> memory;
+  std::optional<double> kernel_floor_us, host_to_device_GBps;
+};
+
+namespace {
+
+using Partial = EfficiencyCatalog::Partial;
+
+const char* const kPrecisionKeys[4] = {"fp32", "fp16", "bf16", "fp8"};  // spec::Precision order
+const char* const kMemoryKeys[static_cast<int>(MemoryClass::kCount)] = {"stream", "elementwise", "norm",
+                                                                          "embedding", "loss", "optimizer"};
+
+std::string normalize_name(const std::string& s) {  // same rule as the GPU catalog's name matching
+  std::string out;
+  for (char c : s) {
+    if (c == ' ' || c == '_') c = '-';
+    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return out;
+}
+
+std::string line_of(const YAML::Node& n) {
+  if (!n.IsDefined()) return "";
+  const YAML::Mark m = n.Mark();
+  return m.line < 0 ? "" : " (line " + std::to_string(m.line + 1) + ")";
+}
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& rule) const {
+    throw InputError(file_ + ": " + key + ": " + rule);
+  }
+
+  // Keys of a mapping, rejecting duplicates and keys outside `allowed`.
+  std::set<std::string> keys(const YAML::Node& n, const std::string& key, const std::vector<std::string>& allowed) const {
+    if (!n.IsMap()) fail(key, "must be a mapping" + line_of(n));
+    std::set<std::string> seen;
+    for (const auto& kv : n) {
+      const std::string k = kv.first.as<std::string>();
+      if (!seen.insert(k).second) fail(key + "." + k, "duplicate key" + line_of(kv.first));
+      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+        std::string list;
+        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+        fail(key + "." + k, "unknown key" + line_of(kv.first) + "; allowed: " + list);
+      }
+    }
+    return seen;
+  }
+
+  double number(const YAML::Node& n, const std::string& key) const {
+    try {
+      if (!n.IsScalar()) throw YAML::BadConversion(n.Mark());
+      const double v = n.as<double>();
+      if (!std::isfinite(v)) fail(key, "must be a finite number" + line_of(n));
+      return v;
+    } catch (const YAML::BadConversion&) {
+      fail(key, "must be a number" + line_of(n));
+    }
+  }
+
+  double fraction(const YAML::Node& n, const std::string& key) const {
+    const double v = number(n, key);
+    if (!(v > 0 && v <= 1)) fail(key, "efficiency must be in (0, 1], got " + fmt(v) + line_of(n));
+    return v;
+  }
+
+  std::vector<CurvePoint> curve(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsSequence() || n.size() == 0)
+      fail(key, "must be a non-empty list of [log2_flops, efficiency] points" + line_of(n));
+    std::vector<CurvePoint> pts;
+    for (size_t i = 0; i < n.size(); ++i) {
+      const std::string k = key + "[" + std::to_string(i) + "]";
+      const YAML::Node p = n[i];
+      if (!p.IsSequence() || p.size() != 2) fail(k, "must be a pair [log2_flops, efficiency]" + line_of(p));
+      CurvePoint c{number(p[0], k + "[0]"), fraction(p[1], k + "[1]")};
+      if (!pts.empty()) {
+        const CurvePoint& prev = pts.back();
+        if (!(c.log2_flops > prev.log2_flops))
+          fail(k, "log2_flops must increase from point to point (" + fmt(prev.log2_flops) + " then " +
+                      fmt(c.log2_flops) + ")" + line_of(p));
+        if (c.efficiency < prev.efficiency)
+          fail(k, "efficiency must not decrease with size (" + fmt(prev.efficiency) + " then " +
+                      fmt(c.efficiency) + ")" + line_of(p));
+        // time(x) = 2^x / eff(x) is non-decreasing on the segment iff slope <= ln2 * eff at its left end.
+        const double slope = (c.efficiency - prev.efficiency) / (c.log2_flops - prev.log2_flops);
+        if (slope > std::log(2.0) * prev.efficiency * (1 + 1e-12))
+          fail(k, "efficiency rises faster than the work (slope " + fmt(slope) + " per doubling > ln2 x " +
+                      fmt(prev.efficiency) + "): a bigger GEMM would finish sooner" + line_of(p));
+      }
+      pts.push_back(c);
+    }
+    return pts;
+  }
+
+  // One table (defaults, archs.X or gpus.Y); every field optional.
+  Partial table(const YAML::Node& n, const std::string& key) const {
+    Partial t;
+    if (n.IsNull()) return t;
+    const auto present = keys(n, key,
+                              {"gemm_curve", "gemm_precision_scale", "grouped_gemm_scale", "attention",
+                               "memory_efficiency", "kernel_floor_us", "host_to_device_GBps"});
+    if (present.count("gemm_curve")) t.gemm_curve = curve(n["gemm_curve"], key + ".gemm_curve");
+    if (present.count("gemm_precision_scale")) {
+      const YAML::Node s = n["gemm_precision_scale"];
+      const std::string k = key + ".gemm_precision_scale";
+      const auto have = keys(s, k, {"fp32", "fp16", "bf16", "fp8"});
+      for (int i = 0; i < 4; ++i)
+        if (have.count(kPrecisionKeys[i]))
+          t.gemm_precision_scale[i] = fraction(s[kPrecisionKeys[i]], k + "." + kPrecisionKeys[i]);
+    }
+    if (present.count("grouped_gemm_scale"))
+      t.grouped_gemm_scale = fraction(n["grouped_gemm_scale"], key + ".grouped_gemm_scale");
+    if (present.count("attention")) {
+      const YAML::Node a = n["attention"];
+      const auto have = keys(a, key + ".attention", {"forward", "backward"});
+      if (have.count("forward")) t.attention_forward = fraction(a["forward"], key + ".attention.forward");
+      if (have.count("backward")) t.attention_backward = fraction(a["backward"], key + ".attention.backward");
+    }
+    if (present.count("memory_efficiency")) {
+      const YAML::Node m = n["memory_efficiency"];
+      const std::string k = key + ".memory_efficiency";
+      const auto have =
+          keys(m, k, std::vector<std::string>(kMemoryKeys, kMemoryKeys + static_cast<int>(MemoryClass::kCount)));
+      for (int i = 0; i < static_cast<int>(MemoryClass::kCount); ++i)
+        if (have.count(kMemoryKeys[i])) t.memory[i] = fraction(m[kMemoryKeys[i]], k + "." + kMemoryKeys[i]);
+    }
+    if (present.count("kernel_floor_us")) {
+      const double v = number(n["kernel_floor_us"], key + ".kernel_floor_us");
+      if (v < 0 || v > 1e6) fail(key + ".kernel_floor_us", "must be in [0, 1e6] microseconds, got " + fmt(v));
+      t.kernel_floor_us = v;
+    }
+    if (present.count("host_to_device_GBps")) {
+      const double v = number(n["host_to_device_GBps"], key + ".host_to_device_GBps");
+      if (!(v > 0)) fail(key + ".host_to_device_GBps", "must be > 0 GB/s, got " + fmt(v));
+      t.host_to_device_GBps = v;
+    }
+    return t;
+  }
+
+ private:
+  std::string file_;
+};
+
+template <typename T>
+void take(std::optional<T>& dst, const std::optional<T>& src) {
+  if (src) dst = src;
+}
+
+Partial merge(const Partial& base, const Partial& over) {
+  Partial r = base;
+  take(r.gemm_curve, over.gemm_curve);
+  for (size_t i = 0; i < r.gemm_precision_scale.size(); ++i) take(r.gemm_precision_scale[i], over.gemm_precision_scale[i]);
+  take(r.grouped_gemm_scale, over.grouped_gemm_scale);
+  take(r.attention_forward, over.attention_forward);
+  take(r.attention_backward, over.attention_backward);
+  for (size_t i = 0; i < r.memory.size(); ++i) take(r.memory[i], over.memory[i]);
+  take(r.kernel_floor_us, over.kernel_floor_us);
+  take(r.host_to_device_GBps, over.host_to_device_GBps);
+  return r;
+}
+
+// A merged table must have every field; `what` names the tables merged, e.g. "archs.hopper (over defaults)".
+EfficiencyTable complete(const Partial& p, const std::string& file, const std::string& what) {
+  auto need = [&](bool ok, const std::string& key) {
+    if (!ok) throw InputError(file + ": " + what + ": missing key " + key + " (set it there or in defaults)");
+  };
+  EfficiencyTable t;
+  need(p.gemm_curve.has_value(), "gemm_curve");
+  t.gemm_curve = *p.gemm_curve;
+  for (int i = 0; i < 4; ++i) {
+    need(p.gemm_precision_scale[i].has_value(), std::string("gemm_precision_scale.") + kPrecisionKeys[i]);
+    t.gemm_precision_scale[i] = *p.gemm_precision_scale[i];
+  }
+  need(p.grouped_gemm_scale.has_value(), "grouped_gemm_scale");
+  t.grouped_gemm_scale = *p.grouped_gemm_scale;
+  need(p.attention_forward.has_value(), "attention.forward");
+  t.attention_forward = *p.attention_forward;
+  need(p.attention_backward.has_value(), "attention.backward");
+  t.attention_backward = *p.attention_backward;
+  for (int i = 0; i < static_cast<int>(MemoryClass::kCount); ++i) {
+    need(p.memory[i].has_value(), std::string("memory_efficiency.") + kMemoryKeys[i]);
+    t.memory[i] = *p.memory[i];
+  }
+  need(p.kernel_floor_us.has_value(), "kernel_floor_us");
+  t.kernel_floor_us = *p.kernel_floor_us;
+  need(p.host_to_device_GBps.has_value(), "host_to_device_GBps");
+  t.host_to_device_GBps = *p.host_to_device_GBps;
+  return t;
+}
+
+}  // namespace
+
+double EfficiencyTable::gemm_efficiency(double flops) const {
+  if (gemm_curve.empty()) return 1.0;
+  if (!(flops > 0)) return gemm_curve.front().efficiency;
+  const double x = std::log2(flops);
+  if (x <= gemm_curve.front().log2_flops) return gemm_curve.front().efficiency;
+  if (x >= gemm_curve.back().log2_flops) return gemm_curve.back().efficiency;
+  auto hi = std::upper_bound(gemm_curve.begin(), gemm_curve.end(), x,
+                             [](double v, const CurvePoint& p) { return v < p.log2_flops; });
+  auto lo = hi - 1;
+  const double f = (x - lo->log2_flops) / (hi->log2_flops - lo->log2_flops);
+  return lo->efficiency + f * (hi->efficiency - lo->efficiency);
+}
+
+EfficiencyCatalog EfficiencyCatalog::load(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw InputError(path + ": cannot open the efficiency table file");
+  } catch (const YAML::ParserException& e) {
+    throw InputError(path + ": line " + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+  }
+  Parser p(path);
+  EfficiencyCatalog cat;
+  cat.path_ = path;
+  try {
+    const YAML::Node& r = root;
+    if (!r.IsMap()) p.fail("(top level)", "must be a mapping with keys defaults, archs, gpus");
+    const auto top = p.keys(r, "(top level)", {"defaults", "archs", "gpus"});
+    if (!top.count("defaults")) p.fail("defaults", "missing required key");
+    if (!top.count("archs")) p.fail("archs", "missing required key");
+    cat.defaults_ = std::make_shared<const Partial>(p.table(r["defaults"], "defaults"));
+
+    const YAML::Node archs = r["archs"];
+    if (!archs.IsMap() || archs.size() == 0) p.fail("archs", "must be a non-empty mapping arch -> table" + line_of(archs));
+    for (const auto& kv : archs) {
+      const std::string arch = kv.first.as<std::string>();
+      if (cat.archs_.count(arch)) p.fail("archs." + arch, "duplicate key" + line_of(kv.first));
+      cat.archs_[arch] = std::make_shared<const Partial>(p.table(kv.second, "archs." + arch));
+      // Every arch must be complete over the defaults: report a gap now, not at the first simulation.
+      complete(merge(*cat.defaults_, *cat.archs_[arch]), path, "archs." + arch + " (over defaults)");
+    }
+
+    if (top.count("gpus")) {
+      const YAML::Node gpus = r["gpus"];
+      if (!gpus.IsNull()) {
+        if (!gpus.IsMap()) p.fail("gpus", "must be a mapping GPU name -> table" + line_of(gpus));
+        for (const auto& kv : gpus) {
+          const std::string name = kv.first.as<std::string>();
+          const std::string norm = normalize_name(name);
+          if (cat.gpus_.count(norm)) p.fail("gpus." + name, "duplicate GPU" + line_of(kv.first));
+          cat.gpus_[norm] = std::make_shared<const Partial>(p.table(kv.second, "gpus." + name));
+        }
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    throw InputError(path + ": " + e.what());
+  }
+  return cat;
+}
+
+const EfficiencyCatalog& EfficiencyCatalog::builtin() {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<EfficiencyCatalog>> cache;
+  const std::string path = hw::data_dir() + "/efficiency.yaml";
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(path);
+  if (it == cache.end()) it = cache.emplace(path, std::make_unique<EfficiencyCatalog>(load(path))).first;
+  return *it->second;
+}
+
+EfficiencyTable EfficiencyCatalog::resolve_arch(const std::string& arch) const {
+  auto it = archs_.find(arch);
+  if (it == archs_.end()) {
+    std::string known;
+    for (const auto& [a, t] : archs_) known += (known.empty() ? "" : ", ") + a;
+    throw InputError(path_ + ": archs." + arch + ": no efficiency table for this architecture; known: " + known);
+  }
+  return complete(merge(*defaults_, *it->second), path_, "archs." + arch + " (over defaults)");
+}
+
+EfficiencyTable EfficiencyCatalog::resolve(const hw::GpuSpec& gpu) const {
+  auto it = archs_.find(gpu.arch);
+  if (it == archs_.end()) {
+    std::string known;
+    for (const auto& [a, t] : archs_) known += (known.empty() ? "" : ", ") + a;
+    throw InputError(path_ + ": archs." + gpu.arch + ": no efficiency table for the architecture of GPU '" +
+                     gpu.name + "'; known: " + known);
+  }
+  Partial p = merge(*defaults_, *it->second);
+  std::string what = "archs." + gpu.arch + " (over defaults)";
+  if (auto g = gpus_.find(normalize_name(gpu.name)); g != gpus_.end()) {
+    p = merge(p, *g->second);
+    what = "gpus." + gpu.name + " (over archs." + gpu.arch + " and defaults)";
+  }
+  return complete(p, path_, what);
+}
+
+std::vector<std::string> EfficiencyCatalog::archs() const {
+  std::vector<std::string> out;
+  for (const auto& [a, t] : archs_) out.push_back(a);
+  return out;
+}
+
+}  // namespace stepsim::cost

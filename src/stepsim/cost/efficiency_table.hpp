@@ -1,0 +1,69 @@
+#pragma once
+// Achievable-efficiency tables for the roofline compute model, read from data/efficiency.yaml
+// (docs/COST-MODELS.md gives every number's source). The file has `defaults`, per-architecture tables
+// (`archs`) and optional per-GPU overrides (`gpus`); a GPU's table is defaults <- arch <- GPU override.
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stepsim/cost/compute_model.hpp"
+#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/spec/job_spec.hpp"
+
+namespace stepsim::cost {
+
+// One point of the dense-GEMM efficiency curve: achieved / dense peak at log2(FLOPs of one GEMM).
+struct CurvePoint {
+  double log2_flops = 0;
+  double efficiency = 0;
+};
+
+// Memory-side efficiencies (fraction of the datasheet HBM bandwidth).
+enum class MemoryClass : int { Stream = 0, Elementwise, Norm, Embedding, Loss, Optimizer, kCount };
+
+// The resolved table of one GPU: every field set and validated.
+struct EfficiencyTable {
+  std::vector<CurvePoint> gemm_curve;             // x strictly increasing; eff in (0,1], non-decreasing
+  std::array<double, 4> gemm_precision_scale{};   // indexed by spec::Precision (fp32, fp16, bf16, fp8)
+  double grouped_gemm_scale = 0;                  // grouped (MoE) GEMM vs a dense GEMM of the per-expert shape
+  double attention_forward = 0;                   // flash attention, forward (and recompute) kernels
+  double attention_backward = 0;                  // flash attention, backward kernels
+  std::array<double, static_cast<int>(MemoryClass::kCount)> memory{};
+  double kernel_floor_us = 0;                     // shortest kernel duration
+  double host_to_device_GBps = 0;                 // PCIe rate for Offload ops, GB/s
+
+  // Curve value at the given FLOPs of one GEMM: piecewise linear in log2(flops), constant beyond both ends.
+  double gemm_efficiency(double flops) const;
+  double memory_efficiency(MemoryClass c) const { return memory[static_cast<int>(c)]; }
+};
+
+class EfficiencyCatalog {
+ public:
+  // Parses and validates the file. Throws InputError naming the file and the key on any bad input.
+  static EfficiencyCatalog load(const std::string& path);
+  // data_dir()/efficiency.yaml, parsed once per path.
+  static const EfficiencyCatalog& builtin();
+
+  // defaults <- archs[gpu.arch] <- gpus[gpu.name]. InputError when the arch has no table.
+  EfficiencyTable resolve(const hw::GpuSpec& gpu) const;
+  // defaults <- archs[arch] (for tests and tools).
+  EfficiencyTable resolve_arch(const std::string& arch) const;
+  std::vector<std::string> archs() const;
+  const std::string& path() const { return path_; }
+
+  struct Partial;  // a table with optional fields (defined in the .cpp)
+
+ private:
+  std::string path_;
+  std::shared_ptr<const Partial> defaults_;
+  std::map<std::string, std::shared_ptr<const Partial>> archs_;
+  std::map<std::string, std::shared_ptr<const Partial>> gpus_;  // normalized GPU name -> override
+};
+
+// Roofline model with an explicit table (make_roofline_model uses the builtin catalog's table for the GPU).
+std::unique_ptr<ComputeModel> make_roofline_model(const hw::GpuSpec& gpu, spec::Precision precision,
+                                                  const EfficiencyTable& table);
+
+}  // namespace stepsim::cost

@@ -1,0 +1,110 @@
+// Roofline compute model: an op takes the longer of its compute time at an achievable fraction of the tensor-core
+// peak and its memory time at an achievable fraction of HBM bandwidth, never less than the shortest kernel.
+// Formulas and numbers: docs/COST-MODELS.md; efficiencies: data/efficiency.yaml.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "stepsim/cost/compute_model.hpp"
+#include "stepsim/cost/efficiency_table.hpp"
+
+namespace stepsim::cost {
+namespace {
+
+using workload::ComputeCategory;
+
+// FLOPs of one GEMM of the op (one expert's for a grouped GEMM): the curve is indexed by the size of a single
+// kernel's problem, not by the op's total work.
+double one_gemm_flops(const workload::Op& op) {
+  if (op.gemm_m > 0 && op.gemm_n > 0 && op.gemm_k > 0)
+    return 2.0 * static_cast<double>(op.gemm_m) * static_cast<double>(op.gemm_n) * static_cast<double>(op.gemm_k);
+  return op.flops / std::max<int32_t>(op.gemm_batch, 1);
+}
+
+class RooflineModel final : public ComputeModel {
+ public:
+  RooflineModel(const hw::GpuSpec& gpu, spec::Precision precision, EfficiencyTable table)
+      : table_(std::move(table)),
+        gemm_peak_(gpu.peak_flops(precision)),
+        // Transformer Engine runs attention in BF16 even when GEMMs use FP8 (FP8 attention is opt-in).
+        attention_peak_(gpu.peak_flops(precision == spec::Precision::Fp8 ? spec::Precision::Bf16 : precision)),
+        vector_peak_(gpu.fp32_flops),
+        hbm_Bps_(gpu.hbm_bandwidth_Bps),
+        precision_scale_(table_.gemm_precision_scale[static_cast<int>(precision)]),
+        floor_s_(table_.kernel_floor_us * 1e-6),
+        h2d_Bps_(table_.host_to_device_GBps * 1e9) {
+    if (!(gemm_peak_ > 0) || !(attention_peak_ > 0) || !(vector_peak_ > 0) || !(hbm_Bps_ > 0) || !(h2d_Bps_ > 0))
+      throw std::invalid_argument("roofline model: GPU '" + gpu.name +
+                                  "' needs positive peak FLOP/s, HBM and host bandwidth");
+  }
+
+  int64_t duration_ns(const workload::Op& op) const override {
+    if (!std::isfinite(op.flops) || op.flops < 0)
+      throw std::invalid_argument("roofline model: op FLOPs must be finite and >= 0");
+    if (op.flops == 0 && op.bytes == 0) return 0;
+    const double t = std::max(seconds(op), floor_s_);
+    return std::max<int64_t>(1, std::llround(t * 1e9));
+  }
+
+ private:
+  double memory_time(const workload::Op& op, MemoryClass c) const {
+    return static_cast<double>(op.bytes) / (hbm_Bps_ * table_.memory_efficiency(c));
+  }
+
+  double seconds(const workload::Op& op) const {
+    switch (op.category) {
+      case ComputeCategory::Gemm: {
+        const double eff = table_.gemm_efficiency(one_gemm_flops(op)) * precision_scale_;
+        return std::max(op.flops / (gemm_peak_ * eff), memory_time(op, MemoryClass::Stream));
+      }
+      case ComputeCategory::GroupedGemm: {
+        const double eff = table_.gemm_efficiency(one_gemm_flops(op)) * precision_scale_ * table_.grouped_gemm_scale;
+        return std::max(op.flops / (gemm_peak_ * eff), memory_time(op, MemoryClass::Stream));
+      }
+      case ComputeCategory::Attention: {
+        const double eff =
+            op.phase == workload::Phase::Backward ? table_.attention_backward : table_.attention_forward;
+        return std::max(op.flops / (attention_peak_ * eff), memory_time(op, MemoryClass::Stream));
+      }
+      // Memory-bound kernels: their arithmetic runs on CUDA cores, so the compute roof is the non-tensor FP32
+      // rate (not derated: these ops are in this class because they never reach it).
+      case ComputeCategory::Elementwise:
+        return std::max(op.flops / vector_peak_, memory_time(op, MemoryClass::Elementwise));
+      case ComputeCategory::Norm:
+        return std::max(op.flops / vector_peak_, memory_time(op, MemoryClass::Norm));
+      case ComputeCategory::Embedding:
+        return std::max(op.flops / vector_peak_, memory_time(op, MemoryClass::Embedding));
+      case ComputeCategory::Loss:
+        return std::max(op.flops / vector_peak_, memory_time(op, MemoryClass::Loss));
+      case ComputeCategory::Optimizer:
+        return std::max(op.flops / vector_peak_, memory_time(op, MemoryClass::Optimizer));
+      case ComputeCategory::Offload:
+        // A host<->device copy: only the PCIe link matters.
+        return static_cast<double>(op.bytes) / h2d_Bps_;
+    }
+    throw std::invalid_argument("roofline model: unknown compute category");
+  }
+
+  EfficiencyTable table_;
+  double gemm_peak_;
+  double attention_peak_;
+  double vector_peak_;
+  double hbm_Bps_;
+  double precision_scale_;
+  double floor_s_;
+  double h2d_Bps_;
+};
+
+}  // namespace
+
+std::unique_ptr<ComputeModel> make_roofline_model(const hw::GpuSpec& gpu, spec::Precision precision,
+                                                  const EfficiencyTable& table) {
+  return std::make_unique<RooflineModel>(gpu, precision, table);
+}
+
+std::unique_ptr<ComputeModel> make_roofline_model(const hw::GpuSpec& gpu, spec::Precision precision) {
+  return make_roofline_model(gpu, precision, EfficiencyCatalog::builtin().resolve(gpu));
+}
+
+}  // namespace stepsim::cost

@@ -1,0 +1,108 @@
+#include "stepsim/report/breakdown.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace stepsim::report {
+
+using workload::GroupKind;
+using workload::OpKind;
+
+const char* comm_kind_name(int k) {
+  static const char* const n[] = {"tp", "cp", "ep", "pp", "dp"};
+  return n[k];
+}
+
+CommKind comm_kind_of(GroupKind g) {
+  switch (g) {
+    case GroupKind::Tp: return kTp;
+    case GroupKind::Cp: return kCp;
+    case GroupKind::Ep: return kEp;
+    case GroupKind::Pp: return kPp;
+    case GroupKind::Dp:
+    case GroupKind::Edp:
+    case GroupKind::kCount: break;
+  }
+  return kDp;
+}
+
+double Breakdown::total_s() const {
+  double t = compute_s + pipeline_bubble_s + optimizer_s;
+  for (double x : exposed_comm_s) t += x;
+  return t;
+}
+
+Breakdown breakdown(const workload::Program& prog, const sim::RankTimeline& tl, int64_t step_ns) {
+  // Sweep over interval boundaries with a count of active compute, optimizer and per-kind comm ops.
+  constexpr int kCompute = 0, kOptimizer = 1, kComm0 = 2;
+  struct Edge {
+    int64_t t;
+    int cls;
+    int delta;
+  };
+  std::vector<Edge> edges;
+  edges.reserve(tl.ops.size() * 2);
+  for (const sim::OpRecord& r : tl.ops) {
+    const workload::Op& op = prog.ops[r.op];
+    int cls;
+    if (op.kind == OpKind::Compute) cls = op.phase == workload::Phase::Optimizer ? kOptimizer : kCompute;
+    else cls = kComm0 + comm_kind_of(op.group);
+    const int64_t b = std::clamp<int64_t>(r.begin_ns, 0, step_ns), e = std::clamp<int64_t>(r.end_ns, 0, step_ns);
+    if (e <= b) continue;
+    edges.push_back({b, cls, +1});
+    edges.push_back({e, cls, -1});
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
+  int active[kComm0 + kNumCommKinds] = {};
+  std::array<int64_t, kComm0 + kNumCommKinds + 1> ns{};  // last slot: idle
+  int64_t t = 0;
+  auto account = [&](int64_t until) {
+    if (until <= t) return;
+    int cls = kComm0 + kNumCommKinds;
+    if (active[kCompute]) cls = kCompute;
+    else if (active[kOptimizer]) cls = kOptimizer;
+    else {
+      for (int k = 0; k < kNumCommKinds; ++k) {
+        if (active[kComm0 + k]) {
+          cls = kComm0 + k;
+          break;
+        }
+      }
+    }
+    ns[cls] += until - t;
+    t = until;
+  };
+  for (const Edge& e : edges) {
+    account(e.t);
+    active[e.cls] += e.delta;
+  }
+  account(step_ns);
+  Breakdown b;
+  b.compute_s = static_cast<double>(ns[kCompute]) * 1e-9;
+  b.optimizer_s = static_cast<double>(ns[kOptimizer]) * 1e-9;
+  for (int k = 0; k < kNumCommKinds; ++k) b.exposed_comm_s[k] = static_cast<double>(ns[kComm0 + k]) * 1e-9;
+  b.pipeline_bubble_s = static_cast<double>(ns[kComm0 + kNumCommKinds]) * 1e-9;
+  return b;
+}
+
+CommBytes comm_bytes(const workload::Program& prog, const workload::RankLayout& layout) {
+  CommBytes c;
+  for (const workload::Op& op : prog.ops) {
+    if (op.kind == OpKind::Collective) {
+      const int k = comm_kind_of(op.group);
+      c.message[k] += op.bytes;
+      c.volume[k] += static_cast<uint64_t>(std::llround(static_cast<double>(op.bytes) *
+                                                        workload::bus_factor(op.coll, layout.group_size(op.group))));
+      ++c.calls[k];
+    } else if (op.kind == OpKind::P2P) {
+      const uint64_t sent = op.send_prev + op.send_next;  // receives count 0
+      c.message[kPp] += sent;
+      c.volume[kPp] += sent;
+      ++c.calls[kPp];
+    }
+  }
+  return c;
+}
+
+}  // namespace stepsim::report

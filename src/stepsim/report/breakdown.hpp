@@ -1,0 +1,33 @@
+#pragma once
+// Where one rank's step time goes. Every nanosecond of [0, step] is counted once: compute (forward,
+// backward, recompute), optimizer, communication that no compute hides (by parallelism, priority
+// tp > cp > ep > pp > dp when several run at once), and the rest as pipeline bubble (idle: waiting for
+// other stages, for stragglers, or for the step to end on other ranks).
+#include <array>
+#include <cstdint>
+
+#include "stepsim/sim/timeline.hpp"
+#include "stepsim/workload/program.hpp"
+
+namespace stepsim::report {
+
+enum CommKind { kTp = 0, kCp, kEp, kPp, kDp, kNumCommKinds };
+const char* comm_kind_name(int k);
+CommKind comm_kind_of(workload::GroupKind g);
+
+struct Breakdown {
+  double compute_s = 0, pipeline_bubble_s = 0, optimizer_s = 0;
+  std::array<double, kNumCommKinds> exposed_comm_s{};
+  double total_s() const;
+};
+
+struct CommBytes {
+  std::array<uint64_t, kNumCommKinds> message{};  // sum of message sizes S (nccl-tests convention)
+  std::array<uint64_t, kNumCommKinds> volume{};   // sum of S x bus factor
+  std::array<uint64_t, kNumCommKinds> calls{};
+};
+
+Breakdown breakdown(const workload::Program& prog, const sim::RankTimeline& tl, int64_t step_ns);
+CommBytes comm_bytes(const workload::Program& prog, const workload::RankLayout& layout);
+
+}  // namespace stepsim::report

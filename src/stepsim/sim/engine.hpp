@@ -1,0 +1,29 @@
+#pragma once
+// Engine: discrete-event simulation of every rank of a Workload for one step.
+//   - each rank has FIFO streams (compute, tp, cp, ep, pp, dp, memcpy); an op starts when its stream is
+//     free and its waits (counts of completed ops on other streams) are met;
+//   - a collective starts when the last member of its group arrives and ends at the same time on all
+//     members (Echo's synchronisation stage: a straggler delays its whole group);
+//   - a batched send/recv ends when each of its transfers has been matched with the peer's and carried;
+//   - compute ops take the compute model's time times the rank's slow-down factor.
+// Time is integer nanoseconds; events are ordered by (time, sequence), so results are bit-identical.
+#include <memory>
+#include <vector>
+
+#include "stepsim/cost/collective_model.hpp"
+#include "stepsim/cost/compute_model.hpp"
+#include "stepsim/sim/timeline.hpp"
+#include "stepsim/workload/program.hpp"
+
+namespace stepsim::sim {
+
+struct EngineOptions {
+  std::vector<int> record_ranks;  // ranks whose op timeline and memory series are kept
+};
+
+// Fills every compute op's duration_ns from the model (once per shared program).
+void assign_compute_durations(workload::Workload& w, const cost::ComputeModel& model);
+
+SimResult simulate(const workload::Workload& w, const cost::CollectiveModel& comm, const EngineOptions& opt);
+
+}  // namespace stepsim::sim

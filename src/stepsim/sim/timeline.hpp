@@ -1,0 +1,46 @@
+#pragma once
+// What one simulation produces: step time, per-rank peaks, and the recorded timelines of the ranks
+// asked for (op records, memory samples, send->recv flows). Times are integer nanoseconds.
+#include <cstdint>
+#include <vector>
+
+namespace stepsim::sim {
+
+struct OpRecord {
+  uint32_t op = 0;        // index into the rank's Program::ops
+  int64_t post_ns = 0;    // when the rank issued it (stream free and dependencies met)
+  int64_t begin_ns = 0;   // when it began executing (collectives: the last member's arrival)
+  int64_t end_ns = 0;
+  double slowdown = 1.0;  // compute slow-down factor applied (stragglers)
+};
+
+struct MemorySample {
+  int64_t t_ns = 0;
+  int64_t bytes = 0;  // allocated after the change at t_ns
+};
+
+struct RankTimeline {
+  int rank = 0;
+  std::vector<OpRecord> ops;
+  std::vector<MemorySample> memory;
+};
+
+// A matched point-to-point transfer between two recorded ranks (for trace flow arrows).
+struct Flow {
+  int src_rank = 0, dst_rank = 0;
+  uint32_t src_op = 0, dst_op = 0;
+  int64_t begin_ns = 0, end_ns = 0;
+  uint64_t bytes = 0;
+};
+
+struct SimResult {
+  int64_t step_ns = 0;                 // last op end over all ranks
+  std::vector<int64_t> finish_ns;      // per rank
+  std::vector<int64_t> peak_bytes;     // per rank: static + peak of dynamic allocations
+  std::vector<RankTimeline> recorded;  // ranks asked for, in the order asked
+  std::vector<Flow> flows;
+  uint64_t events = 0;                 // discrete events processed
+  double wall_s = 0;                   // host time the engine ran
+};
+
+}  // namespace stepsim::sim

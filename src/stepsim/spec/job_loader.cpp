@@ -1,0 +1,310 @@
+#include "stepsim/spec/job_loader.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "stepsim/spec/hf_config.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/megatron_args.hpp"
+#include "stepsim/spec/yaml_reader.hpp"
+
+namespace stepsim::spec {
+
+namespace fs = std::filesystem;
+
+std::string read_text_file(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw InputError(path + ": cannot read " + what + ": no such file");
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw InputError(path + ": cannot read " + what + ": " + ec.message());
+  if (size > kMaxInputFileBytes) {
+    throw InputError(path + ": " + what + " is " + std::to_string(size) + " bytes, more than the limit of " +
+                     std::to_string(kMaxInputFileBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open " + what);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+YAML::Node parse_yaml(const std::string& text, const std::string& source) {
+  if (text.size() > kMaxInputFileBytes) throw InputError(source + ": input larger than the limit");
+  // yaml-cpp recurses per nesting level; refuse absurd nesting before it can exhaust the stack.
+  int depth = 0, max_depth = 0;
+  for (char c : text) {
+    if (c == '[' || c == '{') max_depth = std::max(max_depth, ++depth);
+    else if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  if (max_depth > 64) throw InputError(source + ": malformed YAML: nesting deeper than 64 levels");
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    std::string msg = e.msg;
+    throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                     ": malformed YAML: " + msg);
+  }
+}
+
+void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides) {
+  for (const auto& ov : overrides) {
+    const auto eq = ov.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw InputError("--set " + ov + ": expected key=value, e.g. model.num_layers=80");
+    }
+    const std::string key = ov.substr(0, eq);
+    const std::string value = ov.substr(eq + 1);
+    std::vector<std::string> parts;
+    std::stringstream ks(key);
+    for (std::string part; std::getline(ks, part, '.');) {
+      if (part.empty()) throw InputError("--set " + ov + ": empty key segment in '" + key + "'");
+      parts.push_back(part);
+    }
+    YAML::Node v;
+    try {
+      v = YAML::Load(value);
+    } catch (const YAML::Exception&) {
+      v = YAML::Node(value);
+    }
+    if (!root || !root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
+    YAML::Node cur = root;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      YAML::Node next = cur[parts[i]];
+      if (!next.IsDefined() || next.IsNull()) {
+        cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+        next = cur[parts[i]];
+      } else if (!next.IsMap()) {
+        throw InputError("--set " + ov + ": key " + parts[i] + " is not a mapping");
+      }
+      cur.reset(next);  // rebind, not assign (yaml-cpp assignment copies contents)
+    }
+    cur[parts.back()] = v;
+  }
+}
+
+void resolve_includes(YAML::Node& root, const std::string& base_dir) {
+  if (!root || !root.IsMap()) return;
+  YAML::Node model = root["model"];
+  if (model.IsMap() && model["hf_config"].IsDefined()) {
+    const YAML::Node hf = model["hf_config"];
+    if (!hf.IsScalar()) throw InputError("key model.hf_config: must be a path to a config.json");
+    const std::string path = (fs::path(base_dir) / hf.Scalar()).lexically_normal().string();
+    YAML::Node merged = hf_config_to_model_node(read_text_file(path, "Hugging Face config"), path);
+    // Keys written next to hf_config (e.g. seq_length) override what the config says.
+    for (auto it = model.begin(); it != model.end(); ++it) {
+      const std::string k = it->first.Scalar();
+      if (k != "hf_config") merged[k] = it->second;
+    }
+    root["model"] = merged;
+  }
+  YAML::Node cluster = root["cluster"];
+  if (cluster.IsScalar()) {
+    const std::string path = (fs::path(base_dir) / cluster.Scalar()).lexically_normal().string();
+    YAML::Node c = parse_yaml(read_text_file(path, "cluster file"), path);
+    if (c.IsMap() && c.size() == 1 && c["cluster"].IsMap()) c = c["cluster"];
+    if (!c.IsMap()) throw InputError(path + ": cluster file must be a mapping of cluster keys");
+    root["cluster"] = c;
+  }
+}
+
+namespace {
+
+constexpr int64_t kMaxDim = int64_t{1} << 24;
+
+ModelSpec read_model(StrictSection s) {
+  ModelSpec m;
+  m.name = s.get_string("name", "model");
+  m.num_layers = static_cast<int>(s.require_int("num_layers", 1, 100000));
+  m.hidden_size = s.require_int("hidden_size", 1, kMaxDim);
+  m.num_attention_heads = static_cast<int>(s.require_int("num_attention_heads", 1, 1 << 16));
+  m.num_query_groups = static_cast<int>(s.get_int("num_query_groups", 0, 1, 1 << 16));
+  m.kv_channels = s.get_int("kv_channels", 0, 1, 1 << 16);
+  m.ffn_hidden_size = s.require_int("ffn_hidden_size", 1, kMaxDim);
+  m.activation = s.get_enum<Activation>("activation", Activation::Gelu,
+                                        {{"gelu", Activation::Gelu}, {"swiglu", Activation::Swiglu}});
+  m.normalization = s.get_enum<Normalization>(
+      "normalization", Normalization::LayerNorm,
+      {{"layernorm", Normalization::LayerNorm}, {"rmsnorm", Normalization::RmsNorm}});
+  m.add_bias_linear = s.get_bool("add_bias_linear", m.activation == Activation::Gelu);
+  m.position_embedding = s.get_enum<PositionEmbedding>(
+      "position_embedding", m.activation == Activation::Gelu ? PositionEmbedding::Learned : PositionEmbedding::Rope,
+      {{"learned", PositionEmbedding::Learned}, {"rope", PositionEmbedding::Rope}});
+  m.vocab_size = s.require_int("vocab_size", 1, kMaxDim);
+  m.seq_length = s.require_int("seq_length", 1, kMaxDim);
+  m.tie_embeddings = s.get_bool("tie_embeddings", false);
+
+  const bool gqa = m.num_query_groups != 0 && m.num_query_groups != m.num_attention_heads;
+  m.attention = gqa ? AttentionType::Gqa : AttentionType::Mha;
+  if (s.has("attention")) {
+    StrictSection a(s.child("attention"), s.key_path("attention"), s.source());
+    m.attention = a.get_enum<AttentionType>("type", m.attention,
+                                            {{"mha", AttentionType::Mha}, {"gqa", AttentionType::Gqa},
+                                             {"mla", AttentionType::Mla}});
+    if (m.attention == AttentionType::Mla) {
+      m.mla.q_lora_rank = a.get_int("q_lora_rank", 0, 0, kMaxDim);
+      m.mla.kv_lora_rank = a.require_int("kv_lora_rank", 1, kMaxDim);
+      m.mla.qk_nope_head_dim = a.require_int("qk_nope_head_dim", 1, 1 << 16);
+      m.mla.qk_rope_head_dim = a.require_int("qk_rope_head_dim", 1, 1 << 16);
+      m.mla.v_head_dim = a.require_int("v_head_dim", 1, 1 << 16);
+    }
+    a.finish();
+  } else {
+    s.mark("attention");
+  }
+
+  if (s.has("moe")) {
+    StrictSection e(s.child("moe"), s.key_path("moe"), s.source());
+    MoeSpec moe;
+    moe.num_experts = static_cast<int>(e.require_int("num_experts", 1, 1 << 16));
+    moe.topk = static_cast<int>(e.require_int("topk", 1, 1 << 16));
+    moe.ffn_hidden_size = e.get_int("ffn_hidden_size", m.ffn_hidden_size, 1, kMaxDim);
+    moe.shared_expert_ffn_hidden_size = e.get_int("shared_expert_ffn_hidden_size", 0, 0, kMaxDim);
+    moe.layer_freq = static_cast<int>(e.get_int("layer_freq", 1, 1, 100000));
+    moe.first_k_dense = static_cast<int>(e.get_int("first_k_dense", 0, 0, 100000));
+    if (e.has("capacity_factor")) moe.capacity_factor = e.get_double("capacity_factor", 1.0, 0.01, 1000.0);
+    else e.mark("capacity_factor");
+    if (moe.topk > moe.num_experts) e.fail("topk", "must not exceed moe.num_experts");
+    e.finish();
+    m.moe = moe;
+  } else {
+    s.mark("moe");
+  }
+  s.mark("hf_config");
+  s.finish();
+  return m;
+}
+
+ParallelismSpec read_parallelism(StrictSection s) {
+  ParallelismSpec p;
+  constexpr int64_t kMaxDeg = 1 << 20;
+  p.tensor = static_cast<int>(s.get_int("tensor", 1, 1, kMaxDeg));
+  p.pipeline = static_cast<int>(s.get_int("pipeline", 1, 1, kMaxDeg));
+  p.data = static_cast<int>(s.get_int("data", 0, 1, kMaxDeg));
+  p.context = static_cast<int>(s.get_int("context", 1, 1, kMaxDeg));
+  p.expert = static_cast<int>(s.get_int("expert", 1, 1, kMaxDeg));
+  p.sequence_parallel = s.get_bool("sequence_parallel", false);
+  p.virtual_stages = static_cast<int>(s.get_int("virtual_stages", 1, 1, 4096));
+  p.schedule = s.get_enum<PipelineSchedule>(
+      "schedule", p.virtual_stages > 1 ? PipelineSchedule::Interleaved1F1B : PipelineSchedule::OneFOneB,
+      {{"gpipe", PipelineSchedule::GPipe}, {"1f1b", PipelineSchedule::OneFOneB},
+       {"interleaved-1f1b", PipelineSchedule::Interleaved1F1B}});
+  for (int64_t x : s.get_int_list("pipeline_layers", 1, 100000)) p.pipeline_layers.push_back(static_cast<int>(x));
+  s.finish();
+  return p;
+}
+
+TrainingSpec read_training(StrictSection s) {
+  TrainingSpec t;
+  t.micro_batch_size = static_cast<int>(s.get_int("micro_batch_size", 1, 1, 1 << 16));
+  t.global_batch_size = s.require_int("global_batch_size", 1, int64_t{1} << 30);
+  t.precision = s.get_enum<Precision>("precision", Precision::Bf16,
+                                      {{"fp32", Precision::Fp32}, {"fp16", Precision::Fp16},
+                                       {"bf16", Precision::Bf16}, {"fp8", Precision::Fp8}});
+  t.recompute = s.get_enum<Recompute>("recompute", Recompute::None,
+                                      {{"none", Recompute::None}, {"selective", Recompute::Selective},
+                                       {"full", Recompute::Full}});
+  t.distributed_optimizer = s.get_bool("distributed_optimizer", false);
+  t.overlap_grad_reduce = s.get_bool("overlap_grad_reduce", false);
+  t.overlap_param_gather = s.get_bool("overlap_param_gather", false);
+  t.tp_comm_overlap = s.get_bool("tp_comm_overlap", false);
+  t.optimizer_offload = s.get_bool("optimizer_offload", false);
+  t.activation_offload = s.get_bool("activation_offload", false);
+  if (s.has("grad_reduce_in_fp32")) t.grad_reduce_in_fp32 = s.get_bool("grad_reduce_in_fp32", true);
+  else s.mark("grad_reduce_in_fp32");
+  t.bucket_size = s.get_int("bucket_size", 0, 1, int64_t{1} << 40);
+  s.finish();
+  return t;
+}
+
+LinkSpec read_link(StrictSection s, bool inter) {
+  LinkSpec l;
+  const bool gbits = s.has("bandwidth_Gbps");
+  const bool gbytes = s.has("bandwidth_GBps");
+  if (gbits && gbytes) s.fail("bandwidth_Gbps", "give bandwidth_Gbps (bits) or bandwidth_GBps (bytes), not both");
+  if (!gbits && !gbytes) s.fail(inter ? "bandwidth_Gbps" : "bandwidth_GBps", "is required");
+  if (gbits) l.bandwidth_GBps = s.get_double("bandwidth_Gbps", 0, 1e-6, 1e9) / 8.0;
+  else l.bandwidth_GBps = s.get_double("bandwidth_GBps", 0, 1e-6, 1e9);
+  s.mark("bandwidth_Gbps");
+  s.mark("bandwidth_GBps");
+  l.latency_us = s.get_double("latency_us", inter ? 5.0 : 1.0, 0.0, 1e7);
+  if (inter) l.topology = s.get_string("topology", "fat-tree");
+  s.finish();
+  return l;
+}
+
+ClusterSpec read_cluster(StrictSection s) {
+  ClusterSpec c;
+  c.gpu = s.get_string("gpu", c.gpu);
+  c.num_gpus = static_cast<int>(s.require_int("num_gpus", 1, 1 << 20));
+  c.gpus_per_node = static_cast<int>(s.get_int("gpus_per_node", 8, 1, 1 << 16));
+  if (s.has("intra_node")) c.intra_node = read_link(StrictSection(s.child("intra_node"), s.key_path("intra_node"), s.source()), false);
+  else s.mark("intra_node");
+  if (s.has("inter_node")) c.inter_node = read_link(StrictSection(s.child("inter_node"), s.key_path("inter_node"), s.source()), true);
+  else s.mark("inter_node");
+  for (const auto& [rank, factor] : s.get_int_double_map("slow_ranks", 0, (1 << 20) - 1, 1e-3, 1e6)) {
+    c.slow_ranks[static_cast<int>(rank)] = factor;
+  }
+  c.host_to_device_GBps = s.get_double("host_to_device_GBps", c.host_to_device_GBps, 1e-3, 1e6);
+  s.finish();
+  return c;
+}
+
+SimulationSpec read_simulation(StrictSection s) {
+  SimulationSpec sim;
+  sim.comm_model = s.get_enum<CommModel>("comm_model", CommModel::AlphaBeta,
+                                         {{"alpha-beta", CommModel::AlphaBeta}, {"nccl", CommModel::Nccl},
+                                          {"flow", CommModel::Flow}});
+  sim.overlap_model = s.get_enum<OverlapModel>("overlap_model", OverlapModel::None,
+                                               {{"none", OverlapModel::None},
+                                                {"coefficients", OverlapModel::Coefficients},
+                                                {"xgboost", OverlapModel::XGBoost}});
+  s.finish();
+  return sim;
+}
+
+}  // namespace
+
+JobSpec job_from_node(const YAML::Node& root, const std::string& source) {
+  if (!root || !root.IsMap()) throw InputError(source + ": a job must be a mapping with model, parallelism, training, cluster");
+  StrictSection top(root, "", source);
+  JobSpec job;
+  job.source = source;
+  if (!top.has("model")) top.fail("model", "is required");
+  if (!top.has("cluster")) top.fail("cluster", "is required");
+  if (!top.has("training")) top.fail("training", "is required");
+  job.model = read_model(StrictSection(top.child("model"), "model", source));
+  job.parallelism = read_parallelism(StrictSection(top.child("parallelism"), "parallelism", source));
+  job.training = read_training(StrictSection(top.child("training"), "training", source));
+  job.cluster = read_cluster(StrictSection(top.child("cluster"), "cluster", source));
+  job.simulation = read_simulation(StrictSection(top.child("simulation"), "simulation", source));
+  top.finish();
+  validate(job);
+  return job;
+}
+
+JobSpec load_job_file(const std::string& path, const std::vector<std::string>& overrides) {
+  YAML::Node root = parse_yaml(read_text_file(path, "job file"), path);
+  const std::string base = fs::path(path).parent_path().string();
+  try {
+    resolve_includes(root, base.empty() ? "." : base);
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    // Messages about keys of this file get the file's name in front.
+    if (msg.rfind("key ", 0) == 0) throw InputError(path + ": " + msg);
+    throw;
+  }
+  apply_overrides(root, overrides);
+  return job_from_node(root, path);
+}
+
+JobSpec load_megatron_job(const std::string& args, const std::string& cluster_path,
+                          const std::vector<std::string>& overrides) {
+  YAML::Node root = megatron_args_to_job_node(args);
+  root["cluster"] = cluster_path;
+  resolve_includes(root, ".");
+  apply_overrides(root, overrides);
+  return job_from_node(root, "megatron-args");
+}
+
+}  // namespace stepsim::spec

@@ -1,0 +1,44 @@
+#pragma once
+// Loading a job. Every source (YAML job file, Hugging Face config.json, Megatron-LM argument string)
+// becomes one YAML node tree in the job-file schema first; `--set` overrides edit that tree; then one
+// strict converter turns it into a JobSpec (unknown keys are errors) and validate() checks the rules.
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "stepsim/spec/job_spec.hpp"
+
+namespace stepsim::spec {
+
+// Limit on any input file we read (job, cluster, config.json): bigger is refused, not parsed.
+constexpr size_t kMaxInputFileBytes = 16u << 20;
+
+// Reads a whole file (<= kMaxInputFileBytes). Throws InputError naming the file when unreadable.
+std::string read_text_file(const std::string& path, const std::string& what);
+
+// Parses YAML text; syntax errors become InputError "<source>:<line>:<col>: malformed YAML: ...".
+YAML::Node parse_yaml(const std::string& text, const std::string& source);
+
+// Applies "a.b.c=value" overrides (value parsed as a YAML scalar or flow collection).
+void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides);
+
+// Inlines `model: {hf_config: path, ...}` and `cluster: path` (paths relative to base_dir).
+void resolve_includes(YAML::Node& root, const std::string& base_dir);
+
+// Strict conversion of a complete job tree; throws InputError naming the key and the rule.
+JobSpec job_from_node(const YAML::Node& root, const std::string& source);
+
+// Whole pipeline for a job file on disk.
+JobSpec load_job_file(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// For `simulate --megatron-args "..." --cluster C.yaml`: the job from the argument string, the cluster
+// section from the file (a cluster YAML holds the keys of the job file's cluster section).
+JobSpec load_megatron_job(const std::string& args, const std::string& cluster_path,
+                          const std::vector<std::string>& overrides = {});
+
+// Checks every cross-field rule (divisibility, products, catalog lookups) and fills derived fields
+// (data degree, query groups, kv_channels). Throws InputError.
+void validate(JobSpec& job);
+
+}  // namespace stepsim::spec

@@ -1,0 +1,66 @@
+#include "stepsim/spec/job_spec.hpp"
+
+namespace stepsim::spec {
+
+int bytes_of(Precision p) {
+  switch (p) {
+    case Precision::Fp32: return 4;
+    case Precision::Fp16: return 2;
+    case Precision::Bf16: return 2;
+    case Precision::Fp8: return 2;  // Transformer Engine keeps weights/activations in bf16; fp8 is GEMM-only
+  }
+  return 2;
+}
+
+const char* name_of(Precision p) {
+  switch (p) {
+    case Precision::Fp32: return "fp32";
+    case Precision::Fp16: return "fp16";
+    case Precision::Bf16: return "bf16";
+    case Precision::Fp8: return "fp8";
+  }
+  return "?";
+}
+const char* name_of(Recompute r) {
+  switch (r) {
+    case Recompute::None: return "none";
+    case Recompute::Selective: return "selective";
+    case Recompute::Full: return "full";
+  }
+  return "?";
+}
+const char* name_of(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::GPipe: return "gpipe";
+    case PipelineSchedule::OneFOneB: return "1f1b";
+    case PipelineSchedule::Interleaved1F1B: return "interleaved-1f1b";
+  }
+  return "?";
+}
+const char* name_of(Activation a) { return a == Activation::Gelu ? "gelu" : "swiglu"; }
+const char* name_of(AttentionType a) {
+  switch (a) {
+    case AttentionType::Mha: return "mha";
+    case AttentionType::Gqa: return "gqa";
+    case AttentionType::Mla: return "mla";
+  }
+  return "?";
+}
+const char* name_of(CommModel m) {
+  switch (m) {
+    case CommModel::AlphaBeta: return "alpha-beta";
+    case CommModel::Nccl: return "nccl";
+    case CommModel::Flow: return "flow";
+  }
+  return "?";
+}
+const char* name_of(OverlapModel m) {
+  switch (m) {
+    case OverlapModel::None: return "none";
+    case OverlapModel::Coefficients: return "coefficients";
+    case OverlapModel::XGBoost: return "xgboost";
+  }
+  return "?";
+}
+
+}  // namespace stepsim::spec

@@ -1,0 +1,142 @@
+#pragma once
+// JobSpec: everything a simulation needs, as the user wrote it (after defaults and validation).
+// Field names follow the job-file keys of docs/ARCHITECTURE.md, which follow Megatron-LM.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stepsim::spec {
+
+enum class Activation { Gelu, Swiglu };
+enum class AttentionType { Mha, Gqa, Mla };
+enum class Normalization { LayerNorm, RmsNorm };
+enum class PositionEmbedding { Learned, Rope };
+enum class Precision { Fp32, Fp16, Bf16, Fp8 };
+enum class Recompute { None, Selective, Full };
+enum class PipelineSchedule { GPipe, OneFOneB, Interleaved1F1B };
+enum class CommModel { AlphaBeta, Nccl, Flow };
+enum class OverlapModel { None, Coefficients, XGBoost };
+
+// Multi-head latent attention (DeepSeek-V2/V3). q_lora_rank == 0 means queries are not compressed.
+struct MlaSpec {
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+};
+
+struct MoeSpec {
+  int num_experts = 0;
+  int topk = 0;
+  int64_t ffn_hidden_size = 0;               // per routed expert
+  int64_t shared_expert_ffn_hidden_size = 0; // total intermediate size of the shared expert(s); 0 = none
+  int layer_freq = 1;                        // every layer_freq-th layer is MoE ...
+  int first_k_dense = 0;                     // ... after the first first_k_dense dense layers
+  std::optional<double> capacity_factor;     // nullopt = dropless
+};
+
+struct ModelSpec {
+  std::string name = "model";
+  int num_layers = 0;
+  int64_t hidden_size = 0;
+  int num_attention_heads = 0;
+  int num_query_groups = 0;   // KV heads; 0 in input = same as num_attention_heads
+  int64_t kv_channels = 0;    // head dim; 0 in input = hidden_size / num_attention_heads
+  int64_t ffn_hidden_size = 0;
+  Activation activation = Activation::Gelu;
+  Normalization normalization = Normalization::LayerNorm;
+  bool add_bias_linear = true;
+  PositionEmbedding position_embedding = PositionEmbedding::Learned;  // learned absolute (GPT) or rotary
+  int64_t vocab_size = 0;
+  int64_t seq_length = 0;
+  bool tie_embeddings = false;
+  AttentionType attention = AttentionType::Mha;
+  MlaSpec mla;
+  std::optional<MoeSpec> moe;
+
+  // True when layer index `layer` (0-based, global) has a MoE MLP.
+  bool is_moe_layer(int layer) const {
+    if (!moe) return false;
+    if (layer < moe->first_k_dense) return false;
+    return ((layer - moe->first_k_dense) % moe->layer_freq) == 0;
+  }
+};
+
+struct ParallelismSpec {
+  int tensor = 1;
+  int pipeline = 1;
+  int data = 0;        // 0 = derive from cluster.num_gpus
+  int context = 1;
+  int expert = 1;      // folded into data (x context): must divide data*context
+  bool sequence_parallel = false;
+  int virtual_stages = 1;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  // Uneven stages: layers of each model chunk in layer order (pipeline*virtual_stages entries). Empty = even.
+  std::vector<int> pipeline_layers;
+};
+
+struct TrainingSpec {
+  int micro_batch_size = 1;
+  int64_t global_batch_size = 0;
+  Precision precision = Precision::Bf16;
+  Recompute recompute = Recompute::None;
+  bool distributed_optimizer = false;
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  bool tp_comm_overlap = false;
+  bool optimizer_offload = false;
+  bool activation_offload = false;
+  // Megatron-LM reduces gradients in fp32 under bf16 (accumulate_allreduce_grads_in_fp32).
+  std::optional<bool> grad_reduce_in_fp32;  // nullopt = Megatron's default for the precision
+  int64_t bucket_size = 0;                  // DP bucket in parameters; 0 = max(40M, 1M * dp) as Megatron-Core
+};
+
+struct LinkSpec {
+  double bandwidth_GBps = 0;  // per GPU, one direction, GB/s (1e9 B/s)
+  double latency_us = 0;
+  std::string topology;       // inter-node only: fat-tree | rail-optimized | ...
+};
+
+struct ClusterSpec {
+  std::string gpu = "H100-SXM";
+  int num_gpus = 0;
+  int gpus_per_node = 8;
+  LinkSpec intra_node{450.0, 1.0, ""};
+  LinkSpec inter_node{50.0, 5.0, "fat-tree"};  // 400 Gb/s per GPU NIC = 50 GB/s
+  std::map<int, double> slow_ranks;             // rank -> compute slow-down factor (>= 1 slows)
+  double host_to_device_GBps = 25.0;            // PCIe, for offload
+};
+
+struct SimulationSpec {
+  CommModel comm_model = CommModel::AlphaBeta;
+  OverlapModel overlap_model = OverlapModel::None;
+};
+
+struct JobSpec {
+  ModelSpec model;
+  ParallelismSpec parallelism;
+  TrainingSpec training;
+  ClusterSpec cluster;
+  SimulationSpec simulation;
+  std::string source;  // file (or "megatron-args") the job came from, for messages
+
+  int64_t num_microbatches() const {
+    return training.global_batch_size /
+           (static_cast<int64_t>(training.micro_batch_size) * parallelism.data);
+  }
+};
+
+// Bytes per element of a precision (weights/activations as stored).
+int bytes_of(Precision p);
+const char* name_of(Precision p);
+const char* name_of(Recompute r);
+const char* name_of(PipelineSchedule s);
+const char* name_of(Activation a);
+const char* name_of(AttentionType a);
+const char* name_of(CommModel m);
+const char* name_of(OverlapModel m);
+
+}  // namespace stepsim::spec

@@ -1,0 +1,809 @@
+// Megatron-LM argument string -> job tree. Flag names, value kinds, defaults and the cross-flag
+// assertions follow megatron/training/arguments.py (parse_args / validate_args) so that a command
+// line Megatron accepts maps to the job it would run, and one it rejects is rejected here too.
+#include "stepsim/spec/megatron_args.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/job_loader.hpp"
+
+namespace stepsim::spec {
+namespace {
+
+constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
+// Bounds on hostile input: an --moe-layer-freq pattern, and the emitted pipeline_layers list.
+constexpr size_t kMaxPatternLength = 1u << 20;
+constexpr int kMaxPatternDepth = 64;
+constexpr int64_t kMaxModelChunks = 65536;
+// GPT-2 BPE: the tokenizer of the Megatron GPT examples (--vocab-file gpt2-vocab.json), used when
+// neither --vocab-size nor --padded-vocab-size nor another --tokenizer-type says otherwise.
+constexpr int64_t kGpt2BpeVocab = 50257;
+
+std::string printable(std::string_view s, size_t max_len = 64) {
+  std::string out;
+  for (char c : s) {
+    if (out.size() >= max_len) {
+      out += "...";
+      break;
+    }
+    const auto u = static_cast<unsigned char>(c);
+    out += (u >= 0x20 && u < 0x7f) ? c : '?';
+  }
+  return out;
+}
+
+[[noreturn]] void fail(std::string_view flag, const std::string& rule) {
+  throw InputError("megatron-args: " + std::string(flag) + ": " + rule);
+}
+[[noreturn]] void fail_input(const std::string& rule) { throw InputError("megatron-args: " + rule); }
+
+// ---------------------------------------------------------------------------------------------
+// Shell-style tokenising (POSIX sh word splitting and quote removal; no expansions).
+
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::vector<std::string> tokenize(std::string_view s) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool in_word = false;
+  size_t i = 0;
+  const size_t n = s.size();
+  auto continuation = [&](size_t at) -> size_t {  // length of a line break at `at`, 0 if none
+    if (at < n && s[at] == '\n') return 1;
+    if (at + 1 < n && s[at] == '\r' && s[at + 1] == '\n') return 2;  // pasted CRLF text
+    return 0;
+  };
+  while (i < n) {
+    const char c = s[i];
+    if (c == '\\') {
+      if (size_t brk = continuation(i + 1)) {
+        i += 1 + brk;
+        continue;
+      }
+      if (i + 1 >= n) fail_input("backslash at end of input");
+      cur += s[i + 1];
+      in_word = true;
+      i += 2;
+    } else if (c == '\'') {
+      const size_t close = s.find('\'', i + 1);
+      if (close == std::string_view::npos) fail_input("unterminated single quote");
+      cur.append(s.substr(i + 1, close - i - 1));
+      in_word = true;
+      i = close + 1;
+    } else if (c == '"') {
+      in_word = true;
+      ++i;
+      for (;;) {
+        if (i >= n) fail_input("unterminated double quote");
+        if (s[i] == '"') break;
+        if (s[i] == '\\' && i + 1 < n) {
+          if (size_t brk = continuation(i + 1)) {
+            i += 1 + brk;
+            continue;
+          }
+          const char e = s[i + 1];
+          if (e == '$' || e == '`' || e == '"' || e == '\\') {  // the only escapes inside "..."
+            cur += e;
+            i += 2;
+            continue;
+          }
+        }
+        cur += s[i++];
+      }
+      ++i;
+    } else if (is_blank(c)) {
+      if (in_word) words.push_back(std::move(cur));
+      cur.clear();
+      in_word = false;
+      ++i;
+    } else if (c == '#' && !in_word) {  // comment to end of line, as in the example scripts
+      while (i < n && s[i] != '\n') ++i;
+    } else {
+      cur += c;
+      in_word = true;
+      ++i;
+    }
+  }
+  if (in_word) words.push_back(std::move(cur));
+  return words;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The argument table.
+
+enum class Kind : uint8_t { Flag, Value, List0, List1 };  // store_true, one value, nargs='*', nargs='+'
+enum class Use : uint8_t { Map, Ignore, Reject };
+
+struct Spec {
+  Kind kind;
+  Use use;
+  const char* reason = nullptr;  // for Reject
+};
+
+using Table = std::unordered_map<std::string_view, Spec>;
+
+void add(Table& t, std::initializer_list<std::string_view> names, Kind k, Use u, const char* why = nullptr) {
+  for (auto n : names) t.emplace(n, Spec{k, u, why});
+}
+
+const Table& table() {
+  static const Table t = [] {
+    Table t;
+    // Mapped onto the job.
+    add(t, {"--num-layers", "--hidden-size", "--num-attention-heads", "--num-query-groups", "--kv-channels",
+            "--ffn-hidden-size", "--normalization", "--seq-length", "--max-position-embeddings", "--vocab-size",
+            "--padded-vocab-size", "--make-vocab-size-divisible-by", "--tokenizer-type", "--num-experts",
+            "--moe-router-topk", "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--moe-layer-freq",
+            "--moe-expert-capacity-factor", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
+            "--v-head-dim", "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size",
+            "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--num-layers-per-virtual-pipeline-stage",
+            "--num-virtual-stages-per-pipeline-rank", "--decoder-first-pipeline-num-layers",
+            "--decoder-last-pipeline-num-layers", "--micro-batch-size", "--global-batch-size", "--fp8-format",
+            "--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--ddp-bucket-size",
+            "--cpu-offloading-num-layers", "--num-distributed-optimizer-instances", "--optimizer"},
+        Kind::Value, Use::Map);
+    add(t, {"--group-query-attention", "--swiglu", "--squared-relu", "--quick-geglu", "--disable-bias-linear",
+            "--untie-embeddings-and-output-weights", "--multi-latent-attention", "--sequence-parallel", "--bf16",
+            "--fp16", "--recompute-activations", "--use-distributed-optimizer", "--overlap-grad-reduce",
+            "--overlap-param-gather", "--tp-comm-overlap", "--optimizer-cpu-offload",
+            "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--no-overlap-p2p-communication"},
+        Kind::Flag, Use::Map);
+
+    // Change the step but cannot be expressed in a job: refused rather than silently dropped.
+    add(t, {"--pipeline-model-parallel-layout"}, Kind::Value, Use::Reject,
+        "custom layouts are not modelled; use --decoder-first/last-pipeline-num-layers");
+    add(t, {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}, Kind::Flag,
+        Use::Reject, "counting embedding/loss as pipeline layers is not modelled");
+    add(t, {"--use-torch-fsdp2", "--use-megatron-fsdp"}, Kind::Flag, Use::Reject, "FSDP is not modelled");
+    add(t, {"--mtp-num-layers"}, Kind::Value, Use::Reject, "multi-token prediction layers are not modelled");
+    add(t, {"--fp4-format"}, Kind::Value, Use::Reject, "FP4 training is not modelled");
+    add(t, {"--window-size", "--window-attn-skip-freq"}, Kind::Value, Use::Reject,
+        "sliding-window attention is not modelled");
+    add(t, {"--encoder-num-layers", "--decoder-num-layers", "--encoder-seq-length", "--decoder-seq-length"},
+        Kind::Value, Use::Reject, "encoder-decoder models are not modelled; use --num-layers/--seq-length");
+    add(t, {"--heterogeneous-layers-config-path", "--heterogeneous-layers-config-encoded-json",
+            "--hybrid-override-pattern", "--hybrid-attention-ratio", "--hybrid-mlp-ratio"},
+        Kind::Value, Use::Reject, "heterogeneous/hybrid layer stacks are not modelled");
+    add(t, {"--is-hybrid-model"}, Kind::Flag, Use::Reject, "hybrid (Mamba) models are not modelled");
+    add(t, {"--yaml-cfg"}, Kind::Value, Use::Reject, "give the arguments on the command line");
+    add(t, {"--batch-size"}, Kind::Value, Use::Reject, "no longer valid in Megatron-LM; use --micro-batch-size");
+    add(t, {"--model-parallel-size"}, Kind::Value, Use::Reject,
+        "no longer valid in Megatron-LM; use --tensor-model-parallel-size");
+    add(t, {"--checkpoint-activations"}, Kind::Flag, Use::Reject,
+        "no longer valid in Megatron-LM; use --recompute-activations or --recompute-granularity");
+
+    // Accepted with no effect on the step: paths, logging, checkpointing, data, optimiser
+    // hyper-parameters, initialisation, and kernel/implementation choices the cost model does not
+    // distinguish (fusions, attention backend, MoE dispatcher, FP8 recipe details).
+    add(t, {"--use-mcore-models", "--use-legacy-models", "--use-flash-attn", "--no-masked-softmax-fusion",
+            "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion", "--no-bias-dropout-fusion", "--no-rope-fusion",
+            "--cross-entropy-loss-fusion", "--no-gradient-accumulation-fusion", "--no-persist-layer-norm",
+            "--apply-layernorm-1p", "--apply-residual-connection-post-layernorm", "--openai-gelu", "--add-qkv-bias",
+            "--qk-layernorm", "--qk-l2-norm", "--rotary-interleaved", "--use-rotary-position-embeddings",
+            "--use-rope-scaling", "--no-position-embedding", "--fp32-residual-connection",
+            "--apply-query-key-layer-scaling", "--attention-softmax-in-fp32", "--fp16-lm-cross-entropy",
+            "--disable-bf16-reduced-precision-matmul", "--no-check-for-nan-in-loss-and-grad", "--check-for-spiky-loss",
+            "--check-for-large-grads", "--distribute-saved-activations", "--moe-grouped-gemm",
+            "--moe-use-legacy-grouped-gemm", "--moe-layer-recompute", "--moe-permute-fusion", "--moe-router-pre-softmax",
+            "--moe-router-enable-expert-bias", "--moe-router-fusion", "--moe-router-force-load-balancing",
+            "--moe-router-padding-for-fp8", "--moe-per-layer-logging", "--moe-pad-expert-input-to-capacity",
+            "--moe-shared-expert-overlap", "--moe-enable-deepep", "--moe-apply-probs-on-input",
+            "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute", "--moe-use-upcycling", "--moe-extended-tp",
+            "--fp8-param-gather", "--first-last-layers-bf16", "--no-fp8-wgrad", "--te-rng-tracker",
+            "--inference-rng-tracker", "--overlap-param-gather-with-optimizer-step", "--no-align-param-gather",
+            "--no-align-grad-reduce", "--ddp-pad-buckets-for-high-nccl-busbw",
+            "--ddp-reduce-scatter-with-fp32-accumulation", "--ddp-average-in-collective",
+            "--defer-embedding-wgrad-compute", "--no-scatter-gather-tensors-in-pipeline", "--use-ring-exchange-p2p",
+            "--overlap-p2p-communication-warmup-flush", "--use-nccl-ub", "--disable-symmetric-registration",
+            "--use-sharp", "--use-tp-pp-dp-mapping", "--use-precision-aware-optimizer",
+            "--use-torch-optimizer-for-cpu-offload", "--overlap-cpu-optimizer-d2h-h2d", "--no-pin-cpu-grads",
+            "--no-pin-cpu-params", "--disable-tp-comm-overlap-ag", "--disable-tp-comm-overlap-rs",
+            "--tp-comm-overlap-rs-dgrad", "--disable-tp-comm-bulk-dgrad", "--disable-tp-comm-bulk-wgrad",
+            "--disable-tp-comm-split-ag", "--disable-tp-comm-split-rs", "--use-cpu-initialization",
+            "--deterministic-mode", "--calculate-per-token-loss", "--manual-gc", "--no-manual-gc-eval",
+            "--enable-cuda-graph", "--external-cuda-graph", "--decode-only-cuda-graphs", "--record-memory-history",
+            "--use-pytorch-profiler", "--profile", "--log-params-norm", "--log-num-zeros-in-grad", "--log-throughput",
+            "--log-progress", "--log-energy", "--log-timers-to-tensorboard", "--log-validation-ppl-to-tensorboard",
+            "--log-memory-to-tensorboard", "--log-world-size-to-tensorboard", "--log-straggler",
+            "--no-log-loss-scale-to-tensorboard", "--no-barrier-with-level-1-timing", "--disable-straggler-on-startup",
+            "--mock-data", "--no-mmap-bin-files", "--reset-position-ids", "--reset-attention-mask", "--eod-mask-loss",
+            "--no-create-attention-mask-in-dataloader", "--allow-ambiguous-pad-tokens", "--legacy-tokenizer",
+            "--trust-remote-code", "--no-save-optim", "--no-save-rng", "--no-load-optim", "--no-load-rng",
+            "--load-main-params-from-ckpt", "--finetune", "--no-initialization", "--use-checkpoint-args",
+            "--use-mp-args-from-checkpoint-args", "--no-use-tokenizer-model-from-checkpoint-args",
+            "--exit-on-missing-checkpoint", "--use-dist-ckpt", "--use-persistent-ckpt-worker",
+            "--auto-detect-ckpt-format", "--ckpt-fully-parallel-save", "--no-ckpt-fully-parallel-save", "--async-save",
+            "--ckpt-fully-parallel-load", "--ckpt-assume-constant-structure", "--dist-ckpt-save-pre-mcore-014",
+            "--dist-ckpt-optim-fully-reshardable", "--distrib-optim-fully-reshardable-mem-efficient",
+            "--ckpt-convert-update-legacy-dist-opt-format", "--exit-signal-handler", "--adlr-autoresume",
+            "--skip-train", "--full-validation", "--multiple-validation-sets", "--test-mode",
+            "--data-parallel-random-init", "--init-method-xavier-uniform", "--override-opt_param-scheduler",
+            "--override-opt-param-scheduler", "--use-checkpoint-opt_param-scheduler",
+            "--use-checkpoint-opt-param-scheduler", "--no-one-logger", "--one-logger-async", "--enable-ft-package",
+            "--calc-ft-timeouts", "--inprocess-restart", "--inprocess-empty-cuda-cache",
+            "--run-workload-inspector-server", "--enable-experimental", "--disable-msc", "--disable-gloo-process-groups",
+            "--no-clone-scatter-output-in-embedding", "--replication", "--use-te-activation-func",
+            "--use-fused-weighted-squared-relu", "--decrease-batch-size-if-needed", "--cache-mla-latents",
+            "--no-gradient-reduce-div-fusion", "--no-async-tensor-model-parallel-allreduce",
+            "--reuse-grad-buf-for-mxfp8-param-ag", "--bert-no-binary-head"},
+        Kind::Flag, Use::Ignore);
+    add(t, {"--attention-backend", "--transformer-impl", "--position-embedding-type", "--rotary-base",
+            "--rotary-percent", "--rotary-seq-len-interpolation-factor", "--rope-scaling-factor", "--rope-type",
+            "--rotary-scaling-factor", "--mscale", "--mscale-all-dim", "--no-rope-freq", "--softmax-type",
+            "--relative-attention-num-buckets", "--relative-attention-max-distance", "--norm-epsilon",
+            "--init-method-std", "--embedding-init-method-std", "--attention-dropout", "--hidden-dropout",
+            "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--weight-decay-incr-style", "--clip-grad",
+            "--adam-beta1", "--adam-beta2", "--adam-eps", "--sgd-momentum", "--optimizer-offload-fraction", "--lr",
+            "--lr-decay-style", "--lr-wsd-decay-style", "--lr-decay-iters", "--lr-decay-samples",
+            "--lr-wsd-decay-samples", "--lr-wsd-decay-iters", "--lr-warmup-fraction", "--lr-warmup-iters",
+            "--lr-warmup-samples", "--lr-warmup-init", "--min-lr", "--decoupled-lr", "--decoupled-min-lr", "--seed",
+            "--train-iters", "--train-samples", "--log-interval", "--exit-interval", "--exit-duration-in-mins",
+            "--tensorboard-dir", "--tensorboard-log-interval", "--tensorboard-queue-size", "--timing-log-level",
+            "--timing-log-option", "--logging-level", "--wandb-project", "--wandb-entity", "--wandb-exp-name",
+            "--wandb-save-dir", "--eval-iters", "--eval-interval", "--save", "--save-interval",
+            "--persistent-save-interval", "--save-retain-interval", "--load", "--pretrained-checkpoint", "--ckpt-step",
+            "--ckpt-format", "--ckpt-convert-format", "--ckpt-convert-save", "--dist-ckpt-format",
+            "--dist-ckpt-strictness", "--non-persistent-save-interval", "--non-persistent-ckpt-type",
+            "--non-persistent-global-ckpt-dir", "--non-persistent-local-ckpt-dir", "--non-persistent-local-ckpt-algo",
+            "--replication-jump", "--replication-factor", "--vocab-file", "--merge-file", "--vocab-extra-ids",
+            "--tokenizer-model", "--tokenizer-metadata", "--tiktoken-pattern", "--tiktoken-num-special-tokens",
+            "--split", "--data-cache-path", "--data-args-path", "--per-split-data-args-path", "--num-workers",
+            "--num-dataset-builder-threads", "--object-storage-cache-path", "--mid-level-dataset-surplus",
+            "--dataloader-type", "--distributed-backend", "--distributed-timeout-minutes",
+            "--distributed-timeout-seconds-after-init", "--local-rank", "--loss-scale", "--initial-loss-scale",
+            "--min-loss-scale", "--loss-scale-window", "--hysteresis", "--fp8-recipe", "--fp8-margin", "--fp8-interval",
+            "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-quantizer-factory",
+            "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16", "--moe-router-dtype",
+            "--moe-router-score-function", "--moe-router-num-groups", "--moe-router-group-topk",
+            "--moe-router-topk-scaling-factor", "--moe-router-bias-update-rate", "--moe-z-loss-coeff",
+            "--moe-input-jitter-eps", "--moe-token-dispatcher-type", "--moe-deepep-num-sms", "--moe-token-drop-policy",
+            "--moe-upcycling-granularity", "--ddp-num-buckets", "--microbatch-group-size-per-virtual-pipeline-stage",
+            "--pipeline-model-parallel-comm-backend", "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
+            "--empty-unused-memory-level", "--check-weight-hash-across-dp-replicas-interval", "--train-sync-interval",
+            "--manual-gc-interval", "--profile-step-start", "--profile-step-end", "--memory-snapshot-path",
+            "--result-rejected-tracker-filename", "--cuda-graph-impl", "--cuda-graph-scope",
+            "--cuda-graph-warmup-steps", "--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype",
+            "--exp-avg-sq-dtype", "--dump-param-to-param-group-map", "--sharp-enabled-group",
+            "--data-parallel-sharding-strategy", "--suggested-communication-unit-size",
+            "--nccl-communicator-config-path", "--config-logger-dir", "--one-logger-project", "--one-logger-run-name",
+            "--app-tag-run-name", "--app-tag-run-version", "--straggler-ctrlr-port", "--straggler-minmax-count",
+            "--adlr-autoresume-interval", "--error-injection-rate", "--error-injection-type", "--rerun-mode",
+            "--wgrad-deferral-limit", "--glu-linear-offset", "--activation-func-clamp-value",
+            "--sft-tokenizer-prompt-format", "--warmup"},
+        Kind::Value, Use::Ignore);
+    add(t, {"--data-path", "--train-data-path", "--valid-data-path", "--test-data-path", "--rampup-batch-size",
+            "--recompute-modules", "--spec", "--high-priority-stream-groups"},
+        Kind::List0, Use::Ignore);
+    add(t, {"--cp-comm-type", "--hierarchical-context-parallel-sizes", "--iterations-to-skip", "--profile-ranks",
+            "--mrope-section", "--tiktoken-special-tokens", "--moe-router-load-balancing-type", "--moe-aux-loss-coeff"},
+        Kind::List1, Use::Ignore);
+    return t;
+  }();
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsed arguments: last occurrence wins, as with argparse.
+
+struct Args {
+  std::map<std::string, std::string, std::less<>> values;
+  std::set<std::string, std::less<>> flags;
+
+  const std::string* get(std::string_view name) const {
+    auto it = values.find(name);
+    return it == values.end() ? nullptr : &it->second;
+  }
+  bool has(std::string_view name) const { return flags.count(name) != 0; }
+
+  int64_t to_int(std::string_view name, const std::string& v, int64_t min) const {
+    std::string_view s = v;
+    if (!s.empty() && s.front() == '+') s.remove_prefix(1);  // Python's int() accepts a sign
+    int64_t x = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+    if (ec == std::errc::result_out_of_range) fail(name, "must be at most " + std::to_string(kMaxInt));
+    if (ec != std::errc() || end != s.data() + s.size() || s.empty())
+      fail(name, "not an integer: '" + printable(v) + "'");
+    if (x > kMaxInt) fail(name, "must be at most " + std::to_string(kMaxInt));
+    if (x < min) fail(name, std::string(min == 0 ? "must be non-negative" : "must be positive") + ", got " + std::to_string(x));
+    return x;
+  }
+  std::optional<int64_t> opt_int(std::string_view name, int64_t min = 1) const {
+    const std::string* v = get(name);
+    if (!v) return std::nullopt;
+    return to_int(name, *v, min);
+  }
+  int64_t req_int(std::string_view name) const {
+    const std::string* v = get(name);
+    if (!v) fail(name, "missing (required)");
+    return to_int(name, *v, 1);
+  }
+  std::optional<double> opt_positive_float(std::string_view name) const {
+    const std::string* v = get(name);
+    if (!v) return std::nullopt;
+    double x = 0;
+    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
+    if (ec != std::errc() || end != v->data() + v->size() || v->empty() || !std::isfinite(x))
+      fail(name, "not a finite number: '" + printable(*v) + "'");
+    if (!(x > 0)) fail(name, "must be positive, got " + printable(*v));
+    return x;
+  }
+  // One of `choices`, or the flag's default when absent.
+  std::optional<std::string> opt_choice(std::string_view name, std::initializer_list<std::string_view> choices) const {
+    const std::string* v = get(name);
+    if (!v) return std::nullopt;
+    std::string list;
+    for (auto c : choices) {
+      if (*v == c) return *v;
+      list += (list.empty() ? "" : ", ") + std::string(c);
+    }
+    fail(name, "must be one of " + list + ", got '" + printable(*v) + "'");
+  }
+};
+
+int64_t checked_mul(int64_t a, int64_t b, std::string_view flag) {
+  if (a != 0 && b > kMaxInt / a) fail(flag, "derived size exceeds " + std::to_string(kMaxInt));
+  return a * b;
+}
+
+bool starts_with_dashes(const std::string& w) { return w.size() >= 2 && w[0] == '-' && w[1] == '-'; }
+
+Args parse(const std::vector<std::string>& words) {
+  Args a;
+  size_t i = 0;
+  // A pasted launcher prefix ("python pretrain_gpt.py", "torchrun --nproc_per_node 8 pretrain_gpt.py")
+  // belongs to the launcher, not to Megatron: everything up to the first *.py word is skipped.
+  if (!words.empty() && !starts_with_dashes(words[0])) {
+    size_t script = 0;
+    while (script < words.size() && !(words[script].size() > 3 && words[script].ends_with(".py"))) ++script;
+    if (script == words.size()) fail_input("unexpected argument '" + printable(words[0]) + "' (arguments start with --)");
+    i = script + 1;
+  }
+  const Table& t = table();
+  while (i < words.size()) {
+    const std::string& w = words[i++];
+    if (!starts_with_dashes(w) || w.size() == 2) fail_input("unexpected argument '" + printable(w) + "'");
+    const size_t eq = w.find('=');
+    const std::string name = w.substr(0, eq);
+    const auto it = t.find(name);
+    if (it == t.end()) fail_input("unknown argument " + printable(name));
+    const Spec& spec = it->second;
+    if (spec.use == Use::Reject) fail(name, std::string("not supported (") + spec.reason + ")");
+    std::vector<std::string> vals;
+    if (eq != std::string::npos) vals.push_back(w.substr(eq + 1));
+    switch (spec.kind) {
+      case Kind::Flag:
+        if (!vals.empty()) fail(name, "takes no value");
+        break;
+      case Kind::Value:
+        if (vals.empty()) {
+          if (i >= words.size() || starts_with_dashes(words[i])) fail(name, "missing value");
+          vals.push_back(words[i++]);
+        }
+        break;
+      case Kind::List0:
+      case Kind::List1:
+        if (vals.empty())
+          while (i < words.size() && !starts_with_dashes(words[i])) vals.push_back(words[i++]);
+        if (spec.kind == Kind::List1 && vals.empty()) fail(name, "expects at least one value");
+        break;
+    }
+    if (spec.use != Use::Map) continue;
+    if (spec.kind == Kind::Flag) a.flags.insert(name);
+    else a.values[name] = vals.front();
+  }
+  return a;
+}
+
+// ---------------------------------------------------------------------------------------------
+// --moe-layer-freq: an int N (layer i is MoE iff i % N == 0) or a Python list expression such as
+// "([0]*3+[1]*58)". Megatron eval()s the expression after allowing only digits , [ ] ( ) + *; this
+// is a small evaluator for that same language (lists, ints, '+' concatenation, '*' repetition).
+
+class PatternEval {
+ public:
+  explicit PatternEval(std::string_view s) : s_(s) {}
+
+  std::vector<int> run() {
+    for (char c : s_)
+      if (!(std::isdigit(static_cast<unsigned char>(c)) || c == ',' || c == '[' || c == ']' || c == '(' || c == ')' ||
+            c == '+' || c == '*'))
+        bad("invalid character '" + printable(std::string_view(&c, 1)) + "' (allowed: digits , [ ] ( ) + *)");
+    Val v = expr(0);
+    if (pos_ != s_.size()) bad("unexpected '" + printable(s_.substr(pos_, 1)) + "'");
+    if (!v.is_list) bad("must evaluate to a list");
+    return v.list;
+  }
+
+ private:
+  struct Val {
+    bool is_list = false;
+    int64_t num = 0;
+    std::vector<int> list;
+  };
+
+  [[noreturn]] void bad(const std::string& why) const {
+    fail("--moe-layer-freq", "invalid pattern '" + printable(s_) + "': " + why);
+  }
+  bool eat(char c) {
+    if (pos_ < s_.size() && s_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+
+  Val expr(int depth) {
+    Val v = term(depth);
+    while (eat('+')) {
+      Val r = term(depth);
+      if (v.is_list != r.is_list) bad("'+' mixes a list and a number");
+      if (v.is_list) {
+        if (v.list.size() + r.list.size() > kMaxPatternLength) bad("longer than " + std::to_string(kMaxPatternLength));
+        v.list.insert(v.list.end(), r.list.begin(), r.list.end());
+      } else {
+        v.num = std::min<int64_t>(v.num + r.num, kMaxNumber);
+      }
+    }
+    return v;
+  }
+
+  Val term(int depth) {
+    Val v = atom(depth);
+    while (eat('*')) {
+      Val r = atom(depth);
+      if (v.is_list && r.is_list) bad("cannot multiply two lists");
+      if (!v.is_list && !r.is_list) {
+        v.num = (r.num != 0 && v.num > kMaxNumber / r.num) ? kMaxNumber : v.num * r.num;
+        continue;
+      }
+      Val& list = v.is_list ? v : r;
+      const int64_t times = v.is_list ? r.num : v.num;
+      if (times != 0 && list.list.size() > kMaxPatternLength / static_cast<uint64_t>(times))
+        bad("longer than " + std::to_string(kMaxPatternLength));
+      std::vector<int> out;
+      out.reserve(list.list.size() * static_cast<size_t>(times));
+      for (int64_t k = 0; k < times; ++k) out.insert(out.end(), list.list.begin(), list.list.end());
+      v.is_list = true;
+      v.list = std::move(out);
+    }
+    return v;
+  }
+
+  Val atom(int depth) {
+    if (depth > kMaxPatternDepth) bad("nested too deeply");
+    Val v;
+    if (eat('(')) {
+      v = expr(depth + 1);
+      if (!eat(')')) bad("missing ')'");
+      return v;
+    }
+    if (eat('[')) {
+      v.is_list = true;
+      while (!eat(']')) {
+        Val e = expr(depth + 1);
+        if (e.is_list) bad("list elements must be 0 or 1");
+        if (e.num != 0 && e.num != 1) bad("list elements must be 0 or 1, got " + std::to_string(e.num));
+        if (v.list.size() >= kMaxPatternLength) bad("longer than " + std::to_string(kMaxPatternLength));
+        v.list.push_back(static_cast<int>(e.num));
+        if (!eat(',')) {
+          if (!eat(']')) bad("missing ']'");
+          break;
+        }
+      }
+      return v;
+    }
+    const size_t start = pos_;
+    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+    if (pos_ == start) bad(pos_ < s_.size() ? "unexpected '" + printable(s_.substr(pos_, 1)) + "'" : "unexpected end");
+    int64_t x = 0;
+    const auto [end, ec] = std::from_chars(s_.data() + start, s_.data() + pos_, x);
+    (void)end;
+    v.num = (ec != std::errc() || x > kMaxNumber) ? kMaxNumber : x;  // saturate: only *0 could shrink it
+    return v;
+  }
+
+  static constexpr int64_t kMaxNumber = int64_t{1} << 40;
+  std::string_view s_;
+  size_t pos_ = 0;
+};
+
+struct LayerFreq {
+  bool any_moe = true;
+  int64_t first_k_dense = 0;
+  int64_t layer_freq = 1;
+};
+
+LayerFreq moe_layer_freq(const Args& a, int64_t num_layers) {
+  const std::string* v = a.get("--moe-layer-freq");
+  if (!v) return {};
+  if (v->find('[') == std::string::npos) return {true, 0, a.to_int("--moe-layer-freq", *v, 1)};
+  const std::vector<int> p = PatternEval(*v).run();
+  if (static_cast<int64_t>(p.size()) != num_layers)
+    fail("--moe-layer-freq", "pattern has " + std::to_string(p.size()) + " entries, --num-layers is " +
+                                 std::to_string(num_layers));
+  // The schema's form: dense below first_k_dense, then MoE every layer_freq-th layer.
+  int64_t first = -1, second = -1;
+  for (size_t i = 0; i < p.size() && second < 0; ++i)
+    if (p[i] == 1) (first < 0 ? first : second) = static_cast<int64_t>(i);
+  if (first < 0) return {false, 0, 1};
+  LayerFreq f{true, first, second < 0 ? num_layers - first : second - first};
+  for (int64_t i = 0; i < num_layers; ++i)
+    if (p[static_cast<size_t>(i)] != ((i >= f.first_k_dense && (i - f.first_k_dense) % f.layer_freq == 0) ? 1 : 0))
+      fail("--moe-layer-freq", "pattern is not 'first K layers dense, then every N-th layer MoE'");
+  return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+YAML::Node build(const Args& a) {
+  const int64_t layers = a.req_int("--num-layers");
+  const int64_t hidden = a.req_int("--hidden-size");
+  const int64_t heads = a.req_int("--num-attention-heads");
+  const int64_t seq = a.req_int("--seq-length");
+  const int64_t mbs = a.req_int("--micro-batch-size");
+  const int64_t gbs = a.req_int("--global-batch-size");
+  const int64_t tp = a.opt_int("--tensor-model-parallel-size").value_or(1);
+  const int64_t pp = a.opt_int("--pipeline-model-parallel-size").value_or(1);
+  const int64_t cp = a.opt_int("--context-parallel-size").value_or(1);
+  const int64_t ep = a.opt_int("--expert-model-parallel-size").value_or(1);
+
+  if (auto mpe = a.opt_int("--max-position-embeddings"); mpe && *mpe < seq)
+    fail("--max-position-embeddings", "must be at least --seq-length (" + std::to_string(seq) + ")");
+  if (cp > 1 && seq % (2 * cp) != 0) fail("--seq-length", "must be a multiple of 2 * --context-parallel-size");
+
+  // --- model ---
+  YAML::Node model;
+  model["name"] = "megatron-args";
+  model["num_layers"] = layers;
+  model["hidden_size"] = hidden;
+  model["num_attention_heads"] = heads;
+
+  if (a.has("--swiglu") && (a.has("--squared-relu") || a.has("--quick-geglu")))
+    fail("--swiglu", "cannot be combined with --squared-relu or --quick-geglu");
+  // Gated activations cost three GEMMs, plain ones two: quick-GeGLU counts as SwiGLU and squared
+  // ReLU as GELU.
+  const bool gated = a.has("--swiglu") || a.has("--quick-geglu");
+  int64_t ffn = 0;
+  if (auto f = a.opt_int("--ffn-hidden-size")) {
+    ffn = *f;
+  } else if (gated) {
+    ffn = hidden / 24 * 64;  // Megatron: int((4 * h * 2 / 3) / 64) * 64, i.e. floor(h / 24) * 64
+    if (ffn == 0) fail("--ffn-hidden-size", "missing, and the --swiglu default int(8h/3/64)*64 is 0");
+  } else {
+    ffn = checked_mul(4, hidden, "--hidden-size");  // Megatron: 4 * hidden_size
+  }
+
+  const bool mla = a.has("--multi-latent-attention");
+  // Megatron applies --num-query-groups (default 1) only together with --group-query-attention.
+  int64_t groups = heads;
+  if (!mla && a.has("--group-query-attention")) {
+    groups = a.opt_int("--num-query-groups").value_or(1);
+    if (groups > heads || heads % groups != 0)
+      fail("--num-query-groups", "must divide --num-attention-heads (" + std::to_string(heads) + "), got " +
+                                     std::to_string(groups));
+  } else if (auto g = a.opt_int("--num-query-groups")) {
+    (void)g;  // validated, unused without --group-query-attention (as in Megatron)
+  }
+
+  YAML::Node att;
+  int64_t kv_channels = 0;
+  if (mla) {
+    const int64_t v_head = a.opt_int("--v-head-dim").value_or(128);
+    att["type"] = "mla";
+    att["q_lora_rank"] = a.opt_int("--q-lora-rank").value_or(0);  // default None: no query compression
+    att["kv_lora_rank"] = a.opt_int("--kv-lora-rank").value_or(32);
+    att["qk_nope_head_dim"] = a.opt_int("--qk-head-dim").value_or(128);
+    att["qk_rope_head_dim"] = a.opt_int("--qk-pos-emb-head-dim").value_or(64);
+    att["v_head_dim"] = v_head;
+    // As for HF configs: kv_channels carries the value head width unless given.
+    kv_channels = a.opt_int("--kv-channels").value_or(v_head);
+  } else {
+    att["type"] = groups < heads ? "gqa" : "mha";
+    if (auto kv = a.opt_int("--kv-channels")) {
+      kv_channels = *kv;
+    } else {
+      if (hidden % heads != 0)
+        fail("--num-attention-heads", "must divide --hidden-size (" + std::to_string(hidden) + ") unless --kv-channels is given");
+      kv_channels = hidden / heads;
+    }
+  }
+  model["num_query_groups"] = groups;
+  model["kv_channels"] = kv_channels;
+  model["ffn_hidden_size"] = ffn;
+  model["activation"] = gated ? "swiglu" : "gelu";
+  const auto norm = a.opt_choice("--normalization", {"LayerNorm", "RMSNorm"}).value_or("LayerNorm");
+  model["normalization"] = norm == "RMSNorm" ? "rmsnorm" : "layernorm";
+  model["add_bias_linear"] = !a.has("--disable-bias-linear");
+
+  // Vocabulary as Megatron pads it (_vocab_size_with_padding): rounded up to a multiple of
+  // --make-vocab-size-divisible-by (128) * tensor-parallel size. Without --vocab-size the GPT-2 BPE
+  // tokenizer of the GPT examples (50257) is assumed; any other tokenizer needs --vocab-size, since
+  // its vocabulary cannot be read here. NullTokenizer adds one EOD token, as Megatron's does.
+  int64_t vocab = 0;
+  if (auto padded = a.opt_int("--padded-vocab-size")) {
+    vocab = *padded;
+  } else {
+    const std::string* tok = a.get("--tokenizer-type");
+    int64_t orig = 0;
+    if (auto v = a.opt_int("--vocab-size")) {
+      orig = *v + ((tok && *tok == "NullTokenizer") ? 1 : 0);
+    } else if (tok && *tok != "GPT2BPETokenizer") {
+      fail("--vocab-size", "required with --tokenizer-type " + printable(*tok) + " (or give --padded-vocab-size)");
+    } else {
+      orig = kGpt2BpeVocab;
+    }
+    const int64_t multiple = checked_mul(a.opt_int("--make-vocab-size-divisible-by").value_or(128), tp,
+                                         "--make-vocab-size-divisible-by");
+    vocab = (orig + multiple - 1) / multiple * multiple;
+    if (vocab > kMaxInt) fail("--vocab-size", "padded size exceeds " + std::to_string(kMaxInt));
+  }
+  model["vocab_size"] = vocab;
+  model["seq_length"] = seq;
+  model["tie_embeddings"] = !a.has("--untie-embeddings-and-output-weights");  // Megatron ties by default
+  model["attention"] = att;
+
+  const int64_t experts = a.opt_int("--num-experts", 0).value_or(0);  // 0 means dense, as None
+  if (ep > 1) {
+    if (experts == 0) fail("--expert-model-parallel-size", "requires --num-experts");
+    if (experts % ep != 0) fail("--expert-model-parallel-size", "must divide --num-experts (" + std::to_string(experts) + ")");
+    if (a.has("--fp16")) fail("--expert-model-parallel-size", "expert parallelism is not supported with --fp16");
+  }
+  if (auto etp = a.opt_int("--expert-tensor-parallel-size"); etp && *etp != tp)
+    fail("--expert-tensor-parallel-size", "only a value equal to --tensor-model-parallel-size is modelled");
+  if (experts > 0) {
+    const LayerFreq lf = moe_layer_freq(a, layers);
+    const int64_t topk = a.opt_int("--moe-router-topk").value_or(2);
+    if (topk > experts) fail("--moe-router-topk", "must not exceed --num-experts (" + std::to_string(experts) + ")");
+    const int64_t moe_ffn = a.opt_int("--moe-ffn-hidden-size").value_or(ffn);  // Megatron: defaults to ffn
+    const auto capacity = a.opt_positive_float("--moe-expert-capacity-factor");
+    if (lf.any_moe) {
+      YAML::Node moe;
+      moe["num_experts"] = experts;
+      moe["topk"] = topk;
+      moe["ffn_hidden_size"] = moe_ffn;
+      moe["shared_expert_ffn_hidden_size"] = a.opt_int("--moe-shared-expert-intermediate-size").value_or(0);
+      moe["layer_freq"] = lf.layer_freq;
+      moe["first_k_dense"] = lf.first_k_dense;
+      moe["capacity_factor"] = capacity ? YAML::Node(*capacity) : YAML::Node(YAML::NodeType::Null);
+      model["moe"] = moe;
+    }
+  }
+
+  // --- parallelism ---
+  YAML::Node par;
+  par["tensor"] = tp;
+  par["pipeline"] = pp;
+  par["context"] = cp;
+  par["expert"] = ep;
+  // Megatron turns sequence parallelism off when tensor parallelism is 1.
+  const bool sp = a.has("--sequence-parallel") && tp > 1;
+  par["sequence_parallel"] = sp;
+
+  const auto first = a.opt_int("--decoder-first-pipeline-num-layers");
+  const auto last = a.opt_int("--decoder-last-pipeline-num-layers");
+  const auto layers_per_vstage = a.opt_int("--num-layers-per-virtual-pipeline-stage");
+  const auto vstages_per_rank = a.opt_int("--num-virtual-stages-per-pipeline-rank");
+  int64_t vs = 1;
+  if (layers_per_vstage && vstages_per_rank)
+    fail("--num-virtual-stages-per-pipeline-rank", "cannot be combined with --num-layers-per-virtual-pipeline-stage");
+  if (layers_per_vstage) {
+    if (first || last)
+      fail("--num-layers-per-virtual-pipeline-stage",
+           "cannot be combined with uneven stages; use --num-virtual-stages-per-pipeline-rank");
+    if (layers % pp != 0)
+      fail("--num-layers-per-virtual-pipeline-stage", "needs --num-layers divisible by --pipeline-model-parallel-size");
+    if ((layers / pp) % *layers_per_vstage != 0)
+      fail("--num-layers-per-virtual-pipeline-stage",
+           "must divide the layers per pipeline stage (" + std::to_string(layers / pp) + ")");
+    vs = layers / pp / *layers_per_vstage;
+  } else if (vstages_per_rank) {
+    vs = *vstages_per_rank;
+  }
+  if (vs > 1) {
+    const int64_t min_pp = a.has("--no-overlap-p2p-communication") ? 3 : 2;
+    if (pp < min_pp)
+      fail(layers_per_vstage ? "--num-layers-per-virtual-pipeline-stage" : "--num-virtual-stages-per-pipeline-rank",
+           "the interleaved schedule needs --pipeline-model-parallel-size >= " + std::to_string(min_pp));
+  }
+  par["virtual_stages"] = vs;
+  par["schedule"] = vs > 1 ? "interleaved-1f1b" : "1f1b";
+
+  if (first || last) {
+    const char* flag = first ? "--decoder-first-pipeline-num-layers" : "--decoder-last-pipeline-num-layers";
+    if (pp < 2) fail(flag, "needs --pipeline-model-parallel-size > 1");
+    if (checked_mul(pp, vs, "--pipeline-model-parallel-size") > kMaxModelChunks)
+      fail(flag, "more than " + std::to_string(kMaxModelChunks) + " model chunks are not supported");
+    const int64_t middle_stages = pp - (first ? 1 : 0) - (last ? 1 : 0);
+    const int64_t rest = layers - first.value_or(0) - last.value_or(0);
+    int64_t middle = 0;
+    if (middle_stages == 0) {
+      if (rest != 0)
+        fail(flag, "first and last stage layers must add up to --num-layers (" + std::to_string(layers) + ")");
+    } else {
+      if (rest < middle_stages || rest % middle_stages != 0)
+        fail(flag, "the remaining " + std::to_string(rest) + " layers do not split evenly over " +
+                       std::to_string(middle_stages) + " pipeline stages");
+      middle = rest / middle_stages;
+    }
+    auto stage_layers = [&](int64_t r) { return r == 0 && first ? *first : r == pp - 1 && last ? *last : middle; };
+    for (int64_t r = 0; r < pp; ++r)
+      if (stage_layers(r) % vs != 0)
+        fail(flag, "each stage's layers must split evenly over " + std::to_string(vs) + " virtual stages");
+    // Layer order of the interleaved schedule: chunk v of every rank, then chunk v + 1.
+    YAML::Node list;
+    for (int64_t v = 0; v < vs; ++v)
+      for (int64_t r = 0; r < pp; ++r) list.push_back(stage_layers(r) / vs);
+    par["pipeline_layers"] = list;
+  }
+
+  if (a.has("--tp-comm-overlap") && !sp)
+    fail("--tp-comm-overlap", "requires --sequence-parallel with --tensor-model-parallel-size > 1");
+
+  // --- training ---
+  YAML::Node tr;
+  tr["micro_batch_size"] = mbs;
+  tr["global_batch_size"] = gbs;
+  if (a.has("--bf16") && a.has("--fp16")) fail("--bf16", "cannot be combined with --fp16");
+  const auto fp8 = a.opt_choice("--fp8-format", {"e4m3", "hybrid"});
+  tr["precision"] = fp8 ? "fp8" : a.has("--bf16") ? "bf16" : a.has("--fp16") ? "fp16" : "fp32";
+
+  std::string recompute = a.opt_choice("--recompute-granularity", {"full", "selective"}).value_or("none");
+  if (a.has("--recompute-activations")) recompute = "selective";  // Megatron's override
+  const auto method = a.opt_choice("--recompute-method", {"uniform", "block"});
+  if (method && recompute == "selective")
+    fail("--recompute-method", "not supported with selective recompute granularity");
+  // Partial full recompute (--recompute-method block with fewer --recompute-num-layers than a stage
+  // holds) is not modelled: full granularity is taken as every layer recomputed.
+  a.opt_int("--recompute-num-layers");
+  tr["recompute"] = recompute;
+
+  const bool dist_opt = a.has("--use-distributed-optimizer");
+  if (a.has("--overlap-param-gather")) {
+    if (!dist_opt) fail("--overlap-param-gather", "requires --use-distributed-optimizer");
+    if (!a.has("--overlap-grad-reduce")) fail("--overlap-param-gather", "requires --overlap-grad-reduce");
+  }
+  if (auto n = a.opt_int("--num-distributed-optimizer-instances"); n && *n != 1)
+    fail("--num-distributed-optimizer-instances", "only 1 is modelled");
+  if (auto opt = a.opt_choice("--optimizer", {"adam", "sgd", "muon", "dist_muon"}); opt && *opt != "adam")
+    fail("--optimizer", "only adam is modelled");
+  tr["distributed_optimizer"] = dist_opt;
+  tr["overlap_grad_reduce"] = a.has("--overlap-grad-reduce");
+  tr["overlap_param_gather"] = a.has("--overlap-param-gather");
+  tr["tp_comm_overlap"] = a.has("--tp-comm-overlap");
+  // --optimizer-offload-fraction below 1 is not modelled: offload means all optimizer state.
+  tr["optimizer_offload"] = a.has("--optimizer-cpu-offload");
+  // Megatron's activation offloading is per layer; any offloaded layer counts as offloading on.
+  tr["activation_offload"] = a.opt_int("--cpu-offloading-num-layers", 0).value_or(0) > 0;
+  if (a.has("--grad-reduce-in-bf16")) tr["grad_reduce_in_fp32"] = false;  // wins, as in Megatron
+  else if (a.has("--accumulate-allreduce-grads-in-fp32")) tr["grad_reduce_in_fp32"] = true;
+  if (auto b = a.opt_int("--ddp-bucket-size")) tr["bucket_size"] = *b;
+
+  YAML::Node root;
+  root["model"] = model;
+  root["parallelism"] = par;
+  root["training"] = tr;
+  return root;
+}
+
+}  // namespace
+
+YAML::Node megatron_args_to_job_node(const std::string& args) {
+  if (args.size() > kMaxInputFileBytes)
+    throw InputError("megatron-args: argument string larger than 16 MiB (" + std::to_string(args.size()) + " bytes)");
+  return build(parse(tokenize(args)));
+}
+
+}  // namespace stepsim::spec

@@ -1,0 +1,160 @@
+// Cross-field rules of a job: what Megatron-LM itself asserts at start-up, plus what the simulator needs.
+#include <numeric>
+#include <string>
+
+#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/job_loader.hpp"
+
+namespace stepsim::spec {
+
+namespace {
+
+std::string s(int64_t x) { return std::to_string(x); }
+
+}  // namespace
+
+void validate(JobSpec& job) {
+  const std::string& src = job.source;
+  auto fail = [&](const std::string& key, const std::string& rule) {
+    throw InputError(src + ": key " + key + ": " + rule);
+  };
+  ModelSpec& m = job.model;
+  ParallelismSpec& p = job.parallelism;
+  TrainingSpec& t = job.training;
+  ClusterSpec& c = job.cluster;
+
+  // --- model
+  if (m.num_query_groups == 0) m.num_query_groups = m.num_attention_heads;
+  if (m.num_attention_heads % m.num_query_groups != 0) {
+    fail("model.num_query_groups", s(m.num_query_groups) + " must divide model.num_attention_heads " +
+                                       s(m.num_attention_heads));
+  }
+  if (m.attention == AttentionType::Mha && m.num_query_groups != m.num_attention_heads) {
+    fail("model.attention.type", "mha needs num_query_groups == num_attention_heads; use gqa");
+  }
+  if (m.kv_channels == 0) {
+    if (m.attention != AttentionType::Mla && m.hidden_size % m.num_attention_heads != 0) {
+      fail("model.hidden_size", s(m.hidden_size) + " must be divisible by num_attention_heads " +
+                                    s(m.num_attention_heads) + " (or give model.kv_channels)");
+    }
+    m.kv_channels = m.hidden_size / m.num_attention_heads;
+    if (m.kv_channels == 0) m.kv_channels = 1;
+  }
+  if (m.moe && m.moe->first_k_dense >= m.num_layers) {
+    fail("model.moe.first_k_dense", "must be less than model.num_layers " + s(m.num_layers));
+  }
+
+  // --- cluster
+  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(c.gpu);
+  c.gpu = gpu.name;
+  if (c.num_gpus > c.gpus_per_node && c.num_gpus % c.gpus_per_node != 0) {
+    fail("cluster.num_gpus", s(c.num_gpus) + " must be a multiple of cluster.gpus_per_node " + s(c.gpus_per_node));
+  }
+  for (const auto& [rank, factor] : c.slow_ranks) {
+    if (rank >= c.num_gpus) {
+      fail("cluster.slow_ranks." + s(rank), "rank must be below cluster.num_gpus " + s(c.num_gpus));
+    }
+    (void)factor;
+  }
+
+  // --- parallelism
+  const int64_t tpc = int64_t{p.tensor} * p.pipeline * p.context;
+  if (p.data == 0) {
+    if (c.num_gpus % tpc != 0) {
+      fail("parallelism", "tensor " + s(p.tensor) + " x pipeline " + s(p.pipeline) + " x context " + s(p.context) +
+                              " = " + s(tpc) + " does not divide cluster.num_gpus " + s(c.num_gpus));
+    }
+    p.data = static_cast<int>(c.num_gpus / tpc);
+  } else if (tpc * p.data != c.num_gpus) {
+    fail("parallelism", "tensor " + s(p.tensor) + " x pipeline " + s(p.pipeline) + " x context " + s(p.context) +
+                            " x data " + s(p.data) + " = " + s(tpc * p.data) + " does not equal cluster.num_gpus " +
+                            s(c.num_gpus));
+  }
+  if (m.num_attention_heads % p.tensor != 0) {
+    fail("parallelism.tensor", s(p.tensor) + " does not divide model.num_attention_heads " + s(m.num_attention_heads));
+  }
+  if (m.attention != AttentionType::Mla && m.num_query_groups % p.tensor != 0) {
+    fail("parallelism.tensor", s(p.tensor) + " does not divide model.num_query_groups " + s(m.num_query_groups));
+  }
+  if (m.ffn_hidden_size % p.tensor != 0) {
+    fail("parallelism.tensor", s(p.tensor) + " does not divide model.ffn_hidden_size " + s(m.ffn_hidden_size));
+  }
+  if (p.tensor == 1) p.sequence_parallel = false;  // Megatron-LM turns it off silently at TP 1
+  if (p.sequence_parallel && m.seq_length % (int64_t{p.tensor} * p.context) != 0) {
+    fail("model.seq_length", s(m.seq_length) + " must be divisible by tensor x context " +
+                                 s(int64_t{p.tensor} * p.context) + " under sequence parallelism");
+  }
+  if (p.context > 1 && m.seq_length % (2 * int64_t{p.context}) != 0) {
+    fail("model.seq_length", s(m.seq_length) + " must be divisible by 2 x context " + s(2 * int64_t{p.context}) +
+                                 " (context parallelism splits the sequence into 2 x context chunks)");
+  }
+  if (p.expert > 1) {
+    if (!m.moe) fail("parallelism.expert", "is " + s(p.expert) + " but the model has no moe section");
+    if (m.moe->num_experts % p.expert != 0) {
+      fail("parallelism.expert", s(p.expert) + " does not divide model.moe.num_experts " + s(m.moe->num_experts));
+    }
+    if ((int64_t{p.data} * p.context) % p.expert != 0) {
+      fail("parallelism.expert", s(p.expert) + " does not divide data x context " + s(int64_t{p.data} * p.context) +
+                                     " (experts are folded into the data-parallel ranks)");
+    }
+    if (p.tensor > 1 && !p.sequence_parallel) {
+      fail("parallelism.sequence_parallel", "must be true when expert and tensor parallelism are combined");
+    }
+  }
+  if (m.moe && m.moe->ffn_hidden_size % p.tensor != 0) {
+    fail("parallelism.tensor", s(p.tensor) + " does not divide model.moe.ffn_hidden_size " + s(m.moe->ffn_hidden_size));
+  }
+
+  // Pipeline stages and model chunks.
+  const int64_t chunks = int64_t{p.pipeline} * p.virtual_stages;
+  if (p.virtual_stages > 1 && p.schedule != PipelineSchedule::Interleaved1F1B) {
+    fail("parallelism.schedule", "virtual_stages " + s(p.virtual_stages) + " needs schedule interleaved-1f1b");
+  }
+  if (p.schedule == PipelineSchedule::Interleaved1F1B && p.virtual_stages < 2) {
+    fail("parallelism.virtual_stages", "interleaved-1f1b needs virtual_stages >= 2");
+  }
+  if (p.schedule == PipelineSchedule::Interleaved1F1B && p.pipeline < 2) {
+    fail("parallelism.pipeline", "interleaved-1f1b needs pipeline >= 2");
+  }
+  if (!p.pipeline_layers.empty()) {
+    if (static_cast<int64_t>(p.pipeline_layers.size()) != chunks) {
+      fail("parallelism.pipeline_layers", "has " + s(p.pipeline_layers.size()) + " entries, needs pipeline x virtual_stages = " + s(chunks));
+    }
+    const int64_t sum = std::accumulate(p.pipeline_layers.begin(), p.pipeline_layers.end(), int64_t{0});
+    if (sum != m.num_layers) {
+      fail("parallelism.pipeline_layers", "sums to " + s(sum) + ", must equal model.num_layers " + s(m.num_layers));
+    }
+  } else if (m.num_layers % chunks != 0) {
+    fail("parallelism.pipeline", "pipeline " + s(p.pipeline) + " x virtual_stages " + s(p.virtual_stages) +
+                                     " does not divide model.num_layers " + s(m.num_layers) +
+                                     " (give parallelism.pipeline_layers for uneven stages)");
+  }
+
+  // --- training
+  const int64_t per_step = int64_t{t.micro_batch_size} * p.data;
+  if (t.global_batch_size % per_step != 0) {
+    fail("training.global_batch_size", s(t.global_batch_size) + " is not divisible by micro_batch_size x data = " +
+                                           s(t.micro_batch_size) + " x " + s(p.data));
+  }
+  if (p.schedule == PipelineSchedule::Interleaved1F1B && job.num_microbatches() % p.pipeline != 0) {
+    fail("training.global_batch_size", "interleaved-1f1b needs the number of micro-batches (" +
+                                           s(job.num_microbatches()) + ") to be a multiple of pipeline " +
+                                           s(p.pipeline));
+  }
+  if (t.precision == Precision::Fp8 && gpu.fp8_flops <= 0) {
+    fail("training.precision", "fp8 is not supported by GPU " + gpu.name);
+  }
+
+  // --- simulation: models that later issues add are refused rather than silently replaced.
+  if (job.simulation.comm_model != CommModel::AlphaBeta) {
+    fail("simulation.comm_model", std::string("'") + name_of(job.simulation.comm_model) +
+                                      "' is not available in this version; use alpha-beta");
+  }
+  if (job.simulation.overlap_model != OverlapModel::None) {
+    fail("simulation.overlap_model", std::string("'") + name_of(job.simulation.overlap_model) +
+                                         "' is not available in this version; use none");
+  }
+}
+
+}  // namespace stepsim::spec

@@ -1,0 +1,175 @@
+#include "stepsim/spec/yaml_reader.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+#include "stepsim/spec/input_error.hpp"
+
+namespace stepsim::spec {
+
+bool parse_int64(const std::string& s, int64_t& out) {
+  if (s.empty()) return false;
+  const char* b = s.data();
+  const char* e = b + s.size();
+  if (*b == '+') ++b;
+  auto [p, ec] = std::from_chars(b, e, out);
+  return ec == std::errc() && p == e;
+}
+
+bool parse_double(const std::string& s, double& out) {
+  if (s.empty() || s.size() > 64) return false;
+  char* end = nullptr;
+  const std::string z(s);
+  out = std::strtod(z.c_str(), &end);
+  return end == z.c_str() + z.size() && std::isfinite(out);
+}
+
+StrictSection::StrictSection(const YAML::Node& node, std::string path, std::string source)
+    : node_(node), path_(std::move(path)), source_(std::move(source)) {
+  if (node_ && !node_.IsNull() && !node_.IsMap()) {
+    throw InputError(source_ + ": key " + (path_.empty() ? "<root>" : path_) + ": must be a mapping");
+  }
+}
+
+std::string StrictSection::key_path(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+void StrictSection::fail(const std::string& key, const std::string& rule) const {
+  throw InputError(source_ + ": key " + key_path(key) + ": " + rule);
+}
+
+bool StrictSection::has(const std::string& key) const {
+  if (!node_ || !node_.IsMap()) return false;
+  const YAML::Node v = node_[key];
+  return v.IsDefined() && !v.IsNull();
+}
+
+std::string StrictSection::scalar(const std::string& key) {
+  used_.insert(key);
+  const YAML::Node v = node_[key];
+  if (!v.IsScalar()) fail(key, "must be a single value, not a list or mapping");
+  return v.Scalar();
+}
+
+int64_t StrictSection::get_int(const std::string& key, int64_t def, int64_t min, int64_t max) {
+  if (!has(key)) {
+    used_.insert(key);
+    return def;
+  }
+  const std::string v = scalar(key);
+  int64_t x = 0;
+  if (!parse_int64(v, x)) {
+    double d = 0;
+    // Accept integral floats written as 1e9 / 2.0, refuse 1.5.
+    if (parse_double(v, d) && d == std::floor(d) && std::fabs(d) < 9e18) {
+      x = static_cast<int64_t>(d);
+    } else {
+      fail(key, "must be an integer, got '" + v + "'");
+    }
+  }
+  if (x < min || x > max) {
+    fail(key, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + std::to_string(x));
+  }
+  return x;
+}
+
+int64_t StrictSection::require_int(const std::string& key, int64_t min, int64_t max) {
+  if (!has(key)) fail(key, "is required");
+  return get_int(key, 0, min, max);
+}
+
+double StrictSection::get_double(const std::string& key, double def, double min, double max) {
+  if (!has(key)) {
+    used_.insert(key);
+    return def;
+  }
+  const std::string v = scalar(key);
+  double x = 0;
+  if (!parse_double(v, x)) fail(key, "must be a number, got '" + v + "'");
+  if (!(x >= min && x <= max)) {
+    fail(key, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + v);
+  }
+  return x;
+}
+
+bool StrictSection::get_bool(const std::string& key, bool def) {
+  if (!has(key)) {
+    used_.insert(key);
+    return def;
+  }
+  const std::string v = scalar(key);
+  if (v == "true" || v == "True" || v == "TRUE" || v == "yes" || v == "on") return true;
+  if (v == "false" || v == "False" || v == "FALSE" || v == "no" || v == "off") return false;
+  fail(key, "must be true or false, got '" + v + "'");
+}
+
+std::string StrictSection::get_string(const std::string& key, const std::string& def) {
+  if (!has(key)) {
+    used_.insert(key);
+    return def;
+  }
+  return scalar(key);
+}
+
+YAML::Node StrictSection::child(const std::string& key) {
+  used_.insert(key);
+  if (!node_ || !node_.IsMap()) return YAML::Node();
+  return node_[key];
+}
+
+std::vector<int64_t> StrictSection::get_int_list(const std::string& key, int64_t min, int64_t max) {
+  used_.insert(key);
+  std::vector<int64_t> out;
+  if (!has(key)) return out;
+  const YAML::Node v = node_[key];
+  if (!v.IsSequence()) fail(key, "must be a list of integers");
+  if (v.size() > 1u << 20) fail(key, "list too long");
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t x = 0;
+    if (!v[i].IsScalar() || !parse_int64(v[i].Scalar(), x)) {
+      fail(key, "entry " + std::to_string(i) + " must be an integer");
+    }
+    if (x < min || x > max) {
+      fail(key, "entry " + std::to_string(i) + " must be in [" + std::to_string(min) + ", " +
+                    std::to_string(max) + "], got " + std::to_string(x));
+    }
+    out.push_back(x);
+  }
+  return out;
+}
+
+std::map<int64_t, double> StrictSection::get_int_double_map(const std::string& key, int64_t kmin, int64_t kmax,
+                                                            double vmin, double vmax) {
+  used_.insert(key);
+  std::map<int64_t, double> out;
+  if (!has(key)) return out;
+  const YAML::Node v = node_[key];
+  if (!v.IsMap()) fail(key, "must be a mapping {rank: factor}");
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    int64_t k = 0;
+    double x = 0;
+    if (!it->first.IsScalar() || !parse_int64(it->first.Scalar(), k) || k < kmin || k > kmax) {
+      fail(key, "keys must be integers in [" + std::to_string(kmin) + ", " + std::to_string(kmax) + "]");
+    }
+    if (!it->second.IsScalar() || !parse_double(it->second.Scalar(), x) || !(x >= vmin && x <= vmax)) {
+      fail(key + "." + std::to_string(k), "must be a number in [" + std::to_string(vmin) + ", " +
+                                               std::to_string(vmax) + "]");
+    }
+    out[k] = x;
+  }
+  return out;
+}
+
+void StrictSection::finish() const {
+  if (!node_ || !node_.IsMap()) return;
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    const std::string k = it->first.IsScalar() ? it->first.Scalar() : std::string("<non-scalar key>");
+    if (!used_.count(k)) {
+      throw InputError(source_ + ": unknown key " + key_path(k));
+    }
+  }
+}
+
+}  // namespace stepsim::spec

@@ -1,0 +1,770 @@
+// Megatron-LM (Megatron-Core) step, op by op: embedding, transformer layers (attention, dense or MoE MLP),
+// output layer and loss; backward with separate input- and weight-gradient GEMMs; recompute; pipeline
+// schedules with batched send/recv; DP gradient buckets; optimizer. docs/MODEL.md states each formula.
+#include "stepsim/workload/megatron_builder.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/workload/model_dims.hpp"
+#include "stepsim/workload/schedule.hpp"
+#include "stepsim/workload/static_memory.hpp"
+
+namespace stepsim::workload {
+
+namespace {
+
+using Ref = ProgramBuilder::Ref;
+using spec::Recompute;
+
+Stream stream_of(GroupKind g) {
+  switch (g) {
+    case GroupKind::Tp: return Stream::Tp;
+    case GroupKind::Cp: return Stream::Cp;
+    case GroupKind::Ep: return Stream::Ep;
+    case GroupKind::Pp: return Stream::Pp;
+    case GroupKind::Dp:
+    case GroupKind::Edp: return Stream::Dp;
+    case GroupKind::kCount: break;
+  }
+  return Stream::Dp;
+}
+
+// Units of a model chunk whose parameters get gradients together: the embedding, each layer, the head.
+constexpr int kEmbeddingUnit = -1;
+constexpr int kHeadUnit = 1 << 20;
+
+// A DP gradient bucket: parameters of consecutive units (backward order) reduced by one collective, as
+// Megatron-Core's DDP buckets them (per model chunk, dense and expert parameters apart).
+struct Bucket {
+  int64_t params = 0;
+  GroupKind group = GroupKind::Dp;
+  int chunk = 0;
+  int close_unit = 0;        // the bucket is complete once this unit's backward is done
+  int first_forward_unit = kHeadUnit;  // earliest unit in forward order (its forward waits for the all-gather)
+};
+
+class StageBuilder {
+ public:
+  StageBuilder(const spec::JobSpec& job, const ModelDims& d, const RankLayout& layout, int stage, Program& prog)
+      : job_(job), d_(d), layout_(layout), stage_(stage), prog_(prog), pb_(prog) {
+    const auto& par = job.parallelism;
+    p_ = par.pipeline;
+    v_ = par.virtual_stages;
+    m_ = static_cast<int>(job.num_microbatches());
+    beta_ = d.act_bytes;
+    const bool fp32_grads = job.training.grad_reduce_in_fp32.value_or(job.training.precision == spec::Precision::Bf16 ||
+                                                                      job.training.precision == spec::Precision::Fp8);
+    grad_bytes_ = (fp32_grads || job.training.precision == spec::Precision::Fp32) ? 4 : beta_;
+    weight_bytes_ = spec::bytes_of(job.training.precision);
+    cf_ = job.model.moe && job.model.moe->capacity_factor ? *job.model.moe->capacity_factor : 1.0;
+    // Layers of every model chunk of this stage (model chunk index = chunk * p + stage).
+    std::vector<int> per_chunk(static_cast<size_t>(p_) * v_);
+    const auto& pl = par.pipeline_layers;
+    for (size_t k = 0; k < per_chunk.size(); ++k) {
+      per_chunk[k] = pl.empty() ? job.model.num_layers / static_cast<int>(per_chunk.size()) : pl[k];
+    }
+    int first = 0;
+    chunk_first_layer_.assign(v_, 0);
+    chunk_layers_.assign(v_, 0);
+    for (size_t k = 0; k < per_chunk.size(); ++k) {
+      const int chunk = static_cast<int>(k) / p_, st = static_cast<int>(k) % p_;
+      if (st == stage_) {
+        chunk_first_layer_[chunk] = first;
+        chunk_layers_[chunk] = per_chunk[k];
+      }
+      first += per_chunk[k];
+    }
+  }
+
+  void build();
+
+ private:
+  // ---- op constructors
+  Op gemm(int64_t m, int64_t n, int64_t k, int batch = 1) const {
+    Op op;
+    op.category = batch > 1 ? ComputeCategory::GroupedGemm : ComputeCategory::Gemm;
+    op.gemm_m = m;
+    op.gemm_n = n;
+    op.gemm_k = k;
+    op.gemm_batch = batch;
+    op.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * batch;
+    op.bytes = static_cast<uint64_t>(beta_ * (m * k + k * n + m * n) * batch);
+    return op;
+  }
+  static Op memop(ComputeCategory cat, int64_t bytes) {
+    Op op;
+    op.category = cat;
+    op.bytes = static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
+    return op;
+  }
+  // Emits a compute op tagged with the current position; stores `saved` bytes for backward.
+  Ref compute(Op op, const std::string& name, std::vector<Ref> deps, int64_t saved = 0) {
+    op.kind = OpKind::Compute;
+    op.stream = Stream::Compute;
+    tag(op);
+    if (saved > 0 && storing_) {
+      op.mem_alloc_at_start = saved;
+      unit_saved_ += saved;
+    }
+    if (pending_alloc_ > 0) {
+      op.mem_alloc_at_start += pending_alloc_;
+      unit_saved_ += pending_alloc_;
+      pending_alloc_ = 0;
+    }
+    if (!extra_deps_.empty()) {
+      deps.insert(deps.end(), extra_deps_.begin(), extra_deps_.end());
+      extra_deps_.clear();
+    }
+    return pb_.emit(op, name, deps);
+  }
+  // Emits a collective on its group's stream (nothing for a group of one: returns `dep`).
+  Ref coll(CollType c, GroupKind g, int64_t bytes, const std::string& name, Ref dep) {
+    if (layout_.group_size(g) <= 1) return dep;
+    Op op;
+    op.kind = OpKind::Collective;
+    op.coll = c;
+    op.group = g;
+    op.stream = stream_of(g);
+    op.bytes = static_cast<uint64_t>(bytes);
+    tag(op);
+    return pb_.emit(op, name, {dep});
+  }
+  void tag(Op& op) const {
+    op.phase = phase_;
+    op.layer = static_cast<int16_t>(std::min(layer_, 32767));
+    op.microbatch = mb_;
+    op.chunk = static_cast<int16_t>(chunk_);
+  }
+  // Frees what the current unit (layer/head/embedding) stored, at the end of its last backward op.
+  void release_unit(int64_t bytes) { pb_.back().mem_free_at_end += bytes; }
+
+  // ---- model pieces
+  Ref embedding_fwd(Ref in);
+  Ref embedding_bwd(Ref in);
+  Ref head_fwd(Ref in);
+  Ref head_bwd(Ref in);
+  Ref layer_fwd(int layer, Ref in);
+  Ref layer_bwd(int layer, Ref in);
+  Ref attention_fwd(Ref in);
+  Ref attention_bwd(Ref in);
+  Ref mlp_fwd(Ref in);
+  Ref mlp_bwd(Ref in);
+  Ref moe_fwd(Ref in);
+  Ref moe_bwd(Ref in);
+  Ref column_parallel_bwd(const std::string& name, int64_t m, int64_t n, int64_t k, Ref in, bool input_sharded);
+
+  void forward_step(int mb, int chunk, Ref in);
+  void backward_step(int mb, int chunk, Ref in);
+  void plan_buckets();
+  Ref reduce_bucket(const Bucket& b);
+  void unit_grads_ready(int chunk, int unit);
+  void wait_param_gather(int chunk, int unit);
+  static int64_t key(int mb, int unit);
+  bool first_model_chunk(int chunk) const { return stage_ == 0 && chunk == 0; }
+  bool last_model_chunk(int chunk) const { return stage_ == p_ - 1 && chunk == v_ - 1; }
+  int64_t p2p_bytes() const { return beta_ * d_.tokens_sp * d_.h; }
+  Ref p2p(uint64_t send_prev, uint64_t send_next, uint64_t recv_prev, uint64_t recv_next, Ref dep);
+  void check_size() const {
+    if (prog_.ops.size() > kMaxOpsPerProgram) {
+      throw InputError(job_.source + ": the job needs more than " + std::to_string(kMaxOpsPerProgram) +
+                       " ops per rank (micro-batches x layers too large); reduce training.global_batch_size");
+    }
+  }
+
+  const spec::JobSpec& job_;
+  const ModelDims& d_;
+  const RankLayout& layout_;
+  int stage_;
+  Program& prog_;
+  ProgramBuilder pb_;
+  int p_ = 1, v_ = 1, m_ = 1;
+  int64_t beta_ = 2, grad_bytes_ = 4, weight_bytes_ = 2;
+  double cf_ = 1.0;
+  std::vector<int> chunk_first_layer_, chunk_layers_;
+
+  // Current position, for tagging ops.
+  Phase phase_ = Phase::Forward;
+  int layer_ = -1, mb_ = -1, chunk_ = 0;
+  bool storing_ = true;       // false inside the forward of a fully recomputed layer
+  int64_t unit_saved_ = 0;    // bytes stored by the current unit so far
+  std::vector<Ref> extra_deps_;  // attached to the next compute op (parameter all-gather waits)
+  std::unordered_map<int64_t, int64_t> saved_;  // (mb, unit) -> bytes stored in forward
+
+  // DP gradient buckets (reduction order) and the parameter all-gathers waiting on them.
+  std::vector<Bucket> buckets_;
+  std::vector<Ref> gathers_;
+  std::vector<bool> chunk_started_;
+  int64_t norm_params_ = 0;  // norm parameters whose gradients Megatron all-reduces over TP under SP
+  int64_t pending_alloc_ = 0;  // checkpoint bytes charged to the next compute op
+};
+
+// ---------------------------------------------------------------- embedding and head
+
+Ref StageBuilder::embedding_fwd(Ref in) {
+  const auto& d = d_;
+  Ref e = compute(memop(ComputeCategory::Embedding, 2 * beta_ * d.tokens * d.h), "embedding", {in});
+  Ref r = coll(d.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
+               d.sp ? "embedding_reduce_scatter" : "embedding_all_reduce", e);
+  return compute(memop(ComputeCategory::Elementwise, 2 * beta_ * d.tokens_sp * d.h), "embedding_dropout", {r},
+                 d.tokens_sp * d.h);
+}
+
+Ref StageBuilder::embedding_bwd(Ref in) {
+  const auto& d = d_;
+  Ref x = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "embedding_dropout_bwd", {in});
+  if (d.sp) x = coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "embedding_grad_all_gather", x);
+  return compute(memop(ComputeCategory::Embedding, (beta_ + 2 * grad_bytes_) * d.tokens * d.h), "embedding_bwd", {x});
+}
+
+Ref StageBuilder::head_fwd(Ref in) {
+  const auto& d = d_;
+  const int64_t vloc = d.vocab_pad / d.t;
+  Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "final_layernorm", {in},
+                  beta_ * d.tokens_sp * d.h);
+  Ref x = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "output_all_gather", n) : n;
+  Ref o = compute(gemm(d.tokens, vloc, d.h), "output_layer", {x}, beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h);
+  // Vocab-parallel cross-entropy (fp32 softmax): all-reduce of the max, of the sum of exponentials and of
+  // the target logits across the tensor-parallel group.
+  Ref c1 = compute(memop(ComputeCategory::Loss, (beta_ + 4) * d.tokens * vloc), "cross_entropy_max", {o},
+                   4 * d.tokens * vloc);
+  Ref a1 = coll(CollType::AllReduce, GroupKind::Tp, 4 * d.tokens, "cross_entropy_all_reduce", c1);
+  Ref c2 = compute(memop(ComputeCategory::Loss, 8 * d.tokens * vloc), "cross_entropy_softmax", {a1});
+  Ref a2 = coll(CollType::AllReduce, GroupKind::Tp, 8 * d.tokens, "cross_entropy_all_reduce", c2);
+  return compute(memop(ComputeCategory::Elementwise, 8 * d.tokens), "loss", {a2});
+}
+
+Ref StageBuilder::head_bwd(Ref in) {
+  const auto& d = d_;
+  const int64_t vloc = d.vocab_pad / d.t;
+  Ref c = compute(memop(ComputeCategory::Loss, (4 + beta_) * d.tokens * vloc), "cross_entropy_bwd", {in});
+  Ref r = column_parallel_bwd("output_layer", d.tokens, vloc, d.h, c, d.sp);
+  return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "final_layernorm_bwd", {r});
+}
+
+// Backward of a column-parallel linear Y = X W (X: m x k, W: k x n local): under sequence parallelism the
+// sharded input is all-gathered again for the weight gradient (overlapped with the input-gradient GEMM)
+// and the input gradient is reduce-scattered (overlapped with the weight-gradient GEMM); without it the
+// input gradient is all-reduced asynchronously. Returns the ref the next op must wait on.
+Ref StageBuilder::column_parallel_bwd(const std::string& name, int64_t m, int64_t n, int64_t k, Ref in,
+                                      bool input_sharded) {
+  Ref regather = input_sharded ? coll(CollType::AllGather, GroupKind::Tp, beta_ * m * k, name + "_input_all_gather", in)
+                               : Ref{};
+  Ref dg = compute(gemm(m, k, n), name + "_dgrad", {in});
+  Ref r = coll(d_.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * m * k,
+               name + (d_.sp ? "_grad_reduce_scatter" : "_grad_all_reduce"), dg);
+  compute(gemm(k, n, m), name + "_wgrad", {regather});
+  return r.count ? r : dg;
+}
+
+// ---------------------------------------------------------------- transformer layer
+
+Ref StageBuilder::attention_fwd(Ref in) {
+  const auto& d = d_;
+  const auto& m = job_.model;
+  Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "input_layernorm", {in},
+                  beta_ * d.tokens_sp * d.h);
+  Ref x = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "qkv_all_gather", n) : n;
+  const int64_t in_saved = beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h;
+  Ref qkv;
+  if (m.attention == spec::AttentionType::Mla) {
+    const auto& a = m.mla;
+    Ref q = x;
+    if (a.q_lora_rank > 0) {
+      q = compute(gemm(d.tokens, a.q_lora_rank, d.h), "q_down_proj", {x}, in_saved);
+      q = compute(gemm(d.tokens, d.q_width, a.q_lora_rank), "q_up_proj", {q}, beta_ * d.tokens * a.q_lora_rank);
+    } else {
+      q = compute(gemm(d.tokens, d.q_width, d.h), "q_proj", {x}, in_saved);
+    }
+    Ref kv = compute(gemm(d.tokens, a.kv_lora_rank + a.qk_rope_head_dim, d.h), "kv_down_proj", {q},
+                     a.q_lora_rank > 0 ? in_saved : 0);
+    qkv = compute(gemm(d.tokens, d.kv_width, a.kv_lora_rank), "kv_up_proj", {kv}, beta_ * d.tokens * a.kv_lora_rank);
+  } else {
+    qkv = compute(gemm(d.tokens, d.q_width + d.kv_width, d.h), "qkv_proj", {x}, in_saved);
+  }
+  // Flash attention, causal: half of the s_loc x s score matrix; stores Q, K, V and the softmax statistics.
+  const double flops = 2.0 * d.b * d.heads_loc * d.s_loc * d.s * (d.d_qk + d.d_v) * 0.5;
+  const int64_t attn_bytes = beta_ * d.tokens * (d.q_width + d.kv_width + d.attn_out_width);
+  const int64_t attn_saved = beta_ * d.tokens * (d.q_width + d.kv_width) + 4 * d.b * d.heads_loc * d.s_loc;
+  Ref core;
+  if (d.c > 1) {
+    // Context parallelism: K/V of the other context ranks arrive while the local block is computed.
+    Ref kv = coll(CollType::AllGather, GroupKind::Cp, beta_ * d.b * d.s * d.kv_width, "cp_kv_all_gather", qkv);
+    Op local = memop(ComputeCategory::Attention, attn_bytes / d.c);
+    local.flops = flops / d.c;
+    compute(local, "core_attention_local", {qkv}, attn_saved);
+    Op remote = memop(ComputeCategory::Attention, attn_bytes - attn_bytes / d.c);
+    remote.flops = flops - flops / d.c;
+    core = compute(remote, "core_attention_remote", {kv});
+  } else {
+    Op a = memop(ComputeCategory::Attention, attn_bytes);
+    a.flops = flops;
+    core = compute(a, "core_attention", {qkv}, attn_saved);
+  }
+  Ref o = compute(gemm(d.tokens, d.h, d.attn_out_width), "attention_proj", {core}, beta_ * d.tokens * d.attn_out_width);
+  Ref r = coll(d.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
+               d.sp ? "attention_reduce_scatter" : "attention_all_reduce", o);
+  return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "attention_bias_dropout_add",
+                 {r}, d.tokens_sp * d.h);
+}
+
+Ref StageBuilder::attention_bwd(Ref in) {
+  const auto& d = d_;
+  const auto& m = job_.model;
+  Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "attention_bias_dropout_add_bwd", {in});
+  Ref g = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "attention_proj_grad_all_gather", b) : b;
+  Ref dg = compute(gemm(d.tokens, d.attn_out_width, d.h), "attention_proj_dgrad", {g});
+  compute(gemm(d.attn_out_width, d.h, d.tokens), "attention_proj_wgrad", {g});
+  const double flops = 2.0 * d.b * d.heads_loc * d.s_loc * d.s * (d.d_qk + d.d_v) * 0.5;
+  const int64_t attn_bytes = beta_ * d.tokens * (d.q_width + d.kv_width + d.attn_out_width);
+  if (job_.training.recompute == Recompute::Selective) {
+    // Megatron's selective recompute re-runs the core attention forward before its backward.
+    const Phase keep = phase_;
+    phase_ = Phase::Recompute;
+    Op a = memop(ComputeCategory::Attention, attn_bytes);
+    a.flops = flops;
+    compute(a, "core_attention_recompute", {dg});
+    phase_ = keep;
+  }
+  Ref kv = d.c > 1 ? coll(CollType::AllGather, GroupKind::Cp, beta_ * d.b * d.s * d.kv_width, "cp_kv_all_gather", dg) : dg;
+  // Flash-attention backward: 5 matmuls of the forward's 2, i.e. 2.5x its FLOPs.
+  Op ab = memop(ComputeCategory::Attention, 2 * attn_bytes);
+  ab.flops = 2.5 * flops;
+  Ref core = compute(ab, "core_attention_bwd", {kv});
+  Ref dkv = d.c > 1 ? coll(CollType::ReduceScatter, GroupKind::Cp, beta_ * d.b * d.s * d.kv_width, "cp_dkv_reduce_scatter", core)
+                    : core;
+  Ref r;
+  if (m.attention == spec::AttentionType::Mla) {
+    const auto& a = m.mla;
+    Ref up = compute(gemm(d.tokens, a.kv_lora_rank, d.kv_width), "kv_up_proj_dgrad", {dkv});
+    compute(gemm(a.kv_lora_rank, d.kv_width, d.tokens), "kv_up_proj_wgrad", {});
+    compute(gemm(a.kv_lora_rank + a.qk_rope_head_dim, d.h, d.tokens), "kv_down_proj_wgrad", {});
+    Ref dx = compute(gemm(d.tokens, d.h, a.kv_lora_rank + a.qk_rope_head_dim), "kv_down_proj_dgrad", {up});
+    if (a.q_lora_rank > 0) {
+      compute(gemm(d.tokens, a.q_lora_rank, d.q_width), "q_up_proj_dgrad", {});
+      compute(gemm(a.q_lora_rank, d.q_width, d.tokens), "q_up_proj_wgrad", {});
+      r = column_parallel_bwd("q_down_proj", d.tokens, a.q_lora_rank, d.h, dx, d.sp);
+    } else {
+      r = column_parallel_bwd("q_proj", d.tokens, d.q_width, d.h, dx, d.sp);
+    }
+  } else {
+    r = column_parallel_bwd("qkv_proj", d.tokens, d.q_width + d.kv_width, d.h, dkv, d.sp);
+  }
+  return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "input_layernorm_bwd", {r});
+}
+
+Ref StageBuilder::mlp_fwd(Ref in) {
+  const auto& d = d_;
+  Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm", {in},
+                  beta_ * d.tokens_sp * d.h);
+  Ref x = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "fc1_all_gather", n) : n;
+  Ref f1 = compute(gemm(d.tokens, d.ffn_in / d.t, d.h), "fc1", {x}, beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h);
+  Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (d.ffn_in + d.ffn) / d.t),
+                  job_.model.activation == spec::Activation::Swiglu ? "swiglu" : "gelu", {f1},
+                  beta_ * d.tokens * d.ffn_in / d.t);
+  Ref f2 = compute(gemm(d.tokens, d.h, d.ffn / d.t), "fc2", {a}, beta_ * d.tokens * d.ffn / d.t);
+  Ref r = coll(d.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
+               d.sp ? "mlp_reduce_scatter" : "mlp_all_reduce", f2);
+  return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add", {r},
+                 d.tokens_sp * d.h);
+}
+
+Ref StageBuilder::mlp_bwd(Ref in) {
+  const auto& d = d_;
+  Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add_bwd", {in});
+  Ref g = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "fc2_grad_all_gather", b) : b;
+  compute(gemm(d.tokens, d.ffn / d.t, d.h), "fc2_dgrad", {g});
+  compute(gemm(d.ffn / d.t, d.h, d.tokens), "fc2_wgrad", {});
+  Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (d.ffn_in + 2 * d.ffn) / d.t),
+                  job_.model.activation == spec::Activation::Swiglu ? "swiglu_bwd" : "gelu_bwd", {});
+  Ref r = column_parallel_bwd("fc1", d.tokens, d.ffn_in / d.t, d.h, a, d.sp);
+  return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm_bwd", {r});
+}
+
+// MoE MLP with Megatron-Core's all-to-all token dispatcher: router, permutation, all-to-all over the
+// expert group, all-gather over the (expert-)tensor group, grouped expert GEMMs, and the way back.
+Ref StageBuilder::moe_fwd(Ref in) {
+  const auto& d = d_;
+  const auto& moe = *job_.model.moe;
+  const int64_t E = moe.num_experts, k = moe.topk, e_loc = E / d.e;
+  const int64_t routed_sp = static_cast<int64_t>(static_cast<double>(d.tokens_sp * k) * cf_);  // tokens leaving this rank
+  const int64_t routed = static_cast<int64_t>(static_cast<double>(d.tokens * k) * cf_);        // tokens its experts process
+  const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
+  Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm", {in},
+                  beta_ * d.tokens_sp * d.h);
+  Ref rt = compute(gemm(d.tokens_sp, E, d.h), "router", {n});
+  Ref tk = compute(memop(ComputeCategory::Elementwise, 8 * d.tokens_sp * E), "router_topk", {rt}, 4 * d.tokens_sp * E);
+  Ref pm = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_permute", {tk});
+  Ref disp = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_dispatch_all_to_all", pm);
+  Ref shared{};
+  if (moe.shared_expert_ffn_hidden_size > 0) {
+    // The shared expert runs on the compute stream while the dispatch all-to-all is in flight.
+    const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = fe_in / fe * fs;
+    Ref sx = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_all_gather", n) : n;
+    Ref s1 = compute(gemm(d.tokens, fs_in / d.t, d.h), "shared_expert_fc1", {sx}, beta_ * d.tokens_sp * d.h);
+    Ref sa = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (fs_in + fs) / d.t), "shared_expert_act", {s1},
+                     beta_ * d.tokens * fs_in / d.t);
+    Ref s2 = compute(gemm(d.tokens, d.h, fs / d.t), "shared_expert_fc2", {sa}, beta_ * d.tokens * fs / d.t);
+    shared = coll(d.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
+                  "shared_expert_reduce", s2);
+  }
+  Ref g = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_gather", disp) : disp;
+  const int64_t per_expert = std::max<int64_t>(1, routed / e_loc);
+  Ref f1 = compute(gemm(per_expert, fe_in / d.t, d.h, static_cast<int>(e_loc)), "expert_fc1", {g}, beta_ * routed * d.h);
+  Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * routed * (fe_in + fe) / d.t), "expert_act", {f1},
+                  beta_ * routed * fe_in / d.t);
+  Ref f2 = compute(gemm(per_expert, d.h, fe / d.t, static_cast<int>(e_loc)), "expert_fc2", {a}, beta_ * routed * fe / d.t);
+  Ref rs = d.sp ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_reduce_scatter", f2)
+                : coll(CollType::AllReduce, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_reduce", f2);
+  Ref comb = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_combine_all_to_all", rs);
+  Ref up = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_unpermute", {comb, shared});
+  return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add", {up},
+                 d.tokens_sp * d.h);
+}
+
+Ref StageBuilder::moe_bwd(Ref in) {
+  const auto& d = d_;
+  const auto& moe = *job_.model.moe;
+  const int64_t E = moe.num_experts, k = moe.topk, e_loc = E / d.e;
+  const int64_t routed_sp = static_cast<int64_t>(static_cast<double>(d.tokens_sp * k) * cf_);
+  const int64_t routed = static_cast<int64_t>(static_cast<double>(d.tokens * k) * cf_);
+  const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
+  Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add_bwd", {in});
+  Ref up = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_unpermute_bwd", {b});
+  Ref comb = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_combine_all_to_all_bwd", up);
+  Ref shared{};
+  if (moe.shared_expert_ffn_hidden_size > 0) {
+    const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = fe_in / fe * fs;
+    Ref sg = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_grad_all_gather", b) : b;
+    compute(gemm(d.tokens, fs / d.t, d.h), "shared_expert_fc2_dgrad", {sg});
+    compute(gemm(fs / d.t, d.h, d.tokens), "shared_expert_fc2_wgrad", {});
+    Ref sa = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (fs_in + 2 * fs) / d.t), "shared_expert_act_bwd", {});
+    shared = column_parallel_bwd("shared_expert_fc1", d.tokens, fs_in / d.t, d.h, sa, d.sp);
+  }
+  Ref g = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_gather_bwd", comb) : comb;
+  const int64_t per_expert = std::max<int64_t>(1, routed / e_loc);
+  const int batch = static_cast<int>(e_loc);
+  compute(gemm(per_expert, fe / d.t, d.h, batch), "expert_fc2_dgrad", {g});
+  compute(gemm(fe / d.t, d.h, per_expert, batch), "expert_fc2_wgrad", {});
+  compute(memop(ComputeCategory::Elementwise, beta_ * routed * (fe_in + 2 * fe) / d.t), "expert_act_bwd", {});
+  Ref f1 = compute(gemm(per_expert, d.h, fe_in / d.t, batch), "expert_fc1_dgrad", {});
+  Ref rs = d.sp ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_reduce_scatter_bwd", f1)
+                : coll(CollType::AllReduce, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_reduce_bwd", f1);
+  compute(gemm(d.h, fe_in / d.t, per_expert, batch), "expert_fc1_wgrad", {});
+  Ref disp = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_dispatch_all_to_all_bwd", rs);
+  Ref pm = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_permute_bwd", {disp});
+  Ref rt = compute(gemm(d.tokens_sp, d.h, E), "router_dgrad", {pm});
+  compute(gemm(d.h, E, d.tokens_sp), "router_wgrad", {});
+  return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm_bwd", {rt, shared});
+}
+
+Ref StageBuilder::layer_fwd(int layer, Ref in) {
+  layer_ = layer;
+  const bool checkpointed = job_.training.recompute == Recompute::Full && phase_ == Phase::Forward;
+  if (checkpointed) {
+    // Full recompute keeps only the layer input (the checkpoint) and re-runs the layer in backward.
+    storing_ = false;
+    pending_alloc_ = beta_ * d_.tokens_sp * d_.h;
+  }
+  Ref a = attention_fwd(in);
+  Ref out = job_.model.is_moe_layer(layer) ? moe_fwd(a) : mlp_fwd(a);
+  storing_ = true;
+  return out;
+}
+
+Ref StageBuilder::layer_bwd(int layer, Ref in) {
+  layer_ = layer;
+  if (job_.training.recompute == Recompute::Full) {
+    phase_ = Phase::Recompute;
+    in = layer_fwd(layer, in);
+    phase_ = Phase::Backward;
+    layer_ = layer;
+  }
+  Ref m = job_.model.is_moe_layer(layer) ? moe_bwd(in) : mlp_bwd(in);
+  return attention_bwd(m);
+}
+
+// ---------------------------------------------------------------- DP gradient buckets
+
+void StageBuilder::plan_buckets() {
+  const int64_t dp = layout_.group_size(GroupKind::Dp);
+  const int64_t limit = job_.training.overlap_grad_reduce
+                            ? (job_.training.bucket_size > 0 ? job_.training.bucket_size
+                                                             : std::max<int64_t>(40'000'000, 1'000'000 * dp))
+                            : INT64_MAX;  // without overlap Megatron-Core uses one bucket per chunk
+  for (int c = v_ - 1; c >= 0; --c) {
+    Bucket open[2] = {{0, GroupKind::Dp, c}, {0, GroupKind::Edp, c}};
+    auto add = [&](int kind, int64_t params, int unit) {
+      if (params <= 0) return;
+      Bucket& b = open[kind];
+      b.params += params;
+      b.first_forward_unit = std::min(b.first_forward_unit, unit);
+      b.close_unit = unit;
+      if (b.params >= limit) {
+        buckets_.push_back(b);
+        b = Bucket{0, b.group, c};
+      }
+    };
+    if (last_model_chunk(c)) add(0, d_.params_output + d_.params_final_norm, kHeadUnit);
+    for (int i = chunk_layers_[c] - 1; i >= 0; --i) {
+      const int layer = chunk_first_layer_[c] + i;
+      const bool moe = job_.model.is_moe_layer(layer);
+      add(0, d_.layer_params_dense(moe), layer);
+      add(1, moe ? d_.params_moe_experts : 0, layer);
+    }
+    if (first_model_chunk(c)) add(0, d_.params_embedding, kEmbeddingUnit);
+    const int last_unit = first_model_chunk(c) ? kEmbeddingUnit : chunk_first_layer_[c];
+    for (Bucket& b : open) {
+      if (b.params > 0) {
+        b.close_unit = last_unit;
+        buckets_.push_back(b);
+      }
+    }
+  }
+}
+
+Ref StageBuilder::reduce_bucket(const Bucket& b) {
+  const bool dist = job_.training.distributed_optimizer;
+  return coll(dist ? CollType::ReduceScatter : CollType::AllReduce, b.group, b.params * grad_bytes_,
+              dist ? "dp_grad_reduce_scatter" : "dp_grad_all_reduce", pb_.last(Stream::Compute));
+}
+
+// After `unit`'s backward in the last micro-batch: reduce the buckets it completes (overlapped reduction).
+void StageBuilder::unit_grads_ready(int chunk, int unit) {
+  if (mb_ != m_ - 1) return;
+  if (unit == kHeadUnit) norm_params_ += d_.params_final_norm;
+  else if (unit != kEmbeddingUnit) norm_params_ += d_.params_norms;
+  if (!job_.training.overlap_grad_reduce) return;
+  const Phase keep = phase_;
+  for (const Bucket& b : buckets_) {
+    if (b.chunk == chunk && b.close_unit == unit) reduce_bucket(b);
+  }
+  phase_ = keep;
+}
+
+// Before a unit's first forward (first micro-batch of its chunk): wait for its parameters' all-gather.
+void StageBuilder::wait_param_gather(int chunk, int unit) {
+  if (chunk_started_[chunk]) return;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    if (gathers_[i].count && buckets_[i].chunk == chunk && buckets_[i].first_forward_unit == unit) {
+      extra_deps_.push_back(gathers_[i]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- pipeline steps
+
+int64_t StageBuilder::key(int mb, int unit) { return int64_t{mb} * (kHeadUnit + 2) + unit + 1; }
+
+void StageBuilder::forward_step(int mb, int chunk, Ref in) {
+  mb_ = mb;
+  chunk_ = chunk;
+  phase_ = Phase::Forward;
+  Ref x = in;
+  if (first_model_chunk(chunk)) {
+    layer_ = -1;
+    unit_saved_ = 0;
+    wait_param_gather(chunk, kEmbeddingUnit);
+    x = embedding_fwd(x);
+    saved_[key(mb, kEmbeddingUnit)] = unit_saved_;
+  }
+  for (int i = 0; i < chunk_layers_[chunk]; ++i) {
+    const int layer = chunk_first_layer_[chunk] + i;
+    unit_saved_ = 0;
+    wait_param_gather(chunk, layer);
+    x = layer_fwd(layer, x);
+    saved_[key(mb, layer)] = unit_saved_;
+  }
+  if (last_model_chunk(chunk)) {
+    layer_ = -1;
+    unit_saved_ = 0;
+    wait_param_gather(chunk, kHeadUnit);
+    x = head_fwd(x);
+    saved_[key(mb, kHeadUnit)] = unit_saved_;
+  }
+  chunk_started_[chunk] = true;
+}
+
+void StageBuilder::backward_step(int mb, int chunk, Ref in) {
+  mb_ = mb;
+  chunk_ = chunk;
+  phase_ = Phase::Backward;
+  auto take = [&](int unit) {
+    auto it = saved_.find(key(mb, unit));
+    if (it == saved_.end()) return int64_t{0};
+    const int64_t v = it->second;
+    saved_.erase(it);
+    return v;
+  };
+  Ref x = in;
+  if (last_model_chunk(chunk)) {
+    layer_ = -1;
+    x = head_bwd(x);
+    release_unit(take(kHeadUnit));
+    unit_grads_ready(chunk, kHeadUnit);
+  }
+  for (int i = chunk_layers_[chunk] - 1; i >= 0; --i) {
+    const int layer = chunk_first_layer_[chunk] + i;
+    unit_saved_ = 0;
+    x = layer_bwd(layer, x);
+    // Activations re-created by full recompute are released with the layer's backward too.
+    release_unit(take(layer) + unit_saved_);
+    unit_grads_ready(chunk, layer);
+  }
+  if (first_model_chunk(chunk)) {
+    layer_ = -1;
+    x = embedding_bwd(x);
+    release_unit(take(kEmbeddingUnit));
+    unit_grads_ready(chunk, kEmbeddingUnit);
+  }
+}
+
+Ref StageBuilder::p2p(uint64_t send_prev, uint64_t send_next, uint64_t recv_prev, uint64_t recv_next, Ref dep) {
+  Op op;
+  op.kind = OpKind::P2P;
+  op.stream = Stream::Pp;
+  op.group = GroupKind::Pp;
+  op.send_prev = send_prev;
+  op.send_next = send_next;
+  op.recv_prev = recv_prev;
+  op.recv_next = recv_next;
+  op.bytes = send_prev + send_next;
+  tag(op);
+  op.layer = -1;
+  std::string name;
+  auto part = [&](bool on, const char* what) {
+    if (on) name += (name.empty() ? "" : "_") + std::string(what);
+  };
+  part(send_next, "send_forward");
+  part(send_prev, "send_backward");
+  part(recv_prev, "recv_forward");
+  part(recv_next, "recv_backward");
+  return pb_.emit(op, name, {dep});
+}
+
+void StageBuilder::build() {
+  prog_.stage = stage_;
+  chunk_started_.assign(v_, false);
+  const auto& tr = job_.training;
+  const bool dist = tr.distributed_optimizer;
+  plan_buckets();
+  gathers_.assign(buckets_.size(), Ref{});
+
+  // The distributed optimizer's parameter all-gather of the previous step, overlapped with this step's
+  // forward: issued first (forward order), each unit's first forward waits for its bucket.
+  if (dist && tr.overlap_param_gather) {
+    phase_ = Phase::Optimizer;
+    for (size_t i = buckets_.size(); i-- > 0;) {
+      gathers_[i] = coll(CollType::AllGather, buckets_[i].group, buckets_[i].params * weight_bytes_,
+                         "dp_param_all_gather", Ref{});
+    }
+  }
+
+  const auto steps = pipeline_steps(job_.parallelism.schedule, stage_, p_, v_, m_);
+  const uint64_t act = static_cast<uint64_t>(p2p_bytes());
+  auto recv_of = [&](const PipelineStep& st, uint64_t& rp, uint64_t& rn) {
+    if (st.forward && !first_model_chunk(st.chunk)) rp += act;
+    if (!st.forward && !last_model_chunk(st.chunk)) rn += act;
+  };
+  Ref pending{};
+  if (p_ > 1 && !steps.empty()) {
+    uint64_t rp = 0, rn = 0;
+    recv_of(steps[0], rp, rn);
+    mb_ = steps[0].microbatch;
+    phase_ = steps[0].forward ? Phase::Forward : Phase::Backward;
+    if (rp || rn) pending = p2p(0, 0, rp, rn, Ref{});
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const PipelineStep& st = steps[i];
+    if (st.forward) forward_step(st.microbatch, st.chunk, pending);
+    else backward_step(st.microbatch, st.chunk, pending);
+    pending = Ref{};
+    if (p_ > 1) {
+      // Megatron batches the send of this step's output with the receive of the next step's input.
+      uint64_t sp = 0, sn = 0, rp = 0, rn = 0;
+      if (st.forward && !last_model_chunk(st.chunk)) sn = act;
+      if (!st.forward && !first_model_chunk(st.chunk)) sp = act;
+      if (i + 1 < steps.size()) recv_of(steps[i + 1], rp, rn);
+      if (sp || sn || rp || rn) pending = p2p(sp, sn, rp, rn, pb_.last(Stream::Compute));
+    }
+    check_size();
+  }
+
+  // Finalize (Megatron's finalize_model_grads and optimizer.step): sequence-parallel norm gradients are
+  // all-reduced over TP; DP reductions not overlapped run now; then the optimizer; then the parameter
+  // all-gather of the distributed optimizer unless it overlaps the next step's forward.
+  phase_ = Phase::Optimizer;
+  mb_ = -1;
+  layer_ = -1;
+  chunk_ = 0;
+  if (d_.sp && norm_params_ > 0) {
+    coll(CollType::AllReduce, GroupKind::Tp, norm_params_ * 4, "layernorm_grad_all_reduce", pb_.last(Stream::Compute));
+  }
+  if (!tr.overlap_grad_reduce) {
+    for (const Bucket& b : buckets_) reduce_bucket(b);
+  }
+  int64_t dense = 0, expert = 0;
+  for (const Bucket& b : buckets_) (b.group == GroupKind::Edp ? expert : dense) += b.params;
+  prog_.dense_parameters = dense;
+  prog_.expert_parameters = expert;
+  const int64_t dp = layout_.group_size(GroupKind::Dp), edp = layout_.group_size(GroupKind::Edp);
+  const int64_t opt_params = dist ? dense / dp + expert / edp : dense + expert;
+  // Adam: read the gradient, read/write fp32 master weights, m and v, write the low-precision weights.
+  const int64_t adam_bytes = tr.precision == spec::Precision::Fp32 ? 28 : 30;
+  Ref opt = compute(memop(ComputeCategory::Optimizer, opt_params * adam_bytes), "optimizer_step",
+                    {pb_.last(Stream::Dp), pb_.last(Stream::Tp)});
+  if (dist && !tr.overlap_param_gather) {
+    for (size_t i = buckets_.size(); i-- > 0;) {
+      coll(CollType::AllGather, buckets_[i].group, buckets_[i].params * weight_bytes_, "dp_param_all_gather", opt);
+    }
+  }
+}
+
+// Replays the program's allocations in issue order: the peak of stored activations on this rank.
+int64_t replay_activation_peak(const Program& p) {
+  int64_t cur = 0, peak = 0;
+  for (const Op& op : p.ops) {
+    cur += op.mem_alloc_at_start;
+    peak = std::max(peak, cur);
+    cur -= op.mem_free_at_end;
+  }
+  return peak;
+}
+
+}  // namespace
+
+Workload build_megatron_workload(const spec::JobSpec& job) {
+  const auto& par = job.parallelism;
+  Workload w;
+  w.job = job;
+  w.layout = RankLayout(par.tensor, par.context, par.data, par.pipeline, par.expert,
+                        std::min(job.cluster.gpus_per_node, job.cluster.num_gpus));
+  const ModelDims d = make_dims(job);
+  w.programs.resize(par.pipeline);
+  w.role_of_stage.resize(par.pipeline);
+  for (int s = 0; s < par.pipeline; ++s) {
+    StageBuilder b(job, d, w.layout, s, w.programs[s]);
+    b.build();
+    w.role_of_stage[s] = s;
+  }
+  const int64_t ranks_per_stage = int64_t{par.tensor} * par.context * par.data;
+  int communicators = 0;
+  for (int g = 0; g < kNumGroupKinds; ++g) {
+    if (w.layout.group_size(static_cast<GroupKind>(g)) > 1) ++communicators;
+  }
+  for (Program& p : w.programs) {
+    p.activation_peak = replay_activation_peak(p);
+    p.static_memory = static_memory(job, p.dense_parameters, p.expert_parameters, w.layout.group_size(GroupKind::Dp),
+                                    w.layout.group_size(GroupKind::Edp), communicators);
+    double fwd = 0;
+    for (const Op& op : p.ops) {
+      if (op.kind == OpKind::Compute && op.phase == Phase::Forward) fwd += op.flops;
+    }
+    // Model FLOPs: forward + backward = 3x forward, without recompute (the MFU convention).
+    w.model_flops_per_step += 3.0 * fwd * static_cast<double>(ranks_per_stage);
+  }
+  return w;
+}
+
+}  // namespace stepsim::workload

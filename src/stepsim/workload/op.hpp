@@ -1,0 +1,84 @@
+#pragma once
+// Op: one unit of work a rank issues in one training step — a kernel, a collective or a batched
+// point-to-point exchange — as Megatron-LM issues it. Ops live in a Program shared by every rank
+// with the same role, so an Op holds no rank-specific data (peers are relative: previous/next stage).
+#include <cstdint>
+
+namespace stepsim::workload {
+
+// CUDA-stream-like FIFO queues of a rank. Communication of each parallelism has its own stream, as
+// Megatron-LM/NCCL use separate communicators; compute waits on them where Megatron waits.
+enum class Stream : uint8_t { Compute = 0, Tp, Cp, Ep, Pp, Dp, Memcpy, kCount };
+constexpr int kNumStreams = static_cast<int>(Stream::kCount);
+
+// Process groups a collective can run on (rank-layout dimensions). Edp = expert-data-parallel group
+// that reduces expert gradients (data*context/expert ranks).
+enum class GroupKind : uint8_t { Tp = 0, Cp, Ep, Pp, Dp, Edp, kCount };
+constexpr int kNumGroupKinds = static_cast<int>(GroupKind::kCount);
+
+enum class OpKind : uint8_t { Compute, Collective, P2P };
+
+enum class CollType : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce };
+
+// What kind of kernel a compute op is; selects the efficiency curve of the compute model.
+enum class ComputeCategory : uint8_t {
+  Gemm,          // dense matmul (shape in m,n,k)
+  GroupedGemm,   // MoE expert matmuls
+  Attention,     // flash-style attention core
+  Elementwise,   // memory-bound: activation, dropout, residual add, permutation, rope
+  Norm,          // layernorm / rmsnorm (memory-bound)
+  Embedding,     // lookup / gradient scatter (memory-bound)
+  Loss,          // softmax cross-entropy over the vocabulary (memory-bound)
+  Optimizer,     // Adam update (memory-bound)
+  Offload,       // host<->device copy (PCIe)
+};
+
+// Phase of the step an op belongs to, for the breakdown and the trace.
+enum class Phase : uint8_t { Forward, Backward, Recompute, Optimizer };
+
+// A stream dependency: the op may start only once `stream` has completed `count` ops (a CUDA event).
+struct Wait {
+  Stream stream;
+  uint32_t count;
+};
+
+struct Op {
+  OpKind kind = OpKind::Compute;
+  Stream stream = Stream::Compute;
+  Phase phase = Phase::Forward;
+  ComputeCategory category = ComputeCategory::Elementwise;
+  CollType coll = CollType::AllReduce;
+  GroupKind group = GroupKind::Tp;
+  uint16_t name = 0;          // index into Program::names
+  int16_t layer = -1;         // global transformer layer, -1 = none (embedding, head, optimizer)
+  int32_t microbatch = -1;    // -1 = not tied to a micro-batch
+  int16_t chunk = 0;          // virtual pipeline chunk (model chunk) index on this rank
+
+  double flops = 0;           // floating-point operations executed
+  uint64_t bytes = 0;         // compute: HBM traffic; collective: message size S (nccl-tests convention)
+  int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;  // GEMM shape (per expert for GroupedGemm)
+  int32_t gemm_batch = 1;                      // experts in a grouped GEMM
+
+  // P2P: bytes sent to / received from the previous and next pipeline stage (ring order).
+  uint64_t send_prev = 0, send_next = 0, recv_prev = 0, recv_next = 0;
+
+  int64_t mem_alloc_at_start = 0;  // bytes allocated when the op starts (activations it stores)
+  int64_t mem_free_at_end = 0;     // bytes released when it ends
+
+  uint32_t wait_begin = 0;  // waits are Program::waits[wait_begin, wait_begin + wait_count)
+  uint16_t wait_count = 0;
+
+  int64_t duration_ns = 0;  // compute ops: filled in by the compute model (before slow-down)
+};
+
+const char* name_of(Stream s);
+const char* name_of(GroupKind g);
+const char* name_of(CollType c);
+const char* name_of(ComputeCategory c);
+const char* name_of(Phase p);
+
+// nccl-tests bus-bandwidth factor of a collective over n ranks (all-reduce 2(n-1)/n, AG/RS/A2A (n-1)/n,
+// broadcast/reduce 1).
+double bus_factor(CollType c, int n);
+
+}  // namespace stepsim::workload

@@ -1,0 +1,74 @@
+#pragma once
+// Program: the ops one rank role issues in one step, in issue order, shared by every rank with that
+// role (Megatron ranks of the same pipeline stage run identical programs). Workload: programs + layout.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/workload/op.hpp"
+#include "stepsim/workload/rank_layout.hpp"
+
+namespace stepsim::workload {
+
+// Static memory of one rank role, bytes.
+struct StaticMemory {
+  int64_t weights = 0;
+  int64_t gradients = 0;
+  int64_t optimizer = 0;
+  int64_t overhead = 0;  // CUDA context, NCCL buffers, allocator slack (documented constants)
+  int64_t total() const { return weights + gradients + optimizer + overhead; }
+};
+
+struct Program {
+  int stage = 0;
+  std::vector<Op> ops;
+  std::vector<Wait> waits;
+  std::vector<std::string> names;
+  std::array<std::vector<uint32_t>, kNumStreams> stream_ops;  // op indices per stream, FIFO order
+  StaticMemory static_memory;
+  int64_t dense_parameters = 0;   // parameters held by this rank, reduced over the DP(-with-CP) group
+  int64_t expert_parameters = 0;  // expert parameters held by this rank, reduced over the expert-DP group
+  int64_t activation_peak = 0;    // analytic peak of stored activations (schedule-aware), bytes
+
+  const std::string& name(const Op& op) const { return names[op.name]; }
+};
+
+struct Workload {
+  spec::JobSpec job;
+  RankLayout layout;
+  std::vector<Program> programs;  // indexed by role
+  std::vector<int> role_of_stage; // pipeline stage -> program index
+  double model_flops_per_step = 0;  // whole job, one step, no recompute (for TFLOP/s and MFU)
+
+  const Program& program_of_rank(int rank) const { return programs[role_of_stage[layout.coord(rank).pp]]; }
+};
+
+// Appends ops to a Program, resolving cross-stream dependencies to stream counts.
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(Program& p) : p_(p) {}
+
+  // A handle meaning "op done": the op's stream has completed at least `count` ops.
+  struct Ref {
+    Stream stream = Stream::Compute;
+    uint32_t count = 0;
+  };
+
+  // Appends `op` on op.stream; it waits for every ref in deps (same-stream order is implicit).
+  Ref emit(Op op, const std::string& name, std::initializer_list<Ref> deps = {});
+  Ref emit(Op op, const std::string& name, const std::vector<Ref>& deps);
+  // Ref to the last op issued on a stream (count 0 = nothing yet).
+  Ref last(Stream s) const { return Ref{s, counts_[static_cast<int>(s)]}; }
+  Op& back() { return p_.ops.back(); }
+
+ private:
+  uint16_t intern(const std::string& name);
+  Program& p_;
+  std::array<uint32_t, kNumStreams> counts_{};
+  std::unordered_map<std::string, uint16_t> name_ids_;
+};
+
+}  // namespace stepsim::workload

@@ -1,0 +1,124 @@
+#include "stepsim/workload/rank_layout.hpp"
+
+#include <algorithm>
+
+namespace stepsim::workload {
+
+RankLayout::RankLayout(int tensor, int context, int data, int pipeline, int expert, int gpus_per_node)
+    : t_(tensor), c_(context), d_(data), p_(pipeline), e_(expert), gpn_(gpus_per_node) {}
+
+RankCoord RankLayout::coord(int rank) const {
+  RankCoord rc;
+  rc.tp = rank % t_;
+  rank /= t_;
+  rc.cp = rank % c_;
+  rank /= c_;
+  rc.dp = rank % d_;
+  rc.pp = rank / d_;
+  return rc;
+}
+
+int RankLayout::group_size(GroupKind g) const {
+  switch (g) {
+    case GroupKind::Tp: return t_;
+    case GroupKind::Cp: return c_;
+    case GroupKind::Ep: return e_;
+    case GroupKind::Pp: return p_;
+    case GroupKind::Dp: return c_ * d_;
+    case GroupKind::Edp: return c_ * d_ / e_;
+    case GroupKind::kCount: break;
+  }
+  return 1;
+}
+
+int RankLayout::group_id(GroupKind g, int rank) const {
+  const RankCoord rc = coord(rank);
+  const int u = rc.cp + c_ * rc.dp;  // combined context-data index
+  switch (g) {
+    case GroupKind::Tp: return rank / t_;
+    case GroupKind::Cp: return rc.tp + t_ * (rc.dp + d_ * rc.pp);
+    case GroupKind::Dp: return rc.tp + t_ * rc.pp;
+    case GroupKind::Pp: return rank % (t_ * c_ * d_);
+    case GroupKind::Ep: return rc.tp + t_ * (u / e_ + (c_ * d_ / e_) * rc.pp);
+    case GroupKind::Edp: return rc.tp + t_ * (u % e_ + e_ * rc.pp);
+    case GroupKind::kCount: break;
+  }
+  return 0;
+}
+
+int RankLayout::index_in_group(GroupKind g, int rank) const {
+  const RankCoord rc = coord(rank);
+  const int u = rc.cp + c_ * rc.dp;
+  switch (g) {
+    case GroupKind::Tp: return rc.tp;
+    case GroupKind::Cp: return rc.cp;
+    case GroupKind::Dp: return u;
+    case GroupKind::Pp: return rc.pp;
+    case GroupKind::Ep: return u % e_;
+    case GroupKind::Edp: return u / e_;
+    case GroupKind::kCount: break;
+  }
+  return 0;
+}
+
+int RankLayout::member(GroupKind g, int gid, int index) const {
+  const int cd = c_ * d_;
+  switch (g) {
+    case GroupKind::Tp: return gid * t_ + index;
+    case GroupKind::Cp: {
+      const int tp = gid % t_, rest = gid / t_;  // rest = dp + d*pp
+      return tp + t_ * (index + c_ * rest);
+    }
+    case GroupKind::Dp: {
+      const int tp = gid % t_, pp = gid / t_;
+      return tp + t_ * (index + cd * pp);
+    }
+    case GroupKind::Pp: return gid + t_ * cd * index;
+    case GroupKind::Ep: {
+      const int tp = gid % t_, rest = gid / t_;
+      const int edp = rest % (cd / e_), pp = rest / (cd / e_);
+      return tp + t_ * (index + e_ * edp + cd * pp);
+    }
+    case GroupKind::Edp: {
+      const int tp = gid % t_, rest = gid / t_;
+      const int ep = rest % e_, pp = rest / e_;
+      return tp + t_ * (ep + e_ * index + cd * pp);
+    }
+    case GroupKind::kCount: break;
+  }
+  return 0;
+}
+
+cost::GroupGeometry RankLayout::geometry(GroupKind g, int gid) const {
+  const int n = group_size(g);
+  cost::GroupGeometry geo;
+  geo.ranks = n;
+  // Members are in increasing rank order, so nodes appear in runs.
+  int nodes = 0, run = 0, best = 0, last = -1;
+  for (int i = 0; i < n; ++i) {
+    const int node = node_of(member(g, gid, i));
+    if (node != last) {
+      ++nodes;
+      run = 0;
+      last = node;
+    }
+    best = std::max(best, ++run);
+  }
+  geo.nodes = nodes;
+  geo.ranks_per_node = best;
+  return geo;
+}
+
+int RankLayout::next_stage_rank(int rank) const {
+  const int stride = t_ * c_ * d_;
+  const RankCoord rc = coord(rank);
+  return rank + ((rc.pp + 1 == p_) ? -(p_ - 1) * stride : stride);
+}
+
+int RankLayout::prev_stage_rank(int rank) const {
+  const int stride = t_ * c_ * d_;
+  const RankCoord rc = coord(rank);
+  return rank + ((rc.pp == 0) ? (p_ - 1) * stride : -stride);
+}
+
+}  // namespace stepsim::workload

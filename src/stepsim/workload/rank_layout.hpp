@@ -1,0 +1,49 @@
+#pragma once
+// RankLayout: Megatron-Core's default rank order (tp-cp-ep-dp-pp, tensor-parallel rank fastest):
+//   global rank = tp + t*(cp + c*(dp + d*pp)).
+// Expert parallelism is folded into the combined (cp, dp) index u = cp + c*dp: ep = u % e, edp = u / e.
+// The data-parallel group used for gradients spans context ranks too (Megatron's DP-with-CP group).
+#include <cstdint>
+
+#include "stepsim/cost/collective_model.hpp"
+#include "stepsim/workload/op.hpp"
+
+namespace stepsim::workload {
+
+struct RankCoord {
+  int tp = 0, cp = 0, dp = 0, pp = 0;
+};
+
+class RankLayout {
+ public:
+  RankLayout() = default;
+  RankLayout(int tensor, int context, int data, int pipeline, int expert, int gpus_per_node);
+
+  int world() const { return t_ * c_ * d_ * p_; }
+  int tensor() const { return t_; }
+  int context() const { return c_; }
+  int data() const { return d_; }
+  int pipeline() const { return p_; }
+  int expert() const { return e_; }
+  int gpus_per_node() const { return gpn_; }
+
+  RankCoord coord(int rank) const;
+  int rank_of(const RankCoord& rc) const { return rc.tp + t_ * (rc.cp + c_ * (rc.dp + d_ * rc.pp)); }
+  int node_of(int rank) const { return rank / gpn_; }
+
+  int group_size(GroupKind g) const;
+  int num_groups(GroupKind g) const { return world() / group_size(g); }
+  int group_id(GroupKind g, int rank) const;
+  int index_in_group(GroupKind g, int rank) const;
+  int member(GroupKind g, int group_id, int index) const;
+  cost::GroupGeometry geometry(GroupKind g, int group_id) const;
+
+  // Pipeline ring neighbours (stage +-1 modulo pipeline, same tp/cp/dp).
+  int next_stage_rank(int rank) const;
+  int prev_stage_rank(int rank) const;
+
+ private:
+  int t_ = 1, c_ = 1, d_ = 1, p_ = 1, e_ = 1, gpn_ = 1;
+};
+
+}  // namespace stepsim::workload

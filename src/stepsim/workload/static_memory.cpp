@@ -1,0 +1,32 @@
+#include "stepsim/workload/static_memory.hpp"
+
+namespace stepsim::workload {
+
+BytesPerParam bytes_per_param(const spec::TrainingSpec& t) {
+  BytesPerParam b;
+  using spec::Precision;
+  if (t.precision == Precision::Fp32) return BytesPerParam{4, 4, 8};  // weights, grads, Adam m and v
+  b.weight = 2;  // fp16/bf16 (fp8 training keeps bf16 weights; fp8 is a GEMM input format)
+  const bool fp32_grads = t.grad_reduce_in_fp32.value_or(t.precision != Precision::Fp16);
+  b.gradient = fp32_grads ? 4 : 2;
+  b.optimizer = fp32_grads ? 12 : 16;  // master + m + v (+ an fp32 copy of fp16 gradients)
+  return b;
+}
+
+StaticMemory static_memory(const spec::JobSpec& job, int64_t dense_params, int64_t expert_params,
+                           int64_t dp_shards, int64_t edp_shards, int communicators) {
+  const BytesPerParam b = bytes_per_param(job.training);
+  StaticMemory m;
+  const int64_t params = dense_params + expert_params;
+  m.weights = params * b.weight;
+  m.gradients = params * b.gradient;
+  if (job.training.distributed_optimizer) {
+    m.optimizer = dense_params * b.optimizer / dp_shards + expert_params * b.optimizer / edp_shards;
+  } else {
+    m.optimizer = params * b.optimizer;
+  }
+  m.overhead = kCudaContextBytes + int64_t{communicators} * kNcclBytesPerCommunicator;
+  return m;
+}
+
+}  // namespace stepsim::workload
