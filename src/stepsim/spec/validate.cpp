@@ -146,6 +146,11 @@ void validate(JobSpec& job) {
     fail("training.precision", "fp8 is not supported by GPU " + gpu.name);
   }
 
+  // Features whose effect this version does not model are refused rather than silently ignored.
+  if (t.tp_comm_overlap) fail("training.tp_comm_overlap", "TP communication overlap is not modelled in this version; set false");
+  if (t.optimizer_offload) fail("training.optimizer_offload", "CPU optimizer offload is not modelled in this version; set false");
+  if (t.activation_offload) fail("training.activation_offload", "activation offload is not modelled in this version; set false");
+
   // --- simulation: models that later issues add are refused rather than silently replaced.
   if (job.simulation.comm_model != CommModel::AlphaBeta) {
     fail("simulation.comm_model", std::string("'") + name_of(job.simulation.comm_model) +

@@ -1,0 +1,37 @@
+# make demo: install what is missing, build, simulate the bundled GPT-3 175B example and print its summary.
+# make test: install what is missing, build, run the test suite, the ASan+UBSan suite and the fuzzers.
+JOBS ?= $(shell nproc)
+BUILD ?= build
+FUZZ_SECONDS ?= 20
+
+.PHONY: deps build demo test test-unit test-sanitize fuzz bench clean
+
+deps:
+	@bash scripts/install-deps
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	@./$(BUILD)/stepsim simulate examples/gpt3-175b-h800.yaml
+
+test-unit: build
+	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+test-sanitize: deps
+	@cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DSTEPSIM_SANITIZE=ON -DSTEPSIM_BENCH=OFF >/dev/null
+	@cmake --build $(BUILD)-asan -j$(JOBS)
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir $(BUILD)-asan --output-on-failure -j$(JOBS)
+
+fuzz: deps
+	@bash scripts/run-fuzzers $(FUZZ_SECONDS)
+
+test: test-unit test-sanitize fuzz
+
+bench: build
+	@./$(BUILD)/bench_engine
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan build-fuzz

@@ -1,0 +1,23 @@
+#pragma once
+// Subcommands: each registers its options on the app and returns the action to run after parsing.
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace stepsim::cli {
+
+using Action = std::function<int()>;
+
+Action add_simulate(CLI::App& app);
+Action add_memory(CLI::App& app);
+
+// Options every job-taking command shares: JOB.yaml | --megatron-args + --cluster, and --set overrides.
+struct JobOptions {
+  std::string job_path;
+  std::string megatron_args;
+  std::string cluster_path;
+  std::vector<std::string> overrides;
+};
+void add_job_options(CLI::App& cmd, JobOptions& o);
+
+}  // namespace stepsim::cli

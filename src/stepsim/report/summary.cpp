@@ -1,0 +1,168 @@
+#include "stepsim/report/summary.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+#include "stepsim/hw/gpu_catalog.hpp"
+
+namespace stepsim::report {
+
+std::string format_bytes(double b) {
+  char buf[64];
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024.0 && u < 4) {
+    b /= 1024.0;
+    ++u;
+  }
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
+  return buf;
+}
+
+std::string format_seconds(double s) {
+  char buf[64];
+  if (s >= 1.0) std::snprintf(buf, sizeof buf, "%.3f s", s);
+  else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3f us", s * 1e6);
+  return buf;
+}
+
+Summary summarize(const sim::Simulation& s, int rank) {
+  const auto& w = s.workload;
+  const auto& job = w.job;
+  const auto& res = s.result;
+  Summary out;
+  out.rank = rank;
+  out.step_time_s = static_cast<double>(res.step_ns) * 1e-9;
+  const double tokens = static_cast<double>(job.training.global_batch_size) * static_cast<double>(job.model.seq_length);
+  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
+  if (out.step_time_s > 0) {
+    out.tokens_per_s = tokens / out.step_time_s;
+    out.tflops_per_gpu = w.model_flops_per_step / out.step_time_s / job.cluster.num_gpus / 1e12;
+    out.mfu = out.tflops_per_gpu * 1e12 / gpu.peak_flops(job.training.precision);
+  }
+  const sim::RankTimeline* tl = nullptr;
+  for (const auto& r : res.recorded) {
+    if (r.rank == rank) tl = &r;
+  }
+  if (!tl) throw std::logic_error("summarize: rank " + std::to_string(rank) + " was not recorded");
+  const workload::Program& prog = w.program_of_rank(rank);
+  out.breakdown = breakdown(prog, *tl, res.step_ns);
+  out.comm = comm_bytes(prog, w.layout);
+
+  out.capacity_bytes = static_cast<int64_t>(gpu.memory_bytes);
+  const int stages = w.layout.pipeline();
+  out.per_stage.resize(stages);
+  for (int st = 0; st < stages; ++st) {
+    out.per_stage[st].stage = st;
+    out.per_stage[st].static_bytes = w.programs[w.role_of_stage[st]].static_memory.total();
+  }
+  for (int r = 0; r < w.layout.world(); ++r) {
+    const int st = w.layout.coord(r).pp;
+    out.per_stage[st].peak_bytes = std::max(out.per_stage[st].peak_bytes, res.peak_bytes[r]);
+    out.peak_bytes_max = std::max(out.peak_bytes_max, res.peak_bytes[r]);
+  }
+  for (auto& sm : out.per_stage) sm.activation_bytes = sm.peak_bytes - sm.static_bytes;
+  out.oom = out.peak_bytes_max > out.capacity_bytes;
+  out.ranks = w.layout.world();
+  out.events = res.events;
+  out.wall_s = res.wall_s;
+  return out;
+}
+
+nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
+  using nlohmann::json;
+  json j;
+  j["step_time_s"] = s.step_time_s;
+  j["tokens_per_s"] = s.tokens_per_s;
+  j["tflops_per_gpu"] = s.tflops_per_gpu;
+  j["mfu"] = s.mfu;
+  json exposed;
+  for (int k = 0; k < kNumCommKinds; ++k) exposed[comm_kind_name(k)] = s.breakdown.exposed_comm_s[k];
+  j["breakdown_s"] = {{"compute", s.breakdown.compute_s},
+                      {"pipeline_bubble", s.breakdown.pipeline_bubble_s},
+                      {"optimizer", s.breakdown.optimizer_s},
+                      {"exposed_comm", exposed}};
+  json stages = json::array();
+  for (const auto& sm : s.per_stage) {
+    stages.push_back({{"stage", sm.stage},
+                      {"peak_bytes", sm.peak_bytes},
+                      {"static_bytes", sm.static_bytes},
+                      {"activation_bytes", sm.activation_bytes}});
+  }
+  j["memory"] = {{"peak_bytes_max", s.peak_bytes_max},
+                 {"oom", s.oom},
+                 {"capacity_bytes", s.capacity_bytes},
+                 {"per_stage", stages}};
+  json msg, vol, calls;
+  for (int k = 0; k < kNumCommKinds; ++k) {
+    msg[comm_kind_name(k)] = s.comm.message[k];
+    vol[comm_kind_name(k)] = s.comm.volume[k];
+    calls[comm_kind_name(k)] = s.comm.calls[k];
+  }
+  j["comm_message_bytes_per_rank"] = msg;
+  j["comm_volume_bytes_per_rank"] = vol;
+  j["comm_calls_per_rank"] = calls;
+  j["rank"] = s.rank;
+  j["num_microbatches"] = job.num_microbatches();
+  j["simulation"] = {{"ranks", s.ranks}, {"events", s.events}, {"wall_s", s.wall_s}};
+  return j;
+}
+
+std::string to_text(const Summary& s, const spec::JobSpec& job) {
+  std::ostringstream o;
+  const auto& p = job.parallelism;
+  char line[256];
+  o << "stepsim: " << job.model.name << " on " << job.cluster.num_gpus << " x " << job.cluster.gpu << "  (TP "
+    << p.tensor << ", PP " << p.pipeline << ", DP " << p.data << ", CP " << p.context << ", EP " << p.expert
+    << (p.sequence_parallel ? ", SP" : "") << ", " << spec::name_of(p.schedule)
+    << (p.virtual_stages > 1 ? " x" + std::to_string(p.virtual_stages) : std::string()) << ")\n";
+  o << "  micro-batch " << job.training.micro_batch_size << ", global batch " << job.training.global_batch_size
+    << " (" << job.num_microbatches() << " micro-batches per pipeline), seq " << job.model.seq_length << ", "
+    << spec::name_of(job.training.precision) << ", recompute " << spec::name_of(job.training.recompute) << "\n\n";
+  std::snprintf(line, sizeof line, "  step time      %s\n  tokens/s       %.0f\n  TFLOP/s/GPU    %.1f\n  MFU            %.1f %%\n\n",
+                format_seconds(s.step_time_s).c_str(), s.tokens_per_s, s.tflops_per_gpu, 100.0 * s.mfu);
+  o << line;
+  o << "  where the step goes (rank " << s.rank << "):\n";
+  auto row = [&](const std::string& name, double v) {
+    std::snprintf(line, sizeof line, "    %-24s %12s  %5.1f %%\n", name.c_str(), format_seconds(v).c_str(),
+                  s.step_time_s > 0 ? 100.0 * v / s.step_time_s : 0.0);
+    o << line;
+  };
+  row("compute", s.breakdown.compute_s);
+  row("pipeline bubble / wait", s.breakdown.pipeline_bubble_s);
+  row("optimizer", s.breakdown.optimizer_s);
+  for (int k = 0; k < kNumCommKinds; ++k) {
+    if (s.breakdown.exposed_comm_s[k] > 0 || s.comm.calls[k] > 0) {
+      row(std::string("exposed ") + comm_kind_name(k) + " communication", s.breakdown.exposed_comm_s[k]);
+    }
+  }
+  o << "\n  memory per pipeline stage (capacity " << format_bytes(static_cast<double>(s.capacity_bytes)) << "):\n";
+  o << "    stage        static   activations          peak\n";
+  for (const auto& sm : s.per_stage) {
+    std::snprintf(line, sizeof line, "    %5d  %12s  %12s  %12s%s\n", sm.stage,
+                  format_bytes(static_cast<double>(sm.static_bytes)).c_str(),
+                  format_bytes(static_cast<double>(sm.activation_bytes)).c_str(),
+                  format_bytes(static_cast<double>(sm.peak_bytes)).c_str(),
+                  sm.peak_bytes > s.capacity_bytes ? "  OOM" : "");
+    o << line;
+  }
+  o << "\n  communication per step (rank " << s.rank << "):\n";
+  o << "    kind   calls     message bytes     bus volume\n";
+  for (int k = 0; k < kNumCommKinds; ++k) {
+    if (!s.comm.calls[k]) continue;
+    std::snprintf(line, sizeof line, "    %-4s %7llu  %16s  %13s\n", comm_kind_name(k),
+                  static_cast<unsigned long long>(s.comm.calls[k]),
+                  format_bytes(static_cast<double>(s.comm.message[k])).c_str(),
+                  format_bytes(static_cast<double>(s.comm.volume[k])).c_str());
+    o << line;
+  }
+  std::snprintf(line, sizeof line, "\n  simulated %d ranks, %llu events in %.2f s (%.1f M events/s)\n", s.ranks,
+                static_cast<unsigned long long>(s.events), s.wall_s, s.wall_s > 0 ? s.events / s.wall_s / 1e6 : 0.0);
+  o << line;
+  return o.str();
+}
+
+}  // namespace stepsim::report

@@ -1,0 +1,45 @@
+#pragma once
+// The summary of one simulated step: the JSON contract of docs/ARCHITECTURE.md and a readable text form.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "stepsim/report/breakdown.hpp"
+#include "stepsim/sim/simulation.hpp"
+
+namespace stepsim::report {
+
+struct StageMemory {
+  int stage = 0;
+  int64_t peak_bytes = 0;        // max over the stage's ranks, from the engine
+  int64_t static_bytes = 0;      // weights + gradients + optimizer + overheads
+  int64_t activation_bytes = 0;  // peak - static
+};
+
+struct Summary {
+  int rank = 0;  // the rank the breakdown and communication figures are for
+  double step_time_s = 0, tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
+  Breakdown breakdown;
+  int64_t peak_bytes_max = 0;
+  int64_t capacity_bytes = 0;
+  bool oom = false;
+  std::vector<StageMemory> per_stage;
+  CommBytes comm;
+  int ranks = 0;
+  uint64_t events = 0;
+  double wall_s = 0;
+};
+
+// `rank` must be one of the ranks the simulation recorded.
+Summary summarize(const sim::Simulation& s, int rank);
+nlohmann::json to_json(const Summary& s, const spec::JobSpec& job);
+std::string to_text(const Summary& s, const spec::JobSpec& job);
+
+// Human-readable quantities with units.
+std::string format_bytes(double bytes);    // "12.3 GiB"
+std::string format_seconds(double s);      // "1.234 s", "12.3 ms", "45.6 us"
+
+}  // namespace stepsim::report
