@@ -36,16 +36,22 @@ std::string normalize(std::string_view s) {
   return out;
 }
 
-// The catalog header keeps only the GPU list, so aliases live here: normalized alias -> canonical name. Every
-// loaded catalog registers its aliases; find() resolves an alias and then looks the canonical name up in its
-// own list, so an alias never returns a GPU the catalog does not hold.
+// The catalog header keeps only the GPU list, so aliases live here, per catalog: a catalog is identified by its
+// list of canonical names (copies of a catalog share the key), and maps normalized alias -> canonical name. Two
+// catalogs with different GPU lists never see each other's aliases.
 struct AliasRegistry {
   std::mutex mu;
-  std::map<std::string, std::string> alias_to_name;
+  std::map<std::string, std::map<std::string, std::string>> by_catalog;
 };
 AliasRegistry& alias_registry() {
   static AliasRegistry r;
   return r;
+}
+
+std::string catalog_key(const std::vector<GpuSpec>& gpus) {
+  std::string key;
+  for (const auto& g : gpus) key += g.name + '\n';
+  return key;
 }
 
 std::string line_of(const YAML::Node& n) {
@@ -206,11 +212,13 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
       const YAML::Node e = list[i];
       if (!e.IsMap()) fail(path, key, "must be a mapping of GPU fields" + line_of(e));
       EntryReader r(path, e, key);
+      // Label messages with the GPU's name as early as it can be read, e.g. "gpus[3] (H100-SXM).nvlink".
+      if (const YAML::Node nm = e["name"]; nm.IsDefined() && nm.IsScalar() && !nm.Scalar().empty())
+        r.set_label(nm.Scalar());
       r.check_keys(required, optional);
 
       GpuSpec g;
       g.name = r.str("name");
-      r.set_label(g.name);
       g.arch = r.str("arch");
       if (!known_archs().count(g.arch))
         fail(path, key + " (" + g.name + ").arch",
@@ -246,7 +254,9 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
   }
 
   std::lock_guard<std::mutex> lock(alias_registry().mu);
-  for (auto& [alias, name] : new_aliases) alias_registry().alias_to_name[alias] = name;
+  auto& aliases = alias_registry().by_catalog[catalog_key(cat.gpus_)];
+  aliases.clear();  // the same GPU list loaded again: its latest aliases apply
+  for (auto& [alias, name] : new_aliases) aliases[alias] = name;
   return cat;
 }
 
@@ -271,9 +281,10 @@ const GpuSpec& GpuCatalog::find(const std::string& name) const {
   if (const GpuSpec* g = by_name(key)) return *g;
   {
     std::lock_guard<std::mutex> lock(alias_registry().mu);
-    auto it = alias_registry().alias_to_name.find(key);
-    if (it != alias_registry().alias_to_name.end())
-      if (const GpuSpec* g = by_name(normalize(it->second))) return *g;
+    const auto& all = alias_registry().by_catalog;
+    if (auto cat = all.find(catalog_key(gpus_)); cat != all.end())
+      if (auto it = cat->second.find(key); it != cat->second.end())
+        if (const GpuSpec* g = by_name(normalize(it->second))) return *g;
   }
   std::string known;
   for (const auto& g : gpus_) known += (known.empty() ? "" : ", ") + g.name;

@@ -213,6 +213,7 @@ struct Model {
   int64_t num_layers = 0, hidden = 0, heads = 0, query_groups = 0, kv_channels = 0, ffn = 0;
   int64_t vocab = 0, seq_length = 0;
   bool swiglu = true, rmsnorm = true, bias = false, tie = false;
+  bool rope = true;  // every supported family but GPT-2 uses rotary embeddings
   bool mla = false;
   Mla mla_dims;
   std::optional<Moe> moe;
@@ -275,6 +276,7 @@ void read_gpt2(const Config& c, Model& m) {
   m.swiglu = false;
   m.rmsnorm = false;
   m.bias = true;
+  m.rope = false;  // learned absolute positions (wpe)
   m.tie = c.opt_bool("tie_word_embeddings", true);  // PretrainedConfig default; GPT-2 ties
 }
 
@@ -432,6 +434,8 @@ YAML::Node to_node(const Model& m) {
   n["activation"] = m.swiglu ? "swiglu" : "gelu";
   n["normalization"] = m.rmsnorm ? "rmsnorm" : "layernorm";
   n["add_bias_linear"] = m.bias;
+  // Explicit, because the loader's default follows the activation and GPT-NeoX is GELU with RoPE.
+  n["position_embedding"] = m.rope ? "rope" : "learned";
   n["vocab_size"] = m.vocab;
   n["seq_length"] = m.seq_length;  // the trained context; override with --set model.seq_length=...
   n["tie_embeddings"] = m.tie;

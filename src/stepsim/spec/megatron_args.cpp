@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <optional>
@@ -136,7 +137,8 @@ struct Spec {
 using Table = std::unordered_map<std::string_view, Spec>;
 
 void add(Table& t, std::initializer_list<std::string_view> names, Kind k, Use u, const char* why = nullptr) {
-  for (auto n : names) t.emplace(n, Spec{k, u, why});
+  for (auto n : names)
+    if (!t.emplace(n, Spec{k, u, why}).second) std::abort();  // a flag listed twice is a bug in this table
 }
 
 const Table& table() {
@@ -153,13 +155,15 @@ const Table& table() {
             "--num-virtual-stages-per-pipeline-rank", "--decoder-first-pipeline-num-layers",
             "--decoder-last-pipeline-num-layers", "--micro-batch-size", "--global-batch-size", "--fp8-format",
             "--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--ddp-bucket-size",
-            "--cpu-offloading-num-layers", "--num-distributed-optimizer-instances", "--optimizer"},
+            "--cpu-offloading-num-layers", "--num-distributed-optimizer-instances", "--optimizer",
+            "--position-embedding-type"},
         Kind::Value, Use::Map);
     add(t, {"--group-query-attention", "--swiglu", "--squared-relu", "--quick-geglu", "--disable-bias-linear",
             "--untie-embeddings-and-output-weights", "--multi-latent-attention", "--sequence-parallel", "--bf16",
             "--fp16", "--recompute-activations", "--use-distributed-optimizer", "--overlap-grad-reduce",
             "--overlap-param-gather", "--tp-comm-overlap", "--optimizer-cpu-offload",
-            "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--no-overlap-p2p-communication"},
+            "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--no-overlap-p2p-communication",
+            "--use-rotary-position-embeddings", "--no-position-embedding"},
         Kind::Flag, Use::Map);
 
     // Change the step but cannot be expressed in a job: refused rather than silently dropped.
@@ -192,8 +196,7 @@ const Table& table() {
             "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion", "--no-bias-dropout-fusion", "--no-rope-fusion",
             "--cross-entropy-loss-fusion", "--no-gradient-accumulation-fusion", "--no-persist-layer-norm",
             "--apply-layernorm-1p", "--apply-residual-connection-post-layernorm", "--openai-gelu", "--add-qkv-bias",
-            "--qk-layernorm", "--qk-l2-norm", "--rotary-interleaved", "--use-rotary-position-embeddings",
-            "--use-rope-scaling", "--no-position-embedding", "--fp32-residual-connection",
+            "--qk-layernorm", "--qk-l2-norm", "--rotary-interleaved", "--use-rope-scaling", "--fp32-residual-connection",
             "--apply-query-key-layer-scaling", "--attention-softmax-in-fp32", "--fp16-lm-cross-entropy",
             "--disable-bf16-reduced-precision-matmul", "--no-check-for-nan-in-loss-and-grad", "--check-for-spiky-loss",
             "--check-for-large-grads", "--distribute-saved-activations", "--moe-grouped-gemm",
@@ -240,7 +243,7 @@ const Table& table() {
             "--no-gradient-reduce-div-fusion", "--no-async-tensor-model-parallel-allreduce",
             "--reuse-grad-buf-for-mxfp8-param-ag", "--bert-no-binary-head"},
         Kind::Flag, Use::Ignore);
-    add(t, {"--attention-backend", "--transformer-impl", "--position-embedding-type", "--rotary-base",
+    add(t, {"--attention-backend", "--transformer-impl", "--rotary-base",
             "--rotary-percent", "--rotary-seq-len-interpolation-factor", "--rope-scaling-factor", "--rope-type",
             "--rotary-scaling-factor", "--mscale", "--mscale-all-dim", "--no-rope-freq", "--softmax-type",
             "--relative-attention-num-buckets", "--relative-attention-max-distance", "--norm-epsilon",
@@ -627,6 +630,16 @@ YAML::Node build(const Args& a) {
   const auto norm = a.opt_choice("--normalization", {"LayerNorm", "RMSNorm"}).value_or("LayerNorm");
   model["normalization"] = norm == "RMSNorm" ? "rmsnorm" : "layernorm";
   model["add_bias_linear"] = !a.has("--disable-bias-linear");
+  // Default learned_absolute (a seq_length x hidden table); rope and mrope are rotary. "none" has
+  // neither a table nor parameters, which costs the same as rotary. --use-rotary-position-embeddings
+  // is the deprecated spelling of rope, and --no-position-embedding is only accepted with rope.
+  std::string pos = a.opt_choice("--position-embedding-type", {"learned_absolute", "rope", "mrope", "relative", "none"})
+                        .value_or("learned_absolute");
+  if (a.has("--use-rotary-position-embeddings")) pos = "rope";
+  if (pos == "relative") fail("--position-embedding-type", "relative position embeddings are not modelled");
+  if (a.has("--no-position-embedding") && pos != "rope")
+    fail("--no-position-embedding", "deprecated; only accepted with --position-embedding-type rope");
+  model["position_embedding"] = pos == "learned_absolute" ? "learned" : "rope";
 
   // Vocabulary as Megatron pads it (_vocab_size_with_padding): rounded up to a multiple of
   // --make-vocab-size-divisible-by (128) * tensor-parallel size. Without --vocab-size the GPT-2 BPE

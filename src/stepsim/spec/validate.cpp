@@ -46,7 +46,13 @@ void validate(JobSpec& job) {
   }
 
   // --- cluster
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(c.gpu);
+  const hw::GpuSpec* found = nullptr;
+  try {
+    found = &hw::GpuCatalog::builtin().find(c.gpu);
+  } catch (const InputError& e) {
+    throw InputError(src + ": " + e.what());
+  }
+  const hw::GpuSpec& gpu = *found;
   c.gpu = gpu.name;
   if (c.num_gpus > c.gpus_per_node && c.num_gpus % c.gpus_per_node != 0) {
     fail("cluster.num_gpus", s(c.num_gpus) + " must be a multiple of cluster.gpus_per_node " + s(c.gpus_per_node));

@@ -634,7 +634,9 @@ Ref StageBuilder::p2p(uint64_t send_prev, uint64_t send_next, uint64_t recv_prev
   op.layer = -1;
   std::string name;
   auto part = [&](bool on, const char* what) {
-    if (on) name += (name.empty() ? "" : "_") + std::string(what);
+    if (!on) return;
+    if (!name.empty()) name += '_';
+    name += what;
   };
   part(send_next, "send_forward");
   part(send_prev, "send_backward");
@@ -661,32 +663,16 @@ void StageBuilder::build() {
     }
   }
 
-  const auto steps = pipeline_steps(job_.parallelism.schedule, stage_, p_, v_, m_);
   const uint64_t act = static_cast<uint64_t>(p2p_bytes());
-  auto recv_of = [&](const PipelineStep& st, uint64_t& rp, uint64_t& rn) {
-    if (st.forward && !first_model_chunk(st.chunk)) rp += act;
-    if (!st.forward && !last_model_chunk(st.chunk)) rn += act;
-  };
-  Ref pending{};
-  if (p_ > 1 && !steps.empty()) {
-    uint64_t rp = 0, rn = 0;
-    recv_of(steps[0], rp, rn);
-    mb_ = steps[0].microbatch;
-    phase_ = steps[0].forward ? Phase::Forward : Phase::Backward;
-    if (rp || rn) pending = p2p(0, 0, rp, rn, Ref{});
-  }
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const PipelineStep& st = steps[i];
-    if (st.forward) forward_step(st.microbatch, st.chunk, pending);
-    else backward_step(st.microbatch, st.chunk, pending);
-    pending = Ref{};
-    if (p_ > 1) {
-      // Megatron batches the send of this step's output with the receive of the next step's input.
-      uint64_t sp = 0, sn = 0, rp = 0, rn = 0;
-      if (st.forward && !last_model_chunk(st.chunk)) sn = act;
-      if (!st.forward && !first_model_chunk(st.chunk)) sp = act;
-      if (i + 1 < steps.size()) recv_of(steps[i + 1], rp, rn);
-      if (sp || sn || rp || rn) pending = p2p(sp, sn, rp, rn, pb_.last(Stream::Compute));
+  Ref pending{};  // the last exchange: Megatron waits for it before the next compute step
+  for (const PipelineAction& a : pipeline_actions(job_.parallelism.schedule, stage_, p_, v_, m_)) {
+    switch (a.kind) {
+      case PipelineAction::Forward: forward_step(a.microbatch, a.chunk, pending); break;
+      case PipelineAction::Backward: backward_step(a.microbatch, a.chunk, pending); break;
+      case PipelineAction::Exchange:
+        pending = p2p(a.send_prev ? act : 0, a.send_next ? act : 0, a.recv_prev ? act : 0, a.recv_next ? act : 0,
+                      pb_.last(Stream::Compute));
+        break;
     }
     check_size();
   }

@@ -17,43 +17,116 @@ int warmup_steps(spec::PipelineSchedule schedule, int stage, int stages, int chu
   return 0;
 }
 
-std::vector<PipelineStep> pipeline_steps(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int m) {
-  std::vector<PipelineStep> out;
-  if (schedule == spec::PipelineSchedule::GPipe) {
-    for (int i = 0; i < m; ++i) out.push_back({true, i, 0});
-    for (int i = 0; i < m; ++i) out.push_back({false, i, 0});
-    return out;
+namespace {
+
+class Emitter {
+ public:
+  Emitter(int stage, int stages, int chunks) : s_(stage), p_(stages), v_(chunks) {}
+  bool first_stage() const { return s_ == 0; }
+  bool last_stage() const { return s_ == p_ - 1; }
+  void forward(int mb, int chunk) { out.push_back({PipelineAction::Forward, mb, chunk}); }
+  void backward(int mb, int chunk) { out.push_back({PipelineAction::Backward, mb, chunk}); }
+  void exchange(bool send_next, bool send_prev, bool recv_prev, bool recv_next) {
+    PipelineAction a{PipelineAction::Exchange};
+    a.send_next = send_next;
+    a.send_prev = send_prev;
+    a.recv_prev = recv_prev;
+    a.recv_next = recv_next;
+    if (!a.empty_exchange()) out.push_back(a);
   }
-  if (schedule == spec::PipelineSchedule::OneFOneB) {
-    const int warm = warmup_steps(schedule, stage, stages, chunks, m);
-    int f = 0, b = 0;
-    for (int i = 0; i < warm; ++i) out.push_back({true, f++, 0});
-    while (f < m) {
-      out.push_back({true, f++, 0});
-      out.push_back({false, b++, 0});
-    }
-    while (b < m) out.push_back({false, b++, 0});
-    return out;
+  std::vector<PipelineAction> out;
+
+ private:
+  int s_, p_, v_;
+};
+
+void gpipe(Emitter& e, int m) {
+  for (int i = 0; i < m; ++i) {
+    e.exchange(false, false, !e.first_stage(), false);
+    e.forward(i, 0);
+    e.exchange(!e.last_stage(), false, false, false);
   }
-  // Interleaved 1F1B (Megatron's forward_backward_pipelining_with_interleaving, micro-batch groups of
-  // `stages`): virtual micro-batch k runs chunk (k / p) % v of micro-batch (k / (p v)) p + k % p;
-  // backward visits chunks in reverse.
-  const int p = stages, v = chunks, total = m * v;
-  auto mb_of = [&](int k) { return (k / (p * v)) * p + k % p; };
-  const int warm = warmup_steps(schedule, stage, stages, chunks, m);
-  int f = 0, b = 0;
-  for (int i = 0; i < warm; ++i, ++f) out.push_back({true, mb_of(f), (f / p) % v});
-  while (f < total) {
-    out.push_back({true, mb_of(f), (f / p) % v});
-    ++f;
-    out.push_back({false, mb_of(b), v - 1 - (b / p) % v});
-    ++b;
+  for (int i = 0; i < m; ++i) {
+    e.exchange(false, false, false, !e.last_stage());
+    e.backward(i, 0);
+    e.exchange(false, !e.first_stage(), false, false);
   }
-  while (b < total) {
-    out.push_back({false, mb_of(b), v - 1 - (b / p) % v});
-    ++b;
+}
+
+void one_f_one_b(Emitter& e, int stage, int stages, int m) {
+  const int warm = std::min(stages - stage - 1, m), remaining = m - warm;
+  const bool up = !e.first_stage(), down = !e.last_stage();
+  for (int i = 0; i < warm; ++i) {
+    e.exchange(false, false, up, false);  // recv_forward
+    e.forward(i, 0);
+    e.exchange(down, false, false, false);  // send_forward
   }
-  return out;
+  if (remaining > 0) e.exchange(false, false, up, false);
+  for (int i = 0; i < remaining; ++i) {
+    e.forward(warm + i, 0);
+    e.exchange(down, false, false, down);  // send_forward_recv_backward
+    e.backward(i, 0);
+    const bool last = i == remaining - 1;
+    e.exchange(false, up, up && !last, false);  // send_backward(_recv_forward)
+  }
+  for (int i = 0; i < warm; ++i) {
+    e.exchange(false, false, false, down);  // recv_backward
+    e.backward(remaining + i, 0);
+    e.exchange(false, up, false, false);  // send_backward
+  }
+}
+
+void interleaved(Emitter& e, int stage, int p, int v, int m) {
+  const int total = m * v, group = p * v;
+  auto chunk_of = [&](int k, bool forward) {
+    const int c = (((k % group) + group) % group) / p;
+    return forward ? c : v - 1 - c;
+  };
+  auto mb_of = [&](int k) { return (k / group) * p + k % p; };
+  auto first_model_chunk = [&](int c) { return stage == 0 && c == 0; };
+  auto last_model_chunk = [&](int c) { return stage == p - 1 && c == v - 1; };
+  const bool all_warmup = m == p;
+  const int warm = warmup_steps(spec::PipelineSchedule::Interleaved1F1B, stage, p, v, m);
+  const int remaining = total - warm;
+
+  e.exchange(false, false, !e.first_stage(), false);  // recv_forward for chunk 0
+  for (int k = 0; k < warm; ++k) {
+    e.forward(mb_of(k), chunk_of(k, true));
+    bool recv_prev = !(e.first_stage() && chunk_of(k + 1, true) == 0) && k != total - 1;
+    const bool send_next = !last_model_chunk(chunk_of(k, true));
+    const bool recv_next = k == warm - 1 && !all_warmup && !e.last_stage();
+    e.exchange(send_next, false, recv_prev, recv_next);
+  }
+  for (int k = 0; k < remaining; ++k) {
+    const int fk = k + warm;
+    e.forward(mb_of(fk), chunk_of(fk, true));
+    e.backward(mb_of(k), chunk_of(k, false));
+    const bool send_next = !last_model_chunk(chunk_of(fk, true));
+    const bool send_prev = !first_model_chunk(chunk_of(k, false));
+    // Megatron: the first stage is ahead of the last by p - 1 virtual micro-batches (and vice versa).
+    bool recv_prev = e.first_stage() ? chunk_of(fk - (p - 1), true) != v - 1 : true;
+    const bool recv_next = e.last_stage() ? chunk_of(k - (p - 1), false) != 0 : true;
+    if (k == remaining - 1) recv_prev = false;
+    e.exchange(send_next, send_prev, recv_prev, recv_next);
+  }
+  if (all_warmup) e.exchange(false, false, false, !e.last_stage());  // recv_backward
+  for (int k = remaining; k < total; ++k) {
+    e.backward(mb_of(k), chunk_of(k, false));
+    const bool recv_next = !(e.last_stage() && chunk_of(k + 1, false) == v - 1) && k != total - 1;
+    e.exchange(false, !first_model_chunk(chunk_of(k, false)), false, recv_next);
+  }
+}
+
+}  // namespace
+
+std::vector<PipelineAction> pipeline_actions(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int m) {
+  Emitter e(stage, stages, chunks);
+  switch (schedule) {
+    case spec::PipelineSchedule::GPipe: gpipe(e, m); break;
+    case spec::PipelineSchedule::OneFOneB: one_f_one_b(e, stage, stages, m); break;
+    case spec::PipelineSchedule::Interleaved1F1B: interleaved(e, stage, stages, chunks, m); break;
+  }
+  return std::move(e.out);
 }
 
 }  // namespace stepsim::workload

@@ -1,23 +1,27 @@
 #pragma once
-// Pipeline schedules: the order in which one pipeline stage runs forward and backward steps of
-// (micro-batch, model chunk), exactly as Megatron-LM's schedules.py orders them.
+// Pipeline schedules: the sequence of forward/backward steps of (micro-batch, model chunk) and of
+// point-to-point exchanges that one pipeline stage runs, exactly as Megatron-LM's schedules.py issues
+// them (forward_backward_pipelining_without_interleaving / _with_interleaving, non-overlapped p2p).
+// Each exchange is one batched send/recv that the stage waits for before its next compute step.
 #include <vector>
 
 #include "stepsim/spec/job_spec.hpp"
 
 namespace stepsim::workload {
 
-struct PipelineStep {
-  bool forward = true;
+struct PipelineAction {
+  enum Kind { Forward, Backward, Exchange } kind = Forward;
   int microbatch = 0;
   int chunk = 0;  // model chunk on this stage (0 .. virtual_stages-1)
+  // Exchange: activation to the next stage / gradient to the previous stage; receive from them.
+  bool send_next = false, send_prev = false, recv_prev = false, recv_next = false;
+  bool empty_exchange() const { return !(send_next || send_prev || recv_prev || recv_next); }
 };
 
-// Steps of `stage` for `num_microbatches` micro-batches on `stages` stages with `chunks` chunks per stage.
-std::vector<PipelineStep> pipeline_steps(spec::PipelineSchedule schedule, int stage, int stages, int chunks,
-                                         int num_microbatches);
+std::vector<PipelineAction> pipeline_actions(spec::PipelineSchedule schedule, int stage, int stages, int chunks,
+                                             int num_microbatches);
 
-// Warm-up forward steps of a stage (before its first backward) in Megatron's 1F1B / interleaved 1F1B.
+// Warm-up forward steps of a stage (before its first backward).
 int warmup_steps(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int num_microbatches);
 
 }  // namespace stepsim::workload

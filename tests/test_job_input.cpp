@@ -1,0 +1,176 @@
+// Job inputs: the job file schema, --set overrides, includes relative to the job file, and every
+// bad-input rule of issue 2 item 2 — through the library (message names key and rule) and through the
+// CLI (exit code 2, one line).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "stepsim/spec/input_error.hpp"
+#include "test_util.hpp"
+
+namespace stepsim {
+namespace {
+
+using test::job_from_yaml;
+using test::run_cli;
+using test::small_gpt_yaml;
+
+// Replaces the first occurrence of `from` in `s`.
+std::string edit(std::string s, const std::string& from, const std::string& to) {
+  const auto pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return s.replace(pos, from.size(), to);
+}
+
+std::string error_of(const std::string& yaml) {
+  try {
+    job_from_yaml(yaml);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(JobInput, ValidJobHasDefaultsAndDerivedFields) {
+  spec::JobSpec j = job_from_yaml(edit(small_gpt_yaml(2, 2, 4, 16), ", data: 4", ""));
+  EXPECT_EQ(j.parallelism.data, 4);  // derived: 16 GPUs / (2 x 2)
+  EXPECT_EQ(j.cluster.num_gpus, 16);
+  EXPECT_EQ(j.model.num_query_groups, 16);
+  EXPECT_EQ(j.model.kv_channels, 64);
+  EXPECT_DOUBLE_EQ(j.cluster.inter_node.bandwidth_GBps, 50.0);  // 400 Gb/s
+  EXPECT_EQ(j.num_microbatches(), 4);
+}
+
+struct BadCase {
+  const char* name;
+  std::string yaml;
+  std::vector<std::string> must_contain;
+};
+
+std::vector<BadCase> bad_cases() {
+  const std::string ok = small_gpt_yaml(2, 2, 2, 16);
+  const std::string moe = edit(ok, "seq_length: 1024}", "seq_length: 1024, moe: {num_experts: 6, topk: 2, ffn_hidden_size: 1024}}");
+  return {
+      {"malformed_yaml", "model: {name: [unclosed\n", {"test.yaml:", "malformed YAML"}},
+      {"unknown_key", edit(ok, "name: tiny,", "name: tiny, num_layer: 3,"), {"unknown key model.num_layer"}},
+      {"unknown_top_key", ok + "optimiser: adam\n", {"unknown key optimiser"}},
+      {"unknown_gpu", edit(ok, "gpu: H100-SXM", "gpu: H1000"), {"unknown GPU", "H1000", "cluster.gpu"}},
+      {"negative_layers", edit(ok, "num_layers: 8", "num_layers: -8"), {"model.num_layers", "[1,"}},
+      {"zero_hidden", edit(ok, "hidden_size: 1024", "hidden_size: 0"), {"model.hidden_size"}},
+      {"non_integer", edit(ok, "num_layers: 8", "num_layers: eight"), {"model.num_layers", "integer"}},
+      {"zero_micro_batch", edit(ok, "micro_batch_size: 1", "micro_batch_size: 0"), {"training.micro_batch_size"}},
+      {"tp_not_dividing_heads", edit(ok, "num_attention_heads: 16", "num_attention_heads: 5, kv_channels: 64"),
+       {"parallelism.tensor", "does not divide model.num_attention_heads 5"}},
+      {"tp_not_dividing_groups", edit(edit(ok, "num_attention_heads: 16,", "num_attention_heads: 16, num_query_groups: 1,"), "tensor: 2", "tensor: 2"),
+       {"parallelism.tensor", "num_query_groups"}},
+      {"product_not_gpus", edit(ok, "num_gpus: 8", "num_gpus: 16"), {"parallelism", "does not equal cluster.num_gpus 16"}},
+      {"batch_not_divisible", edit(ok, "global_batch_size: 16", "global_batch_size: 15"),
+       {"training.global_batch_size", "micro_batch_size x data"}},
+      {"ep_not_dividing_experts", edit(moe, "data: 2}", "data: 2, expert: 4}"), {"parallelism.expert", "num_experts 6"}},
+      {"pp_not_dividing_layers", edit(ok, "num_layers: 8", "num_layers: 9"), {"parallelism.pipeline", "model.num_layers 9", "pipeline_layers"}},
+      {"uneven_stages_wrong_sum", edit(ok, "data: 2}", "data: 2, pipeline_layers: [3, 4]}"), {"parallelism.pipeline_layers", "sums to 7"}},
+      {"bad_enum", edit(ok, "global_batch_size: 16", "global_batch_size: 16, precision: fp12"), {"training.precision", "fp32 | fp16 | bf16 | fp8"}},
+      {"bad_bool", edit(ok, "data: 2}", "data: 2, sequence_parallel: maybe}"), {"parallelism.sequence_parallel", "true or false"}},
+      {"missing_cluster", ok.substr(0, ok.find("cluster:")), {"key cluster", "required"}},
+      {"slow_rank_outside", edit(ok, "gpus_per_node: 8", "gpus_per_node: 8, slow_ranks: {99: 1.5}"), {"cluster.slow_ranks.99"}},
+      {"interleaved_without_stages", edit(ok, "data: 2}", "data: 2, schedule: interleaved-1f1b}"), {"parallelism.virtual_stages"}},
+  };
+}
+
+TEST(JobInput, EveryBadInputNamesKeyAndRule) {
+  for (const BadCase& c : bad_cases()) {
+    const std::string msg = error_of(c.yaml);
+    for (const std::string& part : c.must_contain) {
+      EXPECT_NE(msg.find(part), std::string::npos) << c.name << ": message '" << msg << "' lacks '" << part << "'";
+    }
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << c.name << ": message must be one line";
+  }
+}
+
+TEST(JobInput, EveryBadInputExitsTwoFromTheCli) {
+  for (const BadCase& c : bad_cases()) {
+    const std::string path = test::write_temp(std::string("bad_") + c.name + ".yaml", c.yaml);
+    const auto r = run_cli("simulate " + path);
+    EXPECT_EQ(r.code, 2) << c.name << ": " << r.output;
+    EXPECT_EQ(r.output.rfind("stepsim: error: ", 0), 0u) << c.name << ": " << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << c.name << ": " << r.output;
+    EXPECT_NE(r.output.find(path), std::string::npos) << c.name << ": message must name the file: " << r.output;
+  }
+}
+
+TEST(JobInput, UnevenStagesAreAccepted) {
+  spec::JobSpec j = job_from_yaml(edit(edit(small_gpt_yaml(2, 2, 2, 16), "num_layers: 8", "num_layers: 9"), "data: 2}",
+                                       "data: 2, pipeline_layers: [4, 5]}"));
+  EXPECT_EQ(j.parallelism.pipeline_layers, (std::vector<int>{4, 5}));
+}
+
+TEST(JobInput, SetOverridesAnyKey) {
+  const std::string path = test::write_temp("set_job.yaml", small_gpt_yaml(2, 2, 2, 16));
+  spec::JobSpec j = spec::load_job_file(path, {"model.num_layers=16", "cluster.inter_node.bandwidth_Gbps=800",
+                                               "training.recompute=full", "cluster.slow_ranks.3=1.5"});
+  EXPECT_EQ(j.model.num_layers, 16);
+  EXPECT_DOUBLE_EQ(j.cluster.inter_node.bandwidth_GBps, 100.0);
+  EXPECT_EQ(j.training.recompute, spec::Recompute::Full);
+  EXPECT_DOUBLE_EQ(j.cluster.slow_ranks.at(3), 1.5);
+  EXPECT_THROW(spec::load_job_file(path, {"model.num_layer=16"}), InputError);  // unknown key stays an error
+  EXPECT_THROW(spec::load_job_file(path, {"model.num_layers"}), InputError);    // no '='
+  const auto r = run_cli("simulate " + path + " --set model.num_layers=abc");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("model.num_layers"), std::string::npos) << r.output;
+}
+
+TEST(JobInput, PathsInsideAJobAreRelativeToIt) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "rel_job" / "sub";
+  fs::create_directories(dir / "clusters");
+  fs::copy_file(test::source_dir() + "/tests/data/hf/llama-2-7b-hf.json", dir / "config.json",
+                fs::copy_options::overwrite_existing);
+  std::ofstream(dir / "clusters" / "c.yaml") << "gpu: A100-80GB\nnum_gpus: 8\ngpus_per_node: 8\n"
+                                                "intra_node: {bandwidth_GBps: 300}\ninter_node: {bandwidth_Gbps: 200}\n";
+  std::ofstream(dir / "job.yaml") << "model: {hf_config: config.json, seq_length: 2048}\n"
+                                     "parallelism: {tensor: 8}\ntraining: {global_batch_size: 8}\ncluster: clusters/c.yaml\n";
+  // Loaded from another working directory: includes resolve against the job file's folder.
+  spec::JobSpec j = spec::load_job_file((dir / "job.yaml").string());
+  EXPECT_EQ(j.model.num_layers, 32);
+  EXPECT_EQ(j.model.hidden_size, 4096);
+  EXPECT_EQ(j.model.seq_length, 2048);  // the job's key overrides the config
+  EXPECT_EQ(j.cluster.gpu, "A100-80GB");
+  EXPECT_EQ(j.parallelism.data, 1);
+}
+
+TEST(JobInput, MissingAndMalformedIncludes) {
+  const std::string job = "model: {hf_config: nowhere.json}\ntraining: {global_batch_size: 8}\ncluster: {num_gpus: 1}\n";
+  const auto r = run_cli("simulate " + test::write_temp("missing_include.yaml", job));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("nowhere.json"), std::string::npos) << r.output;
+  test::write_temp("broken.json", "{\"model_type\": \"llama\", ");
+  const auto r2 = run_cli("simulate " + test::write_temp("broken_include.yaml", "model: {hf_config: broken.json}\n"
+                                                                                  "training: {global_batch_size: 8}\ncluster: {num_gpus: 1}\n"));
+  EXPECT_EQ(r2.code, 2);
+  EXPECT_NE(r2.output.find("broken.json"), std::string::npos) << r2.output;
+  const auto r3 = run_cli("simulate /nonexistent/job.yaml");
+  EXPECT_EQ(r3.code, 2);
+  EXPECT_NE(r3.output.find("/nonexistent/job.yaml"), std::string::npos) << r3.output;
+}
+
+TEST(JobInput, MegatronArgsJobRunsWithAClusterFile) {
+  const std::string cluster = test::source_dir() + "/examples/clusters/h800-96.yaml";
+  const std::string args =
+      "--num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 --max-position-embeddings 2048 "
+      "--micro-batch-size 1 --global-batch-size 96 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 12 "
+      "--sequence-parallel --bf16 --use-distributed-optimizer --recompute-granularity selective";
+  spec::JobSpec j = spec::load_megatron_job(args, cluster);
+  EXPECT_EQ(j.parallelism.tensor, 8);
+  EXPECT_EQ(j.parallelism.pipeline, 12);
+  EXPECT_EQ(j.parallelism.data, 1);
+  EXPECT_EQ(j.training.recompute, spec::Recompute::Selective);
+  EXPECT_TRUE(j.training.distributed_optimizer);
+  const auto r = run_cli("simulate --megatron-args \"" + args + "\" --cluster " + cluster + " --quiet");
+  EXPECT_EQ(r.code, 0) << r.output;
+  const auto bad = run_cli("simulate --megatron-args \"--num-layers 96 --hidden-size x\" --cluster " + cluster);
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--hidden-size"), std::string::npos) << bad.output;
+}
+
+}  // namespace
+}  // namespace stepsim

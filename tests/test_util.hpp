@@ -1,0 +1,64 @@
+#pragma once
+// Helpers shared by the tests: jobs from inline YAML, running the CLI binary, reading files.
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+#include "stepsim/spec/job_loader.hpp"
+
+namespace stepsim::test {
+
+inline spec::JobSpec job_from_yaml(const std::string& yaml) {
+  return spec::job_from_node(spec::parse_yaml(yaml, "test.yaml"), "test.yaml");
+}
+
+// A small dense GPT-style job; callers append or override sections with --set-like edits.
+inline std::string small_gpt_yaml(int t, int p, int d, int gbs, const std::string& extra_parallel = "",
+                                  const std::string& extra_training = "") {
+  std::ostringstream o;
+  o << "model: {name: tiny, num_layers: 8, hidden_size: 1024, num_attention_heads: 16, ffn_hidden_size: 4096,"
+       " vocab_size: 32000, seq_length: 1024}\n"
+    << "parallelism: {tensor: " << t << ", pipeline: " << p << ", data: " << d << extra_parallel << "}\n"
+    << "training: {micro_batch_size: 1, global_batch_size: " << gbs << extra_training << "}\n"
+    << "cluster: {gpu: H100-SXM, num_gpus: " << t * p * d
+    << ", gpus_per_node: 8, intra_node: {bandwidth_GBps: 450, latency_us: 1}, inter_node: {bandwidth_Gbps: 400, latency_us: 5}}\n";
+  return o.str();
+}
+
+struct CliResult {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+inline CliResult run_cli(const std::string& args) {
+  CliResult r;
+  const std::string cmd = std::string(STEPSIM_BINARY) + " " + args + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(f);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = std::string(::testing::TempDir()) + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+inline std::string source_dir() { return STEPSIM_SOURCE_DIR; }
+
+}  // namespace stepsim::test
