@@ -1,9 +1,10 @@
 #include "stepsim/sim/engine.hpp"
 
+#include "stepsim/sim/event_queue.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <queue>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -27,15 +28,6 @@ void assign_compute_durations(workload::Workload& w, const cost::ComputeModel& m
 }
 
 namespace {
-
-// "The op in flight on (rank, stream) ends at t." seq breaks ties in push order (deterministic).
-struct Event {
-  int64_t t;
-  uint64_t seq;
-  int32_t rank;
-  uint8_t stream;
-  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
-};
 
 struct StreamState {
   uint32_t next = 0;  // position in Program::stream_ops of the next op to start
@@ -61,6 +53,16 @@ struct Channel {
   uint32_t op = 0;  // op index of the waiting side (for trace flows)
 };
 
+// A collective whose end is queued: its members are completed together when it pops.
+struct CollectiveDone {
+  GroupKind group;
+  uint8_t stream;
+  int gid;
+  int64_t begin;
+};
+constexpr int kCollectiveDone = 7;  // queue "stream" tag of a CollectiveDone entry (streams are 0..6)
+static_assert(kNumStreams <= kCollectiveDone);
+
 struct PendingCollective {
   uint32_t arrived = 0;
   int64_t last_arrival = 0;
@@ -85,6 +87,7 @@ class Engine {
   Engine(const workload::Workload& w, const cost::CollectiveModel& comm, const EngineOptions& opt)
       : w_(w), layout_(w.layout), comm_(comm) {
     const int n = layout_.world();
+    if (n > (1 << EventQueue::kRankBits)) throw std::runtime_error("engine: more ranks than the event queue holds");
     ranks_.resize(n);
     prog_.resize(n);
     slow_.assign(n, 1.0);
@@ -115,11 +118,16 @@ class Engine {
     const auto t0 = std::chrono::steady_clock::now();
     const int n = layout_.world();
     for (int r = 0; r < n; ++r) try_start_all(r, 0);
+    // Each event: "the op in flight on (rank, stream) ends at t", or a collective ending on all members.
     while (!queue_.empty()) {
-      const Event e = queue_.top();
-      queue_.pop();
-      ++result_.events;
-      on_end(e.rank, e.stream, e.t);
+      const EventQueue::Entry e = queue_.pop();
+      const int stream = EventQueue::stream_of(e);
+      if (stream == kCollectiveDone) {
+        finish_collective(EventQueue::rank_of(e), e.t);
+      } else {
+        ++result_.events;
+        on_end(EventQueue::rank_of(e), stream, e.t);
+      }
     }
     check_finished();
     result_.finish_ns.resize(n);
@@ -134,9 +142,7 @@ class Engine {
   }
 
  private:
-  void push(int64_t t, int rank, int stream) {
-    queue_.push(Event{t, seq_++, rank, static_cast<uint8_t>(stream)});
-  }
+  void push(int64_t t, int rank, int stream) { queue_.push(t, rank, stream); }
 
   const Op& current_op(int rank, int stream) const {
     const Program& p = *prog_[rank];
@@ -210,10 +216,28 @@ class Engine {
     const int64_t begin = pc.last_arrival;
     const int64_t end = begin + collective_ns(op, g, gid);
     pc = PendingCollective{};
+    // One queue entry for the whole group (members end together): fewer heap operations.
+    uint32_t slot;
+    if (!free_done_.empty()) {
+      slot = free_done_.back();
+      free_done_.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(done_.size());
+      done_.emplace_back();
+    }
+    done_[slot] = CollectiveDone{op.group, static_cast<uint8_t>(stream), gid, begin};
+    queue_.push(end, static_cast<int>(slot), kCollectiveDone);
+  }
+
+  void finish_collective(int slot, int64_t t) {
+    const CollectiveDone d = done_[slot];
+    free_done_.push_back(static_cast<uint32_t>(slot));
+    const int size = layout_.group_size(d.group);
     for (int i = 0; i < size; ++i) {
-      const int m = layout_.member(op.group, gid, i);
-      ranks_[m].s[stream].begin = begin;
-      push(end, m, stream);
+      const int m = layout_.member(d.group, d.gid, i);
+      ranks_[m].s[d.stream].begin = d.begin;
+      ++result_.events;
+      on_end(m, d.stream, t);
     }
   }
 
@@ -310,8 +334,9 @@ class Engine {
   std::vector<PendingCollective> pending_[kNumGroupKinds];
   std::vector<cost::GroupGeometry> geometry_[kNumGroupKinds];
   std::unordered_map<CollKey, int64_t, CollKeyHash> coll_cache_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;
-  uint64_t seq_ = 0;
+  EventQueue queue_;
+  std::vector<CollectiveDone> done_;
+  std::vector<uint32_t> free_done_;
   std::vector<int> record_index_;
   SimResult result_;
 };
