@@ -7,6 +7,7 @@
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/cli/load_job.hpp"
 #include "stepsim/report/chrome_trace.hpp"
+#include "stepsim/report/memory_series.hpp"
 #include "stepsim/report/summary.hpp"
 #include "stepsim/sim/simulation.hpp"
 #include "stepsim/spec/input_error.hpp"
@@ -18,7 +19,7 @@ namespace {
 
 struct SimulateOptions {
   JobOptions job;
-  std::string json_path, trace_path, trace_ranks;
+  std::string json_path, trace_path, trace_ranks, memory_csv;
   int rank = 0;
   bool quiet = false;
 };
@@ -30,7 +31,7 @@ int run_simulate(const SimulateOptions& o) {
     throw InputError("--rank " + std::to_string(o.rank) + ": must be in 0.." + std::to_string(world - 1));
   }
   std::vector<int> record{o.rank};
-  if (!o.trace_path.empty()) {
+  if (!o.trace_path.empty() || !o.memory_csv.empty()) {
     if (!o.trace_ranks.empty()) {
       for (int r : spec::parse_rank_list(o.trace_ranks, world, "--trace-ranks")) record.push_back(r);
     } else {
@@ -39,7 +40,7 @@ int run_simulate(const SimulateOptions& o) {
       for (int st = 0; st < job.parallelism.pipeline; ++st) record.push_back(st * stride);
     }
   } else if (!o.trace_ranks.empty()) {
-    throw InputError("--trace-ranks needs --trace OUT.trace.json");
+    throw InputError("--trace-ranks needs --trace OUT.trace.json or --memory-csv OUT.csv");
   }
   const sim::Simulation s = sim::run_simulation(job, record);
   const report::Summary sum = report::summarize(s, o.rank);
@@ -53,6 +54,7 @@ int run_simulate(const SimulateOptions& o) {
     report::write_chrome_trace_file(o.trace_path, s);
     if (!o.quiet) std::cout << "  trace: " << o.trace_path << " (open in ui.perfetto.dev)\n";
   }
+  if (!o.memory_csv.empty()) report::write_memory_csv_file(o.memory_csv, s);
   return 0;
 }
 
@@ -65,6 +67,7 @@ Action add_simulate(CLI::App& app) {
   cmd->add_option("--json", o->json_path, "write the summary JSON here");
   cmd->add_option("--trace", o->trace_path, "write a Chrome trace (Perfetto) here");
   cmd->add_option("--trace-ranks", o->trace_ranks, "ranks in the trace, e.g. 0-7,64 (default: one per stage)");
+  cmd->add_option("--memory-csv", o->memory_csv, "write memory over time of the traced ranks (CSV) here");
   cmd->add_option("--rank", o->rank, "rank for the breakdown and communication bytes (default 0)");
   cmd->add_flag("--quiet", o->quiet, "print nothing on success");
   return [cmd, o]() { return cmd->parsed() ? run_simulate(*o) : -1; };

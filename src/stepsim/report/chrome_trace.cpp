@@ -59,8 +59,10 @@ void write_chrome_trace(std::ostream& out, const sim::Simulation& s) {
       const Op& op = prog.ops[rec.op];
       const std::string tid = std::to_string(static_cast<int>(op.stream));
       const std::string name = escape(prog.name(op));
-      std::string args = "\"microbatch\":" + std::to_string(op.microbatch) + ",\"layer\":" + std::to_string(op.layer) +
-                         ",\"chunk\":" + std::to_string(op.chunk) + ",\"phase\":\"" + workload::name_of(op.phase) + "\"";
+      const std::string where = "\"microbatch\":" + std::to_string(op.microbatch) + ",\"layer\":" +
+                                std::to_string(op.layer) + ",\"chunk\":" + std::to_string(op.chunk) + ",\"phase\":\"" +
+                                workload::name_of(op.phase) + "\"";
+      std::string args = where;
       std::string cat;
       if (op.kind == OpKind::Compute) {
         cat = workload::name_of(op.phase);
@@ -77,7 +79,7 @@ void write_chrome_trace(std::ostream& out, const sim::Simulation& s) {
         if (op.kind == OpKind::Collective) args += std::string(",\"collective\":\"") + workload::name_of(op.coll) + "\"";
         if (rec.begin_ns > rec.post_ns) {
           event("\"ph\":\"X\",\"name\":\"wait: " + name + "\",\"cat\":\"sync\",\"pid\":" + pid + ",\"tid\":" + tid +
-                ",\"ts\":" + us(rec.post_ns) + ",\"dur\":" + us(rec.begin_ns - rec.post_ns) + ",\"args\":{}");
+                ",\"ts\":" + us(rec.post_ns) + ",\"dur\":" + us(rec.begin_ns - rec.post_ns) + ",\"args\":{" + where + "}");
         }
       }
       event("\"ph\":\"X\",\"name\":\"" + name + "\",\"cat\":\"" + cat + "\",\"pid\":" + pid + ",\"tid\":" + tid +
