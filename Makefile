@@ -32,6 +32,7 @@ test: test-unit test-sanitize fuzz
 
 bench: build
 	@./$(BUILD)/bench_engine
+	@bash bench/run-scale 5
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan build-fuzz
