@@ -36,24 +36,6 @@ std::string normalize(std::string_view s) {
   return out;
 }
 
-// The catalog header keeps only the GPU list, so aliases live here, per catalog: a catalog is identified by its
-// list of canonical names (copies of a catalog share the key), and maps normalized alias -> canonical name. Two
-// catalogs with different GPU lists never see each other's aliases.
-struct AliasRegistry {
-  std::mutex mu;
-  std::map<std::string, std::map<std::string, std::string>> by_catalog;
-};
-AliasRegistry& alias_registry() {
-  static AliasRegistry r;
-  return r;
-}
-
-std::string catalog_key(const std::vector<GpuSpec>& gpus) {
-  std::string key;
-  for (const auto& g : gpus) key += g.name + '\n';
-  return key;
-}
-
 std::string line_of(const YAML::Node& n) {
   const YAML::Mark m = n.Mark();
   if (m.line < 0) return "";
@@ -190,7 +172,6 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
   }
   GpuCatalog cat;
   std::map<std::string, std::string> names;  // normalized name or alias -> canonical name (collision check)
-  std::vector<std::pair<std::string, std::string>> new_aliases;
   try {
     if (!root.IsMap()) fail(path, "(top level)", "must be a mapping with the single key 'gpus'");
     for (const auto& kv : root) {
@@ -238,7 +219,7 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
       std::vector<std::string> labels{g.name};
       for (const auto& a : r.string_list("aliases")) {
         labels.push_back(a);
-        new_aliases.emplace_back(normalize(a), g.name);
+        g.aliases.push_back(normalize(a));
       }
       for (const auto& l : labels) {
         auto [it, inserted] = names.emplace(normalize(l), g.name);
@@ -252,11 +233,6 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
     // Anything yaml-cpp rejects that the checks above did not name (odd key types, ...).
     throw InputError(path + ": " + e.what());
   }
-
-  std::lock_guard<std::mutex> lock(alias_registry().mu);
-  auto& aliases = alias_registry().by_catalog[catalog_key(cat.gpus_)];
-  aliases.clear();  // the same GPU list loaded again: its latest aliases apply
-  for (auto& [alias, name] : new_aliases) aliases[alias] = name;
   return cat;
 }
 
@@ -273,18 +249,13 @@ const GpuCatalog& GpuCatalog::builtin() {
 
 const GpuSpec& GpuCatalog::find(const std::string& name) const {
   const std::string key = normalize(name);
-  auto by_name = [&](const std::string& n) -> const GpuSpec* {
-    for (const auto& g : gpus_)
-      if (normalize(g.name) == n) return &g;
-    return nullptr;
-  };
-  if (const GpuSpec* g = by_name(key)) return *g;
-  {
-    std::lock_guard<std::mutex> lock(alias_registry().mu);
-    const auto& all = alias_registry().by_catalog;
-    if (auto cat = all.find(catalog_key(gpus_)); cat != all.end())
-      if (auto it = cat->second.find(key); it != cat->second.end())
-        if (const GpuSpec* g = by_name(normalize(it->second))) return *g;
+  for (const auto& g : gpus_) {
+    if (normalize(g.name) == key) return g;
+  }
+  for (const auto& g : gpus_) {
+    for (const auto& a : g.aliases) {
+      if (a == key) return g;
+    }
   }
   std::string known;
   for (const auto& g : gpus_) known += (known.empty() ? "" : ", ") + g.name;

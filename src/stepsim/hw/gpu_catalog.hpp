@@ -21,6 +21,7 @@ struct GpuSpec {
   uint64_t memory_bytes = 0;
   bool nvswitch = false;     // node has NVSwitch (NVLS possible on hopper/blackwell)
   std::string source;        // where the figures come from
+  std::vector<std::string> aliases;  // other names users write (normalized: lower case, '-' separators)
 
   // Dense tensor-core FLOP/s for GEMMs in the training precision (fp32 uses TF32 as Megatron does).
   double peak_flops(spec::Precision p) const;
