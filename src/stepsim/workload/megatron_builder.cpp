@@ -727,6 +727,16 @@ Workload build_megatron_workload(const spec::JobSpec& job) {
   w.layout = RankLayout(par.tensor, par.context, par.data, par.pipeline, par.expert,
                         std::min(job.cluster.gpus_per_node, job.cluster.num_gpus));
   const ModelDims d = make_dims(job);
+  // Refuse before building: a stage runs every micro-batch through its layers (forward, backward, and
+  // recompute), about 40 ops per layer (60 for MoE) plus embedding, head and exchanges.
+  const double layers_per_stage = static_cast<double>(job.model.num_layers) / par.pipeline + 2.0;
+  const double estimate = static_cast<double>(job.num_microbatches()) * layers_per_stage * (job.model.moe ? 60.0 : 40.0);
+  if (estimate > static_cast<double>(kMaxOpsPerProgram)) {
+    throw InputError(job.source + ": key training.global_batch_size: about " + std::to_string(static_cast<int64_t>(estimate)) +
+                     " ops per rank (" + std::to_string(job.num_microbatches()) + " micro-batches x " +
+                     std::to_string(job.model.num_layers / par.pipeline) + " layers), more than the limit of " +
+                     std::to_string(kMaxOpsPerProgram) + "; simulate fewer micro-batches");
+  }
   w.programs.resize(par.pipeline);
   w.role_of_stage.resize(par.pipeline);
   for (int s = 0; s < par.pipeline; ++s) {
