@@ -1,4 +1,5 @@
 // Cross-field rules of a job: what Megatron-LM itself asserts at start-up, plus what the simulator needs.
+#include <cstdio>
 #include <numeric>
 #include <string>
 
@@ -72,9 +73,11 @@ void validate(JobSpec& job) {
                               " = " + s(tpc) + " does not divide cluster.num_gpus " + s(c.num_gpus));
     }
     p.data = static_cast<int>(c.num_gpus / tpc);
-  } else if (tpc * p.data != c.num_gpus) {
+  } else if (tpc > c.num_gpus || tpc * p.data != c.num_gpus) {
+    // Four degrees of up to 2^20 each overflow int64 (fuzz finding): multiply only when tpc is small.
+    const std::string product = tpc > c.num_gpus ? "more than " + s(c.num_gpus) : s(tpc * p.data);
     fail("parallelism", "tensor " + s(p.tensor) + " x pipeline " + s(p.pipeline) + " x context " + s(p.context) +
-                            " x data " + s(p.data) + " = " + s(tpc * p.data) + " does not equal cluster.num_gpus " +
+                            " x data " + s(p.data) + " = " + product + " does not equal cluster.num_gpus " +
                             s(c.num_gpus));
   }
   if (m.num_attention_heads % p.tensor != 0) {
@@ -150,6 +153,54 @@ void validate(JobSpec& job) {
   }
   if (t.precision == Precision::Fp8 && gpu.fp8_flops <= 0) {
     fail("training.precision", "fp8 is not supported by GPU " + gpu.name);
+  }
+
+  // --- size: the workload builder and the memory model count parameters and bytes in int64. A job far
+  // beyond any real one (fuzz finding: hidden_size 2^24 x tokens 2^40 overflowed in megatron_builder.cpp
+  // and model_dims.cpp) is refused here. Conservative upper bounds, in double so they cannot overflow.
+  {
+    const double h = static_cast<double>(m.hidden_size), heads = m.num_attention_heads;
+    const double gate = m.activation == Activation::Swiglu ? 2 : 1;
+    const double ffn = static_cast<double>(m.ffn_hidden_size);
+    double width = 0, up_params = 0;  // widths of one layer's tensors; MLA up-projection parameters
+    if (m.attention == AttentionType::Mla) {
+      const MlaSpec& a = m.mla;
+      const double dqk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
+      const double dv = static_cast<double>(a.v_head_dim);
+      width = static_cast<double>(a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim) + heads * (2 * dqk + 2 * dv);
+      up_params = static_cast<double>(a.q_lora_rank) * heads * dqk +
+                  static_cast<double>(a.kv_lora_rank) * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim);
+    } else {
+      width = (2 * heads + 2.0 * m.num_query_groups) * static_cast<double>(m.kv_channels);  // q, k, v, out
+    }
+    width += (gate + 1) * ffn;
+    double layer_params = h * width + up_params;
+    if (m.moe) {
+      const double experts = m.moe->num_experts, fe = static_cast<double>(m.moe->ffn_hidden_size);
+      const double fs = static_cast<double>(m.moe->shared_expert_ffn_hidden_size);
+      const double routed = m.moe->topk * m.moe->capacity_factor.value_or(1.0);
+      width += experts + routed * (h + (gate + 1) * fe) + (gate + 1) * fs;
+      layer_params += h * (experts + experts * (gate + 1) * fe + (gate + 1) * fs);
+    }
+    width += h;
+    const double vocab = static_cast<double>(m.vocab_size) + 128.0 * p.tensor;  // padded
+    const double seq = static_cast<double>(m.seq_length);
+    const double params = m.num_layers * layer_params + 2 * vocab * h + seq * h;
+    const double elements = static_cast<double>(job.num_microbatches()) * t.micro_batch_size * seq *
+                            (m.num_layers * width + vocab + h);
+    auto g = [](double x) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.3g", x);
+      return std::string(buf);
+    };
+    if (params > 0x1p48) {
+      fail("model", "has about " + g(params) + " parameters; more than 2^48 cannot be simulated (64-bit counts)");
+    }
+    if (elements > 0x1p54) {
+      fail("training", "one step stores about " + g(elements) +
+                           " activation elements (micro-batches x micro_batch_size x seq_length x layer widths); "
+                           "more than 2^54 cannot be simulated (64-bit counts)");
+    }
   }
 
   // Features whose effect this version does not model are refused rather than silently ignored.

@@ -93,6 +93,13 @@ class StageBuilder {
     op.bytes = static_cast<uint64_t>(beta_ * (m * k + k * n + m * n) * batch);
     return op;
   }
+  // Weight gradient dW (k x n) = X^T dY over m tokens, accumulated into the fp32 main_grad buffer
+  // (Megatron's gradient-accumulation fusion): reads X and dY, reads and writes main_grad.
+  Ref wgrad(int64_t k, int64_t n, int64_t m, const std::string& name, std::vector<Ref> deps = {}, int batch = 1) {
+    Op op = gemm(k, n, m, batch);
+    op.bytes = static_cast<uint64_t>((beta_ * (k * m + m * n) + 2 * grad_bytes_ * k * n) * batch);
+    return compute(op, name, std::move(deps));
+  }
   static Op memop(ComputeCategory cat, int64_t bytes) {
     Op op;
     op.category = cat;
@@ -120,7 +127,7 @@ class StageBuilder {
     return pb_.emit(op, name, deps);
   }
   // Emits a collective on its group's stream (nothing for a group of one: returns `dep`).
-  Ref coll(CollType c, GroupKind g, int64_t bytes, const std::string& name, Ref dep) {
+  Ref coll(CollType c, GroupKind g, int64_t bytes, const std::string& name, Ref dep, Ref dep2 = {}) {
     if (layout_.group_size(g) <= 1) return dep;
     Op op;
     op.kind = OpKind::Collective;
@@ -129,7 +136,7 @@ class StageBuilder {
     op.stream = stream_of(g);
     op.bytes = static_cast<uint64_t>(bytes);
     tag(op);
-    return pb_.emit(op, name, {dep});
+    return pb_.emit(op, name, {dep, dep2});
   }
   void tag(Op& op) const {
     op.phase = phase_;
@@ -160,6 +167,7 @@ class StageBuilder {
   void plan_buckets();
   Ref reduce_bucket(const Bucket& b);
   void unit_grads_ready(int chunk, int unit);
+  int64_t sequence_parallel_params(int layer) const;
   void wait_param_gather(int chunk, int unit);
   static int64_t key(int mb, int unit);
   bool first_model_chunk(int chunk) const { return stage_ == 0 && chunk == 0; }
@@ -196,7 +204,7 @@ class StageBuilder {
   std::vector<Bucket> buckets_;
   std::vector<Ref> gathers_;
   std::vector<bool> chunk_started_;
-  int64_t norm_params_ = 0;  // norm parameters whose gradients Megatron all-reduces over TP under SP
+  int64_t sp_params_ = 0;  // parameters replicated over TP under SP, whose gradients Megatron all-reduces over TP
   int64_t pending_alloc_ = 0;  // checkpoint bytes charged to the next compute op
 };
 
@@ -205,8 +213,11 @@ class StageBuilder {
 Ref StageBuilder::embedding_fwd(Ref in) {
   const auto& d = d_;
   Ref e = compute(memop(ComputeCategory::Embedding, 2 * beta_ * d.tokens * d.h), "embedding", {in});
-  Ref r = coll(d.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
-               d.sp ? "embedding_reduce_scatter" : "embedding_all_reduce", e);
+  // Vocab-parallel embedding: partial lookups are summed over TP. Megatron reduce-scatters straight to the
+  // sequence shards under SP, except with learned positions (all-reduce, add positions, split locally).
+  const bool rs = d.sp && job_.model.position_embedding != spec::PositionEmbedding::Learned;
+  Ref r = coll(rs ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
+               rs ? "embedding_reduce_scatter" : "embedding_all_reduce", e);
   return compute(memop(ComputeCategory::Elementwise, 2 * beta_ * d.tokens_sp * d.h), "embedding_dropout", {r},
                  d.tokens_sp * d.h);
 }
@@ -254,7 +265,7 @@ Ref StageBuilder::column_parallel_bwd(const std::string& name, int64_t m, int64_
   Ref dg = compute(gemm(m, k, n), name + "_dgrad", {in});
   Ref r = coll(d_.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * m * k,
                name + (d_.sp ? "_grad_reduce_scatter" : "_grad_all_reduce"), dg);
-  compute(gemm(k, n, m), name + "_wgrad", {regather});
+  wgrad(k, n, m, name + "_wgrad", {regather});
   return r.count ? r : dg;
 }
 
@@ -265,22 +276,31 @@ Ref StageBuilder::attention_fwd(Ref in) {
   const auto& m = job_.model;
   Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "input_layernorm", {in},
                   beta_ * d.tokens_sp * d.h);
-  Ref x = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "qkv_all_gather", n) : n;
   const int64_t in_saved = beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h;
   Ref qkv;
   if (m.attention == spec::AttentionType::Mla) {
+    // Megatron-Core MLA: the down-projections are replicated and run on the tokens this rank holds
+    // (sequence-sharded under SP); only the compressed latents are all-gathered across TP.
     const auto& a = m.mla;
-    Ref q = x;
+    const int64_t kv_lat = a.kv_lora_rank + a.qk_rope_head_dim;
+    const int64_t kv_up = d.heads_loc * (a.qk_nope_head_dim + a.v_head_dim);
+    Ref q;
+    int64_t latent = kv_lat;
     if (a.q_lora_rank > 0) {
-      q = compute(gemm(d.tokens, a.q_lora_rank, d.h), "q_down_proj", {x}, in_saved);
-      q = compute(gemm(d.tokens, d.q_width, a.q_lora_rank), "q_up_proj", {q}, beta_ * d.tokens * a.q_lora_rank);
+      compute(gemm(d.tokens_sp, a.q_lora_rank, d.h), "q_down_proj", {n}, beta_ * d.tokens_sp * d.h);
+      latent += a.q_lora_rank;
     } else {
+      Ref x = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "q_proj_all_gather", n) : n;
       q = compute(gemm(d.tokens, d.q_width, d.h), "q_proj", {x}, in_saved);
     }
-    Ref kv = compute(gemm(d.tokens, a.kv_lora_rank + a.qk_rope_head_dim, d.h), "kv_down_proj", {q},
-                     a.q_lora_rank > 0 ? in_saved : 0);
-    qkv = compute(gemm(d.tokens, d.kv_width, a.kv_lora_rank), "kv_up_proj", {kv}, beta_ * d.tokens * a.kv_lora_rank);
+    Ref kd = compute(gemm(d.tokens_sp, kv_lat, d.h), "kv_down_proj", {n}, a.q_lora_rank > 0 ? 0 : beta_ * d.tokens_sp * d.h);
+    Ref lat = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * latent, "mla_latent_all_gather", kd) : kd;
+    if (a.q_lora_rank > 0) {
+      compute(gemm(d.tokens, d.q_width, a.q_lora_rank), "q_up_proj", {lat}, beta_ * d.tokens * a.q_lora_rank);
+    }
+    qkv = compute(gemm(d.tokens, kv_up, a.kv_lora_rank), "kv_up_proj", {lat}, beta_ * d.tokens * a.kv_lora_rank);
   } else {
+    Ref x = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "qkv_all_gather", n) : n;
     qkv = compute(gemm(d.tokens, d.q_width + d.kv_width, d.h), "qkv_proj", {x}, in_saved);
   }
   // Flash attention, causal: half of the s_loc x s score matrix; stores Q, K, V and the softmax statistics.
@@ -315,7 +335,7 @@ Ref StageBuilder::attention_bwd(Ref in) {
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "attention_bias_dropout_add_bwd", {in});
   Ref g = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "attention_proj_grad_all_gather", b) : b;
   Ref dg = compute(gemm(d.tokens, d.attn_out_width, d.h), "attention_proj_dgrad", {g});
-  compute(gemm(d.attn_out_width, d.h, d.tokens), "attention_proj_wgrad", {g});
+  wgrad(d.attn_out_width, d.h, d.tokens, "attention_proj_wgrad", {g});
   const double flops = 2.0 * d.b * d.heads_loc * d.s_loc * d.s * (d.d_qk + d.d_v) * 0.5;
   const int64_t attn_bytes = beta_ * d.tokens * (d.q_width + d.kv_width + d.attn_out_width);
   if (job_.training.recompute == Recompute::Selective) {
@@ -337,17 +357,30 @@ Ref StageBuilder::attention_bwd(Ref in) {
   Ref r;
   if (m.attention == spec::AttentionType::Mla) {
     const auto& a = m.mla;
-    Ref up = compute(gemm(d.tokens, a.kv_lora_rank, d.kv_width), "kv_up_proj_dgrad", {dkv});
-    compute(gemm(a.kv_lora_rank, d.kv_width, d.tokens), "kv_up_proj_wgrad", {});
-    compute(gemm(a.kv_lora_rank + a.qk_rope_head_dim, d.h, d.tokens), "kv_down_proj_wgrad", {});
-    Ref dx = compute(gemm(d.tokens, d.h, a.kv_lora_rank + a.qk_rope_head_dim), "kv_down_proj_dgrad", {up});
+    const int64_t kv_lat = a.kv_lora_rank + a.qk_rope_head_dim;
+    const int64_t kv_up = d.heads_loc * (a.qk_nope_head_dim + a.v_head_dim);
+    compute(gemm(d.tokens, a.kv_lora_rank, kv_up), "kv_up_proj_dgrad", {dkv});
+    wgrad(a.kv_lora_rank, kv_up, d.tokens, "kv_up_proj_wgrad");
+    Ref q{};
+    int64_t latent = kv_lat;
     if (a.q_lora_rank > 0) {
       compute(gemm(d.tokens, a.q_lora_rank, d.q_width), "q_up_proj_dgrad", {});
-      compute(gemm(a.q_lora_rank, d.q_width, d.tokens), "q_up_proj_wgrad", {});
-      r = column_parallel_bwd("q_down_proj", d.tokens, a.q_lora_rank, d.h, dx, d.sp);
+      wgrad(a.q_lora_rank, d.q_width, d.tokens, "q_up_proj_wgrad");
+      latent += a.q_lora_rank;
     } else {
-      r = column_parallel_bwd("q_proj", d.tokens, d.q_width, d.h, dx, d.sp);
+      q = column_parallel_bwd("q_proj", d.tokens, d.q_width, d.h, pb_.last(Stream::Compute), d.sp);
     }
+    // Latent gradients are partial sums over the TP ranks' heads: reduce-scattered back to the sequence
+    // shards under SP (all-reduced without SP) before the replicated down-projections' backward.
+    Ref lat = coll(d.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * latent,
+                   "mla_latent_grad_reduce", pb_.last(Stream::Compute));
+    compute(gemm(d.tokens_sp, d.h, kv_lat), "kv_down_proj_dgrad", {lat});
+    wgrad(d.h, kv_lat, d.tokens_sp, "kv_down_proj_wgrad");
+    if (a.q_lora_rank > 0) {
+      compute(gemm(d.tokens_sp, d.h, a.q_lora_rank), "q_down_proj_dgrad", {});
+      wgrad(d.h, a.q_lora_rank, d.tokens_sp, "q_down_proj_wgrad");
+    }
+    r = q.count ? q : pb_.last(Stream::Compute);
   } else {
     r = column_parallel_bwd("qkv_proj", d.tokens, d.q_width + d.kv_width, d.h, dkv, d.sp);
   }
@@ -375,15 +408,17 @@ Ref StageBuilder::mlp_bwd(Ref in) {
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add_bwd", {in});
   Ref g = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "fc2_grad_all_gather", b) : b;
   compute(gemm(d.tokens, d.ffn / d.t, d.h), "fc2_dgrad", {g});
-  compute(gemm(d.ffn / d.t, d.h, d.tokens), "fc2_wgrad", {});
-  Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (d.ffn_in + 2 * d.ffn) / d.t),
+  wgrad(d.ffn / d.t, d.h, d.tokens, "fc2_wgrad");
+  Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (2 * d.ffn_in + d.ffn) / d.t),
                   job_.model.activation == spec::Activation::Swiglu ? "swiglu_bwd" : "gelu_bwd", {});
   Ref r = column_parallel_bwd("fc1", d.tokens, d.ffn_in / d.t, d.h, a, d.sp);
   return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm_bwd", {r});
 }
 
 // MoE MLP with Megatron-Core's all-to-all token dispatcher: router, permutation, all-to-all over the
-// expert group, all-gather over the (expert-)tensor group, grouped expert GEMMs, and the way back.
+// expert group, all-gather over the (expert-)tensor group, grouped expert GEMMs, and the way back. The
+// shared expert runs after the routed experts on the same stream (Megatron's default, without
+// moe_shared_expert_overlap).
 Ref StageBuilder::moe_fwd(Ref in) {
   const auto& d = d_;
   const auto& moe = *job_.model.moe;
@@ -393,22 +428,11 @@ Ref StageBuilder::moe_fwd(Ref in) {
   const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
   Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm", {in},
                   beta_ * d.tokens_sp * d.h);
-  Ref rt = compute(gemm(d.tokens_sp, E, d.h), "router", {n});
+  // The router (and the shared expert) keep the normalized input for their weight gradients.
+  Ref rt = compute(gemm(d.tokens_sp, E, d.h), "router", {n}, beta_ * d.tokens_sp * d.h);
   Ref tk = compute(memop(ComputeCategory::Elementwise, 8 * d.tokens_sp * E), "router_topk", {rt}, 4 * d.tokens_sp * E);
   Ref pm = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_permute", {tk});
   Ref disp = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_dispatch_all_to_all", pm);
-  Ref shared{};
-  if (moe.shared_expert_ffn_hidden_size > 0) {
-    // The shared expert runs on the compute stream while the dispatch all-to-all is in flight.
-    const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = fe_in / fe * fs;
-    Ref sx = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_all_gather", n) : n;
-    Ref s1 = compute(gemm(d.tokens, fs_in / d.t, d.h), "shared_expert_fc1", {sx}, beta_ * d.tokens_sp * d.h);
-    Ref sa = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (fs_in + fs) / d.t), "shared_expert_act", {s1},
-                     beta_ * d.tokens * fs_in / d.t);
-    Ref s2 = compute(gemm(d.tokens, d.h, fs / d.t), "shared_expert_fc2", {sa}, beta_ * d.tokens * fs / d.t);
-    shared = coll(d.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
-                  "shared_expert_reduce", s2);
-  }
   Ref g = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_gather", disp) : disp;
   const int64_t per_expert = std::max<int64_t>(1, routed / e_loc);
   Ref f1 = compute(gemm(per_expert, fe_in / d.t, d.h, static_cast<int>(e_loc)), "expert_fc1", {g}, beta_ * routed * d.h);
@@ -418,8 +442,18 @@ Ref StageBuilder::moe_fwd(Ref in) {
   Ref rs = d.sp ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_reduce_scatter", f2)
                 : coll(CollType::AllReduce, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_reduce", f2);
   Ref comb = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_combine_all_to_all", rs);
-  Ref up = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_unpermute", {comb, shared});
-  return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add", {up},
+  Ref out = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_unpermute", {comb});
+  if (moe.shared_expert_ffn_hidden_size > 0) {
+    const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = fe_in / fe * fs;
+    Ref sx = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_all_gather", out) : out;
+    Ref s1 = compute(gemm(d.tokens, fs_in / d.t, d.h), "shared_expert_fc1", {sx});
+    Ref sa = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (fs_in + fs) / d.t), "shared_expert_act", {s1},
+                     beta_ * d.tokens * fs_in / d.t);
+    Ref s2 = compute(gemm(d.tokens, d.h, fs / d.t), "shared_expert_fc2", {sa}, beta_ * d.tokens * fs / d.t);
+    out = coll(d.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
+               "shared_expert_reduce", s2);
+  }
+  return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add", {out},
                  d.tokens_sp * d.h);
 }
 
@@ -431,31 +465,33 @@ Ref StageBuilder::moe_bwd(Ref in) {
   const int64_t routed = static_cast<int64_t>(static_cast<double>(d.tokens * k) * cf_);
   const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add_bwd", {in});
-  Ref up = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_unpermute_bwd", {b});
-  Ref comb = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_combine_all_to_all_bwd", up);
   Ref shared{};
   if (moe.shared_expert_ffn_hidden_size > 0) {
+    // Created last in forward, so autograd runs it first.
     const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = fe_in / fe * fs;
     Ref sg = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_grad_all_gather", b) : b;
     compute(gemm(d.tokens, fs / d.t, d.h), "shared_expert_fc2_dgrad", {sg});
-    compute(gemm(fs / d.t, d.h, d.tokens), "shared_expert_fc2_wgrad", {});
-    Ref sa = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (fs_in + 2 * fs) / d.t), "shared_expert_act_bwd", {});
+    wgrad(fs / d.t, d.h, d.tokens, "shared_expert_fc2_wgrad");
+    Ref sa = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (2 * fs_in + fs) / d.t), "shared_expert_act_bwd", {});
     shared = column_parallel_bwd("shared_expert_fc1", d.tokens, fs_in / d.t, d.h, sa, d.sp);
   }
+  Ref up = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_unpermute_bwd", {b});
+  Ref comb = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_combine_all_to_all_bwd", up);
   Ref g = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_gather_bwd", comb) : comb;
   const int64_t per_expert = std::max<int64_t>(1, routed / e_loc);
   const int batch = static_cast<int>(e_loc);
+  // The grouped MLP's backward (input and weight gradients) completes before its input's collectives run.
   compute(gemm(per_expert, fe / d.t, d.h, batch), "expert_fc2_dgrad", {g});
-  compute(gemm(fe / d.t, d.h, per_expert, batch), "expert_fc2_wgrad", {});
-  compute(memop(ComputeCategory::Elementwise, beta_ * routed * (fe_in + 2 * fe) / d.t), "expert_act_bwd", {});
-  Ref f1 = compute(gemm(per_expert, d.h, fe_in / d.t, batch), "expert_fc1_dgrad", {});
+  wgrad(fe / d.t, d.h, per_expert, "expert_fc2_wgrad", {}, batch);
+  compute(memop(ComputeCategory::Elementwise, beta_ * routed * (2 * fe_in + fe) / d.t), "expert_act_bwd", {});
+  compute(gemm(per_expert, d.h, fe_in / d.t, batch), "expert_fc1_dgrad", {});
+  Ref f1 = wgrad(d.h, fe_in / d.t, per_expert, "expert_fc1_wgrad", {}, batch);
   Ref rs = d.sp ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_reduce_scatter_bwd", f1)
                 : coll(CollType::AllReduce, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_reduce_bwd", f1);
-  compute(gemm(d.h, fe_in / d.t, per_expert, batch), "expert_fc1_wgrad", {});
   Ref disp = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_dispatch_all_to_all_bwd", rs);
   Ref pm = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_permute_bwd", {disp});
   Ref rt = compute(gemm(d.tokens_sp, d.h, E), "router_dgrad", {pm});
-  compute(gemm(d.h, E, d.tokens_sp), "router_wgrad", {});
+  wgrad(d.h, E, d.tokens_sp, "router_wgrad");
   return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm_bwd", {rt, shared});
 }
 
@@ -494,6 +530,9 @@ void StageBuilder::plan_buckets() {
                                                              : std::max<int64_t>(40'000'000, 1'000'000 * dp))
                             : INT64_MAX;  // without overlap Megatron-Core uses one bucket per chunk
   for (int c = v_ - 1; c >= 0; --c) {
+    // Megatron-Core buckets only the first stage's first model chunk (elsewhere DP communication is off the
+    // critical path): other chunks reduce one bucket each, once all their gradients are ready.
+    const int64_t chunk_limit = (stage_ == 0 && c == 0) ? limit : INT64_MAX;
     Bucket open[2] = {{0, GroupKind::Dp, c}, {0, GroupKind::Edp, c}};
     auto add = [&](int kind, int64_t params, int unit) {
       if (params <= 0) return;
@@ -501,7 +540,7 @@ void StageBuilder::plan_buckets() {
       b.params += params;
       b.first_forward_unit = std::min(b.first_forward_unit, unit);
       b.close_unit = unit;
-      if (b.params >= limit) {
+      if (b.params >= chunk_limit) {
         buckets_.push_back(b);
         b = Bucket{0, b.group, c};
       }
@@ -514,12 +553,8 @@ void StageBuilder::plan_buckets() {
       add(1, moe ? d_.params_moe_experts : 0, layer);
     }
     if (first_model_chunk(c)) add(0, d_.params_embedding, kEmbeddingUnit);
-    const int last_unit = first_model_chunk(c) ? kEmbeddingUnit : chunk_first_layer_[c];
     for (Bucket& b : open) {
-      if (b.params > 0) {
-        b.close_unit = last_unit;
-        buckets_.push_back(b);
-      }
+      if (b.params > 0) buckets_.push_back(b);  // complete after its last unit's backward (close_unit)
     }
   }
 }
@@ -533,14 +568,30 @@ Ref StageBuilder::reduce_bucket(const Bucket& b) {
 // After `unit`'s backward in the last micro-batch: reduce the buckets it completes (overlapped reduction).
 void StageBuilder::unit_grads_ready(int chunk, int unit) {
   if (mb_ != m_ - 1) return;
-  if (unit == kHeadUnit) norm_params_ += d_.params_final_norm;
-  else if (unit != kEmbeddingUnit) norm_params_ += d_.params_norms;
+  if (unit == kHeadUnit) sp_params_ += d_.params_final_norm;
+  else if (unit != kEmbeddingUnit) sp_params_ += sequence_parallel_params(unit);
   if (!job_.training.overlap_grad_reduce) return;
   const Phase keep = phase_;
   for (const Bucket& b : buckets_) {
     if (b.chunk == chunk && b.close_unit == unit) reduce_bucket(b);
   }
   phase_ = keep;
+}
+
+// Parameters of a layer that are replicated across TP ranks but see only their sequence shard under SP
+// (marked sequence_parallel in Megatron): norms, row-parallel biases, the router, MLA's down-projections.
+int64_t StageBuilder::sequence_parallel_params(int layer) const {
+  const auto& m = job_.model;
+  const bool moe = m.is_moe_layer(layer);
+  int64_t p = d_.params_norms;
+  if (m.add_bias_linear) p += moe ? d_.h : 2 * d_.h;  // attention proj bias (+ fc2 bias of a dense MLP)
+  if (moe) p += d_.params_moe_router;
+  if (m.attention == spec::AttentionType::Mla) {
+    const auto& a = m.mla;
+    p += d_.h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank;
+    if (a.q_lora_rank > 0) p += d_.h * a.q_lora_rank + a.q_lora_rank;
+  }
+  return p;
 }
 
 // Before a unit's first forward (first micro-batch of its chunk): wait for its parameters' all-gather.
@@ -677,18 +728,20 @@ void StageBuilder::build() {
     check_size();
   }
 
-  // Finalize (Megatron's finalize_model_grads and optimizer.step): sequence-parallel norm gradients are
-  // all-reduced over TP; DP reductions not overlapped run now; then the optimizer; then the parameter
-  // all-gather of the distributed optimizer unless it overlaps the next step's forward.
+  // Finalize (Megatron's finalize_model_grads and optimizer.step): DP reductions not overlapped run now;
+  // then the gradients of sequence-parallel parameters are all-reduced over TP; then the optimizer; then
+  // the distributed optimizer's parameter all-gather unless it overlaps the next step's forward.
   phase_ = Phase::Optimizer;
   mb_ = -1;
   layer_ = -1;
   chunk_ = 0;
-  if (d_.sp && norm_params_ > 0) {
-    coll(CollType::AllReduce, GroupKind::Tp, norm_params_ * 4, "layernorm_grad_all_reduce", pb_.last(Stream::Compute));
-  }
   if (!tr.overlap_grad_reduce) {
     for (const Bucket& b : buckets_) reduce_bucket(b);
+  }
+  if (d_.sp && sp_params_ > 0) {
+    // After the DP gradient sync, as Megatron's finalize_model_grads orders it.
+    coll(CollType::AllReduce, GroupKind::Tp, sp_params_ * grad_bytes_, "sequence_parallel_grad_all_reduce",
+         pb_.last(Stream::Compute), pb_.last(Stream::Dp));
   }
   int64_t dense = 0, expert = 0;
   for (const Bucket& b : buckets_) (b.group == GroupKind::Edp ? expert : dense) += b.params;
