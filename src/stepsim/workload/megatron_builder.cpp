@@ -293,7 +293,8 @@ Ref StageBuilder::attention_fwd(Ref in) {
       Ref x = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "q_proj_all_gather", n) : n;
       q = compute(gemm(d.tokens, d.q_width, d.h), "q_proj", {x}, in_saved);
     }
-    Ref kd = compute(gemm(d.tokens_sp, kv_lat, d.h), "kv_down_proj", {n}, a.q_lora_rank > 0 ? 0 : beta_ * d.tokens_sp * d.h);
+    // Same input tensor as q_down_proj / q_proj, which already stored it.
+    Ref kd = compute(gemm(d.tokens_sp, kv_lat, d.h), "kv_down_proj", {n});
     Ref lat = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * latent, "mla_latent_all_gather", kd) : kd;
     if (a.q_lora_rank > 0) {
       compute(gemm(d.tokens, d.q_width, a.q_lora_rank), "q_up_proj", {lat}, beta_ * d.tokens * a.q_lora_rank);
