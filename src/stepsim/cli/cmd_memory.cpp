@@ -1,5 +1,4 @@
 // stepsim memory: analytic per-rank memory of every pipeline stage, without running the engine.
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -22,9 +21,7 @@ int run_memory(const MemoryOptions& o) {
   const workload::Workload w = workload::build_megatron_workload(load_job(o.job));
   std::cout << report::memory_text(w);
   if (!o.json_path.empty()) {
-    std::ofstream out(o.json_path);
-    if (!out) throw InputError(o.json_path + ": cannot write memory JSON");
-    out << report::memory_json(w).dump(2) << "\n";
+    write_output_file(o.json_path, report::memory_json(w).dump(2) + "\n", "memory JSON");
   }
   return 0;
 }

@@ -1,6 +1,5 @@
 // stepsim simulate: one training step of the job, every rank simulated; summary on stdout, optional
 // summary JSON and Chrome trace.
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -46,9 +45,7 @@ int run_simulate(const SimulateOptions& o) {
   const report::Summary sum = report::summarize(s, o.rank);
   if (!o.quiet) std::cout << report::to_text(sum, s.workload.job);
   if (!o.json_path.empty()) {
-    std::ofstream out(o.json_path);
-    if (!out) throw InputError(o.json_path + ": cannot write summary JSON");
-    out << report::to_json(sum, s.workload.job).dump(2) << "\n";
+    write_output_file(o.json_path, report::to_json(sum, s.workload.job).dump(2) + "\n", "summary JSON");
   }
   if (!o.trace_path.empty()) {
     report::write_chrome_trace_file(o.trace_path, s);

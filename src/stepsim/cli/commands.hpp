@@ -20,4 +20,7 @@ struct JobOptions {
 };
 void add_job_options(CLI::App& cmd, JobOptions& o);
 
+// Writes `text` to `path`; InputError naming the path and `what` when it cannot.
+void write_output_file(const std::string& path, const std::string& text, const std::string& what);
+
 }  // namespace stepsim::cli

@@ -1,5 +1,9 @@
 #include "stepsim/cli/commands.hpp"
 
+#include <fstream>
+
+#include "stepsim/spec/input_error.hpp"
+
 namespace stepsim::cli {
 
 void add_job_options(CLI::App& cmd, JobOptions& o) {
@@ -7,6 +11,13 @@ void add_job_options(CLI::App& cmd, JobOptions& o) {
   cmd.add_option("--megatron-args", o.megatron_args, "the job as a Megatron-LM argument string (with --cluster)");
   cmd.add_option("--cluster", o.cluster_path, "cluster YAML, for --megatron-args");
   cmd.add_option("--set", o.overrides, "override a job key: --set model.num_layers=80 (repeatable)");
+}
+
+void write_output_file(const std::string& path, const std::string& text, const std::string& what) {
+  std::ofstream out(path);
+  if (!out) throw InputError(path + ": cannot write " + what);
+  out << text;
+  if (!out) throw InputError(path + ": error while writing " + what);
 }
 
 }  // namespace stepsim::cli

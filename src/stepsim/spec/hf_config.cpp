@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/printable.hpp"
 #include "stepsim/spec/job_loader.hpp"
 
 namespace stepsim::spec {
@@ -47,20 +48,6 @@ constexpr FamilyName kFamilies[] = {
     {"deepseek_v2", "DeepseekV2ForCausalLM", Family::DeepseekV2},
     {"deepseek_v3", "DeepseekV3ForCausalLM", Family::DeepseekV3},
 };
-
-// Input text quoted in a message must keep the message on one printable line.
-std::string printable(std::string_view s, size_t max_len = 64) {
-  std::string out;
-  for (char c : s) {
-    if (out.size() >= max_len) {
-      out += "...";
-      break;
-    }
-    const auto u = static_cast<unsigned char>(c);
-    out += (u >= 0x20 && u < 0x7f) ? c : '?';
-  }
-  return out;
-}
 
 const char* type_name(const json& v) {
   switch (v.type()) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/printable.hpp"
 #include "stepsim/spec/job_loader.hpp"
 
 namespace stepsim::spec {
@@ -32,19 +33,6 @@ constexpr int64_t kMaxModelChunks = 65536;
 // GPT-2 BPE: the tokenizer of the Megatron GPT examples (--vocab-file gpt2-vocab.json), used when
 // neither --vocab-size nor --padded-vocab-size nor another --tokenizer-type says otherwise.
 constexpr int64_t kGpt2BpeVocab = 50257;
-
-std::string printable(std::string_view s, size_t max_len = 64) {
-  std::string out;
-  for (char c : s) {
-    if (out.size() >= max_len) {
-      out += "...";
-      break;
-    }
-    const auto u = static_cast<unsigned char>(c);
-    out += (u >= 0x20 && u < 0x7f) ? c : '?';
-  }
-  return out;
-}
 
 [[noreturn]] void fail(std::string_view flag, const std::string& rule) {
   throw InputError("megatron-args: " + std::string(flag) + ": " + rule);
