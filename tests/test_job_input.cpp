@@ -73,6 +73,8 @@ std::vector<BadCase> bad_cases() {
       {"bad_bool", edit(ok, "data: 2}", "data: 2, sequence_parallel: maybe}"), {"parallelism.sequence_parallel", "true or false"}},
       {"missing_cluster", ok.substr(0, ok.find("cluster:")), {"key cluster", "required"}},
       {"slow_rank_outside", edit(ok, "gpus_per_node: 8", "gpus_per_node: 8, slow_ranks: {99: 1.5}"), {"cluster.slow_ranks.99"}},
+      {"p2p_overlap_without_interleaving", edit(ok, "data: 2}", "data: 2, overlap_p2p_comm: true}"),
+       {"parallelism.overlap_p2p_comm", "interleaved-1f1b"}},
       {"interleaved_without_stages", edit(ok, "data: 2}", "data: 2, schedule: interleaved-1f1b}"), {"parallelism.virtual_stages"}},
   };
 }

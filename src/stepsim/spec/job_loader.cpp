@@ -190,6 +190,11 @@ ParallelismSpec read_parallelism(StrictSection s) {
       {{"gpipe", PipelineSchedule::GPipe}, {"1f1b", PipelineSchedule::OneFOneB},
        {"interleaved-1f1b", PipelineSchedule::Interleaved1F1B}});
   for (int64_t x : s.get_int_list("pipeline_layers", 1, 100000)) p.pipeline_layers.push_back(static_cast<int>(x));
+  const bool interleaved = p.schedule == PipelineSchedule::Interleaved1F1B;
+  p.overlap_p2p_comm = s.get_bool("overlap_p2p_comm", interleaved);
+  if (p.overlap_p2p_comm && !interleaved) {
+    s.fail("overlap_p2p_comm", "needs schedule interleaved-1f1b (Megatron-LM overlaps p2p only there)");
+  }
   s.finish();
   return p;
 }

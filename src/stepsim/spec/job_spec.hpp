@@ -74,6 +74,9 @@ struct ParallelismSpec {
   bool sequence_parallel = false;
   int virtual_stages = 1;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  // Interleaved 1F1B only: send/recv run asynchronously beside the next compute step (Megatron-LM's
+  // default for that schedule; --no-overlap-p2p-communication turns it off).
+  bool overlap_p2p_comm = false;
   // Uneven stages: layers of each model chunk in layer order (pipeline*virtual_stages entries). Empty = even.
   std::vector<int> pipeline_layers;
 };

@@ -721,6 +721,8 @@ YAML::Node build(const Args& a) {
   }
   par["virtual_stages"] = vs;
   par["schedule"] = vs > 1 ? "interleaved-1f1b" : "1f1b";
+  // Megatron overlaps p2p with compute in the interleaved schedule unless told not to.
+  if (vs > 1) par["overlap_p2p_comm"] = !a.has("--no-overlap-p2p-communication");
 
   if (first || last) {
     const char* flag = first ? "--decoder-first-pipeline-num-layers" : "--decoder-last-pipeline-num-layers";

@@ -716,15 +716,26 @@ void StageBuilder::build() {
   }
 
   const uint64_t act = static_cast<uint64_t>(p2p_bytes());
-  Ref pending{};  // the last exchange: Megatron waits for it before the next compute step
-  for (const PipelineAction& a : pipeline_actions(job_.parallelism.schedule, stage_, p_, v_, m_)) {
+  // The exchanges a compute step waits for: the last blocking one, and under overlap_p2p_comm the last
+  // asynchronous one of its direction (the pp stream is FIFO, so waiting on a later one covers earlier ones).
+  Ref blocking{}, fwd_async{}, bwd_async{};
+  const auto& par = job_.parallelism;
+  for (const PipelineAction& a : pipeline_actions(par.schedule, stage_, p_, v_, m_, par.overlap_p2p_comm)) {
     switch (a.kind) {
-      case PipelineAction::Forward: forward_step(a.microbatch, a.chunk, pending); break;
-      case PipelineAction::Backward: backward_step(a.microbatch, a.chunk, pending); break;
-      case PipelineAction::Exchange:
-        pending = p2p(a.send_prev ? act : 0, a.send_next ? act : 0, a.recv_prev ? act : 0, a.recv_next ? act : 0,
-                      pb_.last(Stream::Compute));
+      case PipelineAction::Forward:
+        extra_deps_.push_back(fwd_async);
+        forward_step(a.microbatch, a.chunk, blocking);
         break;
+      case PipelineAction::Backward:
+        extra_deps_.push_back(bwd_async);
+        backward_step(a.microbatch, a.chunk, blocking);
+        break;
+      case PipelineAction::Exchange: {
+        const Ref r = p2p(a.send_prev ? act : 0, a.send_next ? act : 0, a.recv_prev ? act : 0,
+                          a.recv_next ? act : 0, pb_.last(Stream::Compute));
+        (a.wait == PipelineAction::Blocking ? blocking : a.wait == PipelineAction::ForwardAsync ? fwd_async : bwd_async) = r;
+        break;
+      }
     }
     check_size();
   }

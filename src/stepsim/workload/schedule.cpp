@@ -26,8 +26,10 @@ class Emitter {
   bool last_stage() const { return s_ == p_ - 1; }
   void forward(int mb, int chunk) { out.push_back({PipelineAction::Forward, mb, chunk}); }
   void backward(int mb, int chunk) { out.push_back({PipelineAction::Backward, mb, chunk}); }
-  void exchange(bool send_next, bool send_prev, bool recv_prev, bool recv_next) {
+  void exchange(bool send_next, bool send_prev, bool recv_prev, bool recv_next,
+                PipelineAction::Wait wait = PipelineAction::Blocking) {
     PipelineAction a{PipelineAction::Exchange};
+    a.wait = wait;
     a.send_next = send_next;
     a.send_prev = send_prev;
     a.recv_prev = recv_prev;
@@ -76,7 +78,11 @@ void one_f_one_b(Emitter& e, int stage, int stages, int m) {
   }
 }
 
-void interleaved(Emitter& e, int stage, int p, int v, int m) {
+// overlap: Megatron's overlap_p2p_comm path — in warm-up and steady state the forward-direction and the
+// backward-direction exchanges are separate and asynchronous, waited for just before the next forward /
+// backward step; the cool-down stays blocking.
+void interleaved(Emitter& e, int stage, int p, int v, int m, bool overlap) {
+  using W = PipelineAction;
   const int total = m * v, group = p * v;
   auto chunk_of = [&](int k, bool forward) {
     const int c = (((k % group) + group) % group) / p;
@@ -95,19 +101,26 @@ void interleaved(Emitter& e, int stage, int p, int v, int m) {
     bool recv_prev = !(e.first_stage() && chunk_of(k + 1, true) == 0) && k != total - 1;
     const bool send_next = !last_model_chunk(chunk_of(k, true));
     const bool recv_next = k == warm - 1 && !all_warmup && !e.last_stage();
-    e.exchange(send_next, false, recv_prev, recv_next);
+    if (overlap) {
+      e.exchange(send_next, false, recv_prev, false, W::ForwardAsync);
+      e.exchange(false, false, false, recv_next, W::BackwardAsync);
+    } else {
+      e.exchange(send_next, false, recv_prev, recv_next);
+    }
   }
   for (int k = 0; k < remaining; ++k) {
     const int fk = k + warm;
-    e.forward(mb_of(fk), chunk_of(fk, true));
-    e.backward(mb_of(k), chunk_of(k, false));
     const bool send_next = !last_model_chunk(chunk_of(fk, true));
     const bool send_prev = !first_model_chunk(chunk_of(k, false));
     // Megatron: the first stage is ahead of the last by p - 1 virtual micro-batches (and vice versa).
     bool recv_prev = e.first_stage() ? chunk_of(fk - (p - 1), true) != v - 1 : true;
     const bool recv_next = e.last_stage() ? chunk_of(k - (p - 1), false) != 0 : true;
     if (k == remaining - 1) recv_prev = false;
-    e.exchange(send_next, send_prev, recv_prev, recv_next);
+    e.forward(mb_of(fk), chunk_of(fk, true));
+    if (overlap) e.exchange(send_next, false, recv_prev, false, W::ForwardAsync);
+    e.backward(mb_of(k), chunk_of(k, false));
+    if (overlap) e.exchange(false, send_prev, false, recv_next, W::BackwardAsync);
+    else e.exchange(send_next, send_prev, recv_prev, recv_next);
   }
   if (all_warmup) e.exchange(false, false, false, !e.last_stage());  // recv_backward
   for (int k = remaining; k < total; ++k) {
@@ -119,12 +132,13 @@ void interleaved(Emitter& e, int stage, int p, int v, int m) {
 
 }  // namespace
 
-std::vector<PipelineAction> pipeline_actions(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int m) {
+std::vector<PipelineAction> pipeline_actions(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int m,
+                                             bool overlap_p2p_comm) {
   Emitter e(stage, stages, chunks);
   switch (schedule) {
     case spec::PipelineSchedule::GPipe: gpipe(e, m); break;
     case spec::PipelineSchedule::OneFOneB: one_f_one_b(e, stage, stages, m); break;
-    case spec::PipelineSchedule::Interleaved1F1B: interleaved(e, stage, stages, chunks, m); break;
+    case spec::PipelineSchedule::Interleaved1F1B: interleaved(e, stage, stages, chunks, m, overlap_p2p_comm); break;
   }
   return std::move(e.out);
 }

@@ -15,11 +15,14 @@ struct PipelineAction {
   int chunk = 0;  // model chunk on this stage (0 .. virtual_stages-1)
   // Exchange: activation to the next stage / gradient to the previous stage; receive from them.
   bool send_next = false, send_prev = false, recv_prev = false, recv_next = false;
+  // Who waits for an exchange: Blocking = the next compute step; ForwardAsync / BackwardAsync = the next
+  // forward / backward step (Megatron's fwd_wait_handles / bwd_wait_handles under overlap_p2p_comm).
+  enum Wait { Blocking, ForwardAsync, BackwardAsync } wait = Blocking;
   bool empty_exchange() const { return !(send_next || send_prev || recv_prev || recv_next); }
 };
 
 std::vector<PipelineAction> pipeline_actions(spec::PipelineSchedule schedule, int stage, int stages, int chunks,
-                                             int num_microbatches);
+                                             int num_microbatches, bool overlap_p2p_comm = false);
 
 // Warm-up forward steps of a stage (before its first backward).
 int warmup_steps(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int num_microbatches);
