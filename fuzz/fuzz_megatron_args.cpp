@@ -9,6 +9,9 @@
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/megatron_args.hpp"
 
+// UBSan only prints and goes on by default; a fuzzer must stop on the first report to save the input.
+extern "C" const char* __ubsan_default_options() { return "halt_on_error=1:print_stacktrace=1"; }
+
 namespace {
 
 constexpr int64_t kMax = 2147483647;

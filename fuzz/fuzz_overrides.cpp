@@ -1,0 +1,70 @@
+// libFuzzer target for `--set key=value` overrides: each input line is one override, applied with
+// apply_overrides to a fixed valid job tree, which job_from_node then converts and validates.
+// InputError is the expected outcome for bad input; any other exception, a crash, UB or a hang is a bug.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/job_loader.hpp"
+
+// UBSan only prints and goes on by default; a fuzzer must stop on the first report to save the input.
+extern "C" const char* __ubsan_default_options() { return "halt_on_error=1:print_stacktrace=1"; }
+
+namespace {
+
+// A small valid job (every section present) for the overrides to edit.
+constexpr const char* kJob = R"(model:
+  name: tiny
+  num_layers: 4
+  hidden_size: 256
+  num_attention_heads: 8
+  num_query_groups: 4
+  ffn_hidden_size: 1024
+  activation: swiglu
+  normalization: rmsnorm
+  vocab_size: 1000
+  seq_length: 512
+  moe: {num_experts: 4, topk: 2, ffn_hidden_size: 512}
+parallelism:
+  tensor: 2
+  pipeline: 2
+  expert: 2
+  sequence_parallel: true
+training:
+  micro_batch_size: 1
+  global_batch_size: 16
+  distributed_optimizer: true
+  overlap_grad_reduce: true
+cluster:
+  gpu: H100-SXM
+  num_gpus: 8
+  intra_node: {bandwidth_GBps: 450, latency_us: 1.0}
+  inter_node: {bandwidth_Gbps: 400}
+simulation:
+  comm_model: alpha-beta
+)";
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  std::vector<std::string> overrides;
+  for (size_t b = 0; b <= text.size();) {
+    size_t e = text.find('\n', b);
+    if (e == std::string::npos) e = text.size();
+    if (e > b) overrides.push_back(text.substr(b, e - b));  // skip blank lines (e.g. a trailing newline)
+    b = e + 1;
+  }
+  try {
+    static const YAML::Node base = stepsim::spec::parse_yaml(kJob, "fuzz.yaml");
+    YAML::Node root = YAML::Clone(base);  // a fresh copy each run: overrides edit the tree in place
+    stepsim::spec::apply_overrides(root, overrides);
+    (void)stepsim::spec::job_from_node(root, "fuzz.yaml");
+  } catch (const stepsim::InputError&) {
+  }
+  return 0;
+}
