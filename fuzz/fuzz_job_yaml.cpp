@@ -13,20 +13,18 @@
 #include "stepsim/spec/job_loader.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 
-// UBSan only prints and goes on by default; a fuzzer must stop on the first report to save the input.
-extern "C" const char* __ubsan_default_options() { return "halt_on_error=1:print_stacktrace=1"; }
+#include "fuzz_support.hpp"
+
 
 namespace {
+
+using fuzz_support::require;
 
 using stepsim::workload::kNumStreams;
 using stepsim::workload::Op;
 using stepsim::workload::OpKind;
 using stepsim::workload::Program;
 using stepsim::workload::Stream;
-
-void require(bool ok) {
-  if (!ok) std::abort();
-}
 
 // Small enough to build in a few milliseconds: fuzzing must stay fast.
 bool small(const stepsim::spec::JobSpec& job) {

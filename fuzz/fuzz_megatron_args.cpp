@@ -9,22 +9,13 @@
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/megatron_args.hpp"
 
-// UBSan only prints and goes on by default; a fuzzer must stop on the first report to save the input.
-extern "C" const char* __ubsan_default_options() { return "halt_on_error=1:print_stacktrace=1"; }
+#include "fuzz_support.hpp"
+
 
 namespace {
 
-constexpr int64_t kMax = 2147483647;
-
-void require(bool ok) {
-  if (!ok) std::abort();
-}
-
-int64_t in_range(const YAML::Node& n, const char* key, int64_t min) {
-  const int64_t v = n[key].as<int64_t>();
-  require(v >= min && v <= kMax);
-  return v;
-}
+using fuzz_support::require;
+using fuzz_support::in_range;
 
 void check_job(const YAML::Node& j) {
   const YAML::Node m = j["model"], p = j["parallelism"], t = j["training"];

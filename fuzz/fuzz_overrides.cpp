@@ -11,10 +11,11 @@
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/job_loader.hpp"
 
-// UBSan only prints and goes on by default; a fuzzer must stop on the first report to save the input.
-extern "C" const char* __ubsan_default_options() { return "halt_on_error=1:print_stacktrace=1"; }
+#include "fuzz_support.hpp"
+
 
 namespace {
+
 
 // A small valid job (every section present) for the overrides to edit.
 constexpr const char* kJob = R"(model:
