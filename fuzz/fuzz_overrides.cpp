@@ -16,7 +16,6 @@
 
 namespace {
 
-
 // A small valid job (every section present) for the overrides to edit.
 constexpr const char* kJob = R"(model:
   name: tiny
