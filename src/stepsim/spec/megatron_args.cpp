@@ -500,8 +500,7 @@ class PatternEval {
     while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
     if (pos_ == start) bad(pos_ < s_.size() ? "unexpected '" + printable(s_.substr(pos_, 1)) + "'" : "unexpected end");
     int64_t x = 0;
-    const auto [end, ec] = std::from_chars(s_.data() + start, s_.data() + pos_, x);
-    (void)end;
+    const std::errc ec = std::from_chars(s_.data() + start, s_.data() + pos_, x).ec;
     v.num = (ec != std::errc() || x > kMaxNumber) ? kMaxNumber : x;  // saturate: only *0 could shrink it
     return v;
   }
