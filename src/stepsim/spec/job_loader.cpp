@@ -250,7 +250,6 @@ ClusterSpec read_cluster(StrictSection s) {
   for (const auto& [rank, factor] : s.get_int_double_map("slow_ranks", 0, (1 << 20) - 1, 1e-3, 1e6)) {
     c.slow_ranks[static_cast<int>(rank)] = factor;
   }
-  c.host_to_device_GBps = s.get_double("host_to_device_GBps", c.host_to_device_GBps, 1e-3, 1e6);
   s.finish();
   return c;
 }

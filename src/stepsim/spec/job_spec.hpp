@@ -100,7 +100,8 @@ struct TrainingSpec {
 struct LinkSpec {
   double bandwidth_GBps = 0;  // per GPU, one direction, GB/s (1e9 B/s)
   double latency_us = 0;
-  std::string topology;       // inter-node only: fat-tree | rail-optimized | ...
+  std::string topology;       // inter-node only: fat-tree | rail-optimized | ... (for network models; the
+                              // alpha-beta model uses bandwidth and latency only)
 };
 
 struct ClusterSpec {
@@ -110,7 +111,6 @@ struct ClusterSpec {
   LinkSpec intra_node{450.0, 1.0, ""};
   LinkSpec inter_node{50.0, 5.0, "fat-tree"};  // 400 Gb/s per GPU NIC = 50 GB/s
   std::map<int, double> slow_ranks;             // rank -> compute slow-down factor (>= 1 slows)
-  double host_to_device_GBps = 25.0;            // PCIe, for offload
 };
 
 struct SimulationSpec {
