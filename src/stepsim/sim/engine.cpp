@@ -50,7 +50,6 @@ struct Channel {
   bool is_send = false;
   int64_t t = 0;
   uint64_t bytes = 0;
-  uint32_t op = 0;  // op index of the waiting side (for trace flows)
 };
 
 // A collective whose end is queued: its members are completed together when it pops.
@@ -200,7 +199,7 @@ class Engine {
         break;
       }
       case OpKind::Collective: arrive(rank, stream, op, t); break;
-      case OpKind::P2P: post_p2p(rank, op_index, op, t); break;
+      case OpKind::P2P: post_p2p(rank, op, t); break;
     }
   }
 
@@ -253,22 +252,22 @@ class Engine {
   }
 
   // ---- point-to-point
-  void post_p2p(int rank, uint32_t op_index, const Op& op, int64_t t) {
+  void post_p2p(int rank, const Op& op, int64_t t) {
     RankState& rs = ranks_[rank];
     rs.p2p_remaining = (op.send_next > 0) + (op.send_prev > 0) + (op.recv_prev > 0) + (op.recv_next > 0);
     rs.p2p_end = t;
     const int next = layout_.next_stage_rank(rank), prev = layout_.prev_stage_rank(rank);
     // Transfers that complete right away would finish this op before all are posted; count first.
-    if (op.send_next) transfer(fwd_[rank], true, rank, next, op_index, op.send_next, t);
-    if (op.recv_prev) transfer(fwd_[prev], false, prev, rank, op_index, op.recv_prev, t);
-    if (op.send_prev) transfer(bwd_[rank], true, rank, prev, op_index, op.send_prev, t);
-    if (op.recv_next) transfer(bwd_[next], false, next, rank, op_index, op.recv_next, t);
+    if (op.send_next) transfer(fwd_[rank], true, rank, next, op.send_next, t);
+    if (op.recv_prev) transfer(fwd_[prev], false, prev, rank, op.recv_prev, t);
+    if (op.send_prev) transfer(bwd_[rank], true, rank, prev, op.send_prev, t);
+    if (op.recv_next) transfer(bwd_[next], false, next, rank, op.recv_next, t);
   }
 
   // Posts one side of a transfer src->dst on `ch`; when the other side is already there, carries it.
-  void transfer(Channel& ch, bool is_send, int src, int dst, uint32_t op_index, uint64_t bytes, int64_t t) {
+  void transfer(Channel& ch, bool is_send, int src, int dst, uint64_t bytes, int64_t t) {
     if (!ch.pending) {
-      ch = Channel{true, is_send, t, bytes, op_index};
+      ch = Channel{true, is_send, t, bytes};
       return;
     }
     if (ch.is_send == is_send) {
@@ -282,10 +281,9 @@ class Engine {
     const int64_t begin = std::max(ch.t, t);
     const bool same_node = layout_.node_of(src) == layout_.node_of(dst);
     const int64_t end = begin + std::max<int64_t>(0, comm_.p2p_ns(bytes, same_node));
-    const uint32_t send_op = is_send ? op_index : ch.op, recv_op = is_send ? ch.op : op_index;
     ch.pending = false;
     if (record_index_[src] >= 0 && record_index_[dst] >= 0) {
-      result_.flows.push_back(Flow{src, dst, send_op, recv_op, begin, end, bytes});
+      result_.flows.push_back(Flow{src, dst, begin, end, bytes});
     }
     transfer_done(src, begin, end);
     transfer_done(dst, begin, end);

@@ -28,7 +28,6 @@ struct RankTimeline {
 // A matched point-to-point transfer between two recorded ranks (for trace flow arrows).
 struct Flow {
   int src_rank = 0, dst_rank = 0;
-  uint32_t src_op = 0, dst_op = 0;
   int64_t begin_ns = 0, end_ns = 0;
   uint64_t bytes = 0;
 };
