@@ -9,7 +9,8 @@ int main(int argc, char** argv) {
   CLI::App app{"stepsim: predict the step time, memory and communication of distributed LLM training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "stepsim 0.1.0");
-  std::vector<stepsim::cli::Action> actions{stepsim::cli::add_simulate(app), stepsim::cli::add_memory(app)};
+  std::vector<stepsim::cli::Action> actions{stepsim::cli::add_simulate(app), stepsim::cli::add_memory(app),
+                                           stepsim::cli::add_comm(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -19,14 +19,9 @@ struct Geometry {
   double k;  // ranks on the busiest node
 };
 
-// Clamps a caller's geometry into a consistent one: 1 <= N <= n, ceil(n/N) <= k <= n, and k = n on one node.
-Geometry normalize(const GroupGeometry& g) {
-  const int n = std::max(g.ranks, 1);
-  const int N = std::clamp(g.nodes, 1, n);
-  int k = std::max(g.ranks_per_node, (n + N - 1) / N);
-  k = std::min(k, n);
-  if (N == 1) k = n;
-  return {static_cast<double>(n), static_cast<double>(N), static_cast<double>(k)};
+Geometry normalize(const GroupGeometry& geometry) {
+  const GroupGeometry g = normalized(geometry);
+  return {static_cast<double>(g.ranks), static_cast<double>(g.nodes), static_cast<double>(g.ranks_per_node)};
 }
 
 class AlphaBetaModel final : public CollectiveModel {
@@ -67,6 +62,26 @@ class AlphaBetaModel final : public CollectiveModel {
         break;
     }
     return to_ns(t);
+  }
+
+  CollectiveEstimate estimate(CollType coll, uint64_t bytes, const GroupGeometry& geometry,
+                              Algorithm algo) const override {
+    const bool ar = coll == CollType::AllReduce;
+    if (algo != Algorithm::Auto && algo != Algorithm::Ring && !(ar && algo == Algorithm::Tree)) {
+      throw InputError(std::string("--algo ") + name_of(algo) + ": the alpha-beta model has ring" +
+                       (ar ? " and tree" : "") + " for " + workload::name_of(coll));
+    }
+    CollectiveEstimate e{collective_ns(coll, bytes, geometry),
+                         coll == CollType::AllToAll ? Algorithm::Direct : Algorithm::Ring, Protocol::Simple, 0};
+    if (ar && geometry.ranks > 1 && bytes > 0) {
+      const Geometry g = normalize(geometry);
+      const double S = static_cast<double>(bytes);
+      const double ring = ring_allreduce(S, g), tree = tree_allreduce(S, g);
+      const bool use_tree = algo == Algorithm::Tree || (algo == Algorithm::Auto && tree < ring);
+      e.ns = to_ns(use_tree ? tree : ring);
+      e.algorithm = use_tree ? Algorithm::Tree : Algorithm::Ring;
+    }
+    return e;
   }
 
   int64_t p2p_ns(uint64_t bytes, bool same_node) const override {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "stepsim/cost/collective_algorithm.hpp"
 #include "stepsim/spec/job_spec.hpp"
 #include "stepsim/workload/op.hpp"
 
@@ -16,6 +17,9 @@ struct GroupGeometry {
   int ranks_per_node = 1;
   bool operator==(const GroupGeometry&) const = default;
 };
+// A caller's geometry made consistent: 1 <= nodes <= ranks, ceil(ranks/nodes) <= ranks_per_node <= ranks, and
+// ranks_per_node = ranks on one node.
+GroupGeometry normalized(const GroupGeometry& g);
 
 class CollectiveModel {
  public:
@@ -24,6 +28,10 @@ class CollectiveModel {
   virtual int64_t collective_ns(workload::CollType coll, uint64_t bytes, const GroupGeometry& g) const = 0;
   // One send/recv of `bytes` between two ranks, on the same node or across nodes.
   virtual int64_t p2p_ns(uint64_t bytes, bool same_node) const = 0;
+  // The time with the algorithm/protocol the model assumed; `algo` forces an algorithm (Auto = the model's
+  // choice). A model that cannot run the forced algorithm for this collective throws InputError.
+  virtual CollectiveEstimate estimate(workload::CollType coll, uint64_t bytes, const GroupGeometry& g,
+                                      Algorithm algo = Algorithm::Auto) const;
 };
 
 // Alpha-beta model with NCCL's ring/tree step structure and hierarchical intra/inter-node bandwidth.

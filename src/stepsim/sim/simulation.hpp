@@ -15,6 +15,8 @@ struct Simulation {
   SimResult result;
 };
 
+// The collective model a job asks for (simulation.comm_model), built for its cluster.
+std::unique_ptr<cost::CollectiveModel> make_collective_model(spec::CommModel model, const spec::ClusterSpec& cluster);
 std::unique_ptr<cost::CollectiveModel> make_collective_model(const spec::JobSpec& job);
 
 // record_ranks: ranks whose timelines are kept (trace, breakdown).

@@ -312,3 +312,33 @@ JobSpec load_megatron_job(const std::string& args, const std::string& cluster_pa
 }
 
 }  // namespace stepsim::spec
+
+namespace stepsim::spec {
+
+ClusterSpec load_cluster(const std::string& cluster_path, int num_gpus, int gpus_per_node,
+                         const std::vector<std::string>& overrides) {
+  YAML::Node root(YAML::NodeType::Map);
+  if (!cluster_path.empty()) {
+    root["cluster"] = cluster_path;
+    resolve_includes(root, ".");
+  } else {
+    root["cluster"] = YAML::Node(YAML::NodeType::Map);
+  }
+  root["cluster"]["num_gpus"] = num_gpus;
+  root["cluster"]["gpus_per_node"] = gpus_per_node;
+  apply_overrides(root, overrides);
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (it->first.Scalar() != "cluster") throw InputError("--set " + it->first.Scalar() + ": only cluster.* keys apply here");
+  }
+  const std::string source = cluster_path.empty() ? std::string("cluster") : cluster_path;
+  StrictSection s(root["cluster"], "cluster", source);
+  ClusterSpec c = read_cluster(s);
+  if (c.gpus_per_node > c.num_gpus) c.gpus_per_node = c.num_gpus;
+  if (c.num_gpus % c.gpus_per_node != 0) {
+    throw InputError("--gpus " + std::to_string(c.num_gpus) + ": must be a multiple of --gpus-per-node " +
+                     std::to_string(c.gpus_per_node));
+  }
+  return c;
+}
+
+}  // namespace stepsim::spec

@@ -41,4 +41,9 @@ JobSpec load_megatron_job(const std::string& args, const std::string& cluster_pa
 // (data degree, query groups, kv_channels). Throws InputError.
 void validate(JobSpec& job);
 
+// A cluster alone (for `stepsim comm`): the file's cluster keys (or the defaults when `cluster_path` is empty),
+// num_gpus and gpus_per_node from the caller, then `cluster.*` overrides.
+ClusterSpec load_cluster(const std::string& cluster_path, int num_gpus, int gpus_per_node,
+                         const std::vector<std::string>& overrides);
+
 }  // namespace stepsim::spec

@@ -1,0 +1,40 @@
+#include "stepsim/cost/collective_algorithm.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace stepsim::cost {
+
+const char* name_of(Algorithm a) {
+  switch (a) {
+    case Algorithm::Auto: return "auto";
+    case Algorithm::Ring: return "ring";
+    case Algorithm::Tree: return "tree";
+    case Algorithm::Nvls: return "nvls";
+    case Algorithm::NvlsTree: return "nvls_tree";
+    case Algorithm::Pat: return "pat";
+    case Algorithm::Direct: return "direct";
+  }
+  return "?";
+}
+
+const char* name_of(Protocol p) {
+  switch (p) {
+    case Protocol::LL: return "LL";
+    case Protocol::LL128: return "LL128";
+    case Protocol::Simple: return "Simple";
+  }
+  return "?";
+}
+
+std::optional<Algorithm> parse_algorithm(const std::string& s) {
+  std::string k = s;
+  std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return c == '-' ? '_' : std::tolower(c); });
+  for (Algorithm a : {Algorithm::Auto, Algorithm::Ring, Algorithm::Tree, Algorithm::Nvls, Algorithm::NvlsTree,
+                      Algorithm::Pat}) {
+    if (k == name_of(a)) return a;
+  }
+  return std::nullopt;
+}
+
+}  // namespace stepsim::cost

@@ -1,0 +1,26 @@
+#pragma once
+// NCCL's algorithm and protocol vocabulary (NCCL_ALGO_* / NCCL_PROTO_*), shared by every collective model so
+// that `stepsim comm` can print what each model assumed.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace stepsim::cost {
+
+enum class Algorithm { Auto, Ring, Tree, Nvls, NvlsTree, Pat, Direct };  // Direct: all-to-all / send-recv pairs
+enum class Protocol { LL, LL128, Simple };
+
+const char* name_of(Algorithm a);
+const char* name_of(Protocol p);
+// Parses "auto", "ring", "tree", "nvls", "nvls_tree", "pat" (case-insensitive); nullopt otherwise.
+std::optional<Algorithm> parse_algorithm(const std::string& s);
+
+// What a model predicts for one collective: its time and the algorithm/protocol/channels it assumed.
+struct CollectiveEstimate {
+  int64_t ns = 0;
+  Algorithm algorithm = Algorithm::Ring;
+  Protocol protocol = Protocol::Simple;
+  int channels = 0;  // 0 = the model does not resolve channels
+};
+
+}  // namespace stepsim::cost

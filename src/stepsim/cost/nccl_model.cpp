@@ -1,0 +1,306 @@
+// White-box NCCL model: per algorithm, the linear terms of Echo eq. 1-5 (docs/COST-MODELS.md, "NCCL white-box
+// model", derives each one). Chunk sizes are NCCL's (shared/data/nccl_model_facts.md §6).
+#include "stepsim/cost/nccl_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/spec/input_error.hpp"
+
+namespace stepsim::cost {
+namespace {
+
+using workload::CollType;
+
+// §6: bytes per chunk step per channel. Ring+Simple all-reduce/all-gather/reduce-scatter use chunkSteps = 4 of
+// the 512 KiB Simple step (2 MiB); every other (algorithm, collective) uses one step. LL carries 4 data bytes per
+// 8-byte line (32 KiB of a 64 KiB step); LL128 120 of every 128 bytes (576000 B).
+uint64_t chunk_bytes(Algorithm a, Protocol p, CollType c) {
+  if (p == Protocol::LL) return 32768;
+  if (p == Protocol::LL128) return 576000;
+  if (a == Algorithm::Nvls || a == Algorithm::NvlsTree) return 131072;  // comm->nvlsChunkSize
+  const bool ring_chunked = a == Algorithm::Ring && (c == CollType::AllReduce || c == CollType::AllGather ||
+                                                     c == CollType::ReduceScatter);
+  return ring_chunked ? 4 * 524288ull : 524288ull;
+}
+
+// NCCL's tuner applies these factors to a protocol's bus bandwidth (facts §5.3): LL moves half payload, LL128
+// is capped at 92%.
+double protocol_efficiency(Protocol p) {
+  switch (p) {
+    case Protocol::LL: return 0.5;
+    case Protocol::LL128: return 0.92;
+    case Protocol::Simple: return 1.0;
+  }
+  return 1.0;
+}
+
+// NCCL's algorithm-specific chunk shrinking (facts §6), so that small buffers still pipeline: tree LL128 halves
+// its chunk while there are too few chunks per channel for the tree depth; NVLS and NVLS-tree step down by the
+// buffer's size relative to one chunk per channel and head.
+uint64_t shrink_chunk(uint64_t chunk, Algorithm a, Protocol p, double bytes, double nch, double nodes, double ppn) {
+  if (a == Algorithm::Tree && p == Protocol::LL128) {
+    const double depth = 1 + std::log2(nodes) + 0.1 * ppn;
+    while (chunk > 131072 && bytes / (nch * chunk) < depth * 64 / ppn) chunk /= 2;
+    while (chunk > 32768 && bytes / (nch * chunk) < depth * 16 / ppn) chunk /= 2;
+    return chunk;
+  }
+  const double unit = nch * ppn * static_cast<double>(chunk);
+  if (a == Algorithm::Nvls) return bytes < 2 * unit ? 16384 : bytes < 8 * unit ? 32768 : bytes < 64 * unit ? 65536 : chunk;
+  if (a == Algorithm::NvlsTree) {
+    const uint64_t base = 262144;
+    const double u = nch * ppn * static_cast<double>(base);
+    return bytes >= 32 * u ? base : bytes >= 16 * u ? base / 2 : bytes >= 4 * u ? base / 4 : base / 8;
+  }
+  return chunk;
+}
+
+int64_t ceil_div(double a, double b) { return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(a / b))); }
+
+struct Shape {
+  double n, M, K;    // ranks, nodes, ranks on the busiest node
+  double P;          // bytes
+  double Bi, Bo;     // B/us: intra-node per GPU, inter-node per node (K NICs)
+  double Bnic;       // B/us: one NIC
+  bool inter_bottleneck;
+};
+
+// Scales of alpha, beta, gamma for (algorithm, protocol) relative to the Ring/Simple reference the parameters are
+// expressed in: NCCL's own latency constants say how much a step of LL costs next to one of Simple.
+struct Scales {
+  double a, b, g;
+};
+Scales scales(Algorithm a, Protocol p, bool nvlink) {
+  const HwLink intra = nvlink ? HwLink::NvLink : HwLink::Pci;
+  const double base = nccl_base_latency_us(a, p);
+  const double ref_b = nccl_hw_latency_us(intra, Algorithm::Ring, Protocol::Simple);
+  const double ref_g = nccl_hw_latency_us(HwLink::Net, Algorithm::Ring, Protocol::Simple);
+  const double hb = nccl_hw_latency_us(intra, a, p), hg = nccl_hw_latency_us(HwLink::Net, a, p);
+  return {base > 0 ? base / nccl_base_latency_us(Algorithm::Ring, Protocol::Simple) : 1.0, hb > 0 ? hb / ref_b : 1.0,
+          hg > 0 ? hg / ref_g : 1.0};
+}
+
+}  // namespace
+
+std::array<double, kNcclParamCount> theta_of(const NcclParams& p) {
+  return {p.alpha_us, p.beta_us, p.gamma_us, 1.0 / p.intra_efficiency, 1.0 / p.inter_efficiency, 1.0 / p.reduce_GBps};
+}
+
+NcclParams params_of(const std::array<double, kNcclParamCount>& th, const NcclParams& base) {
+  NcclParams p = base;
+  p.alpha_us = th[0];
+  p.beta_us = th[1];
+  p.gamma_us = th[2];
+  if (th[3] > 0) p.intra_efficiency = 1.0 / th[3];
+  if (th[4] > 0) p.inter_efficiency = 1.0 / th[4];
+  if (th[5] > 0) p.reduce_GBps = 1.0 / th[5];
+  return p;
+}
+
+double time_us(const NcclTerms& t, const NcclParams& p) {
+  const auto th = theta_of(p);
+  double us = 0;
+  for (int i = 0; i < kNcclParamCount; ++i) us += t.x[i] * th[i];
+  return us;
+}
+
+NcclHardware nccl_hardware(const spec::ClusterSpec& cluster, int channels) {
+  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(cluster.gpu);
+  NcclHardware h;
+  TunerTopology& t = h.tuner;
+  t.cc = gpu.arch == "volta" ? CompCap::Volta
+         : gpu.arch == "hopper" ? CompCap::Hopper
+         : gpu.arch == "blackwell" ? CompCap::Blackwell
+                                   : CompCap::Ampere;
+  t.nvlink_intra = gpu.nvswitch || gpu.arch == "volta";
+  t.nvls = gpu.nvswitch && t.cc >= CompCap::Hopper;
+  t.ll128 = t.nvlink_intra;
+  t.channels = channels;
+  h.intra_GBps = cluster.intra_node.bandwidth_GBps;
+  h.nic_GBps = cluster.inter_node.bandwidth_GBps;
+  return h;
+}
+
+NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, const GroupGeometry& geometry,
+                     Algorithm force) {
+  NcclTerms out;
+  const GroupGeometry g = normalized(geometry);
+  if (g.ranks <= 1 || bytes == 0) return out;  // NCCL returns at once; nothing to pay
+  Shape s{static_cast<double>(g.ranks), static_cast<double>(g.nodes), static_cast<double>(g.ranks_per_node),
+          static_cast<double>(bytes), hw.intra_GBps * 1e3, g.ranks_per_node * hw.nic_GBps * 1e3,
+          hw.nic_GBps * 1e3, false};
+  s.inter_bottleneck = g.nodes > 1 && s.Bo < s.Bi;
+  auto& x = out.x;
+
+  if (coll == CollType::AllToAll) {
+    if (force != Algorithm::Auto) {
+      throw InputError(std::string("--algo ") + name_of(force) + ": NCCL runs all-to-all as grouped send/recv");
+    }
+    // Every rank sends P/n to each peer: (K-1) shares over its NVLink port, (n-K) over its own NIC, concurrently.
+    const double intra = (s.K - 1) / s.n * s.P / s.Bi, inter = (s.n - s.K) / s.n * s.P / s.Bnic;
+    out.algorithm = Algorithm::Direct;
+    x[0] = 1;
+    x[1] = s.K > 1 ? 1 : 0;
+    x[2] = s.M > 1 ? 1 : 0;
+    if (inter >= intra) x[4] = inter;
+    else x[3] = intra;
+    out.channels = hw.tuner.channels;
+    return out;
+  }
+
+  TunerTopology topo = hw.tuner;
+  topo.ranks = g.ranks;
+  topo.nodes = g.nodes;
+  topo.ranks_per_node = g.ranks_per_node;
+  topo.bw_intra = hw.intra_GBps * 0.8 / topo.channels;  // NCCL counts 20 GB/s of a nominal 25 GB/s NVLink
+  topo.bw_inter = g.ranks_per_node * hw.nic_GBps / topo.channels;
+  const TunerChoice choice = tuner_choose(coll, bytes, topo, force);
+  const Algorithm a = choice.algorithm;
+  const Protocol p = choice.protocol;
+  out.algorithm = a;
+  out.protocol = p;
+  out.channels = choice.channels;
+  const double nch = choice.channels;
+  const double eff = protocol_efficiency(p);
+  const Scales sc = scales(a, p, hw.tuner.nvlink_intra);
+  const uint64_t cmax = shrink_chunk(chunk_bytes(a, p, coll), a, p, s.P, choice.channels, s.M, s.K);
+  const bool reduces = coll == CollType::AllReduce || coll == CollType::ReduceScatter || coll == CollType::Reduce;
+  x[0] = sc.a;
+
+  switch (a) {
+    case Algorithm::Ring:
+      if (coll == CollType::Broadcast || coll == CollType::Reduce) {
+        // Pipelined chain through n-1 hops (n-M on NVLink, M-1 across nodes), then eta-1 more chunks at the
+        // bottleneck hop's pace (Echo eq. 5's structure without the tree).
+        out.eta = ceil_div(s.P, nch * cmax);
+        const double eta = static_cast<double>(out.eta), chunk = s.P / eta;
+        const double hi = s.n - s.M, ho = s.M - 1;
+        x[1] = (hi + (s.inter_bottleneck ? 0 : eta - 1)) * sc.b;
+        x[2] = (ho + (s.inter_bottleneck ? eta - 1 : 0)) * sc.g;
+        x[3] = (hi + (s.inter_bottleneck ? 0 : eta - 1)) * chunk / (s.Bi * eff);
+        x[4] = (ho + (s.inter_bottleneck ? eta - 1 : 0)) * chunk / (s.Bo * eff);
+        x[5] = coll == CollType::Reduce ? s.P / 1e3 : 0;
+      } else {
+        // Echo eq. 2-4: eta rounds of `steps` chunk steps; each step moves a chunk over every ring link at once, so
+        // a step costs what the slowest link kind costs. Per link the ring carries steps/n of the buffer.
+        const double steps = coll == CollType::AllReduce ? 2 * (s.n - 1) : s.n - 1;
+        out.eta = ceil_div(s.P, nch * s.n * cmax);
+        const double eta = static_cast<double>(out.eta);
+        if (s.inter_bottleneck) {
+          x[2] = eta * steps * sc.g;
+          x[4] = steps / s.n * s.P / (s.Bo * eff);
+        } else {
+          x[1] = eta * steps * sc.b;
+          x[3] = steps / s.n * s.P / (s.Bi * eff);
+        }
+        x[5] = reduces ? (s.n - 1) / s.n * s.P / 1e3 : 0;
+      }
+      break;
+    case Algorithm::Tree: {
+      // Echo eq. 5: the first chunk climbs a chain of K-1 NVLink hops and a double binary tree of log2(M) NIC
+      // hops and comes back down (2x each); the other eta-1 chunks follow at the bottleneck's pace, each crossing
+      // it up and down (2 chunks per round through a GPU's port or a node's NICs).
+      out.eta = ceil_div(s.P, nch * cmax);
+      const double eta = static_cast<double>(out.eta), chunk = s.P / eta;
+      const double di = 2 * (s.K - 1), dout = s.M > 1 ? 2 * std::ceil(std::log2(s.M)) : 0;
+      const double ri = s.inter_bottleneck ? 0 : eta - 1, ro = s.inter_bottleneck ? eta - 1 : 0;
+      x[1] = (di + ri) * sc.b;
+      x[2] = (dout + ro) * sc.g;
+      x[3] = (di + 2 * ri) * chunk / (s.Bi * eff);
+      x[4] = (dout + 2 * ro) * chunk / (s.Bo * eff);
+      x[5] = s.P / 1e3;
+      break;
+    }
+    case Algorithm::Nvls:
+    case Algorithm::NvlsTree: {
+      // NVSwitch multicast: the switch reduces, so each GPU pushes its buffer through its port once and reads the
+      // result once (full duplex); NVLS-tree adds a double binary tree across nodes. Efficiency: NCCL's
+      // nvlsEfficiency for the architecture.
+      out.eta = ceil_div(s.P, nch * cmax);
+      const double e_nvls = nvls_efficiency(hw.tuner.cc);
+      x[1] = sc.b + static_cast<double>(out.eta);
+      const double share = coll == CollType::AllReduce ? 1.0 : (s.K - 1) / s.K;
+      x[3] = share * s.P / (s.Bi * e_nvls);
+      if (a == Algorithm::NvlsTree) {
+        x[2] = 2 * std::ceil(std::log2(s.M)) * sc.g;
+        x[4] = 2 * s.P / s.Bo;
+      }
+      break;
+    }
+    case Algorithm::Pat: {
+      // Parallel aggregated trees, one GPU per node: log2(n) NIC rounds of latency, ring-like volume at NCCL's
+      // 0.75 efficiency.
+      out.eta = ceil_div(s.P, nch * cmax);
+      x[2] = std::ceil(std::log2(s.n)) * sc.g;
+      x[4] = (s.n - 1) / s.n * s.P / (s.Bo * 0.75);
+      x[5] = reduces ? (s.n - 1) / s.n * s.P / 1e3 : 0;
+      break;
+    }
+    default: break;
+  }
+  out.chunk_bytes = static_cast<uint64_t>(std::ceil(s.P / (static_cast<double>(out.eta) * nch)));
+  return out;
+}
+
+NcclTerms nccl_p2p_terms(const NcclHardware& hw, uint64_t bytes, bool same_node) {
+  NcclTerms out;
+  out.algorithm = Algorithm::Direct;
+  out.channels = 1;
+  if (bytes == 0) return out;
+  const double P = static_cast<double>(bytes);
+  out.x[0] = 1;
+  if (same_node) {
+    out.x[1] = 1;
+    out.x[3] = P / (hw.intra_GBps * 1e3);
+  } else {
+    out.x[2] = 1;
+    out.x[4] = P / (hw.nic_GBps * 1e3);
+  }
+  out.chunk_bytes = same_node ? 524288 : 131072;  // NCCL_P2P_NVL_CHUNKSIZE / NCCL_P2P_NET_CHUNKSIZE
+  out.eta = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(P / static_cast<double>(out.chunk_bytes))));
+  return out;
+}
+
+namespace {
+
+int64_t to_ns(double us) { return std::max<int64_t>(1, std::llround(us * 1e3)); }
+
+class NcclModel final : public CollectiveModel {
+ public:
+  NcclModel(const spec::ClusterSpec& c, const NcclProfile& profile, const NcclParams& params)
+      : hw_(nccl_hardware(c, profile.channels)), params_(params) {}
+
+  int64_t collective_ns(CollType coll, uint64_t bytes, const GroupGeometry& g) const override {
+    return estimate(coll, bytes, g, Algorithm::Auto).ns;
+  }
+
+  int64_t p2p_ns(uint64_t bytes, bool same_node) const override {
+    if (bytes == 0) return 0;
+    return to_ns(time_us(nccl_p2p_terms(hw_, bytes, same_node), params_));
+  }
+
+  CollectiveEstimate estimate(CollType coll, uint64_t bytes, const GroupGeometry& g, Algorithm algo) const override {
+    const NcclTerms t = nccl_terms(hw_, coll, bytes, g, algo);
+    if (normalized(g).ranks <= 1 || bytes == 0) return {0, t.algorithm, t.protocol, t.channels};
+    return {to_ns(time_us(t, params_)), t.algorithm, t.protocol, t.channels};
+  }
+
+ private:
+  NcclHardware hw_;
+  NcclParams params_;
+};
+
+}  // namespace
+
+std::unique_ptr<CollectiveModel> make_nccl_model(const spec::ClusterSpec& cluster, const NcclProfile& profile,
+                                                 const NcclParams& params) {
+  return std::make_unique<NcclModel>(cluster, profile, params);
+}
+
+std::unique_ptr<CollectiveModel> make_nccl_model(const spec::ClusterSpec& cluster) {
+  const NcclProfile& p = NcclProfiles::builtin().find(cluster.gpu);
+  return make_nccl_model(cluster, p, p.params);
+}
+
+}  // namespace stepsim::cost

@@ -1,0 +1,41 @@
+#pragma once
+// Parameters of the white-box NCCL model (Echo §5.3, eq. 1-5) and the per-GPU profiles that hold their defaults
+// (data/nccl.yaml). `stepsim calibrate comm` fits the same six numbers from measurements.
+#include <string>
+#include <vector>
+
+namespace stepsim::cost {
+
+// theta of time_us = alpha*x0 + beta*x1 + gamma*x2 + x3/intra_efficiency + x4/inter_efficiency + x5/reduce_GBps
+// (NcclTerms in nccl_model.hpp gives the x).
+struct NcclParams {
+  double alpha_us = 10;           // connection setup and launch, once per call (Ring/Simple; scaled per algo/proto)
+  double beta_us = 3.4;           // fixed cost of one intra-node chunk step (NVLink/PCIe hop)
+  double gamma_us = 14;           // fixed cost of one inter-node chunk step (NIC hop)
+  double intra_efficiency = 0.8;  // achieved share of the nominal intra-node bandwidth per GPU
+  double inter_efficiency = 0.8;  // achieved share of the nominal NIC bandwidth
+  double reduce_GBps = 400;       // throughput of the reduction (delta = 1 / reduce_GBps)
+};
+
+struct NcclProfile {
+  std::string name;               // e.g. "hopper-nvswitch"
+  std::vector<std::string> gpus;  // GPU catalog names this profile serves
+  int channels = 16;              // ring/tree channels NCCL builds on such a node
+  NcclParams params;
+  std::string source;             // where the defaults come from
+};
+
+class NcclProfiles {
+ public:
+  // Loads data/nccl.yaml-style files; InputError naming the file and key on bad data.
+  static NcclProfiles load(const std::string& path);
+  static const NcclProfiles& builtin();
+  // The profile for a GPU catalog name; InputError listing the GPUs that have one.
+  const NcclProfile& find(const std::string& gpu) const;
+  const std::vector<NcclProfile>& profiles() const { return profiles_; }
+
+ private:
+  std::vector<NcclProfile> profiles_;
+};
+
+}  // namespace stepsim::cost

@@ -1,0 +1,123 @@
+// NCCL's tuning model against a real TUNING table (NCCL 2.29.7, shared/data/real/nccl-logs/
+// eunomia-bpf-nccl-ebpf-default-suboptimal-search.log: 2 ranks on 2 "nodes" joined by NET, one rank per node) and
+// against closed forms of shared/data/nccl_model_facts.md §5.
+#include <gtest/gtest.h>
+
+#include "stepsim/cost/nccl_tuner.hpp"
+
+namespace stepsim::cost {
+namespace {
+
+using workload::CollType;
+
+TunerTopology two_rank_net() {
+  TunerTopology t;
+  t.ranks = 2;
+  t.nodes = 2;
+  t.ranks_per_node = 1;
+  t.cc = CompCap::Blackwell;
+  t.nvlink_intra = false;
+  t.ll128 = true;  // the log prints LL128 latencies even where LL128 has no bandwidth
+  t.channels = 2;
+  t.bw_intra = 1.2;  // nChannels x bw = 2.4 GB/s, the ring Simple busBw the table implies
+  t.bw_inter = 1.2;
+  return t;
+}
+
+TEST(NcclTuner, LatenciesMatchTheRealTuningTable) {
+  const TunerTopology t = two_rank_net();
+  struct Cell {
+    CollType c;
+    Algorithm a;
+    Protocol p;
+    double lat;
+  };
+  // Values copied from the log's "lat/bw" cells.
+  const Cell cells[] = {
+      {CollType::AllReduce, Algorithm::Ring, Protocol::LL, 16.6},
+      {CollType::AllReduce, Algorithm::Ring, Protocol::LL128, 31.0},
+      {CollType::AllReduce, Algorithm::Ring, Protocol::Simple, 36.4},
+      {CollType::AllReduce, Algorithm::Tree, Protocol::LL, 16.8},
+      {CollType::AllReduce, Algorithm::Tree, Protocol::LL128, 31.0},
+      {CollType::AllReduce, Algorithm::Tree, Protocol::Simple, 36.4},
+      {CollType::AllGather, Algorithm::Ring, Protocol::LL, 11.6},
+      {CollType::AllGather, Algorithm::Ring, Protocol::LL128, 22.5},
+      {CollType::AllGather, Algorithm::Ring, Protocol::Simple, 22.4},
+      {CollType::ReduceScatter, Algorithm::Ring, Protocol::Simple, 22.4},
+      {CollType::Broadcast, Algorithm::Ring, Protocol::LL, 9.3},
+      {CollType::Broadcast, Algorithm::Ring, Protocol::LL128, 18.0},
+      {CollType::Broadcast, Algorithm::Ring, Protocol::Simple, 22.4},
+      {CollType::Reduce, Algorithm::Ring, Protocol::Simple, 22.4},
+      {CollType::AllGather, Algorithm::Pat, Protocol::Simple, 17.6},
+  };
+  for (const Cell& c : cells) {
+    EXPECT_NEAR(tuner_cell(c.c, c.a, c.p, t).latency_us, c.lat, 0.05)
+        << workload::name_of(c.c) << " " << name_of(c.a) << "/" << name_of(c.p);
+  }
+}
+
+TEST(NcclTuner, RingBandwidthsMatchTheRealTuningTable) {
+  const TunerTopology t = two_rank_net();
+  // Ring algBw = busBw * n / nsteps: all-reduce 2.4 * 2/2, all-gather 2.4 * 2/1, broadcast 2.4 * 2/2; LL halves.
+  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 2.4, 1e-9);
+  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::LL, t).algbw_GBps, 1.2, 1e-9);
+  EXPECT_NEAR(tuner_cell(CollType::AllGather, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 4.8, 1e-9);
+  EXPECT_NEAR(tuner_cell(CollType::AllGather, Algorithm::Ring, Protocol::LL, t).algbw_GBps, 2.4, 1e-9);
+  EXPECT_NEAR(tuner_cell(CollType::Broadcast, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 2.4, 1e-9);
+  // Without NVLink NCCL disables LL128: no bandwidth, never chosen.
+  TunerTopology pcie = t;
+  pcie.ll128 = false;
+  EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::LL128, pcie).algbw_GBps, 0.0);
+}
+
+TEST(NcclTuner, RingLatencyClosedFormAcrossNodes) {
+  // 4 nodes x 8 NVLink GPUs, Ring/Simple all-reduce: nsteps 62 of which 2(4-1) = 6 cross nodes;
+  // intraLat = max(3.4, netOverhead 1.0 x 3) = 3.4, interLat = 14: 8.4 + 56 x 3.4 + 6 x 14 = 282.8 us.
+  TunerTopology t;
+  t.ranks = 32;
+  t.nodes = 4;
+  t.ranks_per_node = 8;
+  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).latency_us, 282.8, 1e-9);
+  // Tree: 8.4 + 2 x (7 x 4.0 + log2(4) x 14) = 120.4 us.
+  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Tree, Protocol::Simple, t).latency_us, 120.4, 1e-9);
+  // One node of 8: Ring/LL 6.6 + 14 x 0.6 = 15.0 us.
+  t.ranks = 8;
+  t.nodes = 1;
+  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::LL, t).latency_us, 15.0, 1e-9);
+}
+
+TEST(NcclTuner, ChoosesLowLatencyProtocolsForSmallAndSimpleForLargeMessages) {
+  TunerTopology t;
+  t.ranks = 8;
+  t.nodes = 1;
+  t.ranks_per_node = 8;
+  t.cc = CompCap::Ampere;
+  t.bw_intra = 240.0 / 16;
+  t.bw_inter = 0;
+  const TunerChoice small = tuner_choose(CollType::AllReduce, 4096, t);
+  EXPECT_EQ(small.protocol, Protocol::LL);
+  EXPECT_LT(small.channels, t.channels);  // few bytes per thread: fewer channels
+  const TunerChoice large = tuner_choose(CollType::AllReduce, 1ull << 30, t);
+  EXPECT_EQ(large.algorithm, Algorithm::Ring);
+  EXPECT_EQ(large.protocol, Protocol::Simple);
+  EXPECT_EQ(large.channels, t.channels);
+}
+
+TEST(NcclTuner, NvlsOnlyOnHopperNvswitchNodes) {
+  TunerTopology t;
+  t.ranks = 8;
+  t.nodes = 1;
+  t.ranks_per_node = 8;
+  t.nvls = true;
+  EXPECT_GT(tuner_cell(CollType::AllReduce, Algorithm::Nvls, Protocol::Simple, t).algbw_GBps, 0);
+  EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::Nvls, Protocol::LL, t).algbw_GBps, 0);  // Simple only
+  t.nvls = false;
+  EXPECT_THROW(tuner_choose(CollType::AllReduce, 1 << 20, t, Algorithm::Nvls), std::exception);
+  // NVLS-tree needs more than one node; broadcast has only ring.
+  t.nvls = true;
+  EXPECT_THROW(tuner_choose(CollType::AllReduce, 1 << 20, t, Algorithm::NvlsTree), std::exception);
+  EXPECT_THROW(tuner_choose(CollType::Broadcast, 1 << 20, t, Algorithm::Tree), std::exception);
+}
+
+}  // namespace
+}  // namespace stepsim::cost
