@@ -1,0 +1,145 @@
+// White-box NCCL model: the terms of Echo eq. 2-5 for hand-computed cases (NCCL chunk sizes from
+// shared/data/nccl_model_facts.md §6), and the model inside a simulated step.
+#include <gtest/gtest.h>
+
+#include "stepsim/cost/nccl_model.hpp"
+#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/sim/simulation.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "test_util.hpp"
+
+namespace stepsim::cost {
+namespace {
+
+using workload::CollType;
+
+spec::ClusterSpec cluster(const std::string& gpu, double nvlink_GBps, double nic_GBps) {
+  spec::ClusterSpec c;
+  c.gpu = gpu;
+  c.num_gpus = 64;
+  c.intra_node.bandwidth_GBps = nvlink_GBps;
+  c.inter_node.bandwidth_GBps = nic_GBps;
+  return c;
+}
+
+TEST(NcclModel, RingAllReduceTermsOnOneNode) {
+  const NcclHardware hw = nccl_hardware(cluster("A100-80GB", 300, 25), 16);
+  const uint64_t P = 1ull << 30;
+  const NcclTerms t = nccl_terms(hw, CollType::AllReduce, P, {8, 1, 8}, Algorithm::Ring);
+  ASSERT_EQ(t.protocol, Protocol::Simple);
+  // eta = ceil(P / (16 channels x 8 ranks x 2 MiB chunk)) = 4 rounds of 2(8-1) = 14 steps.
+  EXPECT_EQ(t.eta, 4);
+  EXPECT_DOUBLE_EQ(t.x[0], 1.0);       // Ring/Simple is the reference of alpha
+  EXPECT_DOUBLE_EQ(t.x[1], 4.0 * 14);  // beta per step
+  EXPECT_DOUBLE_EQ(t.x[2], 0.0);       // no NIC on one node
+  EXPECT_NEAR(t.x[3], 14.0 / 8 * P / 300e3, 1e-6);  // each link carries 2(n-1)/n of the buffer
+  EXPECT_DOUBLE_EQ(t.x[4], 0.0);
+  EXPECT_NEAR(t.x[5], 7.0 / 8 * P / 1e3, 1e-6);     // (n-1)/n of the buffer is reduced per rank
+  EXPECT_EQ(t.chunk_bytes, P / 4 / 16);
+}
+
+TEST(NcclModel, RoundsStepUpAtTheChunkBoundary) {
+  const NcclHardware hw = nccl_hardware(cluster("A100-80GB", 300, 25), 16);
+  const uint64_t one_round = 16ull * 8 * 2 * 1024 * 1024;  // channels x ranks x chunk
+  EXPECT_EQ(nccl_terms(hw, CollType::AllReduce, one_round, {8, 1, 8}, Algorithm::Ring).eta, 1);
+  EXPECT_EQ(nccl_terms(hw, CollType::AllReduce, one_round + 1, {8, 1, 8}, Algorithm::Ring).eta, 2);
+  // all-gather: n-1 steps per round, nothing reduced
+  const NcclTerms ag = nccl_terms(hw, CollType::AllGather, one_round, {8, 1, 8}, Algorithm::Ring);
+  EXPECT_DOUBLE_EQ(ag.x[1], 7.0);
+  EXPECT_DOUBLE_EQ(ag.x[5], 0.0);
+}
+
+TEST(NcclModel, MultiNodeRingIsPacedByTheNics) {
+  // 4 nodes x 8 H100, 450 GB/s NVLink, 50 GB/s NIC per GPU: a node pushes 8 x 50 = 400 GB/s < 450 through its
+  // NICs, so the inter-node hop is the bottleneck: gamma per step and the bytes over the node's NICs.
+  const NcclHardware hw = nccl_hardware(cluster("H100-SXM", 450, 50), 16);
+  const uint64_t P = 256ull << 20;
+  const NcclTerms t = nccl_terms(hw, CollType::AllReduce, P, {32, 4, 8}, Algorithm::Ring);
+  EXPECT_EQ(t.x[1], 0.0);
+  EXPECT_GT(t.x[2], 0.0);
+  const double eff = t.protocol == Protocol::Simple ? 1.0 : t.protocol == Protocol::LL128 ? 0.92 : 0.5;
+  EXPECT_NEAR(t.x[4], 62.0 / 32 * P / (400e3 * eff), 1e-6);
+}
+
+TEST(NcclModel, TreeDepthIsAChainInsideAndTwoLog2NodesAcross) {
+  const NcclHardware hw = nccl_hardware(cluster("H100-SXM", 450, 50), 16);
+  // 128 ranks on 16 nodes of 8: the first chunk crosses 2 x (8-1) = 14 NVLink hops and 2 x log2(16) = 8 NIC hops;
+  // the other eta-1 chunks follow at the NIC's pace (8 x 50 GB/s < 450 GB/s). Each hop costs beta (gamma) scaled by
+  // NCCL's Tree latency for the protocol relative to the Ring/Simple reference (3.4 us NVLink, 14 us NET).
+  for (uint64_t bytes : {1ull << 20, 64ull << 20}) {
+    const NcclTerms t = nccl_terms(hw, CollType::AllReduce, bytes, {128, 16, 8}, Algorithm::Tree);
+    const double sb = nccl_hw_latency_us(HwLink::NvLink, Algorithm::Tree, t.protocol) / 3.4;
+    const double sg = nccl_hw_latency_us(HwLink::Net, Algorithm::Tree, t.protocol) / 14.0;
+    EXPECT_NEAR(t.x[1], 14 * sb, 1e-9) << bytes;
+    EXPECT_NEAR(t.x[2], (8 + static_cast<double>(t.eta - 1)) * sg, 1e-9) << bytes;
+    EXPECT_NEAR(t.x[5], static_cast<double>(bytes) / 1e3, 1e-9);  // the whole buffer is reduced on the way up
+  }
+}
+
+TEST(NcclModel, AllToAllPaysTheSlowerOfNvlinkAndNic) {
+  const NcclHardware hw = nccl_hardware(cluster("H100-SXM", 450, 50), 16);
+  const uint64_t P = 64ull << 20;
+  // 16 ranks over 2 nodes: 7/16 of the buffer over NVLink (7/16 P / 450 GB/s) and 8/16 over the NIC
+  // (8/16 P / 50 GB/s): the NIC side is slower.
+  const NcclTerms t = nccl_terms(hw, CollType::AllToAll, P, {16, 2, 8});
+  EXPECT_EQ(t.algorithm, Algorithm::Direct);
+  EXPECT_DOUBLE_EQ(t.x[3], 0.0);
+  EXPECT_NEAR(t.x[4], 8.0 / 16 * P / 50e3, 1e-6);
+  EXPECT_THROW(nccl_terms(hw, CollType::AllToAll, P, {16, 2, 8}, Algorithm::Ring), InputError);
+}
+
+TEST(NcclModel, NothingToDoCostsNothing) {
+  const auto m = make_nccl_model(cluster("H100-SXM", 450, 50));
+  EXPECT_EQ(m->collective_ns(CollType::AllReduce, 0, {8, 1, 8}), 0);
+  EXPECT_EQ(m->collective_ns(CollType::AllReduce, 1 << 20, {1, 1, 1}), 0);
+  EXPECT_EQ(m->p2p_ns(0, true), 0);
+}
+
+TEST(NcclModel, TimeGrowsWithSizeAndShrinksWithBandwidth) {
+  const auto slow = make_nccl_model(cluster("H100-SXM", 450, 25));
+  const auto fast = make_nccl_model(cluster("H100-SXM", 450, 50));
+  int64_t prev = 0;
+  for (uint64_t s = 1 << 20; s <= (1ull << 30); s *= 2) {
+    const int64_t t = fast->collective_ns(CollType::AllReduce, s, {64, 8, 8});
+    EXPECT_GE(t, prev) << s;
+    prev = t;
+    EXPECT_GT(slow->collective_ns(CollType::AllReduce, s, {64, 8, 8}), t) << s;
+  }
+}
+
+TEST(NcclModel, NvlsOnHopperNodesOnly) {
+  const auto h100 = make_nccl_model(cluster("H100-SXM", 450, 50));
+  EXPECT_EQ(h100->estimate(CollType::AllReduce, 1ull << 30, {8, 1, 8}, Algorithm::Nvls).algorithm, Algorithm::Nvls);
+  const auto a100 = make_nccl_model(cluster("A100-80GB", 300, 25));
+  EXPECT_THROW(a100->estimate(CollType::AllReduce, 1ull << 30, {8, 1, 8}, Algorithm::Nvls), InputError);
+}
+
+TEST(NcclModel, RunsAWholeStep) {
+  auto job = test::job_from_yaml(test::small_gpt_yaml(2, 2, 4, 32) + "simulation: {comm_model: nccl}\n");
+  const auto nccl = sim::run_simulation(job, {0});
+  job.simulation.comm_model = spec::CommModel::AlphaBeta;
+  const auto ab = sim::run_simulation(job, {0});
+  EXPECT_GT(nccl.result.step_ns, 0);
+  // Same compute, different communication: the steps differ, but not by more than the communication could.
+  EXPECT_NE(nccl.result.step_ns, ab.result.step_ns);
+  EXPECT_LT(std::abs(nccl.result.step_ns - ab.result.step_ns), ab.result.step_ns);
+}
+
+TEST(NcclModel, ProfilesCoverTheCatalogAndRefuseBadData) {
+  for (const auto& g : hw::GpuCatalog::builtin().gpus()) {
+    EXPECT_NO_THROW(NcclProfiles::builtin().find(g.name)) << g.name;
+  }
+  const std::string bad = test::write_temp("nccl_bad.yaml",
+                                           "profiles:\n  - {name: x, gpus: [H100-SXM], channels: 16, alpha_us: 1,"
+                                           " beta_us: 1, gamma_us: 1, intra_efficiency: 3, inter_efficiency: 0.9,"
+                                           " reduce_GBps: 1, source: s}\n");
+  try {
+    NcclProfiles::load(bad);
+    FAIL() << "accepted an efficiency above 1";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("intra_efficiency"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace stepsim::cost
