@@ -131,7 +131,7 @@ TEST(NcclModel, ProfilesCoverTheCatalogAndRefuseBadData) {
   }
   const std::string bad = test::write_temp("nccl_bad.yaml",
                                            "profiles:\n  - {name: x, gpus: [H100-SXM], channels: 16, alpha_us: 1,"
-                                           " beta_us: 1, gamma_us: 1, intra_efficiency: 3, inter_efficiency: 0.9,"
+                                           " beta_us: 1, gamma_us: 1, intra_efficiency: 3.0, inter_efficiency: 0.9,"
                                            " reduce_GBps: 1, source: s}\n");
   try {
     NcclProfiles::load(bad);
@@ -139,6 +139,36 @@ TEST(NcclModel, ProfilesCoverTheCatalogAndRefuseBadData) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("intra_efficiency"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace stepsim::cost
+
+namespace stepsim::cost {
+namespace {
+
+TEST(NcclParamTable, PicksTheNodeClassAndInterpolatesChunkBands) {
+  NcclParams d;
+  d.alpha_us = 1;
+  NcclParamTable table(d);
+  EXPECT_EQ(table.lookup(4, 1 << 20).alpha_us, 1);  // nothing calibrated: defaults
+  NcclParams one_node, four_lo, four_hi;
+  one_node.alpha_us = 10;
+  four_lo.alpha_us = 20;
+  four_lo.intra_efficiency = 0.5;
+  four_hi.alpha_us = 40;
+  four_hi.intra_efficiency = 1.0;
+  table.add({1, 0, one_node});
+  table.add({4, 65536, four_lo});
+  table.add({4, 1 << 20, four_hi});
+  EXPECT_EQ(table.lookup(1, 1 << 20).alpha_us, 10);  // exact node class, all-sizes row
+  EXPECT_EQ(table.lookup(2, 1 << 20).alpha_us, 10);  // largest calibrated node count <= 2 is 1
+  EXPECT_EQ(table.lookup(64, 1 << 20).alpha_us, 40);  // 4 nodes serve bigger groups
+  EXPECT_EQ(table.lookup(64, 1024).alpha_us, 20);     // clamped below the smallest band
+  // 256 KiB is halfway between 64 KiB and 1 MiB in log2: alpha halfway, 1/efficiency halfway (1/0.75 x 1.5...).
+  const NcclParams mid = table.lookup(4, 262144);
+  EXPECT_DOUBLE_EQ(mid.alpha_us, 30);
+  EXPECT_DOUBLE_EQ(1.0 / mid.intra_efficiency, (2.0 + 1.0) / 2);
 }
 
 }  // namespace

@@ -268,8 +268,8 @@ int64_t to_ns(double us) { return std::max<int64_t>(1, std::llround(us * 1e3)); 
 
 class NcclModel final : public CollectiveModel {
  public:
-  NcclModel(const spec::ClusterSpec& c, const NcclProfile& profile, const NcclParams& params)
-      : hw_(nccl_hardware(c, profile.channels)), params_(params) {}
+  NcclModel(const spec::ClusterSpec& c, const NcclProfile& profile, NcclParamTable table)
+      : hw_(nccl_hardware(c, profile.channels)), table_(std::move(table)) {}
 
   int64_t collective_ns(CollType coll, uint64_t bytes, const GroupGeometry& g) const override {
     return estimate(coll, bytes, g, Algorithm::Auto).ns;
@@ -277,30 +277,35 @@ class NcclModel final : public CollectiveModel {
 
   int64_t p2p_ns(uint64_t bytes, bool same_node) const override {
     if (bytes == 0) return 0;
-    return to_ns(time_us(nccl_p2p_terms(hw_, bytes, same_node), params_));
+    const NcclTerms t = nccl_p2p_terms(hw_, bytes, same_node);
+    return to_ns(time_us(t, table_.lookup(same_node ? 1 : 2, t.chunk_bytes)));
   }
 
-  CollectiveEstimate estimate(CollType coll, uint64_t bytes, const GroupGeometry& g, Algorithm algo) const override {
-    const NcclTerms t = nccl_terms(hw_, coll, bytes, g, algo);
-    if (normalized(g).ranks <= 1 || bytes == 0) return {0, t.algorithm, t.protocol, t.channels};
-    return {to_ns(time_us(t, params_)), t.algorithm, t.protocol, t.channels};
+  CollectiveEstimate estimate(CollType coll, uint64_t bytes, const GroupGeometry& geometry,
+                              Algorithm algo) const override {
+    const NcclTerms t = nccl_terms(hw_, coll, bytes, geometry, algo);
+    const GroupGeometry g = normalized(geometry);
+    if (g.ranks <= 1 || bytes == 0) return {0, t.algorithm, t.protocol, t.channels};
+    return {to_ns(time_us(t, table_.lookup(g.nodes, t.chunk_bytes))), t.algorithm, t.protocol, t.channels};
   }
 
  private:
   NcclHardware hw_;
-  NcclParams params_;
+  NcclParamTable table_;
 };
 
 }  // namespace
 
 std::unique_ptr<CollectiveModel> make_nccl_model(const spec::ClusterSpec& cluster, const NcclProfile& profile,
-                                                 const NcclParams& params) {
-  return std::make_unique<NcclModel>(cluster, profile, params);
+                                                 NcclParamTable table) {
+  return std::make_unique<NcclModel>(cluster, profile, std::move(table));
 }
 
 std::unique_ptr<CollectiveModel> make_nccl_model(const spec::ClusterSpec& cluster) {
   const NcclProfile& p = NcclProfiles::builtin().find(cluster.gpu);
-  return make_nccl_model(cluster, p, p.params);
+  NcclParamTable table(p.params);
+  for (const auto& row : p.bands) table.add(row);
+  return make_nccl_model(cluster, p, std::move(table));
 }
 
 }  // namespace stepsim::cost

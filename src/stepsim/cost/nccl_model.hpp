@@ -42,10 +42,10 @@ NcclTerms nccl_terms(const NcclHardware& hw, workload::CollType coll, uint64_t b
 // Terms of one send/recv (NCCL's P2P path: one chunked flow over NVLink/PCIe or the NIC).
 NcclTerms nccl_p2p_terms(const NcclHardware& hw, uint64_t bytes, bool same_node);
 
-// The model with fixed parameters (profile defaults or a calibration).
+// The model with the given parameters (profile defaults, calibrations).
 std::unique_ptr<CollectiveModel> make_nccl_model(const spec::ClusterSpec& cluster, const NcclProfile& profile,
-                                                 const NcclParams& params);
-// The model for a cluster with its GPU's profile defaults from data/nccl.yaml.
+                                                 NcclParamTable table);
+// The model for a cluster with its GPU's profile from data/nccl.yaml (defaults and shipped bands).
 std::unique_ptr<CollectiveModel> make_nccl_model(const spec::ClusterSpec& cluster);
 
 }  // namespace stepsim::cost

@@ -17,11 +17,36 @@ struct NcclParams {
   double reduce_GBps = 400;       // throughput of the reduction (delta = 1 / reduce_GBps)
 };
 
+// Parameters measured for groups spanning `nodes` nodes; chunk_bytes > 0 marks a fit over calls of about that
+// chunk size (Echo §5.3 profiles alpha..delta per chunk size), 0 a fit over all sizes.
+struct NcclParamRow {
+  int nodes = 1;
+  uint64_t chunk_bytes = 0;
+  NcclParams params;
+};
+
+// Which parameters a call uses: among the rows of the largest node count <= the group's (else the smallest node
+// count; Echo: they are stable past a few nodes on a Clos fabric), the per-chunk rows interpolated in log(chunk)
+// (clamped at the ends), else that node count's all-sizes row, else the profile defaults.
+class NcclParamTable {
+ public:
+  explicit NcclParamTable(NcclParams defaults = {}) : defaults_(defaults) {}
+  void add(const NcclParamRow& row);
+  NcclParams lookup(int nodes, uint64_t chunk_bytes) const;
+  bool empty() const { return rows_.empty(); }
+  const std::vector<NcclParamRow>& rows() const { return rows_; }
+
+ private:
+  NcclParams defaults_;
+  std::vector<NcclParamRow> rows_;  // sorted by (nodes, chunk_bytes)
+};
+
 struct NcclProfile {
   std::string name;               // e.g. "hopper-nvswitch"
   std::vector<std::string> gpus;  // GPU catalog names this profile serves
   int channels = 16;              // ring/tree channels NCCL builds on such a node
   NcclParams params;
+  std::vector<NcclParamRow> bands;  // optional per-node-count / per-chunk fits shipped with the profile
   std::string source;             // where the defaults come from
 };
 

@@ -9,6 +9,22 @@
 #include "stepsim/spec/yaml_reader.hpp"
 
 namespace stepsim::cost {
+namespace {
+
+// The six parameters; absent keys keep `base` (a band inherits its profile's values).
+NcclParams read_params(spec::StrictSection& s, const NcclParams& base) {
+  NcclParams p;
+  p.alpha_us = s.get_double("alpha_us", base.alpha_us, 0, 1e6);
+  p.beta_us = s.get_double("beta_us", base.beta_us, 0, 1e6);
+  p.gamma_us = s.get_double("gamma_us", base.gamma_us, 0, 1e6);
+  // Above 1 would mean faster than the link; calibrations may find up to 1.5 where the nominal rate is low.
+  p.intra_efficiency = s.get_double("intra_efficiency", base.intra_efficiency, 1e-3, 1.5);
+  p.inter_efficiency = s.get_double("inter_efficiency", base.inter_efficiency, 1e-3, 1.5);
+  p.reduce_GBps = s.get_double("reduce_GBps", base.reduce_GBps, 1e-3, 1e6);
+  return p;
+}
+
+}  // namespace
 
 NcclProfiles NcclProfiles::load(const std::string& path) {
   const YAML::Node root = spec::parse_yaml(spec::read_text_file(path, "NCCL profile file"), path);
@@ -31,14 +47,22 @@ NcclProfiles NcclProfiles::load(const std::string& path) {
       p.gpus.push_back(name);
     }
     p.channels = static_cast<int>(s.require_int("channels", 1, 64));
-    p.params.alpha_us = s.get_double("alpha_us", -1, 0, 1e6);
-    p.params.beta_us = s.get_double("beta_us", -1, 0, 1e6);
-    p.params.gamma_us = s.get_double("gamma_us", -1, 0, 1e6);
-    p.params.intra_efficiency = s.get_double("intra_efficiency", -1, 1e-3, 1.0);
-    p.params.inter_efficiency = s.get_double("inter_efficiency", -1, 1e-3, 1.0);
-    p.params.reduce_GBps = s.get_double("reduce_GBps", -1, 1e-3, 1e6);
     for (const char* k : {"alpha_us", "beta_us", "gamma_us", "intra_efficiency", "inter_efficiency", "reduce_GBps"}) {
       if (!s.has(k)) s.fail(k, "is required");
+    }
+    p.params = read_params(s, NcclParams{});
+    const YAML::Node bands = s.child("bands");
+    if (bands && !bands.IsNull()) {
+      if (!bands.IsSequence()) s.fail("bands", "must be a list of {nodes, chunk_bytes, alpha_us, ...}");
+      for (size_t b = 0; b < bands.size(); ++b) {
+        spec::StrictSection bs(bands[b], s.key_path("bands") + "[" + std::to_string(b) + "]", path);
+        NcclParamRow row;
+        row.nodes = static_cast<int>(bs.require_int("nodes", 1, 1 << 20));
+        row.chunk_bytes = static_cast<uint64_t>(bs.require_int("chunk_bytes", 0, int64_t{1} << 40));
+        row.params = read_params(bs, p.params);
+        bs.finish();
+        p.bands.push_back(row);
+      }
     }
     p.source = s.get_string("source", "");
     if (p.source.empty()) s.fail("source", "is required: say where the numbers come from");
