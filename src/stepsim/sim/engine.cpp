@@ -1,5 +1,6 @@
 #include "stepsim/sim/engine.hpp"
 
+#include "stepsim/sim/contended_network.hpp"
 #include "stepsim/sim/event_queue.hpp"
 
 #include <algorithm>
@@ -62,6 +63,14 @@ struct CollectiveDone {
 constexpr int kCollectiveDone = 7;  // queue "stream" tag of a CollectiveDone entry (streams are 0..6)
 static_assert(kNumStreams <= kCollectiveDone);
 
+// A matched send/recv carried by a ContendedNetwork, waiting for its completion.
+struct PendingTransfer {
+  int src, dst;
+  int64_t begin;
+  uint64_t bytes;
+};
+constexpr uint64_t kTransferTag = 1ull << 63;  // network tags: collective slot, or this bit | transfer slot
+
 struct PendingCollective {
   uint32_t arrived = 0;
   int64_t last_arrival = 0;
@@ -84,7 +93,7 @@ struct CollKeyHash {
 class Engine {
  public:
   Engine(const workload::Workload& w, const cost::CollectiveModel& comm, const EngineOptions& opt)
-      : w_(w), layout_(w.layout), comm_(comm) {
+      : w_(w), layout_(w.layout), comm_(comm), network_(opt.network) {
     const int n = layout_.world();
     if (n > (1 << EventQueue::kRankBits)) throw std::runtime_error("engine: more ranks than the event queue holds");
     ranks_.resize(n);
@@ -118,7 +127,14 @@ class Engine {
     const int n = layout_.world();
     for (int r = 0; r < n; ++r) try_start_all(r, 0);
     // Each event: "the op in flight on (rank, stream) ends at t", or a collective ending on all members.
-    while (!queue_.empty()) {
+    while (true) {
+      const int64_t tn = network_ ? network_->next_event_ns() : INT64_MAX;
+      if (queue_.empty() && tn == INT64_MAX) break;
+      // Ties go to the queue first: ops ending at t free their streams before the network's completions at t.
+      if (tn != INT64_MAX && (queue_.empty() || tn < queue_.top_time())) {
+        network_done(tn);
+        continue;
+      }
       const EventQueue::Entry e = queue_.pop();
       const int stream = EventQueue::stream_of(e);
       if (stream == kCollectiveDone) {
@@ -213,7 +229,6 @@ class Engine {
     const int size = layout_.group_size(op.group);
     if (static_cast<int>(pc.arrived) < size) return;
     const int64_t begin = pc.last_arrival;
-    const int64_t end = begin + collective_ns(op, g, gid);
     pc = PendingCollective{};
     // One queue entry for the whole group (members end together): fewer heap operations.
     uint32_t slot;
@@ -225,7 +240,29 @@ class Engine {
       done_.emplace_back();
     }
     done_[slot] = CollectiveDone{op.group, static_cast<uint8_t>(stream), gid, begin};
-    queue_.push(end, static_cast<int>(slot), kCollectiveDone);
+    if (network_) {
+      members_.resize(size);
+      for (int i = 0; i < size; ++i) members_[i] = layout_.member(op.group, gid, i);
+      network_->start_collective(slot, op.coll, op.bytes, members_, begin);
+      return;
+    }
+    queue_.push(begin + collective_ns(op, g, gid), static_cast<int>(slot), kCollectiveDone);
+  }
+
+  // Completions the network reports at t: collectives end on all members, transfers on both sides.
+  void network_done(int64_t t) {
+    net_done_.clear();
+    network_->advance(t, net_done_);
+    for (uint64_t tag : net_done_) {
+      if (!(tag & kTransferTag)) {
+        finish_collective(static_cast<int>(tag), t);
+        continue;
+      }
+      const uint32_t slot = static_cast<uint32_t>(tag & ~kTransferTag);
+      const PendingTransfer tr = transfers_[slot];
+      free_transfers_.push_back(slot);
+      carried(tr.src, tr.dst, tr.bytes, tr.begin, t);
+    }
   }
 
   void finish_collective(int slot, int64_t t) {
@@ -279,9 +316,25 @@ class Engine {
                                std::to_string(dst));
     }
     const int64_t begin = std::max(ch.t, t);
-    const bool same_node = layout_.node_of(src) == layout_.node_of(dst);
-    const int64_t end = begin + std::max<int64_t>(0, comm_.p2p_ns(bytes, same_node));
     ch.pending = false;
+    if (network_) {
+      uint32_t slot;
+      if (!free_transfers_.empty()) {
+        slot = free_transfers_.back();
+        free_transfers_.pop_back();
+      } else {
+        slot = static_cast<uint32_t>(transfers_.size());
+        transfers_.emplace_back();
+      }
+      transfers_[slot] = PendingTransfer{src, dst, begin, bytes};
+      network_->start_p2p(kTransferTag | slot, src, dst, bytes, begin);
+      return;
+    }
+    const bool same_node = layout_.node_of(src) == layout_.node_of(dst);
+    carried(src, dst, bytes, begin, begin + std::max<int64_t>(0, comm_.p2p_ns(bytes, same_node)));
+  }
+
+  void carried(int src, int dst, uint64_t bytes, int64_t begin, int64_t end) {
     if (record_index_[src] >= 0 && record_index_[dst] >= 0) {
       result_.flows.push_back(Flow{src, dst, begin, end, bytes});
     }
@@ -325,6 +378,11 @@ class Engine {
   const workload::Workload& w_;
   const workload::RankLayout& layout_;
   const cost::CollectiveModel& comm_;
+  ContendedNetwork* network_;
+  std::vector<int> members_;
+  std::vector<uint64_t> net_done_;
+  std::vector<PendingTransfer> transfers_;
+  std::vector<uint32_t> free_transfers_;
   std::vector<RankState> ranks_;
   std::vector<const Program*> prog_;
   std::vector<double> slow_;

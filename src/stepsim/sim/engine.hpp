@@ -17,8 +17,13 @@
 
 namespace stepsim::sim {
 
+class ContendedNetwork;
+
 struct EngineOptions {
   std::vector<int> record_ranks;  // ranks whose op timeline and memory series are kept
+  // When set, collectives and send/recv are carried by this network (links shared between concurrent transfers)
+  // instead of being timed alone by the CollectiveModel.
+  ContendedNetwork* network = nullptr;
 };
 
 // Fills every compute op's duration_ns from the model (once per shared program).

@@ -30,6 +30,8 @@ class EventQueue {
     sift_up(heap_.size() - 1);
   }
 
+  int64_t top_time() const { return heap_.front().t; }
+
   // Removes the earliest event.
   Entry pop() {
     const Entry top = heap_.front();
