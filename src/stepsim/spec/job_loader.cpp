@@ -250,6 +250,8 @@ ClusterSpec read_cluster(StrictSection s) {
   for (const auto& [rank, factor] : s.get_int_double_map("slow_ranks", 0, (1 << 20) - 1, 1e-3, 1e6)) {
     c.slow_ranks[static_cast<int>(rank)] = factor;
   }
+  if (s.has("network")) c.network = read_network_spec(StrictSection(s.child("network"), s.key_path("network"), s.source()), c);
+  else s.mark("network");
   s.finish();
   return c;
 }

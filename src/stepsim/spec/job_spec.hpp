@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/spec/network_spec.hpp"
+
 namespace stepsim::spec {
 
 enum class Activation { Gelu, Swiglu };
@@ -111,6 +113,7 @@ struct ClusterSpec {
   LinkSpec intra_node{450.0, 1.0, ""};
   LinkSpec inter_node{50.0, 5.0, "fat-tree"};  // 400 Gb/s per GPU NIC = 50 GB/s
   std::map<int, double> slow_ranks;             // rank -> compute slow-down factor (>= 1 slows)
+  NetworkSpec network;                          // topology for the flow network model (docs/NETWORK.md)
 };
 
 struct SimulationSpec {

@@ -1,0 +1,97 @@
+// Router: shortest-hop routes with deterministic ECMP (hw/topology.hpp explains the search and cache).
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "stepsim/hw/topology.hpp"
+
+namespace stepsim::hw {
+namespace {
+
+uint64_t mix(uint64_t x) {  // splitmix64 finaliser: spreads nearby keys over all bits
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+Router::Router(const Topology& topology, size_t cache_bytes) : topo_(topology) {
+  const size_t per_search = static_cast<size_t>(topology.vertex_count()) * 2 * sizeof(int32_t) + 64;
+  max_searches_ = std::max<size_t>(1, cache_bytes / per_search);
+}
+
+Router::Search& Router::search_to(int dst, int src) {
+  ++clock_;
+  auto it = cache_.find(dst);
+  if (it == cache_.end()) {
+    if (cache_.size() >= max_searches_) {
+      // Evict the least recently used search (last_use values are unique, so the choice is deterministic).
+      auto oldest = cache_.begin();
+      for (auto i = cache_.begin(); i != cache_.end(); ++i)
+        if (i->second.last_use < oldest->second.last_use) oldest = i;
+      cache_.erase(oldest);
+    }
+    Search s;
+    s.dist.assign(topo_.vertex_count(), -1);
+    s.dist[dst] = 0;
+    s.queue.push_back(dst);
+    it = cache_.emplace(dst, std::move(s)).first;
+    ++searches_;
+  }
+  Search& s = it->second;
+  s.last_use = clock_;
+  // Expand level by level until the source is labelled: every vertex nearer than the source is then
+  // labelled, which is all the walk from the source needs.
+  while (s.dist[src] < 0 && s.head < s.queue.size()) {
+    const int32_t x = s.queue[s.head++];
+    for (int32_t l : topo_.in_links(x)) {
+      const int32_t y = topo_.link(l).from;
+      if (s.dist[y] < 0) {
+        s.dist[y] = s.dist[x] + 1;
+        s.queue.push_back(y);
+      }
+    }
+  }
+  if (s.dist[src] < 0)
+    throw std::runtime_error("network: no path from " + topo_.vertex_name(src) + " to " + topo_.vertex_name(dst));
+  return s;
+}
+
+void Router::route(int src, int dst, uint64_t salt, std::vector<int32_t>& links) {
+  if (src == dst) return;
+  const Search& s = search_to(dst, src);
+  const uint64_t key = mix(mix(mix(static_cast<uint64_t>(src)) ^ static_cast<uint64_t>(dst)) ^ salt);
+  int v = src;
+  while (v != dst) {
+    const int32_t want = s.dist[v] - 1;
+    int count = 0;
+    for (int32_t l : topo_.out_links(v)) count += s.dist[topo_.link(l).to] == want;
+    int pick = count > 1 ? static_cast<int>(mix(key ^ static_cast<uint64_t>(v)) % static_cast<uint64_t>(count)) : 0;
+    for (int32_t l : topo_.out_links(v)) {
+      if (s.dist[topo_.link(l).to] != want) continue;
+      if (pick-- == 0) {
+        links.push_back(l);
+        v = topo_.link(l).to;
+        break;
+      }
+    }
+  }
+}
+
+int Router::hops(int src, int dst) {
+  if (src == dst) return 0;
+  return search_to(dst, src).dist[src];
+}
+
+double Router::path_latency(int src, int dst, uint64_t salt) {
+  std::vector<int32_t> links;
+  route(src, dst, salt, links);
+  double t = 0;
+  for (int32_t l : links) t += topo_.link(l).latency;
+  return t;
+}
+
+}  // namespace stepsim::hw
