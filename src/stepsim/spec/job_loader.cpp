@@ -85,6 +85,13 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
 
 void resolve_includes(YAML::Node& root, const std::string& base_dir) {
   if (!root || !root.IsMap()) return;
+  // Like every path inside a job, the calibration store is relative to the job file.
+  if (YAML::Node sim = root["simulation"]; sim.IsMap() && sim["calibration_store"].IsScalar()) {
+    const std::string store = sim["calibration_store"].Scalar();
+    if (!store.empty() && store != "none" && fs::path(store).is_relative()) {
+      sim["calibration_store"] = (fs::path(base_dir) / store).lexically_normal().string();
+    }
+  }
   YAML::Node model = root["model"];
   if (model.IsMap() && model["hf_config"].IsDefined()) {
     const YAML::Node hf = model["hf_config"];
@@ -265,6 +272,8 @@ SimulationSpec read_simulation(StrictSection s) {
                                                {{"none", OverlapModel::None},
                                                 {"coefficients", OverlapModel::Coefficients},
                                                 {"xgboost", OverlapModel::XGBoost}});
+  sim.calibration_store = s.get_string("calibration_store", "");
+  sim.nccl_version = s.get_string("nccl_version", "");
   s.finish();
   return sim;
 }

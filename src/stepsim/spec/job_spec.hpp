@@ -119,6 +119,10 @@ struct ClusterSpec {
 struct SimulationSpec {
   CommModel comm_model = CommModel::AlphaBeta;
   OverlapModel overlap_model = OverlapModel::None;
+  // nccl model: calibrations from this SQLite store ("" = $STEPSIM_CALIBRATION_DB or the per-user default;
+  // "none" = profile defaults only), preferring rows measured with this NCCL version ("" = any).
+  std::string calibration_store;
+  std::string nccl_version;
 };
 
 struct JobSpec {
