@@ -21,9 +21,8 @@ namespace {
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMaxTime = kNever / 4;  // any finish beyond this (~73 years) is clamped
 
-// Nanoseconds rounded up, so nothing ends early; the tolerance (1e-6 ns + 1e-12 relative) only absorbs
-// floating-point noise such as 0.02 s * 1e9 = 20000000.000000004.
-int64_t ceil_ns(double ns) {
+// Nanoseconds (not seconds) rounded up as ceil_ns() documents.
+int64_t ns_up(double ns) {
   if (!(ns > 0)) return 0;
   if (ns >= static_cast<double>(kMaxTime)) return kMaxTime;
   return std::max<int64_t>(0, static_cast<int64_t>(std::ceil(ns - 1e-6 - ns * 1e-12)));
@@ -113,6 +112,8 @@ template <class T>
 using MinHeap = std::priority_queue<T, std::vector<T>, std::greater<T>>;
 
 }  // namespace
+
+int64_t ceil_ns(double seconds) { return ns_up(seconds * 1e9); }
 
 struct FlowNetwork::Impl {
   explicit Impl(const hw::Topology& t) : topo(t), router(t) {
@@ -392,7 +393,7 @@ struct FlowNetwork::Impl {
       }
     }
     Group& grp = groups[g];
-    grp.latency_ns = std::min(kMaxTime, ceil_ns(max_lat * 1e9) + ph.extra_latency_ns);
+    grp.latency_ns = std::min(kMaxTime, ns_up(max_lat * 1e9) + ph.extra_latency_ns);
     ++transfers[tr].pending;
     if (grp.pending == 0) group_done(g);
   }
@@ -565,7 +566,7 @@ struct FlowNetwork::Impl {
     for (int32_t e : comp) {
       Entity& x = ents[e];
       ++x.version;
-      const int64_t dt = std::isinf(x.rate) || x.remaining <= 0 ? 0 : ceil_ns(x.remaining / x.rate * 1e9);
+      const int64_t dt = std::isinf(x.rate) || x.remaining <= 0 ? 0 : ns_up(x.remaining / x.rate * 1e9);
       push_event(std::min(kMaxTime, now + dt), e, EventKind::Drain);
     }
   }
@@ -657,7 +658,7 @@ struct FlowNetwork::Impl {
     k.a = static_cast<int32_t>(key >> 32);
     k.b = static_cast<int32_t>(key & 0xffffffffu);
     k.refs = 1;
-    k.ready_ns = std::min(kMaxTime, now + ceil_ns(topo.photonic().setup_s * 1e9));
+    k.ready_ns = std::min(kMaxTime, now + ns_up(topo.photonic().setup_s * 1e9));
     k.idle_since = k.ready_ns;
     capacity[L + 2 * c] = capacity[L + 2 * c + 1] = topo.photonic().port_bandwidth;
     node_circuits[k.a].push_back(c);

@@ -32,6 +32,10 @@ struct FlowPhase {
   int64_t extra_latency_ns = 0;
 };
 
+// Seconds to integer ns, rounded up (nothing ends early) with a 1e-6 ns + 1e-12 relative tolerance that only
+// absorbs floating-point noise. FlowNetwork rounds every duration and latency this way.
+int64_t ceil_ns(double seconds);
+
 struct LinkLoad {
   int link = 0;
   double bytes = 0;

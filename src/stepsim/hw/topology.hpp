@@ -126,7 +126,8 @@ Topology build_topology(const spec::ClusterSpec& cluster);
 // Shortest paths by hop count. Ties (ECMP) are broken at every vertex by a hash of (src, dst, salt, vertex)
 // over the equal-cost next hops in link order, so a route is a pure function of its arguments. Distances to
 // a destination come from a breadth-first search over in-links that stops once the source is labelled
-// and resumes when a farther source asks; searches are cached per destination (LRU, bounded memory).
+// and resumes when a farther source asks; searches are cached per destination (LRU, bounded memory), and
+// finished routes per (src, dst, salt) (cleared when full). Caches change speed, never results.
 class Router {
  public:
   explicit Router(const Topology& topology, size_t cache_bytes = size_t{64} << 20);
@@ -147,9 +148,14 @@ class Router {
     uint64_t last_use = 0;
   };
   Search& search_to(int dst, int src);
+  void walk(int src, int dst, uint64_t salt, std::vector<int32_t>& links);
   const Topology& topo_;
   size_t max_searches_;
   std::unordered_map<int32_t, Search> cache_;  // looked up only; eviction scans for the oldest last_use
+  // Finished routes: key (src, dst, salt) -> [begin, end) in path_links_.
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> paths_;
+  std::vector<int32_t> path_links_;
+  size_t max_path_links_;
   uint64_t clock_ = 0;
   uint64_t searches_ = 0;
 };

@@ -21,6 +21,7 @@ uint64_t mix(uint64_t x) {  // splitmix64 finaliser: spreads nearby keys over al
 Router::Router(const Topology& topology, size_t cache_bytes) : topo_(topology) {
   const size_t per_search = static_cast<size_t>(topology.vertex_count()) * 2 * sizeof(int32_t) + 64;
   max_searches_ = std::max<size_t>(1, cache_bytes / per_search);
+  max_path_links_ = std::max<size_t>(1024, cache_bytes / 16);  // ~4 bytes a link + the map entry per route
 }
 
 Router::Search& Router::search_to(int dst, int src) {
@@ -62,6 +63,29 @@ Router::Search& Router::search_to(int dst, int src) {
 
 void Router::route(int src, int dst, uint64_t salt, std::vector<int32_t>& links) {
   if (src == dst) return;
+  // Vertex ids fit 20 bits (kMaxTopologyVertices); salts up to 2^24 are cached.
+  const bool cacheable = salt < (uint64_t{1} << 24);
+  const uint64_t pkey = (static_cast<uint64_t>(src) << 44) | (static_cast<uint64_t>(dst) << 24) | salt;
+  if (cacheable) {
+    auto it = paths_.find(pkey);
+    if (it != paths_.end()) {
+      links.insert(links.end(), path_links_.begin() + it->second.first, path_links_.begin() + it->second.second);
+      return;
+    }
+  }
+  const size_t first = links.size();
+  walk(src, dst, salt, links);
+  if (!cacheable) return;
+  if (path_links_.size() + (links.size() - first) > max_path_links_) {
+    paths_.clear();
+    path_links_.clear();
+  }
+  const auto begin = static_cast<uint32_t>(path_links_.size());
+  path_links_.insert(path_links_.end(), links.begin() + static_cast<std::ptrdiff_t>(first), links.end());
+  paths_.emplace(pkey, std::make_pair(begin, static_cast<uint32_t>(path_links_.size())));
+}
+
+void Router::walk(int src, int dst, uint64_t salt, std::vector<int32_t>& links) {
   const Search& s = search_to(dst, src);
   const uint64_t key = mix(mix(mix(static_cast<uint64_t>(src)) ^ static_cast<uint64_t>(dst)) ^ salt);
   int v = src;

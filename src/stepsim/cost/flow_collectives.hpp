@@ -1,0 +1,66 @@
+#pragma once
+// NCCL-style collectives as FlowNetwork phases, and the flow CollectiveModel (comm_model: flow).
+//
+// collective_phases() turns one collective over explicit global ranks into phases that run concurrently
+// and end together (FlowNetwork::start(t, phases, tag)), so an engine can put concurrent collectives of
+// different groups on one shared FlowNetwork and let them contend. FlowCollectiveModel times one
+// collective alone on an idle network. Decompositions and latency terms: docs/NETWORK.md.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <tuple>
+#include <vector>
+
+#include "stepsim/cost/collective_model.hpp"
+#include "stepsim/cost/flow_network.hpp"
+#include "stepsim/hw/topology.hpp"
+
+namespace stepsim::cost {
+
+// Auto: tree for all-reduce across more than one node below kTreeMaxBytes, ring otherwise (the NCCL model,
+// comm_model: nccl, is where NCCL's own tuner lives). Tree applies to all-reduce only, NVLS to all-reduce
+// on NVSwitch nodes only; elsewhere they fall back to ring.
+enum class FlowAlgorithm { Auto, Ring, Tree, Nvls };
+const char* name_of(FlowAlgorithm a);
+
+inline constexpr uint64_t kTreeMaxBytes = uint64_t{1} << 20;
+// Largest all-to-all expanded into pair flows (n(n-1) flows); larger ones are refused.
+inline constexpr int64_t kMaxAllToAllFlows = int64_t{1} << 23;
+
+// The algorithm `algo` stands for on this collective (Auto resolved, fall-backs applied).
+FlowAlgorithm resolve_algorithm(const hw::Topology& topology, workload::CollType coll, uint64_t bytes,
+                                std::span<const int> ranks, FlowAlgorithm algo);
+
+// Phases of one collective of `bytes` (S as nccl-tests defines it) over global `ranks`. Empty when nothing
+// moves (one rank or zero bytes). Throws InputError for all-to-all over more than kMaxAllToAllFlows flows.
+std::vector<FlowPhase> collective_phases(hw::Router& router, workload::CollType coll, uint64_t bytes,
+                                         std::span<const int> ranks, FlowAlgorithm algo = FlowAlgorithm::Auto);
+// One send/recv of `bytes` from src to dst (global ranks).
+std::vector<FlowPhase> p2p_phases(int src, int dst, uint64_t bytes);
+
+class FlowCollectiveModel final : public CollectiveModel {
+ public:
+  explicit FlowCollectiveModel(const spec::ClusterSpec& cluster, FlowAlgorithm algo = FlowAlgorithm::Auto);
+  int64_t collective_ns(workload::CollType coll, uint64_t bytes, const GroupGeometry& g) const override;
+  int64_t p2p_ns(uint64_t bytes, bool same_node) const override;
+
+  // The global ranks a geometry is placed on: consecutive GPUs of consecutive nodes, spread as evenly as
+  // possible over `nodes` nodes. Throws std::invalid_argument when it does not fit the cluster.
+  std::vector<int> place(const GroupGeometry& g) const;
+  const hw::Topology& topology() const { return topo_; }
+  // The network of the last timed call (statistics: busiest links, re-rates).
+  const FlowNetwork& last_network() const { return net_; }
+
+ private:
+  int64_t run(std::vector<FlowPhase> phases) const;
+
+  hw::Topology topo_;
+  FlowAlgorithm algo_;
+  mutable FlowNetwork net_;  // reset for each call; keeps its routing cache
+  mutable std::map<std::tuple<int, uint64_t, int, int, int>, int64_t> cache_;  // not thread-safe
+};
+
+std::unique_ptr<CollectiveModel> make_flow_model(const spec::ClusterSpec& cluster);
+
+}  // namespace stepsim::cost
