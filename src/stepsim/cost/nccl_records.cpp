@@ -1,0 +1,82 @@
+#include "stepsim/cost/nccl_records.hpp"
+
+#include <cctype>
+
+#include "stepsim/cost/csv_table.hpp"
+#include "stepsim/cost/nccl_tests_text.hpp"
+#include "stepsim/spec/input_error.hpp"
+
+namespace stepsim::cost {
+
+std::optional<Protocol> parse_protocol(std::string_view s) {
+  std::string k;
+  for (char c : s) k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (k == "ll") return Protocol::LL;
+  if (k == "ll128") return Protocol::LL128;
+  if (k == "simple") return Protocol::Simple;
+  return std::nullopt;
+}
+
+KernelRecords parse_kernel_records(std::string_view text, const std::string& path) {
+  check_measurement_text(text, path);
+  const CsvTable csv = parse_csv(text);
+  if (csv.header_line == 0) throw InputError(path + ": empty; kernel records are a CSV with a header line");
+  const char* required[] = {"collective", "bytes", "ranks", "nodes", "ranks_per_node", "duration_us"};
+  int col[6];
+  for (int i = 0; i < 6; ++i) {
+    col[i] = csv.column(required[i]);
+    if (col[i] < 0) {
+      throw InputError(path + ":" + std::to_string(csv.header_line) + ": kernel records need the columns collective, "
+                       "bytes, ranks, nodes, ranks_per_node, duration_us (missing '" + required[i] + "')");
+    }
+  }
+  const int c_algo = csv.column("algorithm"), c_proto = csv.column("protocol");
+  KernelRecords out;
+  out.path = path;
+  auto bad = [&](int line) {
+    ++out.bad_lines;
+    if (out.bad_line_numbers.size() < 20) out.bad_line_numbers.push_back(line);
+  };
+  for (int l : csv.bad_lines) bad(l);
+  for (const auto& row : csv.rows) {
+    const auto& v = row.fields;
+    KernelRecord r;
+    r.line = row.line;
+    const auto coll = parse_bench_collective(v[col[0]]);
+    bool ok = coll && parse_u64(v[col[1]], r.bytes) && parse_int(v[col[2]], r.ranks) && parse_int(v[col[3]], r.nodes) &&
+              parse_int(v[col[4]], r.ranks_per_node) && parse_number(v[col[5]], r.duration_us);
+    ok = ok && r.ranks >= 1 && r.ranks <= (1 << 20) && r.nodes >= 1 && r.nodes <= r.ranks &&
+         r.ranks_per_node >= (r.ranks + r.nodes - 1) / r.nodes && r.ranks_per_node <= r.ranks && r.duration_us > 0;
+    if (ok && c_algo >= 0) {
+      const std::string& a = v[c_algo];
+      if (!a.empty() && a != "direct" && a != "Direct" && a != "DIRECT") {
+        const auto parsed = parse_algorithm(a);
+        ok = parsed.has_value();
+        if (ok) r.algorithm = *parsed;
+      }
+    }
+    if (ok && c_proto >= 0 && !v[c_proto].empty()) {
+      r.protocol = parse_protocol(v[c_proto]);
+      ok = r.protocol.has_value();
+    }
+    if (!ok) {
+      bad(row.line);
+      continue;
+    }
+    r.collective = *coll;
+    out.records.push_back(r);
+  }
+  if (out.records.empty()) {
+    std::string msg = path + ": no valid kernel records";
+    if (out.bad_lines > 0) msg += " (" + std::to_string(out.bad_lines) + " bad rows, the first at line " +
+                                  std::to_string(out.bad_line_numbers.front()) + ")";
+    throw InputError(msg);
+  }
+  return out;
+}
+
+KernelRecords read_kernel_records(const std::string& path) {
+  return parse_kernel_records(read_measurement_file(path), path);
+}
+
+}  // namespace stepsim::cost
