@@ -11,6 +11,7 @@ using Action = std::function<int()>;
 Action add_simulate(CLI::App& app);
 Action add_memory(CLI::App& app);
 Action add_comm(CLI::App& app);
+Action add_calibrate(CLI::App& app);
 
 // Options every job-taking command shares: JOB.yaml | --megatron-args + --cluster, and --set overrides.
 struct JobOptions {

@@ -1,5 +1,6 @@
 #include "stepsim/cost/nccl_records.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 #include "stepsim/cost/csv_table.hpp"
@@ -35,7 +36,7 @@ KernelRecords parse_kernel_records(std::string_view text, const std::string& pat
   out.path = path;
   auto bad = [&](int line) {
     ++out.bad_lines;
-    if (out.bad_line_numbers.size() < 20) out.bad_line_numbers.push_back(line);
+    out.bad_line_numbers.push_back(line);
   };
   for (int l : csv.bad_lines) bad(l);
   for (const auto& row : csv.rows) {
@@ -66,6 +67,8 @@ KernelRecords parse_kernel_records(std::string_view text, const std::string& pat
     r.collective = *coll;
     out.records.push_back(r);
   }
+  std::sort(out.bad_line_numbers.begin(), out.bad_line_numbers.end());
+  if (out.bad_line_numbers.size() > 20) out.bad_line_numbers.resize(20);
   if (out.records.empty()) {
     std::string msg = path + ": no valid kernel records";
     if (out.bad_lines > 0) msg += " (" + std::to_string(out.bad_lines) + " bad rows, the first at line " +

@@ -180,14 +180,11 @@ NcclTestsFile parse_csv_results(std::string_view text, const std::string& path) 
   }
   NcclTestsFile f;
   f.path = path;
-  for (int l : csv.bad_lines) {
-    ++f.garbled_lines;
-    if (f.garbled_line_numbers.size() < 20) f.garbled_line_numbers.push_back(l);
-  }
   auto garbled = [&](int line) {
     ++f.garbled_lines;
-    if (f.garbled_line_numbers.size() < 20) f.garbled_line_numbers.push_back(line);
+    f.garbled_line_numbers.push_back(line);
   };
+  for (int l : csv.bad_lines) garbled(l);
   for (const auto& row : csv.rows) {
     const auto& v = row.fields;
     NcclTestsRow r;
@@ -222,6 +219,8 @@ NcclTestsFile parse_csv_results(std::string_view text, const std::string& path) 
     }
     it->rows.push_back(std::move(r));
   }
+  std::sort(f.garbled_line_numbers.begin(), f.garbled_line_numbers.end());
+  if (f.garbled_line_numbers.size() > 20) f.garbled_line_numbers.resize(20);
   return f;
 }
 

@@ -1,0 +1,22 @@
+#pragma once
+// What `stepsim calibrate` prints: the fit per node count (every point before/after/cross-validated, the parameters,
+// the errors) as text and JSON, and the rows of a calibration store.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "stepsim/cli/calibrate_input.hpp"
+#include "stepsim/cost/nccl_fit.hpp"
+#include "stepsim/hw/calibration_store.hpp"
+
+namespace stepsim::cli {
+
+std::string calibration_text(const CalibrationInput& in, const cost::NcclProfile& profile,
+                             const cost::NcclCalibrationResult& r);
+nlohmann::json calibration_json(const CalibrationInput& in, const cost::NcclProfile& profile,
+                                const cost::NcclCalibrationResult& r);
+// One line per row; parameters that were not fitted carry a '*'.
+std::string store_listing(const std::string& path, const std::vector<hw::CalibrationRow>& rows);
+
+}  // namespace stepsim::cli
