@@ -87,6 +87,22 @@ TEST(FlowCollectives, RingStaysOnItsRailOnARailOptimizedFabric) {
     }
 }
 
+TEST(FlowCollectives, DestinationModRoutingAvoidsSpineCollisionsOfRings) {
+  // 256 MiB ring all-reduce over 128 nodes x 8 on 32 leaves of 32 ports (4 nodes each) and 32 spines.
+  // d-mod-k: ring c's crossing from leaf L to leaf L+1 targets GPU c of a node, rank 32(L+1) + c, and goes
+  // up spine (32(L+1) + c) mod 32 = c: no two rings share a spine link, so r = 50 GB/s (NIC-bound):
+  // 2 x 1023/1024 x 256 MiB / 8 = 67,043,328 B per hop / 50 GB/s = 1,340,866.56 -> 1,340,867 ns.
+  // Latency: per ring 128 x 7 NVLink hops (1 us) + 128 hand-overs (1 us) + 96 same-leaf (5.2 us) and 32
+  // cross-leaf (5.4 us) node crossings = 1696 us over 1024 hops, x 2046 steps = 3,388,687.5 -> 3,388,688 ns.
+  spec::ClusterSpec c = h100(1024);
+  c.network.routing = spec::Routing::DestMod;
+  const int64_t dmodk = FlowCollectiveModel(c, FlowAlgorithm::Ring).collective_ns(CollType::AllReduce, 256 << 20, {1024, 128, 8});
+  EXPECT_EQ(dmodk, 1'340'867 + 3'388'688);
+  // ECMP hashes the same crossings over the spines; collisions share links and slow the rings down.
+  const int64_t ecmp = FlowCollectiveModel(h100(1024), FlowAlgorithm::Ring).collective_ns(CollType::AllReduce, 256 << 20, {1024, 128, 8});
+  EXPECT_GT(ecmp, dmodk);
+}
+
 TEST(FlowCollectives, TreeAllReduceAcrossNodes) {
   // 4 nodes x 8 GPUs, S = 512 KiB < 1 MiB: auto picks tree. 8 NIC channels x 2 trees, S/16 = 32,768 B per
   // edge and direction. Tree 0 over nodes 0..3 is in-order (root 1: 1-0, 1-2, 2-3), tree 1 the same shifted by

@@ -204,6 +204,7 @@ TEST(Topology, BadNetworkKeysNameTheKeyAndTheRule) {
       {"network: {slow_links: [{from: node0/gpu0, to: node0/nvswitch}]}\n", {"cluster.network.slow_links[0].scale", "required"}},
       {"network: {slow_links: {from: a}}\n", {"cluster.network.slow_links", "list"}},
       {"network: {leaf_ports: 0}\n", {"cluster.network.leaf_ports"}},
+      {"network: {routing: adaptive}\n", {"cluster.network.routing", "ecmp | d-mod-k"}},
       {"inter_node: {bandwidth_Gbps: 400, topology: dragonfly}\nnetwork: {}\n", {"cluster.inter_node.topology", "dragonfly"}},
   };
   for (const Case& c : cases) {

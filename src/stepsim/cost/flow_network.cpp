@@ -50,6 +50,8 @@ struct Entity {
   double total = 0;      // bytes of the lead flow
   double remaining = 0;
   double rate = 0;       // lead-flow bytes/s
+  double new_rate = 0;   // solve scratch
+  bool fresh = false;    // attached since the last solve: needs its first drain event
   int64_t last_ns = 0;   // when `remaining` was last brought up to date
   std::vector<Incidence> inc;
   // Photonic only: static path links for the statistics, circuits needed, and the path with circuit
@@ -92,7 +94,6 @@ struct Completion {
 struct Level {
   double level;
   int32_t link;
-  uint32_t version;
   bool operator>(const Level& o) const { return level != o.level ? level > o.level : link > o.link; }
 };
 
@@ -133,7 +134,6 @@ struct FlowNetwork::Impl {
     cap_left.assign(slots, 0.0);
     wsum.assign(slots, 0.0);
     unfrozen.assign(slots, 0);
-    link_version.assign(slots, 0);
   }
 
   const hw::Topology& topo;
@@ -161,8 +161,8 @@ struct FlowNetwork::Impl {
   uint32_t stamp = 0;
   std::vector<double> cap_left, wsum;
   std::vector<int32_t> unfrozen;
-  std::vector<uint32_t> link_version;
   std::vector<int32_t> comp, comp_links, stack, seeds_e, seeds_l;
+  std::vector<Level> heap_;
   std::vector<int32_t> path;
 
   uint64_t solves = 0, rerated = 0;
@@ -245,6 +245,7 @@ struct FlowNetwork::Impl {
     x.state = State::Active;
     x.last_ns = now;
     x.rate = 0;
+    x.fresh = true;
   }
 
   void detach(int32_t e) {
@@ -526,7 +527,7 @@ struct FlowNetwork::Impl {
     for (int32_t e : comp) {
       Entity& x = ents[e];
       if (x.inc.empty()) {  // nothing to cross: done at once
-        x.rate = std::numeric_limits<double>::infinity();
+        x.new_rate = std::numeric_limits<double>::infinity();
         x.frozen = true;
         --left;
         continue;
@@ -536,35 +537,49 @@ struct FlowNetwork::Impl {
         ++unfrozen[in.link];
       }
     }
-    MinHeap<Level> heap;
+    // Progressive filling with a lazy heap: a link's level (remaining capacity / unfrozen weight) only rises
+    // as entities elsewhere freeze at lower levels, so a queued key is a lower bound; a popped link whose
+    // level has risen is queued again instead of being updated on every freeze.
+    heap_.clear();
     for (int32_t l : comp_links)
-      if (unfrozen[l] > 0) heap.push({cap_left[l] / wsum[l], l, ++link_version[l]});
+      if (unfrozen[l] > 0) heap_.push_back({cap_left[l] / wsum[l], l});
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<Level>());
     double floor_level = 0;
-    while (left > 0 && !heap.empty()) {
-      const Level top = heap.top();
-      heap.pop();
-      if (top.version != link_version[top.link] || unfrozen[top.link] == 0) continue;
+    while (left > 0 && !heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<Level>());
+      const Level top = heap_.back();
+      heap_.pop_back();
+      const int32_t l = top.link;
+      if (unfrozen[l] == 0) continue;
+      const double now_level = std::max(0.0, cap_left[l]) / std::max(wsum[l], 1e-300);
+      if (now_level > top.level * (1 + 1e-12) + 1e-300) {
+        heap_.push_back({now_level, l});
+        std::push_heap(heap_.begin(), heap_.end(), std::greater<Level>());
+        continue;
+      }
       // Every unfrozen entity on the tightest link stops at its level (levels only rise; the max() guards
       // against rounding making a later level a hair lower).
-      const double level = std::max(top.level, floor_level);
+      const double level = std::max(now_level, floor_level);
       floor_level = level;
-      for (const User& u : users[top.link]) {
+      for (const User& u : users[l]) {
         Entity& x = ents[u.entity];
         if (x.frozen) continue;
         x.frozen = true;
-        x.rate = level;
+        x.new_rate = level;
         --left;
         for (const Incidence& in : x.inc) {
           cap_left[in.link] -= in.weight * level;
           wsum[in.link] -= in.weight;
-          if (--unfrozen[in.link] > 0)
-            heap.push({std::max(0.0, cap_left[in.link]) / std::max(wsum[in.link], 1e-300), in.link,
-                       ++link_version[in.link]});
+          --unfrozen[in.link];
         }
       }
     }
     for (int32_t e : comp) {
       Entity& x = ents[e];
+      // An unchanged rate keeps its queued drain (its time was computed from the same rate).
+      if (x.new_rate == x.rate && !x.fresh) continue;
+      x.rate = x.new_rate;
+      x.fresh = false;
       ++x.version;
       const int64_t dt = std::isinf(x.rate) || x.remaining <= 0 ? 0 : ns_up(x.remaining / x.rate * 1e9);
       push_event(std::min(kMaxTime, now + dt), e, EventKind::Drain);

@@ -226,6 +226,7 @@ Topology build_topology(const spec::ClusterSpec& c) {
 
   TopologyBuilder b(p.nodes, p.gpus_per_node);
   b.set_families(net.node, p.fabric);
+  b.set_routing(net.routing);
   detail::NodePorts ports;
   for (int n = 0; n < p.nodes; ++n) detail::add_node(b, p, n, ports);
   detail::add_fabric(b, p, ports);

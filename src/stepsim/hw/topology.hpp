@@ -78,6 +78,7 @@ class Topology {
   spec::NodeFabric node_fabric() const { return node_fabric_; }
   spec::Fabric fabric() const { return fabric_; }
   const PhotonicParams& photonic() const { return photonic_; }
+  spec::Routing routing() const { return routing_; }
 
  private:
   friend class TopologyBuilder;
@@ -90,6 +91,7 @@ class Topology {
   int gpus_per_node_ = 1;
   spec::NodeFabric node_fabric_ = spec::NodeFabric::NvSwitch;
   spec::Fabric fabric_ = spec::Fabric::FatTree;
+  spec::Routing routing_ = spec::Routing::Ecmp;
   PhotonicParams photonic_;
 };
 
@@ -109,6 +111,7 @@ class TopologyBuilder {
   void set_nvswitch(int node, int vertex) { t_.nvswitch_of_node_[node] = vertex; }
   void set_nic(int rank, int vertex) { t_.nic_of_rank_[rank] = vertex; }
   void set_photonic(const PhotonicParams& p) { t_.photonic_ = p; }
+  void set_routing(spec::Routing r) { t_.routing_ = r; }
   // Multiplies the bandwidth of a link (slow links).
   void scale_link(int l, double factor) { t_.links_[l].bandwidth *= factor; }
   const Link& link(int l) const { return t_.links_[l]; }
@@ -123,8 +126,9 @@ class TopologyBuilder {
 // non-blocking fat-tree). Throws InputError naming the key for impossible settings.
 Topology build_topology(const spec::ClusterSpec& cluster);
 
-// Shortest paths by hop count. Ties (ECMP) are broken at every vertex by a hash of (src, dst, salt, vertex)
-// over the equal-cost next hops in link order, so a route is a pure function of its arguments. Distances to
+// Shortest paths by hop count. Ties are broken at every vertex over the equal-cost next hops in link order:
+// ECMP by a hash of (src, dst, salt, vertex); d-mod-k by dst modulo their number (cluster.network.routing).
+// Either way a route is a pure function of its arguments. Distances to
 // a destination come from a breadth-first search over in-links that stops once the source is labelled
 // and resumes when a farther source asks; searches are cached per destination (LRU, bounded memory), and
 // finished routes per (src, dst, salt) (cleared when full). Caches change speed, never results.
@@ -150,6 +154,7 @@ class Router {
   Search& search_to(int dst, int src);
   void walk(int src, int dst, uint64_t salt, std::vector<int32_t>& links);
   const Topology& topo_;
+  bool destination_mod_;
   size_t max_searches_;
   std::unordered_map<int32_t, Search> cache_;  // looked up only; eviction scans for the oldest last_use
   // Finished routes: key (src, dst, salt) -> [begin, end) in path_links_.

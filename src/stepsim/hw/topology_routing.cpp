@@ -18,7 +18,8 @@ uint64_t mix(uint64_t x) {  // splitmix64 finaliser: spreads nearby keys over al
 
 }  // namespace
 
-Router::Router(const Topology& topology, size_t cache_bytes) : topo_(topology) {
+Router::Router(const Topology& topology, size_t cache_bytes)
+    : topo_(topology), destination_mod_(topology.routing() == spec::Routing::DestMod) {
   const size_t per_search = static_cast<size_t>(topology.vertex_count()) * 2 * sizeof(int32_t) + 64;
   max_searches_ = std::max<size_t>(1, cache_bytes / per_search);
   max_path_links_ = std::max<size_t>(1024, cache_bytes / 16);  // ~4 bytes a link + the map entry per route
@@ -93,7 +94,11 @@ void Router::walk(int src, int dst, uint64_t salt, std::vector<int32_t>& links) 
     const int32_t want = s.dist[v] - 1;
     int count = 0;
     for (int32_t l : topo_.out_links(v)) count += s.dist[topo_.link(l).to] == want;
-    int pick = count > 1 ? static_cast<int>(mix(key ^ static_cast<uint64_t>(v)) % static_cast<uint64_t>(count)) : 0;
+    int pick = 0;
+    if (count > 1) {
+      const uint64_t h = destination_mod_ ? static_cast<uint64_t>(dst) : mix(key ^ static_cast<uint64_t>(v));
+      pick = static_cast<int>(h % static_cast<uint64_t>(count));
+    }
     for (int32_t l : topo_.out_links(v)) {
       if (s.dist[topo_.link(l).to] != want) continue;
       if (pick-- == 0) {

@@ -97,6 +97,8 @@ std::vector<SlowLinkSpec> read_slow_links(StrictSection& parent) {
 
 }  // namespace
 
+const char* name_of(Routing r) { return r == Routing::Ecmp ? "ecmp" : "d-mod-k"; }
+
 const char* name_of(NodeFabric f) {
   for (const auto& [name, v] : node_choices())
     if (v == f) return name.c_str();
@@ -137,6 +139,7 @@ NetworkSpec read_network_spec(StrictSection s, const ClusterSpec& c) {
   n.nics_per_node = static_cast<int>(s.get_int("nics_per_node", 0, 1, 1 << 16));
   n.nic_GBps = read_bandwidth(s, "nic", 0);
   n.hop_latency_us = s.get_double("hop_latency_us", n.hop_latency_us, 0.0, 1e7);
+  n.routing = s.get_enum<Routing>("routing", n.routing, {{"ecmp", Routing::Ecmp}, {"d-mod-k", Routing::DestMod}});
   n.leaf_ports = static_cast<int>(s.get_int("leaf_ports", n.leaf_ports, 1, 1 << 16));
   if (s.has("oversubscription")) {
     n.oversubscription = s.get_double("oversubscription", 1.0, -1e300, 1e300);

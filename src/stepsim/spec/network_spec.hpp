@@ -18,6 +18,10 @@ enum class NodeFabric { NvSwitch, Pcie, Ring, Mesh2d, Torus2d };
 // How nodes connect to each other.
 enum class Fabric { FatTree, FatTree3, RailOptimized, Ring, Mesh2d, Torus2d, Photonic };
 
+// How a route picks among equal-cost next hops: a hash of (source, destination, flow) as Ethernet ECMP does,
+// or destination modulo the number of choices as InfiniBand's fat-tree routing (D-mod-K) does.
+enum class Routing { Ecmp, DestMod };
+
 // PCIe-only node (no NVLink): GPUs under PCIe switches under CPU sockets; GPU pairs on different sockets
 // cross the CPU-CPU link (NCCL's SYS path), as on the NCCL Trace Profiler thesis' A40 node (§5.1.1).
 struct PcieSpec {
@@ -51,6 +55,7 @@ struct NetworkSpec {
   int nics_per_node = 0;         // 0 = gpus_per_node (one NIC per GPU)
   double nic_GBps = 0;           // one NIC; 0 = inter_node bandwidth x gpus_per_node / nics_per_node
   double hop_latency_us = 0.1;   // each switch-to-switch / NIC-to-switch / node-to-node link
+  Routing routing = Routing::Ecmp;
   int leaf_ports = 32;           // NIC-facing ports of a leaf (rail) switch
   double oversubscription = 1.0; // leaf down-port capacity / leaf up-link capacity
   int pods = 0;                  // fat-tree-3: 0 = ceil(leaves / leaf_ports)
@@ -64,6 +69,7 @@ struct NetworkSpec {
 
 const char* name_of(NodeFabric f);
 const char* name_of(Fabric f);
+const char* name_of(Routing r);
 
 // Reads `cluster.network` (`s` is that section). `c` must already hold the other cluster keys.
 NetworkSpec read_network_spec(StrictSection s, const ClusterSpec& c);
