@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -349,7 +350,11 @@ int64_t FlowCollectiveModel::run(std::vector<FlowPhase> phases) const {
   if (phases.empty()) return 0;
   net_.start(0, std::move(phases), 0);
   std::vector<uint64_t> done;
-  while (done.empty()) net_.advance(net_.next_completion_ns(), done);
+  while (done.empty()) {
+    const int64_t t = net_.next_completion_ns();
+    if (t == INT64_MAX) throw std::logic_error("flow model: the network went idle before the collective ended");
+    net_.advance(t, done);
+  }
   return net_.now_ns();
 }
 
@@ -365,11 +370,15 @@ int64_t FlowCollectiveModel::collective_ns(CollType coll, uint64_t bytes, const 
 }
 
 int64_t FlowCollectiveModel::p2p_ns(uint64_t bytes, bool same_node) const {
+  auto it = p2p_cache_.find({bytes, same_node});
+  if (it != p2p_cache_.end()) return it->second;
   const int k = topo_.gpus_per_node();
-  int dst = 0;
+  int dst = 0;  // rank 0 to a GPU of its node, or of the next node
   if (!same_node && topo_.num_nodes() > 1) dst = k;
   else if (k > 1) dst = 1;
-  return run(p2p_phases(0, dst, bytes));
+  const int64_t ns = run(p2p_phases(0, dst, bytes));
+  p2p_cache_.emplace(std::make_pair(bytes, same_node), ns);
+  return ns;
 }
 
 std::unique_ptr<CollectiveModel> make_flow_model(const spec::ClusterSpec& cluster) {

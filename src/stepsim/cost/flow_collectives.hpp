@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "stepsim/cost/collective_model.hpp"
@@ -59,6 +60,7 @@ class FlowCollectiveModel final : public CollectiveModel {
   FlowAlgorithm algo_;
   mutable FlowNetwork net_;  // reset for each call; keeps its routing cache
   mutable std::map<std::tuple<int, uint64_t, int, int, int>, int64_t> cache_;  // not thread-safe
+  mutable std::map<std::pair<uint64_t, bool>, int64_t> p2p_cache_;
 };
 
 std::unique_ptr<CollectiveModel> make_flow_model(const spec::ClusterSpec& cluster);
