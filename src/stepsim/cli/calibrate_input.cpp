@@ -81,6 +81,7 @@ void add_nccl_tests(const std::string& path, const CalibrateOptions& o, Collecte
       throw InputError(at(path, t.line) + ": no device list ('#  Rank  0 ... device  0 ...') and no num_gpus column; "
                        "give --gpus");
     }
+    if (ranks > (1 << 20)) throw InputError(at(path, t.line) + ": " + std::to_string(ranks) + " ranks; at most 1048576");
     int nodes = t.nodes;
     if (nodes <= 0) {
       const int gpn = o.gpus_per_node > 0 ? o.gpus_per_node : 8;

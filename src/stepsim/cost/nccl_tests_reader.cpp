@@ -192,7 +192,7 @@ NcclTestsFile parse_csv_results(std::string_view text, const std::string& path) 
     const auto coll = parse_bench_collective(v[c_coll]);
     int ranks = 0, nodes = 0;
     if (!coll || !parse_u64(v[c_size], r.bytes) || !parse_number(v[c_time], r.time_us, &r.time_tol) ||
-        r.time_us < 0 || (c_gpus >= 0 && (!parse_int(v[c_gpus], ranks) || ranks < 1)) ||
+        r.time_us < 0 || (c_gpus >= 0 && (!parse_int(v[c_gpus], ranks) || ranks < 1 || ranks > (1 << 20))) ||
         (c_nodes >= 0 && (!parse_int(v[c_nodes], nodes) || nodes < 1 || (ranks > 0 && nodes > ranks)))) {
       garbled(row.line);
       continue;
