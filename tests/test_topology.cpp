@@ -238,6 +238,15 @@ TEST(Topology, BadNetworkKeyInAJobFileIsAnInputError) {
   EXPECT_EQ(job.cluster.network.leaf_ports, 16);
 }
 
+TEST(Topology, BadNetworkKeyMakesTheCliExitWithCode2) {
+  const std::string yaml = test::small_gpt_yaml(2, 1, 4, 8);
+  const std::string path = test::write_temp(
+      "bad_network_job.yaml", yaml.substr(0, yaml.size() - 2) + ", network: {fabric: fat-tree, pods: 0}}\n");
+  const test::CliResult r = test::run_cli("simulate " + path);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("key cluster.network.pods"), std::string::npos) << r.output;
+}
+
 TEST(Topology, ExampleTopologiesLoadAndBuild) {
   int files = 0;
   std::vector<fs::path> paths;

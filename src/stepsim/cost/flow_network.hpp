@@ -48,7 +48,9 @@ class FlowNetwork {
   FlowNetwork(const FlowNetwork&) = delete;
   FlowNetwork& operator=(const FlowNetwork&) = delete;
 
-  // One phase at t_ns (>= now_ns()); `tag` is reported by advance() when it ends.
+  // One phase at t_ns (>= now_ns()); `tag` is reported by advance() when it ends. Throws
+  // std::invalid_argument / std::out_of_range for a bad call (time in the past, unknown rank) and InputError
+  // for a photonic transfer needing more circuits at a node than it has ports; after a throw, reset().
   void start(int64_t t_ns, std::vector<FlowSpec> flows, bool coupled, uint64_t tag, int64_t extra_latency_ns = 0);
   // Several phases at t_ns that run concurrently and end together under one tag (a collective's channels).
   void start(int64_t t_ns, std::vector<FlowPhase> phases, uint64_t tag);
