@@ -118,6 +118,10 @@ std::string calibration_text(const CalibrationInput& in, const cost::NcclProfile
       s += fmt("  %-16s %12.4g %12.4g%s\n", kNames[j], before[j], after[j],
                g.joint.fitted[j] ? "" : "  (profile value: no point exercises it)");
     }
+    if (static_cast<int>(g.points.size()) <= g.joint.fitted_count()) {
+      s += fmt("# note: %zu points for %d exercised parameters: the fit is not determined by the data; trust the %s error\n",
+               g.points.size(), g.joint.fitted_count(), g.cv_kind.c_str());
+    }
     s += fmt("# error, mean / max |%%|: profile %.1f / %.1f   fitted %.1f / %.1f   %s %.1f / %.1f\n",
              g.before.mean_abs_pct, g.before.max_abs_pct, g.after.mean_abs_pct, g.after.max_abs_pct, g.cv_kind.c_str(),
              g.cv.mean_abs_pct, g.cv.max_abs_pct);
