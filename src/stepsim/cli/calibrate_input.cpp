@@ -1,6 +1,8 @@
 #include "stepsim/cli/calibrate_input.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
