@@ -15,6 +15,7 @@
 #include "stepsim/cost/nccl_calibration.hpp"
 #include "stepsim/cost/nccl_fit.hpp"
 #include "stepsim/hw/calibration_store.hpp"
+#include "stepsim/sim/simulation.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/job_loader.hpp"
 #include "test_util.hpp"
@@ -494,6 +495,47 @@ TEST(Calibration, CliKernelRecords) {
   EXPECT_EQ(rows[0].nodes, 1);
   EXPECT_EQ(rows[0].gpu, "H100-SXM");
   EXPECT_EQ(rows[0].source, "records-h100.csv (records: all_gather, all_reduce, reduce_scatter)");
+}
+
+}  // namespace
+}  // namespace stepsim
+
+namespace stepsim {
+namespace {
+
+// `stepsim comm --model nccl` and a job's simulation.calibration_store read the fitted rows; `none` ignores them.
+TEST(Calibration, CommAndJobsPickUpTheStore) {
+  const std::string store = temp_path("pickup.sqlite");
+  const auto cal = test::run_cli("calibrate comm --nccl-tests " + a100_csv() + " --store " + store);
+  ASSERT_EQ(cal.code, 0) << cal.output;
+  auto time_1g = [&](const std::string& store_opt) {
+    const std::string json = temp_path("pickup.json");
+    const auto r = test::run_cli("comm --collective all_reduce --gpus 8 --sizes 1G --set cluster.gpu=A100-80GB"
+                                 " --set cluster.intra_node.bandwidth_GBps=300 --store " + store_opt +
+                                 " --json " + json);
+    EXPECT_EQ(r.code, 0) << r.output;
+    return nlohmann::json::parse(test::read_file(json))[0]["time_us"].get<double>();
+  };
+  const double measured = 8203.9;  // the CSV's 1 GiB row
+  const double fitted = time_1g(store), profile = time_1g("none");
+  EXPECT_NE(fitted, profile);
+  EXPECT_LT(std::abs(fitted - measured), std::abs(profile - measured)) << fitted << " vs " << profile;
+  // A store path that does not exist: the profile.
+  EXPECT_DOUBLE_EQ(time_1g(temp_path("absent.sqlite")), profile);
+
+  // The same through a job: an 8-GPU A100 node, all-reduce of 1 GiB.
+  const std::string yaml = test::small_gpt_yaml(8, 1, 1, 8);
+  auto job_time = [&](const std::string& store_key) {
+    spec::JobSpec job = test::job_from_yaml(yaml);
+    job.cluster.gpu = "A100-80GB";
+    job.cluster.intra_node.bandwidth_GBps = 300;
+    job.simulation.comm_model = spec::CommModel::Nccl;
+    job.simulation.calibration_store = store_key;
+    return sim::make_collective_model(job)->collective_ns(workload::CollType::AllReduce, uint64_t{1} << 30,
+                                                          {8, 1, 8});
+  };
+  EXPECT_DOUBLE_EQ(job_time(store) / 1e3, fitted);
+  EXPECT_DOUBLE_EQ(job_time("none") / 1e3, profile);
 }
 
 }  // namespace

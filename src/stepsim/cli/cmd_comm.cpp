@@ -28,6 +28,8 @@ struct CommOptions {
   std::string algo = "auto";
   std::string json_path;
   std::vector<std::string> overrides;
+  std::string store;         // calibration store for --model nccl; "none" = profile only
+  std::string nccl_version;  // prefer stored rows of this version
 };
 
 // nccl-tests binary names without "_perf"; sendrecv is a ring of simultaneous send/recv pairs.
@@ -67,7 +69,7 @@ int run_comm(const CommOptions& o) {
   if (o.gpus_per_node < 1) throw InputError("--gpus-per-node: must be >= 1");
   const std::vector<uint64_t> sizes = parse_size_range(o.sizes, "--sizes");
   const spec::ClusterSpec cluster = spec::load_cluster(o.cluster_path, o.gpus, o.gpus_per_node, o.overrides);
-  const auto model = sim::make_collective_model(model_kind, cluster);
+  const auto model = sim::make_collective_model(model_kind, cluster, {o.store, o.nccl_version});
 
   const int n = cluster.num_gpus, k = std::min(cluster.gpus_per_node, n);
   const cost::GroupGeometry g{n, (n + k - 1) / k, k};
@@ -122,6 +124,10 @@ Action add_comm(CLI::App& app) {
   cmd->add_option("--algo", o->algo, "auto | ring | tree | nvls | nvls_tree | pat")->capture_default_str();
   cmd->add_option("--set", o->overrides, "override a cluster key: --set cluster.inter_node.bandwidth_Gbps=200");
   cmd->add_option("--json", o->json_path, "write the rows as JSON here");
+  cmd->add_option("--store", o->store,
+                  "calibration store for --model nccl (default $STEPSIM_CALIBRATION_DB, else "
+                  "~/.cache/stepsim/calibration.sqlite); none = data/nccl.yaml only");
+  cmd->add_option("--nccl-version", o->nccl_version, "prefer calibration rows of this NCCL version");
   return [cmd, o]() { return cmd->parsed() ? run_comm(*o) : -1; };
 }
 

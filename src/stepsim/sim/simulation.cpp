@@ -1,16 +1,26 @@
 #include "stepsim/sim/simulation.hpp"
 
+#include "stepsim/cost/nccl_calibration.hpp"
 #include "stepsim/cost/nccl_model.hpp"
+#include "stepsim/hw/calibration_store.hpp"
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 
 namespace stepsim::sim {
 
-std::unique_ptr<cost::CollectiveModel> make_collective_model(spec::CommModel model, const spec::ClusterSpec& cluster) {
+std::unique_ptr<cost::CollectiveModel> make_collective_model(spec::CommModel model, const spec::ClusterSpec& cluster,
+                                                             const CommSettings& settings) {
   switch (model) {
     case spec::CommModel::AlphaBeta: return cost::make_alpha_beta_model(cluster);
-    case spec::CommModel::Nccl: return cost::make_nccl_model(cluster);
+    case spec::CommModel::Nccl: {
+      if (settings.calibration_store == "none") return cost::make_nccl_model(cluster);
+      const cost::NcclProfile& profile = cost::NcclProfiles::builtin().find(cluster.gpu);
+      const std::string store = settings.calibration_store.empty() ? hw::default_calibration_store_path()
+                                                                   : settings.calibration_store;
+      return cost::make_nccl_model(cluster, profile,
+                                   cost::calibrated_param_table(cluster, profile, store, settings.nccl_version));
+    }
     case spec::CommModel::Flow: break;
   }
   throw InputError(std::string("simulation.comm_model: '") + spec::name_of(model) +
@@ -18,7 +28,8 @@ std::unique_ptr<cost::CollectiveModel> make_collective_model(spec::CommModel mod
 }
 
 std::unique_ptr<cost::CollectiveModel> make_collective_model(const spec::JobSpec& job) {
-  return make_collective_model(job.simulation.comm_model, job.cluster);
+  return make_collective_model(job.simulation.comm_model, job.cluster,
+                               {job.simulation.calibration_store, job.simulation.nccl_version});
 }
 
 Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks) {

@@ -2,6 +2,7 @@
 // One call from a validated job to a simulated step: builds the Megatron workload, picks the cost
 // models the job asks for, fills compute times and runs the engine.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "stepsim/sim/engine.hpp"
@@ -15,8 +16,16 @@ struct Simulation {
   SimResult result;
 };
 
+// Where the NCCL model's parameters come from (simulation.calibration_store, simulation.nccl_version).
+struct CommSettings {
+  std::string calibration_store;  // "": the default store ($STEPSIM_CALIBRATION_DB, else ~/.cache/stepsim/...);
+                                  // "none": the profile in data/nccl.yaml only; else a store file
+  std::string nccl_version;       // prefer stored rows of this version ("" = newest)
+};
+
 // The collective model a job asks for (simulation.comm_model), built for its cluster.
-std::unique_ptr<cost::CollectiveModel> make_collective_model(spec::CommModel model, const spec::ClusterSpec& cluster);
+std::unique_ptr<cost::CollectiveModel> make_collective_model(spec::CommModel model, const spec::ClusterSpec& cluster,
+                                                             const CommSettings& settings = {});
 std::unique_ptr<cost::CollectiveModel> make_collective_model(const spec::JobSpec& job);
 
 // record_ranks: ranks whose timelines are kept (trace, breakdown).
