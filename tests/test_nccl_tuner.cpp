@@ -121,3 +121,33 @@ TEST(NcclTuner, NvlsOnlyOnHopperNvswitchNodes) {
 
 }  // namespace
 }  // namespace stepsim::cost
+
+namespace stepsim::cost {
+namespace {
+
+// Across more than two nodes a ring's per-channel speed is the NIC's share but never more than the NVLink paths
+// inside a node carry (NCCL searches one speed for both); NVLS-tree keeps its own NVSwitch and NIC terms (§5.2).
+TEST(NcclTuner, MultiNodeRingSpeedIsCappedByTheIntraNodePaths) {
+  TunerTopology t;
+  t.ranks = 32;
+  t.nodes = 4;
+  t.ranks_per_node = 8;
+  t.cc = CompCap::Hopper;
+  t.nvls = true;
+  t.channels = 16;
+  t.bw_intra = 10;  // 200 GB/s NVLink (H800) x 0.8 / 16 channels
+  t.bw_inter = 25;  // 8 NICs x 50 GB/s / 16 channels
+  // Ring Simple: busBw = 16 x min(25, 10) = 160; algBw = 160 x 32 / 62.
+  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 160.0 * 32 / 62, 1e-9);
+  // NVLS-tree: intra 10 x 16 x 0.85 x 15/16 x 2 = 255 < inter 25 x 16 = 400 < cap 45.5 x 16; algBw x 32/62.
+  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::NvlsTree, Protocol::Simple, t).algbw_GBps,
+              10 * 16 * 0.85 * 15 / 16 * 2 * 32 / 62, 1e-9);
+  // One GPU per node: nothing inside the node to cap.
+  t.ranks = 4;
+  t.ranks_per_node = 1;
+  t.nvls = false;
+  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 400.0 * 4 / 6, 1e-9);
+}
+
+}  // namespace
+}  // namespace stepsim::cost

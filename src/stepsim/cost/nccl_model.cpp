@@ -221,10 +221,15 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
       const double e_nvls = nvls_efficiency(hw.tuner.cc);
       x[1] = sc.b;  // NCCL's NVLS latency (25 us against 3.4 for a ring step); the chunk rounds pipeline behind it
       const double share = coll == CollType::AllReduce ? 1.0 : (s.K - 1) / s.K;
-      x[3] = share * s.P / (s.Bi * e_nvls);
+      const double intra = share * s.P / (s.Bi * e_nvls);
+      x[3] = intra;
       if (a == Algorithm::NvlsTree) {
+        // Across nodes a double binary tree: a node interior in one tree receives and sends 2 P through its K
+        // NICs. The NVSwitch reduction and the tree pipeline chunk by chunk, so the slower of the two paces it.
+        const double inter = 2 * s.P / s.Bo;
         x[2] = 2 * std::ceil(std::log2(s.M)) * sc.g;
-        x[4] = 2 * s.P / s.Bo;
+        x[3] = inter > intra ? 0 : intra;
+        x[4] = inter > intra ? inter : 0;
       }
       break;
     }

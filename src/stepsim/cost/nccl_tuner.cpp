@@ -100,7 +100,9 @@ TunerCell tuner_cell(CollType coll, Algorithm a, Protocol p, const TunerTopology
   const int cc = static_cast<int>(t.cc), col = node_column(nodes), ai = algo_index(a), pi = proto_index(p);
   const int nCh = std::max(1, t.channels);
   const int steps = nsteps(coll, n);
-  const double bw = nodes <= 2 ? t.bw_intra : t.bw_inter;
+  // Ring and tree channels pass through every GPU of a node over NVLink/PCI, so NCCL's graph search never gives
+  // them an inter-node speed the intra-node paths cannot carry (ncclTopoCompute searches one speed for both).
+  const double bw = nodes <= 2 ? t.bw_intra : ppn > 1 ? std::min(t.bw_inter, t.bw_intra) : t.bw_inter;
 
   // --- bus bandwidth (§5.2-5.3)
   double busBw = nCh * bw;
