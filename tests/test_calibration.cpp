@@ -508,22 +508,23 @@ TEST(Calibration, CommAndJobsPickUpTheStore) {
   const std::string store = temp_path("pickup.sqlite");
   const auto cal = test::run_cli("calibrate comm --nccl-tests " + a100_csv() + " --store " + store);
   ASSERT_EQ(cal.code, 0) << cal.output;
-  auto time_1g = [&](const std::string& store_opt) {
+  // The fit is over all 8 rows; the profile (tuned on the rows >= 4 MiB) misses the 32 KiB one by 44%.
+  auto time_32k = [&](const std::string& store_opt) {
     const std::string json = temp_path("pickup.json");
-    const auto r = test::run_cli("comm --collective all_reduce --gpus 8 --sizes 1G --set cluster.gpu=A100-80GB"
+    const auto r = test::run_cli("comm --collective all_reduce --gpus 8 --sizes 32K --set cluster.gpu=A100-80GB"
                                  " --set cluster.intra_node.bandwidth_GBps=300 --store " + store_opt +
                                  " --json " + json);
     EXPECT_EQ(r.code, 0) << r.output;
     return nlohmann::json::parse(test::read_file(json))[0]["time_us"].get<double>();
   };
-  const double measured = 8203.9;  // the CSV's 1 GiB row
-  const double fitted = time_1g(store), profile = time_1g("none");
+  const double measured = 43.83;  // the CSV's 32 KiB row
+  const double fitted = time_32k(store), profile = time_32k("none");
   EXPECT_NE(fitted, profile);
   EXPECT_LT(std::abs(fitted - measured), std::abs(profile - measured)) << fitted << " vs " << profile;
   // A store path that does not exist: the profile.
-  EXPECT_DOUBLE_EQ(time_1g(temp_path("absent.sqlite")), profile);
+  EXPECT_DOUBLE_EQ(time_32k(temp_path("absent.sqlite")), profile);
 
-  // The same through a job: an 8-GPU A100 node, all-reduce of 1 GiB.
+  // The same through a job: an 8-GPU A100 node, all-reduce of 32 KiB.
   const std::string yaml = test::small_gpt_yaml(8, 1, 1, 8);
   auto job_time = [&](const std::string& store_key) {
     spec::JobSpec job = test::job_from_yaml(yaml);
@@ -531,8 +532,7 @@ TEST(Calibration, CommAndJobsPickUpTheStore) {
     job.cluster.intra_node.bandwidth_GBps = 300;
     job.simulation.comm_model = spec::CommModel::Nccl;
     job.simulation.calibration_store = store_key;
-    return sim::make_collective_model(job)->collective_ns(workload::CollType::AllReduce, uint64_t{1} << 30,
-                                                          {8, 1, 8});
+    return sim::make_collective_model(job)->collective_ns(workload::CollType::AllReduce, 32768, {8, 1, 8});
   };
   EXPECT_DOUBLE_EQ(job_time(store) / 1e3, fitted);
   EXPECT_DOUBLE_EQ(job_time("none") / 1e3, profile);
