@@ -34,7 +34,7 @@ std::string data(const std::string& name) { return test::source_dir() + "/tests/
 
 // A fresh path in the test's temp dir (never the real ~/.cache store).
 std::string temp_path(const std::string& name) {
-  const std::string p = std::string(::testing::TempDir()) + "stepsim-cal-" + name;
+  const std::string p = stepsim::test::temp_dir() + "stepsim-cal-" + name;
   std::filesystem::remove_all(p);
   return p;
 }

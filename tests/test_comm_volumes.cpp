@@ -115,7 +115,7 @@ TEST(CommVolume, ExpertParallelMatchesEq2_11) {
 TEST(CommVolume, SummaryJsonCarriesThem) {
   const std::string path = test::write_temp(
       "volumes.yaml", gpt(12, 1024, 16, 32000, 2048, "tensor: 4, pipeline: 3, data: 1", 12, 6));
-  const std::string out = ::testing::TempDir() + "volumes.json";
+  const std::string out = stepsim::test::temp_dir() + "volumes.json";
   const auto r = test::run_cli("simulate " + path + " --rank 4 --quiet --json " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   const auto j = nlohmann::json::parse(test::read_file(out));

@@ -139,7 +139,7 @@ TEST(Engine, CollectivesEndTogetherOnAllMembers) {
 
 TEST(Engine, RerunsAreBitIdentical) {
   const std::string path = test::write_temp("determinism.yaml", pipeline_job(4, 8, "1f1b", 1, 2, 2));
-  const std::string d = ::testing::TempDir();
+  const std::string d = stepsim::test::temp_dir();
   auto a = test::run_cli("simulate " + path + " --quiet --json " + d + "a.json --trace " + d + "a.trace.json");
   auto b = test::run_cli("simulate " + path + " --quiet --json " + d + "b.json --trace " + d + "b.trace.json");
   ASSERT_EQ(a.code, 0) << a.output;

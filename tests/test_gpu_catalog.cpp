@@ -1,6 +1,8 @@
 // GPU catalog: data/gpus.yaml content (datasheet numbers), name matching, strict loading.
 #include <gtest/gtest.h>
 
+#include "test_util.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,7 +23,7 @@ constexpr double kGiB = 1073741824.0;
 
 // Writes `text` to a fresh file under the test temp dir and returns its path.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::path(testing::TempDir()) / "stepsim_gpu_catalog";
+  const auto dir = std::filesystem::path(stepsim::test::temp_dir()) / "stepsim_gpu_catalog";
   std::filesystem::create_directories(dir);
   const auto path = dir / name;
   std::ofstream(path) << text;

@@ -36,7 +36,7 @@ const Published kModels[] = {
 TEST(HfModels, ParameterCountsMatchPublishedTotals) {
   namespace fs = std::filesystem;
   for (const Published& m : kModels) {
-    const fs::path dir = fs::path(::testing::TempDir()) / "hf" / m.file;
+    const fs::path dir = fs::path(stepsim::test::temp_dir()) / "hf" / m.file;
     fs::create_directories(dir);
     fs::copy_file(test::source_dir() + "/tests/data/hf/" + m.file, dir / "config.json", fs::copy_options::overwrite_existing);
     const int gpus = 64;

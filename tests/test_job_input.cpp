@@ -123,7 +123,7 @@ TEST(JobInput, SetOverridesAnyKey) {
 
 TEST(JobInput, PathsInsideAJobAreRelativeToIt) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(::testing::TempDir()) / "rel_job" / "sub";
+  const fs::path dir = fs::path(stepsim::test::temp_dir()) / "rel_job" / "sub";
   fs::create_directories(dir / "clusters");
   fs::copy_file(test::source_dir() + "/tests/data/hf/llama-2-7b-hf.json", dir / "config.json",
                 fs::copy_options::overwrite_existing);

@@ -107,7 +107,7 @@ TEST(Memory, FullRecomputeStoresLayerInputs) {
 
 TEST(Memory, MemoryCommandAgreesWithTheEngineAndFlagsOom) {
   const std::string path = test::write_temp("mem.yaml", job(2, 4, 1, 16, 8, ", sequence_parallel: true"));
-  const std::string out = ::testing::TempDir() + "mem.json";
+  const std::string out = stepsim::test::temp_dir() + "mem.json";
   const auto r = test::run_cli("memory " + path + " --json " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("GiB"), std::string::npos) << r.output;

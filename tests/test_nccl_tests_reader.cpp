@@ -208,7 +208,7 @@ TEST(NcclTestsReader, BinaryJunkIsAnInputError) {
 }
 
 TEST(NcclTestsReader, OversizedFileIsAnInputError) {
-  const std::string path = std::string(::testing::TempDir()) + "big-nccl-tests.txt";
+  const std::string path = stepsim::test::temp_dir() + "big-nccl-tests.txt";
   {
     std::ofstream out(path, std::ios::binary);
     const std::string line(1023, '#');

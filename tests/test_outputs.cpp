@@ -14,7 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string tmp(const std::string& name) { return ::testing::TempDir() + name; }
+std::string tmp(const std::string& name) { return stepsim::test::temp_dir() + name; }
 
 const std::string kJob = test::source_dir() + "/examples/gpt3-175b-h800.yaml";
 // Small version of the first example: 12 stages of 1 layer, 16 micro-batches.

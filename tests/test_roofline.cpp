@@ -1,6 +1,8 @@
 // Roofline compute model and data/efficiency.yaml: hand-computed cases, monotonicity, strict loading.
 #include <gtest/gtest.h>
 
+#include "test_util.hpp"
+
 #include <cmath>
 #include <stdexcept>
 #include <filesystem>
@@ -234,7 +236,7 @@ TEST(EfficiencyTables, ShippedCurvesAreBoundedAndMonotone) {
 // --- loader errors --------------------------------------------------------------------------------------------
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::path(testing::TempDir()) / "stepsim_efficiency";
+  const auto dir = std::filesystem::path(stepsim::test::temp_dir()) / "stepsim_efficiency";
   std::filesystem::create_directories(dir);
   const auto path = dir / name;
   std::ofstream(path) << text;

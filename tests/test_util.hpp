@@ -2,10 +2,12 @@
 // Helpers shared by the tests: jobs from inline YAML, running the CLI binary, reading files.
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "stepsim/spec/job_loader.hpp"
 
@@ -53,8 +55,16 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// A folder of this test process's own: ctest runs each test in its own process, two at a time, and tests
+// that wrote the same fixed name under TempDir() read each other's files.
+inline std::string temp_dir() {
+  const std::string dir = std::string(::testing::TempDir()) + "stepsim-" + std::to_string(::getpid()) + "/";
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
 inline std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = std::string(::testing::TempDir()) + name;
+  const std::string path = temp_dir() + name;
   std::ofstream(path) << text;
   return path;
 }
