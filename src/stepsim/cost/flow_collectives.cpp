@@ -358,15 +358,48 @@ int64_t FlowCollectiveModel::run(std::vector<FlowPhase> phases) const {
   return net_.now_ns();
 }
 
-int64_t FlowCollectiveModel::collective_ns(CollType coll, uint64_t bytes, const GroupGeometry& g) const {
-  if (g.ranks <= 1 || bytes == 0) return 0;
-  const auto key = std::make_tuple(static_cast<int>(coll), bytes, g.ranks, g.nodes, g.ranks_per_node);
-  auto it = cache_.find(key);
-  if (it != cache_.end()) return it->second;
+CollectiveEstimate FlowCollectiveModel::timed(CollType coll, uint64_t bytes, const GroupGeometry& g,
+                                              FlowAlgorithm algo) const {
+  const bool direct = coll == CollType::AllToAll;
+  if (g.ranks <= 1 || bytes == 0) return {0, direct ? Algorithm::Direct : Algorithm::Ring, Protocol::Simple, 0};
+  const auto key = std::make_tuple(static_cast<int>(coll), bytes, g.ranks, g.nodes, g.ranks_per_node,
+                                   static_cast<int>(algo));
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   const std::vector<int> ranks = place(g);
-  const int64_t ns = run(collective_phases(net_.router(), coll, bytes, ranks, algo_));
-  cache_.emplace(key, ns);
-  return ns;
+  const FlowAlgorithm used = resolve_algorithm(topo_, coll, bytes, ranks, algo);
+  std::vector<FlowPhase> phases = collective_phases(net_.router(), coll, bytes, ranks, used);
+  CollectiveEstimate e{0, Algorithm::Ring, Protocol::Simple, 0};
+  for (const FlowPhase& p : phases) e.channels += p.coupled ? 1 : 0;
+  switch (used) {
+    case FlowAlgorithm::Tree: e.algorithm = Algorithm::Tree; break;
+    case FlowAlgorithm::Nvls: e.algorithm = Algorithm::Nvls; break;
+    default: e.algorithm = direct ? Algorithm::Direct : Algorithm::Ring; break;
+  }
+  e.ns = run(std::move(phases));
+  cache_.emplace(key, e);
+  return e;
+}
+
+int64_t FlowCollectiveModel::collective_ns(CollType coll, uint64_t bytes, const GroupGeometry& g) const {
+  return timed(coll, bytes, g, algo_).ns;
+}
+
+CollectiveEstimate FlowCollectiveModel::estimate(CollType coll, uint64_t bytes, const GroupGeometry& g,
+                                                 Algorithm algo) const {
+  switch (algo) {
+    case Algorithm::Auto: return timed(coll, bytes, g, algo_);
+    case Algorithm::Ring: return timed(coll, bytes, g, FlowAlgorithm::Ring);
+    case Algorithm::Tree: return timed(coll, bytes, g, FlowAlgorithm::Tree);
+    case Algorithm::Nvls: return timed(coll, bytes, g, FlowAlgorithm::Nvls);
+    case Algorithm::Direct:
+      if (coll == CollType::AllToAll) return timed(coll, bytes, g, FlowAlgorithm::Auto);
+      break;
+    case Algorithm::NvlsTree:
+    case Algorithm::Pat: break;
+  }
+  throw InputError(std::string("--algo ") + name_of(algo) +
+                   ": the flow model runs ring, tree and nvls (auto: tree for all-reduce across nodes below 1 MiB, "
+                   "else ring)");
 }
 
 int64_t FlowCollectiveModel::p2p_ns(uint64_t bytes, bool same_node) const {

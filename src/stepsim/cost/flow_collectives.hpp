@@ -45,6 +45,12 @@ class FlowCollectiveModel final : public CollectiveModel {
   explicit FlowCollectiveModel(const spec::ClusterSpec& cluster, FlowAlgorithm algo = FlowAlgorithm::Auto);
   int64_t collective_ns(workload::CollType coll, uint64_t bytes, const GroupGeometry& g) const override;
   int64_t p2p_ns(uint64_t bytes, bool same_node) const override;
+  // `algo` Ring, Tree or Nvls forces that FlowAlgorithm (with resolve_algorithm's fall-backs to ring, which the
+  // estimate then reports); Auto uses the model's own choice. Pat and NvlsTree throw InputError naming --algo.
+  // Protocol is always Simple (links run at full rate); channels = the pipelines run concurrently (rings,
+  // trees, chains: one per NIC, or two rings on one node), 0 when there is none (all-to-all, NVLS in one node).
+  CollectiveEstimate estimate(workload::CollType coll, uint64_t bytes, const GroupGeometry& g,
+                              Algorithm algo = Algorithm::Auto) const override;
 
   // The global ranks a geometry is placed on: consecutive GPUs of consecutive nodes, spread as evenly as
   // possible over `nodes` nodes. Throws std::invalid_argument when it does not fit the cluster.
@@ -55,11 +61,13 @@ class FlowCollectiveModel final : public CollectiveModel {
 
  private:
   int64_t run(std::vector<FlowPhase> phases) const;
+  CollectiveEstimate timed(workload::CollType coll, uint64_t bytes, const GroupGeometry& g, FlowAlgorithm algo) const;
 
   hw::Topology topo_;
   FlowAlgorithm algo_;
   mutable FlowNetwork net_;  // reset for each call; keeps its routing cache
-  mutable std::map<std::tuple<int, uint64_t, int, int, int>, int64_t> cache_;  // not thread-safe
+  // (collective, bytes, ranks, nodes, ranks per node, forced algorithm) -> estimate; not thread-safe
+  mutable std::map<std::tuple<int, uint64_t, int, int, int, int>, CollectiveEstimate> cache_;
   mutable std::map<std::pair<uint64_t, bool>, int64_t> p2p_cache_;
 };
 

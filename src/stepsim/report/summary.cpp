@@ -107,7 +107,10 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   j["comm_calls_per_rank"] = calls;
   j["rank"] = s.rank;
   j["num_microbatches"] = job.num_microbatches();
-  j["simulation"] = {{"ranks", s.ranks}, {"events", s.events}, {"wall_s", s.wall_s}};
+  j["simulation"] = {{"ranks", s.ranks},
+                     {"events", s.events},
+                     {"wall_s", s.wall_s},
+                     {"comm_model", spec::name_of(job.simulation.comm_model)}};
   return j;
 }
 
@@ -159,8 +162,9 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
                   format_bytes(static_cast<double>(s.comm.volume[k])).c_str());
     o << line;
   }
-  std::snprintf(line, sizeof line, "\n  simulated %d ranks, %llu events in %.2f s (%.1f M events/s)\n", s.ranks,
-                static_cast<unsigned long long>(s.events), s.wall_s, s.wall_s > 0 ? s.events / s.wall_s / 1e6 : 0.0);
+  std::snprintf(line, sizeof line, "\n  simulated %d ranks, %llu events in %.2f s (%.1f M events/s), comm_model %s\n",
+                s.ranks, static_cast<unsigned long long>(s.events), s.wall_s,
+                s.wall_s > 0 ? s.events / s.wall_s / 1e6 : 0.0, spec::name_of(job.simulation.comm_model));
   o << line;
   return o.str();
 }

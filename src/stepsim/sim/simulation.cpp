@@ -1,9 +1,13 @@
 #include "stepsim/sim/simulation.hpp"
 
+#include <string>
+
+#include "stepsim/cost/flow_collectives.hpp"
 #include "stepsim/cost/nccl_calibration.hpp"
 #include "stepsim/cost/nccl_model.hpp"
 #include "stepsim/hw/calibration_store.hpp"
 #include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/sim/flow_contended_network.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 
@@ -21,10 +25,10 @@ std::unique_ptr<cost::CollectiveModel> make_collective_model(spec::CommModel mod
       return cost::make_nccl_model(cluster, profile,
                                    cost::calibrated_param_table(cluster, profile, store, settings.nccl_version));
     }
-    case spec::CommModel::Flow: break;
+    // Times one collective alone (stepsim comm); a job's step runs on a shared FlowContendedNetwork instead.
+    case spec::CommModel::Flow: return cost::make_flow_model(cluster);
   }
-  throw InputError(std::string("simulation.comm_model: '") + spec::name_of(model) +
-                   "' is not available in this version; use alpha-beta or nccl");
+  throw InputError(std::string("simulation.comm_model: unknown model '") + spec::name_of(model) + "'");
 }
 
 std::unique_ptr<cost::CollectiveModel> make_collective_model(const spec::JobSpec& job) {
@@ -41,7 +45,20 @@ Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& reco
   const auto comm = make_collective_model(job);
   EngineOptions opt;
   opt.record_ranks = record_ranks;
-  s.result = simulate(s.workload, *comm, opt);
+  // comm_model flow: collectives and send/recv of the whole step share one network and contend for its links.
+  std::unique_ptr<FlowContendedNetwork> network;
+  if (job.simulation.comm_model == spec::CommModel::Flow) {
+    network = std::make_unique<FlowContendedNetwork>(hw::build_topology(job.cluster));
+    opt.network = network.get();
+  }
+  try {
+    s.result = simulate(s.workload, *comm, opt);
+  } catch (const InputError& e) {
+    // The flow network finds some impossibilities only while it runs (photonic port limits): name the job.
+    const std::string msg = e.what();
+    if (job.source.empty() || msg.rfind(job.source, 0) == 0) throw;
+    throw InputError(job.source + ": " + msg);
+  }
   return s;
 }
 

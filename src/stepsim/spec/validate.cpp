@@ -206,10 +206,6 @@ void validate(JobSpec& job) {
   if (t.activation_offload) fail("training.activation_offload", "activation offload is not modelled in this version; set false");
 
   // --- simulation: models that later issues add are refused rather than silently replaced.
-  if (job.simulation.comm_model == CommModel::Flow) {
-    fail("simulation.comm_model", std::string("'") + name_of(job.simulation.comm_model) +
-                                      "' is not available in this version; use alpha-beta or nccl");
-  }
   if (job.simulation.overlap_model != OverlapModel::None) {
     fail("simulation.overlap_model", std::string("'") + name_of(job.simulation.overlap_model) +
                                          "' is not available in this version; use none");
