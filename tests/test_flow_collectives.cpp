@@ -99,7 +99,8 @@ TEST(FlowCollectives, DestinationModRoutingAvoidsSpineCollisionsOfRings) {
   const int64_t dmodk = FlowCollectiveModel(c, FlowAlgorithm::Ring).collective_ns(CollType::AllReduce, 256 << 20, {1024, 128, 8});
   EXPECT_EQ(dmodk, 1'340'867 + 3'388'688);
   // ECMP hashes the same crossings over the spines; collisions share links and slow the rings down.
-  const int64_t ecmp = FlowCollectiveModel(h100(1024), FlowAlgorithm::Ring).collective_ns(CollType::AllReduce, 256 << 20, {1024, 128, 8});
+  c.network.routing = spec::Routing::Ecmp;
+  const int64_t ecmp = FlowCollectiveModel(c, FlowAlgorithm::Ring).collective_ns(CollType::AllReduce, 256 << 20, {1024, 128, 8});
   EXPECT_GT(ecmp, dmodk);
 }
 

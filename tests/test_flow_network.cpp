@@ -155,6 +155,7 @@ TEST(FlowNetwork, OversubscribedFatTreeHalvesCrossLeafBandwidth) {
 TEST(FlowNetwork, EcmpRunsAreDeterministic) {
   spec::ClusterSpec c;
   c.num_gpus = 1024;
+  c.network.routing = spec::Routing::Ecmp;
   const Topology t = hw::build_topology(c);
   auto once = [&] {
     FlowNetwork net(t);

@@ -85,6 +85,7 @@ TEST(Topology, LinkNamesReadLikeReports) {
 TEST(Topology, FatTreeLeavesSpinesAndEcmpAreDeterministic) {
   spec::ClusterSpec c;
   c.num_gpus = 1024;  // 128 nodes x 8
+  c.network.routing = spec::Routing::Ecmp;
   const Topology t = hw::build_topology(c);
   // 1024 NICs / 32 ports = 32 leaves; non-blocking: 32 spines; 1024 + 128 + 1024 + 32 + 32 = 2240 vertices.
   EXPECT_EQ(t.vertex_count(), 2240);

@@ -91,7 +91,7 @@ class Topology {
   int gpus_per_node_ = 1;
   spec::NodeFabric node_fabric_ = spec::NodeFabric::NvSwitch;
   spec::Fabric fabric_ = spec::Fabric::FatTree;
-  spec::Routing routing_ = spec::Routing::Ecmp;
+  spec::Routing routing_ = spec::Routing::DestMod;
   PhotonicParams photonic_;
 };
 

@@ -55,7 +55,9 @@ struct NetworkSpec {
   int nics_per_node = 0;         // 0 = gpus_per_node (one NIC per GPU)
   double nic_GBps = 0;           // one NIC; 0 = inter_node bandwidth x gpus_per_node / nics_per_node
   double hop_latency_us = 0.1;   // each switch-to-switch / NIC-to-switch / node-to-node link
-  Routing routing = Routing::Ecmp;
+  // D-mod-K by default: InfiniBand subnet managers route fat-trees deterministically, so the rings NCCL builds
+  // do not collide; ecmp (hash collisions) is the what-if for Ethernet/RoCE fabrics.
+  Routing routing = Routing::DestMod;
   int leaf_ports = 32;           // NIC-facing ports of a leaf (rail) switch
   double oversubscription = 1.0; // leaf down-port capacity / leaf up-link capacity
   int pods = 0;                  // fat-tree-3: 0 = ceil(leaves / leaf_ports)
