@@ -201,5 +201,42 @@ TEST(NcclModel, NvlsTreeIsPacedByItsSlowerStage) {
             Algorithm::NvlsTree);
 }
 
+// CollNetDirect (SHARP) on 4 nodes x 8 H100, 450 GB/s NVLink, 8 x 50 GB/s NICs, 256 MiB: the node's GPUs
+// reduce-scatter and all-gather over NVLink, 2 x 7/8 P through each port (P x 1.75 / 450 GB/s), while the node
+// sends P up and gets P back through its NICs (P / 400 GB/s): the NVLink stage is slower and paces the call. One
+// network round trip (gamma x 31/14, NCCL's CollNetDirect/NET latency over Ring/Simple's) and one NVLink hop each
+// way (beta x 2 x 3.7/3.4). The chain variant moves 2 P through every port and is 2 x 7 NVLink hops deep.
+TEST(NcclModel, CollNetIsPacedByTheSlowerOfNvlinkAndTheNics) {
+  const double P = 256.0 * (1 << 20);
+  spec::ClusterSpec c = cluster("H100-SXM", 450, 50);
+  EXPECT_THROW(nccl_terms(nccl_hardware(c, 16), CollType::AllReduce, static_cast<uint64_t>(P), {32, 4, 8},
+                          Algorithm::CollNetDirect),
+               InputError);  // no SHARP: NCCL cannot run CollNet
+  c.network.sharp = true;
+  const NcclHardware hw = nccl_hardware(c, 16);
+  const NcclTerms d = nccl_terms(hw, CollType::AllReduce, static_cast<uint64_t>(P), {32, 4, 8}, Algorithm::CollNetDirect);
+  EXPECT_EQ(d.algorithm, Algorithm::CollNetDirect);
+  EXPECT_NEAR(d.x[3], 1.75 * P / 450e3, 1e-6);
+  EXPECT_EQ(d.x[4], 0);
+  EXPECT_NEAR(d.x[1], 2 * 3.7 / 3.4, 1e-12);
+  EXPECT_NEAR(d.x[2], 31.0 / 14.0, 1e-12);
+  EXPECT_NEAR(d.x[5], 7.0 / 8.0 * P / 1e3, 1e-6);
+  const NcclTerms ch = nccl_terms(hw, CollType::AllReduce, static_cast<uint64_t>(P), {32, 4, 8}, Algorithm::CollNetChain);
+  EXPECT_NEAR(ch.x[3], 2 * P / 450e3, 1e-6);
+  EXPECT_NEAR(ch.x[1], 14 * 2.8 / 3.4, 1e-12);
+  // Slow NICs (8 x 12.5 GB/s = 100 GB/s per node): now the network stage paces it, P / 100 GB/s.
+  c.inter_node.bandwidth_GBps = 12.5;
+  const NcclTerms slow = nccl_terms(nccl_hardware(c, 16), CollType::AllReduce, static_cast<uint64_t>(P), {32, 4, 8},
+                                    Algorithm::CollNetDirect);
+  EXPECT_EQ(slow.x[3], 0);
+  EXPECT_NEAR(slow.x[4], P / 100e3, 1e-6);
+  // Auto with SHARP on Hopper NVSwitch nodes: NVLS spans the nodes and beats NVLS-tree's 2 P through the NICs.
+  c.inter_node.bandwidth_GBps = 50;
+  const auto sharp = make_nccl_model(c), plain = make_nccl_model(cluster("H100-SXM", 450, 50));
+  const auto e = sharp->estimate(CollType::AllReduce, static_cast<uint64_t>(P), {32, 4, 8});
+  EXPECT_EQ(e.algorithm, Algorithm::Nvls);
+  EXPECT_LT(e.ns, plain->estimate(CollType::AllReduce, static_cast<uint64_t>(P), {32, 4, 8}).ns);
+}
+
 }  // namespace
 }  // namespace stepsim::cost

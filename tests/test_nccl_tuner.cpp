@@ -149,5 +149,41 @@ TEST(NcclTuner, MultiNodeRingSpeedIsCappedByTheIntraNodePaths) {
   EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 400.0 * 4 / 6, 1e-9);
 }
 
+// CollNet (SHARP) on 4 nodes x 8 H100 (NVSwitch), 16 channels of 22.5 GB/s NVLink (450 x 0.8 / 16), facts §5:
+// CollNetDirect per-channel bw = bwIntra (CollNet), busBw = 16 x 22.5 = 360, f = ppn / nCh = 0.5 -> / (f - (f-1)/2)
+// = / 0.75 -> 480, x 0.85 on sm90 -> 408, algBw = busBw x 0.5 = 204 GB/s; latency = base 0 + 2 (min(1, 7) x 3.7 +
+// 7 x 0.4) + 31 = 44 us. CollNetChain: busBw 360 -> algBw 180; latency 2 x 7 x 2.8 + 30 = 69.2 us.
+TEST(NcclTuner, CollNetOnlyWithSharpAndItsClosedForms) {
+  TunerTopology t;
+  t.ranks = 32;
+  t.nodes = 4;
+  t.ranks_per_node = 8;
+  t.cc = CompCap::Hopper;
+  t.nvls = true;
+  t.nvswitch = true;
+  t.channels = 16;
+  t.bw_intra = 22.5;
+  t.bw_inter = 25;
+  EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::CollNetDirect, Protocol::Simple, t).algbw_GBps, 0.0);
+  EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::Nvls, Protocol::Simple, t).algbw_GBps, 0.0);
+  EXPECT_NE(tuner_choose(CollType::AllReduce, 1 << 30, t).algorithm, Algorithm::CollNetDirect);
+  t.collnet = true;
+  const TunerCell d = tuner_cell(CollType::AllReduce, Algorithm::CollNetDirect, Protocol::Simple, t);
+  EXPECT_NEAR(d.algbw_GBps, 204.0, 1e-9);
+  EXPECT_NEAR(d.latency_us, 44.0, 1e-9);
+  const TunerCell c = tuner_cell(CollType::AllReduce, Algorithm::CollNetChain, Protocol::Simple, t);
+  EXPECT_NEAR(c.algbw_GBps, 180.0, 1e-9);
+  EXPECT_NEAR(c.latency_us, 69.2, 1e-9);
+  EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::CollNetDirect, Protocol::LL, t).algbw_GBps, 0.0);  // Simple only
+  EXPECT_EQ(tuner_cell(CollType::AllGather, Algorithm::CollNetChain, Protocol::Simple, t).algbw_GBps, 0.0);
+  // With SHARP, NVLS also spans nodes (NVLS + SHARP) and wins for large all-reduces on Hopper NVSwitch nodes.
+  EXPECT_GT(tuner_cell(CollType::AllReduce, Algorithm::Nvls, Protocol::Simple, t).algbw_GBps, 0.0);
+  EXPECT_EQ(tuner_choose(CollType::AllReduce, 1 << 30, t).algorithm, Algorithm::Nvls);
+  // Without NVSwitch, only the chain.
+  t.nvswitch = t.nvls = false;
+  EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::CollNetDirect, Protocol::Simple, t).algbw_GBps, 0.0);
+  EXPECT_GT(tuner_cell(CollType::AllReduce, Algorithm::CollNetChain, Protocol::Simple, t).algbw_GBps, 0.0);
+}
+
 }  // namespace
 }  // namespace stepsim::cost

@@ -64,7 +64,7 @@ int run_comm(const CommOptions& o) {
   const CollectiveName& cn = find_collective(o.collective);
   const spec::CommModel model_kind = parse_model(o.model);
   const auto algo = cost::parse_algorithm(o.algo);
-  if (!algo) throw InputError("--algo " + o.algo + ": one of auto, ring, tree, nvls, nvls_tree, pat");
+  if (!algo) throw InputError("--algo " + o.algo + ": one of auto, ring, tree, nvls, nvls_tree, pat, collnet_direct, collnet_chain");
   if (o.gpus < 1 || o.gpus > (1 << 20)) throw InputError("--gpus " + std::to_string(o.gpus) + ": must be 1..1048576");
   if (o.gpus_per_node < 1) throw InputError("--gpus-per-node: must be >= 1");
   const std::vector<uint64_t> sizes = parse_size_range(o.sizes, "--sizes");
@@ -121,7 +121,7 @@ Action add_comm(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--cluster", o->cluster_path, "cluster YAML (GPU, links, network); defaults: H100-SXM, 450 GB/s NVLink, 400 Gb/s NICs");
   cmd->add_option("--model", o->model, "alpha-beta | nccl | flow")->capture_default_str();
-  cmd->add_option("--algo", o->algo, "auto | ring | tree | nvls | nvls_tree | pat")->capture_default_str();
+  cmd->add_option("--algo", o->algo, "auto | ring | tree | nvls | nvls_tree | pat | collnet_direct | collnet_chain")->capture_default_str();
   cmd->add_option("--set", o->overrides, "override a cluster key: --set cluster.inter_node.bandwidth_Gbps=200");
   cmd->add_option("--json", o->json_path, "write the rows as JSON here");
   cmd->add_option("--store", o->store,

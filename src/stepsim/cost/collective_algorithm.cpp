@@ -14,6 +14,8 @@ const char* name_of(Algorithm a) {
     case Algorithm::NvlsTree: return "nvls_tree";
     case Algorithm::Pat: return "pat";
     case Algorithm::Direct: return "direct";
+    case Algorithm::CollNetDirect: return "collnet_direct";
+    case Algorithm::CollNetChain: return "collnet_chain";
   }
   return "?";
 }
@@ -31,7 +33,7 @@ std::optional<Algorithm> parse_algorithm(const std::string& s) {
   std::string k = s;
   std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return c == '-' ? '_' : std::tolower(c); });
   for (Algorithm a : {Algorithm::Auto, Algorithm::Ring, Algorithm::Tree, Algorithm::Nvls, Algorithm::NvlsTree,
-                      Algorithm::Pat}) {
+                      Algorithm::Pat, Algorithm::CollNetDirect, Algorithm::CollNetChain}) {
     if (k == name_of(a)) return a;
   }
   return std::nullopt;

@@ -7,12 +7,14 @@
 
 namespace stepsim::cost {
 
-enum class Algorithm { Auto, Ring, Tree, Nvls, NvlsTree, Pat, Direct };  // Direct: all-to-all / send-recv pairs
+// Direct: all-to-all / send-recv pairs. CollNet*: in-network reduction (InfiniBand SHARP), cluster.network.sharp.
+enum class Algorithm { Auto, Ring, Tree, Nvls, NvlsTree, Pat, Direct, CollNetDirect, CollNetChain };
 enum class Protocol { LL, LL128, Simple };
 
 const char* name_of(Algorithm a);
 const char* name_of(Protocol p);
-// Parses "auto", "ring", "tree", "nvls", "nvls_tree", "pat" (case-insensitive); nullopt otherwise.
+// Parses "auto", "ring", "tree", "nvls", "nvls_tree", "pat", "collnet_direct", "collnet_chain" (case-insensitive,
+// - for _); nullopt otherwise.
 std::optional<Algorithm> parse_algorithm(const std::string& s);
 
 // What a model predicts for one collective: its time and the algorithm/protocol/channels it assumed.

@@ -395,7 +395,9 @@ CollectiveEstimate FlowCollectiveModel::estimate(CollType coll, uint64_t bytes, 
       if (coll == CollType::AllToAll) return timed(coll, bytes, g, FlowAlgorithm::Auto);
       break;
     case Algorithm::NvlsTree:
-    case Algorithm::Pat: break;
+    case Algorithm::Pat:
+    case Algorithm::CollNetDirect:
+    case Algorithm::CollNetChain: break;
   }
   throw InputError(std::string("--algo ") + name_of(algo) +
                    ": the flow model runs ring, tree and nvls (auto: tree for all-reduce across nodes below 1 MiB, "

@@ -46,7 +46,8 @@ class FlowCollectiveModel final : public CollectiveModel {
   int64_t collective_ns(workload::CollType coll, uint64_t bytes, const GroupGeometry& g) const override;
   int64_t p2p_ns(uint64_t bytes, bool same_node) const override;
   // `algo` Ring, Tree or Nvls forces that FlowAlgorithm (with resolve_algorithm's fall-backs to ring, which the
-  // estimate then reports); Auto uses the model's own choice. Pat and NvlsTree throw InputError naming --algo.
+  // estimate then reports); Auto uses the model's own choice. Pat, NvlsTree and CollNet* throw InputError naming
+  // --algo.
   // Protocol is always Simple (links run at full rate); channels = the pipelines run concurrently (rings,
   // trees, chains: one per NIC, or two rings on one node), 0 when there is none (all-to-all, NVLS in one node).
   CollectiveEstimate estimate(workload::CollType coll, uint64_t bytes, const GroupGeometry& g,

@@ -115,6 +115,8 @@ NcclHardware nccl_hardware(const spec::ClusterSpec& cluster, int channels) {
                                    : CompCap::Ampere;
   t.nvlink_intra = gpu.nvswitch || gpu.arch == "volta";
   t.nvls = gpu.nvswitch && t.cc >= CompCap::Hopper;
+  t.nvswitch = gpu.nvswitch;
+  t.collnet = cluster.network.sharp;
   t.ll128 = t.nvlink_intra;
   t.channels = channels;
   h.intra_GBps = cluster.intra_node.bandwidth_GBps;
@@ -230,7 +232,32 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
         x[2] = 2 * std::ceil(std::log2(s.M)) * sc.g;
         x[3] = inter > intra ? 0 : intra;
         x[4] = inter > intra ? inter : 0;
+      } else if (s.M > 1) {
+        // NVLS with SHARP across nodes: the node's reduced buffer goes up its K NICs once and the fabric's result
+        // comes back once (P each way per node), one network round trip, paced by the slower stage.
+        const double inter = s.P / s.Bo;
+        x[2] = sc.g;
+        x[3] = inter > intra ? 0 : intra;
+        x[4] = inter > intra ? inter : 0;
       }
+      break;
+    }
+    case Algorithm::CollNetDirect:
+    case Algorithm::CollNetChain: {
+      // In-network reduction (SHARP): inside the node the GPUs reduce their buffers to the NIC-attached heads and
+      // spread the result back; each node sends P up its K NICs and gets the fabric's sum back (P each way), one
+      // network round trip. Direct (NVSwitch): every GPU is a head, a reduce-scatter and an all-gather over
+      // NVLink, 2(K-1)/K of P through each port. Chain: a chain through the node's GPUs, P down and P up each
+      // NVLink hop, K-1 hops deep each way. The stages pipeline chunk by chunk: the slower one paces the call.
+      out.eta = ceil_div(s.P, nch * cmax);
+      const bool direct = a == Algorithm::CollNetDirect;
+      const double intra = (direct ? 2 * (s.K - 1) / s.K : (s.K > 1 ? 2.0 : 0.0)) * s.P / (s.Bi * eff);
+      const double inter = s.P / (s.Bo * eff);
+      x[1] = (direct ? 2 * std::min(1.0, s.K - 1) : 2 * (s.K - 1)) * sc.b;
+      x[2] = sc.g;
+      x[3] = inter > intra ? 0 : intra;
+      x[4] = inter > intra ? inter : 0;
+      x[5] = (s.K - 1) / s.K * s.P / 1e3;  // the GPUs' share of the reduction; the switches do the rest
       break;
     }
     case Algorithm::Pat: {

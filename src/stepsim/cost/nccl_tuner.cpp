@@ -14,11 +14,13 @@ namespace {
 using workload::CollType;
 
 // Algorithm rows in NCCL's index order (TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT);
-// CollNet needs in-network reduction (SHARP), which a cluster spec cannot declare yet, so it is never chosen.
+// CollNet needs in-network reduction (SHARP): only with cluster.network.sharp.
 int algo_index(Algorithm a) {
   switch (a) {
     case Algorithm::Tree: return 0;
     case Algorithm::Ring: return 1;
+    case Algorithm::CollNetDirect: return 2;
+    case Algorithm::CollNetChain: return 3;
     case Algorithm::Nvls: return 4;
     case Algorithm::NvlsTree: return 5;
     case Algorithm::Pat: return 6;
@@ -78,8 +80,10 @@ bool supported(CollType c, Algorithm a, Protocol p, const TunerTopology& t) {
       return false;
     case CollType::AllReduce:
       if (a == Algorithm::Ring || a == Algorithm::Tree) return true;
-      // NVLS alone is single-node; across nodes it needs CollNet (SHARP), which becomes NVLS-tree here.
-      if (a == Algorithm::Nvls) return t.nvls && t.nodes == 1 && t.channels >= 2;
+      // NVLS across nodes needs the fabric to reduce too (SHARP); without it NCCL runs NVLS-tree.
+      if (a == Algorithm::Nvls) return t.nvls && (t.nodes == 1 || t.collnet) && t.channels >= 2;
+      if (a == Algorithm::CollNetDirect) return t.collnet && t.nodes > 1 && t.nvswitch;
+      if (a == Algorithm::CollNetChain) return t.collnet && t.nodes > 1;
       if (a == Algorithm::NvlsTree) return t.nvls && t.nodes > 1 && t.channels >= 2;
       return false;
     default: return false;
@@ -102,7 +106,8 @@ TunerCell tuner_cell(CollType coll, Algorithm a, Protocol p, const TunerTopology
   const int steps = nsteps(coll, n);
   // Ring and tree channels pass through every GPU of a node over NVLink/PCI, so NCCL's graph search never gives
   // them an inter-node speed the intra-node paths cannot carry (ncclTopoCompute searches one speed for both).
-  const double bw = nodes <= 2 ? t.bw_intra : ppn > 1 ? std::min(t.bw_inter, t.bw_intra) : t.bw_inter;
+  const bool collnet = a == Algorithm::CollNetDirect || a == Algorithm::CollNetChain;
+  const double bw = nodes <= 2 || collnet ? t.bw_intra : ppn > 1 ? std::min(t.bw_inter, t.bw_intra) : t.bw_inter;
 
   // --- bus bandwidth (§5.2-5.3)
   double busBw = nCh * bw;
@@ -128,6 +133,11 @@ TunerCell tuner_cell(CollType coll, Algorithm a, Protocol p, const TunerTopology
   if (a == Algorithm::Tree && p == Protocol::LL128)
     busBw = std::min(busBw * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nCh * kPerChTreeLL128[cc][col]);
   if (a == Algorithm::Pat) busBw *= 0.75;
+  if (a == Algorithm::CollNetDirect) {
+    const double f = static_cast<double>(ppn) / nCh;
+    busBw /= f - (f - 1) / 2;
+    if (t.cc >= CompCap::Hopper) busBw *= 0.85;
+  }
 
   // --- bus -> algorithm bandwidth (§5.4)
   double ratio = 0.5;
@@ -162,6 +172,8 @@ TunerCell tuner_cell(CollType coll, Algorithm a, Protocol p, const TunerTopology
     case Algorithm::Nvls: lat = intraLat + (nodes > 1 ? interLat : 0.0); break;
     case Algorithm::NvlsTree: lat += intraLat + 2 * log2n * interLat; break;
     case Algorithm::Pat: lat += log2n * (interLat / 3.5) + n * 2.8; break;
+    case Algorithm::CollNetDirect: lat += 2 * (std::min(1, ppn - 1) * intraLat + (ppn - 1) * 0.4) + interLat; break;
+    case Algorithm::CollNetChain: lat += 2 * (ppn - 1) * intraLat + interLat; break;
     default: break;
   }
   return {lat, algBw};
@@ -185,7 +197,8 @@ double tuner_time_us(CollType coll, Algorithm a, Protocol p, uint64_t bytes, con
 TunerChoice tuner_choose(CollType coll, uint64_t bytes, const TunerTopology& t, Algorithm force) {
   TunerChoice best;
   best.time_us = -1;
-  for (Algorithm a : {Algorithm::Tree, Algorithm::Ring, Algorithm::Nvls, Algorithm::NvlsTree, Algorithm::Pat}) {
+  for (Algorithm a : {Algorithm::Tree, Algorithm::Ring, Algorithm::CollNetDirect, Algorithm::CollNetChain, Algorithm::Nvls,
+                      Algorithm::NvlsTree, Algorithm::Pat}) {
     if (force != Algorithm::Auto && a != force) continue;
     for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
       const double us = tuner_time_us(coll, a, p, bytes, t);

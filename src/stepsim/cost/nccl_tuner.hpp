@@ -21,6 +21,8 @@ struct TunerTopology {
   CompCap cc = CompCap::Hopper;
   bool nvlink_intra = true;   // graph typeIntra is NVLink (else PCI)
   bool nvls = false;          // NVSwitch multicast (Hopper/Blackwell NVSwitch nodes)
+  bool nvswitch = false;      // GPUs of a node meet in an NVSwitch (CollNetDirect needs it)
+  bool collnet = false;       // in-network reduction across nodes (SHARP): CollNet, and NVLS across nodes
   bool ll128 = true;          // LL128 enabled (NVLink inside the node, sm70+)
   bool amd_cpu = false;
   int channels = 16;          // ring/tree channels

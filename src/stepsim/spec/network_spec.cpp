@@ -140,6 +140,7 @@ NetworkSpec read_network_spec(StrictSection s, const ClusterSpec& c) {
   n.nic_GBps = read_bandwidth(s, "nic", 0);
   n.hop_latency_us = s.get_double("hop_latency_us", n.hop_latency_us, 0.0, 1e7);
   n.routing = s.get_enum<Routing>("routing", n.routing, {{"ecmp", Routing::Ecmp}, {"d-mod-k", Routing::DestMod}});
+  n.sharp = s.get_bool("sharp", false);
   n.leaf_ports = static_cast<int>(s.get_int("leaf_ports", n.leaf_ports, 1, 1 << 16));
   if (s.has("oversubscription")) {
     n.oversubscription = s.get_double("oversubscription", 1.0, -1e300, 1e300);

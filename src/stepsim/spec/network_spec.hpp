@@ -58,6 +58,7 @@ struct NetworkSpec {
   // D-mod-K by default: InfiniBand subnet managers route fat-trees deterministically, so the rings NCCL builds
   // do not collide; ecmp (hash collisions) is the what-if for Ethernet/RoCE fabrics.
   Routing routing = Routing::DestMod;
+  bool sharp = false;            // the fabric's switches reduce (InfiniBand SHARP): NCCL's CollNet algorithms
   int leaf_ports = 32;           // NIC-facing ports of a leaf (rail) switch
   double oversubscription = 1.0; // leaf down-port capacity / leaf up-link capacity
   int pods = 0;                  // fat-tree-3: 0 = ceil(leaves / leaf_ports)
