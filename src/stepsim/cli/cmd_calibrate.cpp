@@ -51,7 +51,7 @@ std::vector<hw::CalibrationRow> store_rows(const CalibrationInput& in, const cos
 
 int run_calibrate_comm(const CalibrateOptions& o) {
   const auto algo = cost::parse_algorithm(o.algo);
-  if (!algo) throw InputError("--algo " + o.algo + ": one of auto, ring, tree, nvls, nvls_tree, pat");
+  if (!algo) throw InputError("--algo " + o.algo + ": one of auto, ring, tree, nvls, nvls_tree, pat, collnet_direct, collnet_chain");
   const CalibrationInput in = load_calibration_input(o);
   const std::string store_path = o.store.empty() ? hw::default_calibration_store_path() : o.store;
   // Open the store first: a foreign or corrupt file is reported before any work.
@@ -115,7 +115,7 @@ Action add_calibrate(CLI::App& app) {
   comm->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (default: from the measurements)");
   comm->add_option("--set", o->overrides, "override a cluster key: --set cluster.inter_node.bandwidth_Gbps=200");
   comm->add_option("--nccl-version", o->nccl_version, "NCCL version of the measurements (default: from the files)");
-  comm->add_option("--algo", o->algo, "force the algorithm of the model's terms: auto | ring | tree | nvls | nvls_tree | pat")
+  comm->add_option("--algo", o->algo, "force the algorithm of the model's terms: auto | ring | tree | nvls | nvls_tree | pat | collnet_direct | collnet_chain")
       ->capture_default_str();
   comm->add_option("--store", o->store, "calibration store (default: $STEPSIM_CALIBRATION_DB, else ~/.cache/stepsim/calibration.sqlite)");
   comm->add_option("--json", o->json_path, "write the fit (every point, parameters, errors) as JSON here");
