@@ -125,18 +125,25 @@ TEST(NcclTuner, NvlsOnlyOnHopperNvswitchNodes) {
 namespace stepsim::cost {
 namespace {
 
-// Across more than two nodes a ring's per-channel speed is the NIC's share but never more than the NVLink paths
-// inside a node carry (NCCL searches one speed for both); NVLS-tree keeps its own NVSwitch and NIC terms (§5.2).
-TEST(NcclTuner, MultiNodeRingSpeedIsCappedByTheIntraNodePaths) {
+// 4 nodes x 8 Hopper GPUs on NVSwitch (NVLS), 16 channels of `bw_intra` NVLink and 25 GB/s NIC (8 x 50 / 16).
+TunerTopology hopper_4x8(double bw_intra) {
   TunerTopology t;
   t.ranks = 32;
   t.nodes = 4;
   t.ranks_per_node = 8;
   t.cc = CompCap::Hopper;
   t.nvls = true;
+  t.nvswitch = true;
   t.channels = 16;
-  t.bw_intra = 10;  // 200 GB/s NVLink (H800) x 0.8 / 16 channels
-  t.bw_inter = 25;  // 8 NICs x 50 GB/s / 16 channels
+  t.bw_intra = bw_intra;
+  t.bw_inter = 25;
+  return t;
+}
+
+// Across more than two nodes a ring's per-channel speed is the NIC's share but never more than the NVLink paths
+// inside a node carry (NCCL searches one speed for both); NVLS-tree keeps its own NVSwitch and NIC terms (§5.2).
+TEST(NcclTuner, MultiNodeRingSpeedIsCappedByTheIntraNodePaths) {
+  TunerTopology t = hopper_4x8(10);  // 200 GB/s NVLink (H800) x 0.8 / 16 channels
   // Ring Simple: busBw = 16 x min(25, 10) = 160; algBw = 160 x 32 / 62.
   EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 160.0 * 32 / 62, 1e-9);
   // NVLS-tree: intra 10 x 16 x 0.85 x 15/16 x 2 = 255 < inter 25 x 16 = 400 < cap 45.5 x 16; algBw x 32/62.
@@ -154,16 +161,7 @@ TEST(NcclTuner, MultiNodeRingSpeedIsCappedByTheIntraNodePaths) {
 // = / 0.75 -> 480, x 0.85 on sm90 -> 408, algBw = busBw x 0.5 = 204 GB/s; latency = base 0 + 2 (min(1, 7) x 3.7 +
 // 7 x 0.4) + 31 = 44 us. CollNetChain: busBw 360 -> algBw 180; latency 2 x 7 x 2.8 + 30 = 69.2 us.
 TEST(NcclTuner, CollNetOnlyWithSharpAndItsClosedForms) {
-  TunerTopology t;
-  t.ranks = 32;
-  t.nodes = 4;
-  t.ranks_per_node = 8;
-  t.cc = CompCap::Hopper;
-  t.nvls = true;
-  t.nvswitch = true;
-  t.channels = 16;
-  t.bw_intra = 22.5;
-  t.bw_inter = 25;
+  TunerTopology t = hopper_4x8(22.5);
   EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::CollNetDirect, Protocol::Simple, t).algbw_GBps, 0.0);
   EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::Nvls, Protocol::Simple, t).algbw_GBps, 0.0);
   EXPECT_NE(tuner_choose(CollType::AllReduce, 1 << 30, t).algorithm, Algorithm::CollNetDirect);
