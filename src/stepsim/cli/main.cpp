@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "stepsim 0.1.0");
   std::vector<stepsim::cli::Action> actions{stepsim::cli::add_simulate(app), stepsim::cli::add_memory(app),
                                            stepsim::cli::add_comm(app), stepsim::cli::add_calibrate(app)};
+  actions.push_back(stepsim::cli::add_reliability(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
