@@ -2,7 +2,9 @@
 // Where one rank's step time goes. Every nanosecond of [0, step] is counted once: compute (forward,
 // backward, recompute), optimizer, communication that no compute hides (by parallelism, priority
 // tp > cp > ep > pp > dp when several run at once), and the rest as pipeline bubble (idle: waiting for
-// other stages, for stragglers, or for the step to end on other ranks).
+// other stages, for stragglers, or for the step to end on other ranks). With an overlap model, the time compute
+// and optimizer kernels lost to communication kernels sharing the GPU is taken out of those two and shown as
+// overlap_slowdown.
 #include <array>
 #include <cstdint>
 
@@ -16,7 +18,7 @@ const char* comm_kind_name(int k);
 CommKind comm_kind_of(workload::GroupKind g);
 
 struct Breakdown {
-  double compute_s = 0, pipeline_bubble_s = 0, optimizer_s = 0;
+  double compute_s = 0, pipeline_bubble_s = 0, optimizer_s = 0, overlap_slowdown_s = 0;
   std::array<double, kNumCommKinds> exposed_comm_s{};
   double total_s() const;
 };

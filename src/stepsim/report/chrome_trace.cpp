@@ -70,6 +70,14 @@ void write_chrome_trace(std::ostream& out, const sim::Simulation& s) {
         std::snprintf(buf, sizeof buf, ",\"flops\":%.6g,\"bytes\":%llu,\"kernel\":\"%s\",\"slowdown\":%.4g", op.flops,
                       static_cast<unsigned long long>(op.bytes), workload::name_of(op.category), rec.slowdown);
         args += buf;
+        if (rec.overlap_ns > 0) {
+          // Factor by which communication kernels sharing the GPU stretched this kernel, and the time it added.
+          const int64_t dur = rec.end_ns - rec.begin_ns;
+          std::snprintf(buf, sizeof buf, ",\"overlap_slowdown\":%.4f,\"overlap_added_us\":%.3f",
+                        dur > rec.overlap_ns ? static_cast<double>(dur) / static_cast<double>(dur - rec.overlap_ns) : 0.0,
+                        static_cast<double>(rec.overlap_ns) * 1e-3);
+          args += buf;
+        }
       } else {
         cat = comm_kind_name(comm_kind_of(op.group));
         const uint64_t bytes = op.kind == OpKind::P2P ? op.send_prev + op.send_next + op.recv_prev + op.recv_next : op.bytes;

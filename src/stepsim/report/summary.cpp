@@ -84,6 +84,7 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   j["breakdown_s"] = {{"compute", s.breakdown.compute_s},
                       {"pipeline_bubble", s.breakdown.pipeline_bubble_s},
                       {"optimizer", s.breakdown.optimizer_s},
+                      {"overlap_slowdown_s", s.breakdown.overlap_slowdown_s},
                       {"exposed_comm", exposed}};
   json stages = json::array();
   for (const auto& sm : s.per_stage) {
@@ -137,6 +138,7 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   row("compute", s.breakdown.compute_s);
   row("pipeline bubble / wait", s.breakdown.pipeline_bubble_s);
   row("optimizer", s.breakdown.optimizer_s);
+  if (job.simulation.overlap_model != spec::OverlapModel::None) row("overlap slowdown", s.breakdown.overlap_slowdown_s);
   for (int k = 0; k < kNumCommKinds; ++k) {
     if (s.breakdown.exposed_comm_s[k] > 0 || s.comm.calls[k] > 0) {
       row(std::string("exposed ") + comm_kind_name(k) + " communication", s.breakdown.exposed_comm_s[k]);

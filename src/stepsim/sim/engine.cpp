@@ -4,6 +4,7 @@
 #include "stepsim/sim/event_queue.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <sstream>
@@ -71,6 +72,30 @@ struct PendingTransfer {
 };
 constexpr uint64_t kTransferTag = 1ull << 63;  // network tags: collective slot, or this bit | transfer slot
 
+// The compute op in flight on a rank's compute stream under an overlap model: isolated work left (ns at
+// full speed), the current rate (1 / (1 + slowdown)), since when, and the key of its live end event.
+struct ComputeProgress {
+  double left = 0;
+  double rate = 1;
+  int64_t since = 0;
+  int64_t isolated = 0;  // its whole duration at full speed (straggler factor included)
+  uint64_t key = 0;
+};
+
+// Cache of slowdowns: the compute op and the communication ops in flight (one per communication stream, in
+// stream order), by address in their shared Program.
+struct OverlapKey {
+  std::array<const Op*, 6> ops{};
+  bool operator==(const OverlapKey&) const = default;
+};
+struct OverlapKeyHash {
+  size_t operator()(const OverlapKey& k) const {
+    uint64_t h = 0;
+    for (const Op* op : k.ops) h = (h ^ reinterpret_cast<uintptr_t>(op)) * 0x100000001B3ull;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
 struct PendingCollective {
   uint32_t arrived = 0;
   int64_t last_arrival = 0;
@@ -93,11 +118,13 @@ struct CollKeyHash {
 class Engine {
  public:
   Engine(const workload::Workload& w, const cost::CollectiveModel& comm, const EngineOptions& opt)
-      : w_(w), layout_(w.layout), comm_(comm), network_(opt.network) {
+      : w_(w), layout_(w.layout), comm_(comm), network_(opt.network), overlap_(opt.overlap),
+        peak_flops_(opt.peak_flops), hbm_Bps_(opt.hbm_Bps) {
     const int n = layout_.world();
     if (n > (1 << EventQueue::kRankBits)) throw std::runtime_error("engine: more ranks than the event queue holds");
     ranks_.resize(n);
     prog_.resize(n);
+    if (overlap_) progress_.resize(n);
     slow_.assign(n, 1.0);
     for (const auto& [r, f] : w.job.cluster.slow_ranks) {
       if (r >= 0 && r < n) slow_[r] = f;
@@ -137,6 +164,8 @@ class Engine {
       }
       const EventQueue::Entry e = queue_.pop();
       const int stream = EventQueue::stream_of(e);
+      // A compute op whose speed changed has a newer end event; the old one is dropped here.
+      if (overlap_ && stream == kComputeStream && e.key != progress_[EventQueue::rank_of(e)].key) continue;
       if (stream == kCollectiveDone) {
         finish_collective(EventQueue::rank_of(e), e.t);
       } else {
@@ -157,6 +186,8 @@ class Engine {
   }
 
  private:
+  static constexpr int kComputeStream = static_cast<int>(Stream::Compute);
+
   void push(int64_t t, int rank, int stream) { queue_.push(t, rank, stream); }
 
   const Op& current_op(int rank, int stream) const {
@@ -178,9 +209,12 @@ class Engine {
       note_memory(rank, t);
     }
     if (const int ri = record_index_[rank]; ri >= 0) {
-      result_.recorded[ri].ops.push_back(
-          OpRecord{op_index, ss.post, ss.begin, t, op.kind == OpKind::Compute ? slow_[rank] : 1.0});
+      const bool slowed = overlap_ && stream == kComputeStream && op.kind == OpKind::Compute;
+      result_.recorded[ri].ops.push_back(OpRecord{op_index, ss.post, ss.begin, t,
+                                                  op.kind == OpKind::Compute ? slow_[rank] : 1.0,
+                                                  slowed ? t - ss.begin - progress_[rank].isolated : 0});
     }
+    if (overlap_ && op.kind != OpKind::Compute) overlap_changed(rank, t);
     try_start_all(rank, t);
   }
 
@@ -211,12 +245,90 @@ class Engine {
       case OpKind::Compute: {
         const double f = slow_[rank];
         const int64_t d = f == 1.0 ? op.duration_ns : std::llround(static_cast<double>(op.duration_ns) * f);
-        push(t + d, rank, stream);
+        if (overlap_ && stream == kComputeStream) {
+          ComputeProgress& cp = progress_[rank];
+          cp = ComputeProgress{static_cast<double>(d), 1.0 / (1.0 + slowdown(rank, op)), t, d, 0};
+          cp.key = queue_.push(t + remaining_ns(cp), rank, stream);
+        } else {
+          push(t + d, rank, stream);
+        }
         break;
       }
       case OpKind::Collective: arrive(rank, stream, op, t); break;
       case OpKind::P2P: post_p2p(rank, op, t); break;
     }
+    if (overlap_ && op.kind != OpKind::Compute) overlap_changed(rank, t);
+  }
+
+  // ---- compute slowdown under overlap
+  static int64_t remaining_ns(const ComputeProgress& cp) {
+    // The tolerance keeps float noise from adding a nanosecond to an exactly representable end.
+    return std::max<int64_t>(0, static_cast<int64_t>(std::ceil(cp.left / cp.rate - 1e-6)));
+  }
+
+  // The set of communication ops in flight on `rank` changed at t: bank the running compute op's progress at its
+  // old rate and, if its rate changes, queue its new end (the old end event becomes stale).
+  void overlap_changed(int rank, int64_t t) {
+    const StreamState& cs = ranks_[rank].s[kComputeStream];
+    if (!cs.busy) return;
+    const Op& op = current_op(rank, kComputeStream);
+    if (op.kind != OpKind::Compute) return;
+    ComputeProgress& cp = progress_[rank];
+    cp.left = std::max(0.0, cp.left - static_cast<double>(t - cp.since) * cp.rate);
+    cp.since = t;
+    const double rate = 1.0 / (1.0 + slowdown(rank, op));
+    if (rate == cp.rate) return;
+    cp.rate = rate;
+    cp.key = queue_.push(t + remaining_ns(cp), rank, kComputeStream);
+  }
+
+  // The overlap model's slowdown of compute op `op` under the communication ops now in flight on `rank`.
+  double slowdown(int rank, const Op& op) {
+    OverlapKey key;
+    key.ops[0] = &op;
+    int n = 0;
+    for (int s = kComputeStream + 1; s < kNumStreams; ++s) {
+      if (!ranks_[rank].s[s].busy) continue;
+      const Op& c = current_op(rank, s);
+      if (c.kind == OpKind::Compute) continue;
+      key.ops[1 + n++] = &c;
+      if (n == 5) break;
+    }
+    if (n == 0) return 0.0;
+    if (auto it = slowdown_cache_.find(key); it != slowdown_cache_.end()) return it->second;
+    overlap_comms_.clear();
+    for (int i = 1; i <= n; ++i) overlap_comms_.push_back(describe_comm(rank, *key.ops[i]));
+    cost::OverlapCompute c;
+    c.category = op.category;
+    c.isolated_us = static_cast<double>(op.duration_ns) * 1e-3;
+    if (op.duration_ns > 0) {
+      const double sec = static_cast<double>(op.duration_ns) * 1e-9;
+      if (peak_flops_ > 0) c.sm_throughput_pct = std::min(100.0, 100.0 * op.flops / sec / peak_flops_);
+      if (hbm_Bps_ > 0) c.dram_throughput_pct = std::min(100.0, 100.0 * static_cast<double>(op.bytes) / sec / hbm_Bps_);
+      c.memory_throughput_pct = c.dram_throughput_pct;
+    }
+    const double s = std::max(0.0, overlap_->compute_slowdown(c, overlap_comms_));
+    slowdown_cache_.emplace(key, s);
+    return s;
+  }
+
+  cost::OverlapComm describe_comm(int rank, const Op& c) {
+    cost::OverlapComm m;
+    m.kind = c.kind;
+    m.coll = c.coll;
+    m.group = c.group;
+    if (c.kind == OpKind::P2P) {
+      m.bytes = std::max({c.send_prev, c.send_next, c.recv_prev, c.recv_next});
+      m.algorithm = cost::Algorithm::Direct;
+      return m;
+    }
+    m.bytes = c.bytes;
+    const cost::GroupGeometry geo = layout_.geometry(c.group, layout_.group_id(c.group, rank));
+    const cost::CollectiveEstimate e = comm_.estimate(c.coll, c.bytes, geo, cost::Algorithm::Auto);
+    m.algorithm = e.algorithm;
+    m.protocol = e.protocol;
+    m.channels = e.channels;
+    return m;
   }
 
   // ---- collectives
@@ -379,6 +491,11 @@ class Engine {
   const workload::RankLayout& layout_;
   const cost::CollectiveModel& comm_;
   ContendedNetwork* network_;
+  const cost::OverlapModel* overlap_;
+  double peak_flops_, hbm_Bps_;
+  std::vector<ComputeProgress> progress_;
+  std::unordered_map<OverlapKey, double, OverlapKeyHash> slowdown_cache_;
+  std::vector<cost::OverlapComm> overlap_comms_;
   std::vector<int> members_;
   std::vector<uint64_t> net_done_;
   std::vector<PendingTransfer> transfers_;

@@ -5,13 +5,16 @@
 //   - a collective starts when the last member of its group arrives and ends at the same time on all
 //     members (Echo's synchronisation stage: a straggler delays its whole group);
 //   - a batched send/recv ends when each of its transfers has been matched with the peer's and carried;
-//   - compute ops take the compute model's time times the rank's slow-down factor.
+//   - compute ops take the compute model's time times the rank's slow-down factor, and with an overlap model
+//     progress at 1/(1 + s) of that speed while communication ops are in flight on the rank (s recomputed
+//     whenever that set changes).
 // Time is integer nanoseconds; events are ordered by (time, sequence), so results are bit-identical.
 #include <memory>
 #include <vector>
 
 #include "stepsim/cost/collective_model.hpp"
 #include "stepsim/cost/compute_model.hpp"
+#include "stepsim/cost/overlap_model.hpp"
 #include "stepsim/sim/timeline.hpp"
 #include "stepsim/workload/program.hpp"
 
@@ -24,6 +27,10 @@ struct EngineOptions {
   // When set, collectives and send/recv are carried by this network (links shared between concurrent transfers)
   // instead of being timed alone by the CollectiveModel.
   ContendedNetwork* network = nullptr;
+  // When set, compute ops on the compute stream slow down while communication ops run on the same rank.
+  const cost::OverlapModel* overlap = nullptr;
+  double peak_flops = 0;  // GPU's dense FLOP/s in the training precision, for the SM-throughput feature
+  double hbm_Bps = 0;     // GPU's HBM bandwidth, for the DRAM-throughput feature
 };
 
 // Fills every compute op's duration_ns from the model (once per shared program).

@@ -22,12 +22,14 @@ class EventQueue {
   bool empty() const { return heap_.empty(); }
   size_t size() const { return heap_.size(); }
 
-  void push(int64_t t, int rank, int stream) {
+  // Returns the entry's key, unique per push (the engine uses it to recognise superseded events).
+  uint64_t push(int64_t t, int rank, int stream) {
     if (seq_ >> kSeqBits) throw std::runtime_error("event queue: sequence overflow");
     const uint64_t key = (seq_++ << (kRankBits + kStreamBits)) | (static_cast<uint64_t>(rank) << kStreamBits) |
                          static_cast<uint64_t>(stream);
     heap_.push_back(Entry{t, key});
     sift_up(heap_.size() - 1);
+    return key;
   }
 
   int64_t top_time() const { return heap_.front().t; }

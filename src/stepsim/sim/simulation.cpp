@@ -5,6 +5,7 @@
 #include "stepsim/cost/flow_collectives.hpp"
 #include "stepsim/cost/nccl_calibration.hpp"
 #include "stepsim/cost/nccl_model.hpp"
+#include "stepsim/cost/overlap_coefficients.hpp"
 #include "stepsim/hw/calibration_store.hpp"
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/sim/flow_contended_network.hpp"
@@ -36,6 +37,20 @@ std::unique_ptr<cost::CollectiveModel> make_collective_model(const spec::JobSpec
                                {job.simulation.calibration_store, job.simulation.nccl_version});
 }
 
+std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job) {
+  switch (job.simulation.overlap_model) {
+    case spec::OverlapModel::None: return nullptr;
+    case spec::OverlapModel::Coefficients: {
+      const std::string& f = job.simulation.overlap_file;
+      return cost::make_coefficient_overlap_model(
+          cost::OverlapCoefficients::load(f.empty() ? cost::OverlapCoefficients::default_path() : f));
+    }
+    case spec::OverlapModel::XGBoost: break;
+  }
+  throw InputError(std::string("simulation.overlap_model: '") + spec::name_of(job.simulation.overlap_model) +
+                   "' is not available in this version; use none or coefficients");
+}
+
 Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks) {
   Simulation s;
   s.workload = workload::build_megatron_workload(job);
@@ -43,8 +58,12 @@ Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& reco
   const auto compute = cost::make_roofline_model(gpu, job.training.precision);
   assign_compute_durations(s.workload, *compute);
   const auto comm = make_collective_model(job);
+  const auto overlap = make_overlap_model(job);
   EngineOptions opt;
   opt.record_ranks = record_ranks;
+  opt.overlap = overlap.get();
+  opt.peak_flops = gpu.peak_flops(job.training.precision);
+  opt.hbm_Bps = gpu.hbm_bandwidth_Bps;
   // comm_model flow: collectives and send/recv of the whole step share one network and contend for its links.
   std::unique_ptr<FlowContendedNetwork> network;
   if (job.simulation.comm_model == spec::CommModel::Flow) {

@@ -28,6 +28,9 @@ std::unique_ptr<cost::CollectiveModel> make_collective_model(spec::CommModel mod
                                                              const CommSettings& settings = {});
 std::unique_ptr<cost::CollectiveModel> make_collective_model(const spec::JobSpec& job);
 
+// The overlap model a job asks for (simulation.overlap_model, overlap_file); null for none.
+std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job);
+
 // record_ranks: ranks whose timelines are kept (trace, breakdown).
 Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks);
 

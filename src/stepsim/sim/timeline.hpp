@@ -12,6 +12,7 @@ struct OpRecord {
   int64_t begin_ns = 0;   // when it began executing (collectives: the last member's arrival)
   int64_t end_ns = 0;
   double slowdown = 1.0;  // compute slow-down factor applied (stragglers)
+  int64_t overlap_ns = 0; // compute: time added by communication kernels sharing the GPU (overlap model)
 };
 
 struct MemorySample {

@@ -85,11 +85,14 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
 
 void resolve_includes(YAML::Node& root, const std::string& base_dir) {
   if (!root || !root.IsMap()) return;
-  // Like every path inside a job, the calibration store is relative to the job file.
-  if (YAML::Node sim = root["simulation"]; sim.IsMap() && sim["calibration_store"].IsScalar()) {
-    const std::string store = sim["calibration_store"].Scalar();
-    if (!store.empty() && store != "none" && fs::path(store).is_relative()) {
-      sim["calibration_store"] = (fs::path(base_dir) / store).lexically_normal().string();
+  // Like every path inside a job, the calibration store and the overlap file are relative to the job file.
+  if (YAML::Node sim = root["simulation"]; sim.IsMap()) {
+    for (const char* key : {"calibration_store", "overlap_file"}) {
+      if (!sim[key].IsScalar()) continue;
+      const std::string path = sim[key].Scalar();
+      if (!path.empty() && path != "none" && fs::path(path).is_relative()) {
+        sim[key] = (fs::path(base_dir) / path).lexically_normal().string();
+      }
     }
   }
   YAML::Node model = root["model"];
@@ -274,6 +277,7 @@ SimulationSpec read_simulation(StrictSection s) {
                                                 {"xgboost", OverlapModel::XGBoost}});
   sim.calibration_store = s.get_string("calibration_store", "");
   sim.nccl_version = s.get_string("nccl_version", "");
+  sim.overlap_file = s.get_string("overlap_file", "");
   s.finish();
   return sim;
 }

@@ -123,6 +123,8 @@ struct SimulationSpec {
   // "none" = profile defaults only), preferring rows measured with this NCCL version ("" = any).
   std::string calibration_store;
   std::string nccl_version;
+  // overlap_model coefficients: a coefficient file ("" = data/overlap.yaml); xgboost: the trained model.
+  std::string overlap_file;
 };
 
 struct JobSpec {

@@ -206,9 +206,8 @@ void validate(JobSpec& job) {
   if (t.activation_offload) fail("training.activation_offload", "activation offload is not modelled in this version; set false");
 
   // --- simulation: models that later issues add are refused rather than silently replaced.
-  if (job.simulation.overlap_model != OverlapModel::None) {
-    fail("simulation.overlap_model", std::string("'") + name_of(job.simulation.overlap_model) +
-                                         "' is not available in this version; use none");
+  if (job.simulation.overlap_model == OverlapModel::XGBoost) {
+    fail("simulation.overlap_model", "'xgboost' is not available in this version; use none or coefficients");
   }
 }
 

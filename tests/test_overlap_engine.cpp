@@ -1,0 +1,214 @@
+// Compute slowdown under overlap in the engine (issue 7 item 1): hand-built programs on 2 data-parallel ranks,
+// a collective model where a collective of B bytes takes B ns, and overlap models with known slowdowns, so every
+// end time is a closed form. Also the coefficient model's file and sums, and the breakdown/trace/JSON outputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "stepsim/cost/overlap_coefficients.hpp"
+#include "stepsim/report/breakdown.hpp"
+#include "stepsim/report/summary.hpp"
+#include "stepsim/sim/engine.hpp"
+#include "stepsim/sim/simulation.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
+#include "test_util.hpp"
+
+namespace stepsim::sim {
+namespace {
+
+using workload::CollType;
+using workload::ComputeCategory;
+using workload::Op;
+using workload::OpKind;
+using workload::Stream;
+
+// A collective of B bytes takes B ns; send/recv too.
+class BytesAreNanoseconds final : public cost::CollectiveModel {
+ public:
+  int64_t collective_ns(CollType, uint64_t bytes, const cost::GroupGeometry&) const override {
+    return static_cast<int64_t>(bytes);
+  }
+  int64_t p2p_ns(uint64_t bytes, bool) const override { return static_cast<int64_t>(bytes); }
+};
+
+// Slowdown = sum over the communication ops in flight of (bytes of the op) / 1e5, so a 50,000-byte collective
+// slows compute by 0.5 and a 100,000-byte one by 1.0.
+class BytesSlowdown final : public cost::OverlapModel {
+ public:
+  double compute_slowdown(const cost::OverlapCompute&, std::span<const cost::OverlapComm> comms) const override {
+    double s = 0;
+    for (const auto& c : comms) s += static_cast<double>(c.bytes) / 1e5;
+    return s;
+  }
+};
+
+Op compute(int64_t ns) {
+  Op op;
+  op.kind = OpKind::Compute;
+  op.stream = Stream::Compute;
+  op.category = ComputeCategory::Gemm;
+  op.duration_ns = ns;
+  return op;
+}
+
+Op all_reduce(uint64_t bytes) {
+  Op op;
+  op.kind = OpKind::Collective;
+  op.stream = Stream::Dp;
+  op.group = workload::GroupKind::Dp;
+  op.coll = CollType::AllReduce;
+  op.bytes = bytes;
+  return op;
+}
+
+// A 2-rank data-parallel workload whose one program is replaced by `fill`.
+template <class Fill>
+workload::Workload two_ranks(Fill fill) {
+  workload::Workload w = workload::build_megatron_workload(test::job_from_yaml(test::small_gpt_yaml(1, 1, 2, 2)));
+  for (auto& p : w.programs) {
+    workload::Program fresh;
+    fresh.stage = p.stage;
+    workload::ProgramBuilder b(fresh);
+    fill(b);
+    p = std::move(fresh);
+  }
+  return w;
+}
+
+// End of rank 0's first compute-stream op, and its recorded overlap.
+std::pair<int64_t, int64_t> first_compute(const SimResult& r) {
+  for (const OpRecord& rec : r.recorded.at(0).ops) {
+    if (rec.op == 0) return {rec.end_ns, rec.overlap_ns};
+  }
+  ADD_FAILURE() << "compute op not recorded";
+  return {0, 0};
+}
+
+SimResult run(const workload::Workload& w, const cost::OverlapModel* overlap) {
+  BytesAreNanoseconds comm;
+  EngineOptions opt;
+  opt.record_ranks = {0};
+  opt.overlap = overlap;
+  return simulate(w, comm, opt);
+}
+
+TEST(OverlapEngine, FullOverlapStretchesComputeByOnePlusS) {
+  // 100 us of compute beside a 300 us all-reduce with s = 0.5 the whole time: 150 us.
+  const auto w = two_ranks([](workload::ProgramBuilder& b) {
+    b.emit(compute(100'000), "gemm");
+    b.emit(all_reduce(300'000), "ar");
+  });
+  class Half final : public cost::OverlapModel {
+    double compute_slowdown(const cost::OverlapCompute&, std::span<const cost::OverlapComm>) const override {
+      return 0.5;
+    }
+  } half;
+  const auto [end, overlap] = first_compute(run(w, &half));
+  EXPECT_EQ(end, 150'000);
+  EXPECT_EQ(overlap, 50'000);
+  // Without a model nothing changes.
+  EXPECT_EQ(first_compute(run(w, nullptr)).first, 100'000);
+}
+
+TEST(OverlapEngine, PartialOverlapIsExact) {
+  // An all-reduce of 40,000 bytes: s = 0.4 for 40 us. Compute 100 us: in the first 40 us it does
+  // 40 / 1.4 = 28.5714 us of work; the remaining 71.4286 us run at full speed: ends at 111.4286 us -> 111,429 ns
+  // (rounded up).
+  const auto w = two_ranks([](workload::ProgramBuilder& b) {
+    b.emit(compute(100'000), "gemm");
+    b.emit(all_reduce(40'000), "ar");
+  });
+  BytesSlowdown model;
+  const auto [end, overlap] = first_compute(run(w, &model));
+  EXPECT_EQ(end, 40'000 + static_cast<int64_t>(std::ceil(100'000 - 40'000 / 1.4)));
+  EXPECT_EQ(end, 111'429);
+  EXPECT_EQ(overlap, 11'429);
+}
+
+TEST(OverlapEngine, TwoSuccessiveCollectivesChangeTheRateTwice) {
+  // All-reduce of 30,000 B (s = 0.3, 30 us) then one of 50,000 B (s = 0.5, 50 us) on the DP stream, compute of
+  // 100 us beside them. Work done: 30 / 1.3 + 50 / 1.5 = 23.0769 + 33.3333 = 56.4103 us by t = 80 us; the last
+  // 43.5897 us at full speed: ends at 123.5897 us -> 123,590 ns.
+  const auto w = two_ranks([](workload::ProgramBuilder& b) {
+    b.emit(compute(100'000), "gemm");
+    b.emit(all_reduce(30'000), "ar1");
+    b.emit(all_reduce(50'000), "ar2");
+  });
+  BytesSlowdown model;
+  const double work = 30'000 / 1.3 + 50'000 / 1.5;
+  EXPECT_EQ(first_compute(run(w, &model)).first, 80'000 + static_cast<int64_t>(std::ceil(100'000 - work)));
+  EXPECT_EQ(first_compute(run(w, &model)).first, 123'590);
+}
+
+TEST(OverlapEngine, CommunicationStartingMidwaySlowsTheRest) {
+  // The all-reduce waits for a 20 us op on the memcpy stream (not communication: no slowdown). Compute 100 us
+  // from 0; all-reduce of 50,000 B (s = 0.5) from 20 us to 70 us: work by 70 us = 20 + 50 / 1.5 = 53.3333 us;
+  // the rest, 46.6667 us, at full speed: ends at 116.6667 us -> 116,667 ns.
+  const auto w = two_ranks([](workload::ProgramBuilder& b) {
+    b.emit(compute(100'000), "gemm");
+    Op copy = compute(20'000);
+    copy.stream = Stream::Memcpy;
+    copy.category = ComputeCategory::Offload;
+    const auto c = b.emit(copy, "copy");
+    b.emit(all_reduce(50'000), "ar", {c});
+  });
+  BytesSlowdown model;
+  EXPECT_EQ(first_compute(run(w, &model)).first, 116'667);
+}
+
+TEST(OverlapEngine, CoefficientFileSumsOverCommunicationKernels) {
+  const auto c = cost::OverlapCoefficients::load(cost::OverlapCoefficients::default_path());
+  EXPECT_DOUBLE_EQ(c.compute[static_cast<int>(ComputeCategory::Gemm)], 0.2695);  // Echo Table 2, GEMM
+  EXPECT_DOUBLE_EQ(c.compute[static_cast<int>(ComputeCategory::Elementwise)], 0.5083);  // Table 2, Sum
+  const auto model = cost::make_coefficient_overlap_model(c);
+  cost::OverlapCompute gemm;
+  gemm.category = ComputeCategory::Gemm;
+  cost::OverlapComm ar, p2p;
+  p2p.kind = OpKind::P2P;
+  const std::vector<cost::OverlapComm> one{ar}, two{ar, p2p};
+  EXPECT_DOUBLE_EQ(model->compute_slowdown(gemm, one), 0.2695);
+  EXPECT_DOUBLE_EQ(model->compute_slowdown(gemm, two), 2 * 0.2695);
+  // Every key is required and bounded; errors name the file and the key.
+  const std::string bad = test::write_temp("overlap_bad.yaml", "compute: {gemm: 0.1}\ncomm: {all_reduce: 1}\n");
+  try {
+    cost::OverlapCoefficients::load(bad);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("compute.grouped_gemm"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OverlapEngine, JobShowsTheSlowdownInSummaryAndTrace) {
+  // DP 2 with gradient reduction overlapping the backward pass: the coefficient model adds time, the breakdown
+  // shows it as overlap_slowdown_s and still sums to the step, and the trace carries the factor.
+  const std::string yaml = test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true") +
+                           "simulation: {overlap_model: coefficients}\n";
+  const std::string job = test::write_temp("overlap_job.yaml", yaml);
+  const std::string out = test::temp_dir() + "overlap.json", trace = test::temp_dir() + "overlap.trace.json";
+  const auto r = test::run_cli("simulate " + job + " --json " + out + " --trace " + trace);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("overlap slowdown"), std::string::npos) << r.output;
+  const auto j = nlohmann::json::parse(test::read_file(out));
+  const auto& b = j["breakdown_s"];
+  const double slow = b["overlap_slowdown_s"].get<double>();
+  EXPECT_GT(slow, 0.0);
+  double sum = b["compute"].get<double>() + b["pipeline_bubble"].get<double>() + b["optimizer"].get<double>() + slow;
+  for (const auto& [k, v] : b["exposed_comm"].items()) sum += v.get<double>();
+  EXPECT_NEAR(sum, j["step_time_s"].get<double>(), 1e-9);
+  EXPECT_NE(test::read_file(trace).find("\"overlap_slowdown\":"), std::string::npos);
+  // The same job without the model is faster by at most the slowdown.
+  const auto plain = run_simulation(test::job_from_yaml(test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true")), {0});
+  EXPECT_LT(plain.result.step_ns * 1e-9, j["step_time_s"].get<double>());
+  EXPECT_GE(plain.result.step_ns * 1e-9 + slow + 1e-9, j["step_time_s"].get<double>());
+  // A missing coefficient file is an input error naming it.
+  const auto bad = test::run_cli("simulate " + job + " --set simulation.overlap_file=/nonexistent/overlap.yaml");
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("/nonexistent/overlap.yaml"), std::string::npos) << bad.output;
+}
+
+}  // namespace
+}  // namespace stepsim::sim
