@@ -2,6 +2,7 @@
 // 1 internal error.
 #include <iostream>
 
+#include "stepsim/cli/cmd_slowdown.hpp"
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/spec/input_error.hpp"
 
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
   std::vector<stepsim::cli::Action> actions{stepsim::cli::add_simulate(app), stepsim::cli::add_memory(app),
                                            stepsim::cli::add_comm(app), stepsim::cli::add_calibrate(app)};
   actions.push_back(stepsim::cli::add_reliability(app));
+  actions.push_back(stepsim::cli::add_slowdown(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
