@@ -210,5 +210,27 @@ TEST(OverlapEngine, JobShowsTheSlowdownInSummaryAndTrace) {
   EXPECT_NE(bad.output.find("/nonexistent/overlap.yaml"), std::string::npos) << bad.output;
 }
 
+TEST(OverlapEngine, LearnedModelDrivesTheEngine) {
+  // Train the XGBoost model on the synthetic dataset (A800 and H800 rows), then run a job on H800 with it: the
+  // engine asks it for every overlapped compute op; a GPU the model never saw is an input error naming the file.
+  const std::string model = test::temp_dir() + "slowdown-model.json";
+  const auto train = test::run_cli("slowdown train " + test::source_dir() + "/tests/data/slowdown/synthetic.csv --out " +
+                                   model + " --folds 2");
+  ASSERT_EQ(train.code, 0) << train.output;
+  const std::string yaml = test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true") +
+                           "simulation: {overlap_model: xgboost, overlap_file: " + model + "}\n";
+  const std::string job = test::write_temp("xgb_job.yaml", yaml);
+  const std::string out = test::temp_dir() + "xgb.json";
+  const auto r = test::run_cli("simulate " + job + " --set cluster.gpu=H800 --json " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_GT(nlohmann::json::parse(test::read_file(out))["breakdown_s"]["overlap_slowdown_s"].get<double>(), 0.0);
+  const auto h100 = test::run_cli("simulate " + job);  // small_gpt_yaml's H100-SXM
+  EXPECT_EQ(h100.code, 2) << h100.output;
+  EXPECT_NE(h100.output.find(model), std::string::npos) << h100.output;
+  const auto missing = test::run_cli("simulate " + job + " --set simulation.overlap_file=");
+  EXPECT_EQ(missing.code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("simulation.overlap_file"), std::string::npos) << missing.output;
+}
+
 }  // namespace
 }  // namespace stepsim::sim

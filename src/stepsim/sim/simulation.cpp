@@ -6,6 +6,7 @@
 #include "stepsim/cost/nccl_calibration.hpp"
 #include "stepsim/cost/nccl_model.hpp"
 #include "stepsim/cost/overlap_coefficients.hpp"
+#include "stepsim/overlap/xgboost_overlap_model.hpp"
 #include "stepsim/hw/calibration_store.hpp"
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/sim/flow_contended_network.hpp"
@@ -45,10 +46,13 @@ std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job)
       return cost::make_coefficient_overlap_model(
           cost::OverlapCoefficients::load(f.empty() ? cost::OverlapCoefficients::default_path() : f));
     }
-    case spec::OverlapModel::XGBoost: break;
+    case spec::OverlapModel::XGBoost:
+      if (job.simulation.overlap_file.empty())
+        throw InputError("simulation.overlap_file: is required with overlap_model xgboost");
+      return overlap::load_xgboost_overlap_model(job.simulation.overlap_file, job.cluster.gpu);
   }
-  throw InputError(std::string("simulation.overlap_model: '") + spec::name_of(job.simulation.overlap_model) +
-                   "' is not available in this version; use none or coefficients");
+  throw InputError(std::string("simulation.overlap_model: unknown model '") +
+                   spec::name_of(job.simulation.overlap_model) + "'");
 }
 
 Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks) {

@@ -206,8 +206,8 @@ void validate(JobSpec& job) {
   if (t.activation_offload) fail("training.activation_offload", "activation offload is not modelled in this version; set false");
 
   // --- simulation: models that later issues add are refused rather than silently replaced.
-  if (job.simulation.overlap_model == OverlapModel::XGBoost) {
-    fail("simulation.overlap_model", "'xgboost' is not available in this version; use none or coefficients");
+  if (job.simulation.overlap_model == OverlapModel::XGBoost && job.simulation.overlap_file.empty()) {
+    fail("simulation.overlap_file", "is required with overlap_model xgboost: the model `stepsim slowdown train` wrote");
   }
 }
 
