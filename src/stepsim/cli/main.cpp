@@ -2,6 +2,7 @@
 // 1 internal error.
 #include <iostream>
 
+#include "stepsim/cli/cmd_plan.hpp"
 #include "stepsim/cli/cmd_slowdown.hpp"
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/spec/input_error.hpp"
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
                                            stepsim::cli::add_comm(app), stepsim::cli::add_calibrate(app)};
   actions.push_back(stepsim::cli::add_reliability(app));
   actions.push_back(stepsim::cli::add_slowdown(app));
+  actions.push_back(stepsim::cli::add_plan(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

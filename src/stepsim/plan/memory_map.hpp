@@ -1,0 +1,38 @@
+#pragma once
+// Memory-feasibility map over (TP, PP) for a GPU count (Echo Fig. 13): for each pair, the job's other choices
+// (CP, EP, micro-batch, recompute, optimizer) with DP = GPUs / (TP x CP x PP), the largest per-stage peak of
+// the analytic memory model (`stepsim memory`'s numbers exactly), whether it fits and by how much.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepsim/spec/job_spec.hpp"
+
+namespace stepsim::plan {
+
+struct MapCell {
+  int tensor = 1, pipeline = 1, data = 0;
+  bool valid = false;     // false: the pair breaks a rule (reason says which)
+  std::string reason;
+  int64_t peak_bytes = 0; // largest per-rank peak over stages
+  int peak_stage = 0;
+  int64_t headroom_bytes = 0;  // capacity - peak (negative: over capacity by that much)
+  bool fits() const { return valid && headroom_bytes >= 0; }
+};
+
+struct MemoryMap {
+  std::vector<int> tensors, pipelines;  // rows, columns
+  std::vector<MapCell> cells;           // row-major
+  int64_t capacity_bytes = 0;
+  std::string settings;                 // the fixed choices, for the header
+  const MapCell& at(size_t row, size_t col) const { return cells[row * pipelines.size() + col]; }
+};
+
+// TP over the divisors of gpus up to a node, PP over the divisors of gpus up to the layer count.
+MemoryMap memory_map(const spec::JobSpec& base, int gpus, int64_t global_batch);
+
+std::string memory_map_text(const MemoryMap& m);
+// tensor,pipeline,data,status,peak_memory_bytes,capacity_bytes,headroom_bytes,reason
+std::string memory_map_csv(const MemoryMap& m);
+
+}  // namespace stepsim::plan

@@ -1,0 +1,242 @@
+#include "stepsim/plan/plan_estimate.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "stepsim/sim/engine.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
+#include "stepsim/workload/model_dims.hpp"
+#include "stepsim/workload/schedule.hpp"
+#include "stepsim/workload/static_memory.hpp"
+
+namespace stepsim::plan {
+
+using workload::GroupKind;
+using workload::Op;
+using workload::OpKind;
+using workload::Phase;
+
+ProbeKey probe_key(const Plan& p) {
+  return ProbeKey{p.tensor, p.context, p.expert, p.micro_batch_size, p.recompute};
+}
+
+namespace {
+
+constexpr double kNs = 1e-9;
+
+void add(LayerCosts::Part& a, const LayerCosts::Part& b) {
+  a.compute_s += b.compute_s;
+  a.tp_s += b.tp_s;
+  a.cp_s += b.cp_s;
+  a.ep_s += b.ep_s;
+}
+
+}  // namespace
+
+LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const cost::ComputeModel& compute,
+                             const cost::CollectiveModel& comm) {
+  // The smallest data degree that holds the expert groups: EP must divide DP x CP.
+  const int data = k.expert / std::gcd(k.expert, k.context);
+  Plan p{k.tensor, 1, data, k.context, k.expert, k.micro_batch_size, 1, k.recompute};
+  spec::JobSpec job = job_for(base, p, k.tensor * k.context * data, int64_t{k.micro_batch_size} * data);
+  job.parallelism.pipeline_layers.clear();
+  workload::Workload w = workload::build_megatron_workload(job);
+  sim::assign_compute_durations(w, compute);
+  const workload::Program& prog = w.programs[0];
+
+  const int layers = job.model.num_layers;
+  LayerCosts out;
+  out.fwd.assign(layers, {});
+  out.bwd.assign(layers, {});
+  out.stored_bytes.assign(layers, 0);
+  // CP all-gathers run beside the local attention block; only what sticks out is charged (per layer, phase).
+  std::vector<double> local_attn_fwd(layers, 0), local_attn_bwd(layers, 0);
+  double stored_total = 0;
+  bool before_layers = true;  // layer -1 ops before the first layer are the embedding's
+  for (const Op& op : prog.ops) {
+    if (op.microbatch < 0) continue;  // optimizer tail and parameter gathers: planned per stage
+    const bool fwd = op.phase == Phase::Forward;
+    if (op.layer >= 0) before_layers = false;
+    const std::string& name = prog.name(op);
+    LayerCosts::Part* part = nullptr;
+    if (op.layer >= 0) {
+      part = fwd ? &out.fwd[op.layer] : &out.bwd[op.layer];
+    } else {
+      const bool first = name.rfind("embedding", 0) == 0;
+      part = first ? (fwd ? &out.first_fwd : &out.first_bwd) : (fwd ? &out.last_fwd : &out.last_bwd);
+    }
+    if (fwd) {
+      const double stored = static_cast<double>(op.mem_alloc_at_start) - static_cast<double>(op.mem_free_at_end);
+      stored_total += stored;
+      if (op.layer >= 0) out.stored_bytes[op.layer] += stored;
+      else if (before_layers) out.first_stored += stored;
+      else out.last_stored += stored;
+    }
+    if (op.kind == OpKind::Compute) {
+      part->compute_s += static_cast<double>(op.duration_ns) * kNs;
+      if (fwd) out.forward_flops += op.flops;
+      if (op.layer >= 0 && name.rfind("core_attention_local", 0) == 0) {
+        (fwd ? local_attn_fwd : local_attn_bwd)[op.layer] += static_cast<double>(op.duration_ns) * kNs;
+      }
+    } else if (op.kind == OpKind::Collective) {
+      const double s = static_cast<double>(comm.collective_ns(op.coll, op.bytes, w.layout.geometry(op.group, 0))) * kNs;
+      if (op.group == GroupKind::Tp) part->tp_s += s;
+      else if (op.group == GroupKind::Cp) part->cp_s += s;
+      else if (op.group == GroupKind::Ep) part->ep_s += s;
+    }
+  }
+  for (int l = 0; l < layers; ++l) {
+    out.fwd[l].cp_s = std::max(0.0, out.fwd[l].cp_s - local_attn_fwd[l]);
+    out.bwd[l].cp_s = std::max(0.0, out.bwd[l].cp_s - local_attn_bwd[l]);
+  }
+  out.transient_bytes = std::max(0.0, static_cast<double>(prog.activation_peak) - stored_total);
+  return out;
+}
+
+Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cost::ComputeModel& compute,
+                       const cost::CollectiveModel& comm) {
+  const auto& par = job.parallelism;
+  const auto& tr = job.training;
+  const int p = par.pipeline, v = par.virtual_stages;
+  const int64_t m = job.num_microbatches();
+  const workload::ModelDims d = workload::make_dims(job);
+  const workload::RankLayout layout(par.tensor, par.context, par.data, par.pipeline, par.expert,
+                                    std::min(job.cluster.gpus_per_node, job.cluster.num_gpus));
+  const workload::BytesPerParam bpp = workload::bytes_per_param(tr);
+
+  // Layers of each model chunk (global chunk order), as job_for placed them.
+  const int chunks = p * v;
+  std::vector<int> chunk_len = par.pipeline_layers;
+  if (chunk_len.empty()) chunk_len.assign(chunks, job.model.num_layers / chunks);
+  std::vector<int> chunk_first(chunks, 0);
+  for (int c = 1; c < chunks; ++c) chunk_first[c] = chunk_first[c - 1] + chunk_len[c - 1];
+
+  int communicators = 0;
+  for (int g = 0; g < workload::kNumGroupKinds; ++g) {
+    if (layout.group_size(static_cast<GroupKind>(g)) > 1) ++communicators;
+  }
+  const auto dp_geo = layout.geometry(GroupKind::Dp, 0), edp_geo = layout.geometry(GroupKind::Edp, 0);
+  const int64_t dp_shards = layout.group_size(GroupKind::Dp), edp_shards = layout.group_size(GroupKind::Edp);
+  const bool dist = tr.distributed_optimizer;
+  const int64_t adam_bytes = tr.precision == spec::Precision::Fp32 ? 28 : 30;  // as the builder's optimizer_step
+
+  struct Stage {
+    LayerCosts::Part f, b;
+    double stored = 0, dense = 0, expert = 0;
+  };
+  std::vector<Stage> st(p);
+  for (int s = 0; s < p; ++s) {
+    Stage& x = st[s];
+    for (int k = 0; k < v; ++k) {
+      const int c = s + k * p;
+      for (int l = chunk_first[c]; l < chunk_first[c] + chunk_len[c]; ++l) {
+        add(x.f, lc.fwd[l]);
+        add(x.b, lc.bwd[l]);
+        x.stored += lc.stored_bytes[l];
+        const bool moe = job.model.is_moe_layer(l);
+        x.dense += static_cast<double>(d.layer_params_dense(moe));
+        if (moe) x.expert += static_cast<double>(d.params_moe_experts);
+      }
+    }
+    if (s == 0) {
+      add(x.f, lc.first_fwd);
+      add(x.b, lc.first_bwd);
+      x.stored += lc.first_stored;
+      x.dense += static_cast<double>(d.params_embedding);
+    }
+    if (s == p - 1) {
+      add(x.f, lc.last_fwd);
+      add(x.b, lc.last_bwd);
+      x.stored += lc.last_stored;
+      x.dense += static_cast<double>(d.params_output + d.params_final_norm);
+    }
+  }
+
+  Estimate e;
+  // Pipeline: the slowest stage paces m micro-batches; the fill and drain add (p - 1) / v of them.
+  int slow = 0;
+  for (int s = 1; s < p; ++s) {
+    if (st[s].f.total() + st[s].b.total() > st[slow].f.total() + st[slow].b.total()) slow = s;
+  }
+  const double t_mb = st[slow].f.total() + st[slow].b.total();
+  const double bubble = t_mb * (p - 1) / v;
+  const double pipe = t_mb * static_cast<double>(m) + bubble;
+  double sends = 0;
+  if (p > 1) {
+    const bool same_node = layout.node_of(0) == layout.node_of(layout.next_stage_rank(0));
+    const double x = static_cast<double>(comm.p2p_ns(static_cast<uint64_t>(bpp.weight) * d.tokens_sp * d.h, same_node)) * kNs;
+    // Blocking exchanges: one per forward and one per backward on the critical path; with the interleaved
+    // schedule's overlapped p2p only the fill and drain wait.
+    sends = v == 1 ? 2.0 * static_cast<double>(m + p - 1) * x : 2.0 * (p - 1) * x;
+  }
+
+  // Tail after the last backward, per stage: gradient reduction (overlapped with the last micro-batch's
+  // backward on stage 0; later stages finish their backwards earlier), SP gradient all-reduce, optimizer,
+  // parameter all-gather (or its exposed part before the first forward under overlap_param_gather).
+  double tail = 0, head = 0, dp_exposed = 0, update = 0;
+  int64_t peak = 0;
+  int peak_stage = 0;
+  for (int s = 0; s < p; ++s) {
+    const Stage& x = st[s];
+    const double grad_bytes = static_cast<double>(bpp.gradient);
+    const auto reduce = dist ? workload::CollType::ReduceScatter : workload::CollType::AllReduce;
+    double t_rs = 0, t_ag = 0;
+    if (dp_shards > 1 && x.dense > 0) {
+      t_rs += static_cast<double>(comm.collective_ns(reduce, static_cast<uint64_t>(x.dense * grad_bytes), dp_geo)) * kNs;
+      if (dist) t_ag += static_cast<double>(comm.collective_ns(workload::CollType::AllGather,
+                                                               static_cast<uint64_t>(x.dense * bpp.weight), dp_geo)) * kNs;
+    }
+    if (edp_shards > 1 && x.expert > 0) {
+      t_rs += static_cast<double>(comm.collective_ns(reduce, static_cast<uint64_t>(x.expert * grad_bytes), edp_geo)) * kNs;
+      if (dist) t_ag += static_cast<double>(comm.collective_ns(workload::CollType::AllGather,
+                                                               static_cast<uint64_t>(x.expert * bpp.weight), edp_geo)) * kNs;
+    }
+    const double slack = static_cast<double>(s) * x.b.total() / v + (tr.overlap_grad_reduce && s == 0 ? x.b.total() : 0);
+    const double dp_s = std::max(0.0, t_rs - slack);
+    const double opt_params = dist ? x.dense / static_cast<double>(dp_shards) + x.expert / static_cast<double>(edp_shards)
+                                   : x.dense + x.expert;
+    Op opt;
+    opt.category = workload::ComputeCategory::Optimizer;
+    opt.bytes = static_cast<uint64_t>(opt_params * static_cast<double>(adam_bytes));
+    const double opt_s = static_cast<double>(compute.duration_ns(opt)) * kNs;
+    const double ag_tail = dist && !tr.overlap_param_gather ? t_ag : 0;
+    if (dist && tr.overlap_param_gather) head = std::max(head, t_ag - x.f.total());
+    const double end = dp_s + opt_s + ag_tail;
+    if (end > tail) {
+      tail = end;
+      dp_exposed = dp_s + ag_tail;
+      update = opt_s;
+    }
+    // Memory: static (weights, gradients, optimizer shards, overheads) + the activations of the micro-batch
+    // chunks in flight at the end of the warm-up, + the probe's working memory.
+    const workload::StaticMemory sm =
+        workload::static_memory(job, static_cast<int64_t>(x.dense), static_cast<int64_t>(x.expert), dp_shards,
+                                edp_shards, communicators);
+    const int in_flight = workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m)) + 1;
+    const double act = static_cast<double>(in_flight) * x.stored / v + lc.transient_bytes;
+    const int64_t total = sm.total() + static_cast<int64_t>(act);
+    if (total > peak) {
+      peak = total;
+      peak_stage = s;
+    }
+  }
+
+  e.step_time_s = std::max(0.0, head) + pipe + sends + tail;
+  e.peak_memory_bytes = peak;
+  e.peak_stage = peak_stage;
+  const Stage& x = st[slow];
+  e.stages.compute_s = (x.f.compute_s + x.b.compute_s) * static_cast<double>(m);
+  e.stages.tp_s = (x.f.tp_s + x.b.tp_s) * static_cast<double>(m);
+  e.stages.cp_s = (x.f.cp_s + x.b.cp_s) * static_cast<double>(m);
+  e.stages.ep_s = (x.f.ep_s + x.b.ep_s) * static_cast<double>(m);
+  e.stages.pp_s = bubble + sends;
+  e.stages.dp_s = dp_exposed + std::max(0.0, head);
+  e.stages.update_s = update;
+  // Model FLOPs as the engine's summary counts them: 3 x forward, every rank of every stage, no recompute.
+  const double ranks_per_stage = static_cast<double>(par.tensor) * par.context * par.data;
+  const double model_flops = 3.0 * lc.forward_flops * static_cast<double>(m) * ranks_per_stage;
+  e.tflops_per_gpu = model_flops / (static_cast<double>(job.cluster.num_gpus) * e.step_time_s) / 1e12;
+  return e;
+}
+
+}  // namespace stepsim::plan

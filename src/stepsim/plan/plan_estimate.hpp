@@ -1,0 +1,64 @@
+#pragma once
+// The planner's fast analytic path: a step time and a peak memory for a plan without running the engine.
+// Per-layer costs of one micro-batch come from a probe: the real Megatron workload of the model on one
+// pipeline stage and one micro-batch under the plan's (TP, CP, EP, micro-batch, recompute), timed op by op
+// with the same compute and collective models as the engine. Plans that differ only in PP, DP, VP or the
+// optimizer switches share a probe. The probe's layers are then placed on stages and combined with the 1F1B
+// bubble, the pipeline sends and the DP/optimizer tail (formula in docs/PLANNER.md).
+#include <compare>
+#include <cstdint>
+#include <vector>
+
+#include "stepsim/cost/collective_model.hpp"
+#include "stepsim/cost/compute_model.hpp"
+#include "stepsim/plan/plan_space.hpp"
+#include "stepsim/spec/job_spec.hpp"
+
+namespace stepsim::plan {
+
+// What a probe depends on.
+struct ProbeKey {
+  int tensor = 1, context = 1, expert = 1, micro_batch_size = 1;
+  spec::Recompute recompute = spec::Recompute::None;
+  auto operator<=>(const ProbeKey&) const = default;
+};
+ProbeKey probe_key(const Plan& p);
+
+// One micro-batch on one rank, per global layer and for the embedding ("first") and head + loss ("last").
+struct LayerCosts {
+  struct Part {
+    double compute_s = 0;              // kernels (forward, or backward + recompute)
+    double tp_s = 0, cp_s = 0, ep_s = 0; // communication the compute waits for (CP: beyond the local attention)
+    double total() const { return compute_s + tp_s + cp_s + ep_s; }
+  };
+  std::vector<Part> fwd, bwd;  // per layer
+  Part first_fwd, first_bwd, last_fwd, last_bwd;
+  std::vector<double> stored_bytes;  // activations a micro-batch leaves stored per layer until its backward
+  double first_stored = 0, last_stored = 0;
+  double transient_bytes = 0;        // working memory above the stored activations (probe's peak minus them)
+  double forward_flops = 0;          // whole model, one micro-batch, one rank of a stage (for TFLOP/s)
+};
+
+// Builds and times the probe for `key` (base: a validated job).
+LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& key, const cost::ComputeModel& compute,
+                             const cost::CollectiveModel& comm);
+
+// Times of MoFa Table 6 for the slowest stage: compute, TP (CP, EP) communication, pipeline (bubble + sends),
+// exposed DP communication and the optimizer update.
+struct StageTimes {
+  double compute_s = 0, tp_s = 0, cp_s = 0, ep_s = 0, pp_s = 0, dp_s = 0, update_s = 0;
+};
+
+struct Estimate {
+  double step_time_s = 0;
+  double tflops_per_gpu = 0;
+  int64_t peak_memory_bytes = 0;  // max over stages: static + activations
+  int peak_stage = 0;
+  StageTimes stages;
+};
+
+// job: the plan's job (job_for + validate); costs: its probe.
+Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& costs, const cost::ComputeModel& compute,
+                       const cost::CollectiveModel& comm);
+
+}  // namespace stepsim::plan

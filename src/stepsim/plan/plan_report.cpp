@@ -1,0 +1,145 @@
+#include "stepsim/plan/plan_report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+namespace stepsim::plan {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string optimizer_label(const Plan& p) {
+  std::string s = p.distributed_optimizer ? "dist" : "plain";
+  if (p.overlap_grad_reduce) s += "+ogr";
+  if (p.overlap_param_gather) s += "+opg";
+  return s;
+}
+
+}  // namespace
+
+std::string plan_text(const PlanResult& r, const ReportContext& c) {
+  const bool e2e = c.options.objective == Objective::E2E;
+  const bool price = c.options.price_per_gpu_hour > 0;
+  std::ostringstream o;
+  o << "stepsim plan: " << c.model << " on " << c.gpus << " x " << c.gpu << ", global batch " << c.global_batch
+    << ", objective " << (e2e ? "end-to-end time (MoFa eq. 43)" : "step time") << ", GPU memory "
+    << std::fixed << std::setprecision(2) << static_cast<double>(r.capacity_bytes) / kGiB << " GiB\n";
+  if (r.plans.empty()) {
+    o << "\n  no feasible plan\n";
+  } else {
+    char buf[512];
+    o << "\n";
+    std::snprintf(buf, sizeof buf, "  %2s %3s %3s %5s %3s %3s %3s %2s %-9s %-14s %10s %11s %10s %10s %9s %9s %9s %9s %-8s",
+                  "#", "TP", "PP", "DP", "CP", "EP", "mbs", "VP", "recompute", "optimizer", "step", "TFLOP/s/GPU",
+                  "peak mem", "compute", "TP comm", "PP", "DP", "update", "timed by");
+    o << buf;
+    if (e2e) {
+      std::snprintf(buf, sizeof buf, " %10s %10s %7s", "ckpt every", "E2E", "ETTR");
+      o << buf;
+    }
+    if (price) o << (e2e ? "   run cost" : "   step cost");
+    o << "\n";
+    int i = 0;
+    for (const RankedPlan& p : r.plans) {
+      const Plan& x = p.plan;
+      std::snprintf(buf, sizeof buf,
+                    "  %2d %3d %3d %5d %3d %3d %3d %2d %-9s %-14s %8.3f s %11.1f %6.2f GiB %8.3f s %7.3f s %7.3f s "
+                    "%7.3f s %7.3f s %-8s",
+                    ++i, x.tensor, x.pipeline, x.data, x.context, x.expert, x.micro_batch_size, x.virtual_stages,
+                    spec::name_of(x.recompute), optimizer_label(x).c_str(), p.step_time_s, p.tflops_per_gpu,
+                    static_cast<double>(p.peak_memory_bytes) / kGiB, p.stages.compute_s,
+                    p.stages.tp_s + p.stages.cp_s + p.stages.ep_s, p.stages.pp_s, p.stages.dp_s, p.stages.update_s,
+                    p.simulated ? "engine" : "estimate");
+      o << buf;
+      if (e2e) {
+        if (std::isfinite(p.e2e_time_s)) {
+          std::snprintf(buf, sizeof buf, " %4lld steps %6.2f d %6.2f %%", static_cast<long long>(p.checkpoint_interval),
+                        p.e2e_time_s / 86400.0, 100 * p.ettr);
+        } else {
+          std::snprintf(buf, sizeof buf, " %10s %10s %7s", "-", "never", "-");
+        }
+        o << buf;
+      }
+      if (price) {
+        std::snprintf(buf, sizeof buf, " %10.2f USD", p.cost_usd);
+        o << buf;
+      }
+      o << "\n";
+    }
+    o << "  (TP comm: exposed TP + CP + EP communication; PP: bubble + exposed sends; per step, on the slowest stage"
+         " (estimate) or rank 0 (engine))\n";
+  }
+  o << "\nnotes:\n";
+  for (const std::string& n : r.notes) o << "  - " << n << "\n";
+  return o.str();
+}
+
+nlohmann::json plan_json(const PlanResult& r, const ReportContext& c) {
+  using nlohmann::json;
+  json plans = json::array();
+  for (const RankedPlan& p : r.plans) {
+    const Plan& x = p.plan;
+    json j = {{"tensor", x.tensor},
+              {"pipeline", x.pipeline},
+              {"data", x.data},
+              {"context", x.context},
+              {"expert", x.expert},
+              {"micro_batch_size", x.micro_batch_size},
+              {"virtual_stages", x.virtual_stages},
+              {"recompute", spec::name_of(x.recompute)},
+              {"step_time_s", p.step_time_s},
+              {"tflops_per_gpu", p.tflops_per_gpu},
+              {"peak_memory_bytes", p.peak_memory_bytes},
+              {"distributed_optimizer", x.distributed_optimizer},
+              {"overlap_grad_reduce", x.overlap_grad_reduce},
+              {"overlap_param_gather", x.overlap_param_gather},
+              {"timed_by", p.simulated ? "engine" : "estimate"},
+              {"estimated_step_time_s", p.estimate.step_time_s},
+              {"estimated_peak_memory_bytes", p.estimate.peak_memory_bytes},
+              {"fits", p.peak_memory_bytes <= r.capacity_bytes},
+              {"memory_headroom_bytes", r.capacity_bytes - p.peak_memory_bytes},
+              {"compute_s", p.stages.compute_s},
+              {"tp_s", p.stages.tp_s},
+              {"cp_s", p.stages.cp_s},
+              {"ep_s", p.stages.ep_s},
+              {"pp_s", p.stages.pp_s},
+              {"dp_s", p.stages.dp_s},
+              {"update_s", p.stages.update_s}};
+    if (c.options.objective == Objective::E2E) {
+      j["checkpoint_interval_steps"] = p.checkpoint_interval;
+      j["e2e_time_s"] = std::isfinite(p.e2e_time_s) ? json(p.e2e_time_s) : json(nullptr);
+      j["ettr"] = p.ettr;
+    }
+    if (c.options.price_per_gpu_hour > 0) j["cost_usd"] = p.cost_usd;
+    plans.push_back(j);
+  }
+  json pruning = json::object();
+  for (int k = 0; k < kNumRules; ++k) pruning[rule_name(static_cast<Rule>(k))] = r.removed[k];
+  json out = {{"model", c.model},
+              {"gpu", c.gpu},
+              {"gpus", c.gpus},
+              {"global_batch", c.global_batch},
+              {"objective", c.options.objective == Objective::E2E ? "e2e" : "step"},
+              {"capacity_bytes", r.capacity_bytes},
+              {"enumerated", r.enumerated},
+              {"estimated", r.estimated},
+              {"fits", r.fits},
+              {"simulated", r.simulated},
+              {"pruning", pruning},
+              {"plans", plans},
+              {"notes", r.notes}};
+  if (c.options.objective == Objective::E2E) {
+    out["steps"] = c.options.e2e.steps;
+    out["checkpoint_save_s"] = r.checkpoint_save_s;
+  }
+  if (c.options.price_per_gpu_hour > 0) {
+    out["price_usd_per_gpu_hour"] = c.options.price_per_gpu_hour;
+    out["cost_basis"] = c.options.objective == Objective::E2E ? "whole run" : "one step";
+  }
+  return out;
+}
+
+}  // namespace stepsim::plan

@@ -1,0 +1,198 @@
+#include "stepsim/plan/plan_space.hpp"
+
+#include <numeric>
+#include <sstream>
+
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
+
+namespace stepsim::plan {
+
+const char* rule_name(Rule r) {
+  switch (r) {
+    case Rule::TpWithinNode: return "tp-within-node";
+    case Rule::TpDividesModel: return "tp-divides-model";
+    case Rule::CpDividesSequence: return "cp-divides-sequence";
+    case Rule::ExpertDegree: return "expert-degree";
+    case Rule::BatchDivisible: return "batch-divisible";
+    case Rule::MicrobatchesPerStage: return "microbatches-per-stage";
+    case Rule::LayersPerStage: return "layers-per-stage";
+    case Rule::Interleaving: return "interleaving";
+    case Rule::ProgramSize: return "program-size";
+    case Rule::Megatron: return "megatron-checks";
+    case Rule::Memory: return "memory";
+    case Rule::kCount: break;
+  }
+  return "?";
+}
+
+const char* rule_explanation(Rule r) {
+  switch (r) {
+    case Rule::TpWithinNode:
+      return "TP <= GPUs per node (MoFa 4.1 rule 4): TP all-reduces run in every layer and must stay on NVLink";
+    case Rule::TpDividesModel:
+      return "TP divides the attention heads, the query groups and the FFN widths (Megatron shards them evenly)";
+    case Rule::CpDividesSequence:
+      return "2 x CP divides the sequence (load-balanced context chunks), and TP x CP under sequence parallelism";
+    case Rule::ExpertDegree:
+      return "EP divides the expert count and DP x CP (experts are folded into the data-parallel ranks); EP 1 without MoE";
+    case Rule::BatchDivisible:
+      return "global batch divisible by micro-batch x DP (MoFa 4.1 rule 2)";
+    case Rule::MicrobatchesPerStage:
+      return "micro-batches per pipeline >= PP (MoFa 4.1 rule 3): fewer leave stages idle for most of the step";
+    case Rule::LayersPerStage:
+      return "PP x VP divides the layers, or the layers + 2 (first and last chunk one layer fewer for embedding and loss)";
+    case Rule::Interleaving:
+      return "VP > 1 needs PP >= 2 and micro-batches a multiple of PP (Megatron's interleaved 1F1B)";
+    case Rule::ProgramSize:
+      return "micro-batches x layers per stage above the workload builder's op limit (8M ops per rank)";
+    case Rule::Megatron:
+      return "any other Megatron start-up check (stepsim's job validation)";
+    case Rule::Memory:
+      return "peak memory of every stage <= GPU memory (MoFa eq. 42), from the analytic memory model";
+    case Rule::kCount: break;
+  }
+  return "";
+}
+
+namespace {
+
+std::vector<int> divisors(int64_t n) {
+  std::vector<int> d;
+  for (int64_t i = 1; i <= n; ++i) {
+    if (n % i == 0) d.push_back(static_cast<int>(i));
+  }
+  return d;
+}
+
+// Leaves under one (t, c, p, e) node: micro-batch sizes x virtual stages x recomputes x optimizer variants.
+int64_t leaves_per_expert_node(const SpaceOptions& o) {
+  return static_cast<int64_t>(o.micro_batch_sizes.size() * o.virtual_stages.size() * o.recomputes.size()) *
+         kOptimizerVariants;
+}
+
+}  // namespace
+
+std::vector<int> chunk_layers(int layers, int chunks, bool& ok) {
+  ok = true;
+  if (layers % chunks == 0) return {};
+  if ((layers + 2) % chunks == 0 && (layers + 2) / chunks >= 2) {
+    std::vector<int> v(chunks, (layers + 2) / chunks);
+    v.front() -= 1;
+    v.back() -= 1;
+    return v;
+  }
+  ok = false;
+  return {};
+}
+
+spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_t global_batch) {
+  spec::JobSpec j = base;
+  auto& par = j.parallelism;
+  par.tensor = p.tensor;
+  par.pipeline = p.pipeline;
+  par.data = p.data;
+  par.context = p.context;
+  par.expert = p.expert;
+  par.sequence_parallel = p.tensor > 1;
+  par.virtual_stages = p.virtual_stages;
+  par.schedule = p.virtual_stages > 1 ? spec::PipelineSchedule::Interleaved1F1B : spec::PipelineSchedule::OneFOneB;
+  par.overlap_p2p_comm = p.virtual_stages > 1;
+  bool ok = true;
+  par.pipeline_layers = chunk_layers(j.model.num_layers, p.pipeline * p.virtual_stages, ok);
+  auto& tr = j.training;
+  tr.micro_batch_size = p.micro_batch_size;
+  tr.global_batch_size = global_batch;
+  tr.recompute = p.recompute;
+  tr.distributed_optimizer = p.distributed_optimizer;
+  tr.overlap_grad_reduce = p.overlap_grad_reduce;
+  tr.overlap_param_gather = p.overlap_param_gather;
+  j.cluster.num_gpus = gpus;
+  return j;
+}
+
+std::string describe(const Plan& p) {
+  std::ostringstream s;
+  s << "TP " << p.tensor << " PP " << p.pipeline << " DP " << p.data << " CP " << p.context << " EP " << p.expert
+    << " mbs " << p.micro_batch_size << " VP " << p.virtual_stages << " recompute " << spec::name_of(p.recompute)
+    << (p.distributed_optimizer ? " dist-opt" : "") << (p.overlap_grad_reduce ? " ogr" : "")
+    << (p.overlap_param_gather ? " opg" : "");
+  return s.str();
+}
+
+PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
+  PlanSpace out;
+  const spec::ModelSpec& m = base.model;
+  const int n = o.gpus;
+  const int gpn = base.cluster.gpus_per_node;
+  const int64_t per_e = leaves_per_expert_node(o);
+  const std::vector<int> experts = m.moe ? divisors(m.moe->num_experts) : std::vector<int>{1};
+  const int64_t per_p = per_e * static_cast<int64_t>(experts.size());
+  auto drop = [&](Rule r, int64_t leaves) { out.removed[static_cast<int>(r)] += leaves; };
+  // Leaves under a (t, c) node and under a t node, for rules that cut high in the tree.
+  auto leaves_c = [&](int64_t rest) { return static_cast<int64_t>(divisors(rest).size()) * per_p; };
+  auto leaves_t = [&](int64_t rest) {
+    int64_t s = 0;
+    for (int c : divisors(rest)) s += leaves_c(rest / c);
+    return s;
+  };
+
+  for (int t : divisors(n)) {
+    const int64_t t_leaves = leaves_t(n / t);
+    out.enumerated += t_leaves;
+    if (t > gpn) { drop(Rule::TpWithinNode, t_leaves); continue; }
+    const bool shards = m.num_attention_heads % t == 0 && m.ffn_hidden_size % t == 0 &&
+                        (m.attention == spec::AttentionType::Mla || m.num_query_groups % t == 0) &&
+                        (!m.moe || m.moe->ffn_hidden_size % t == 0);
+    if (!shards) { drop(Rule::TpDividesModel, t_leaves); continue; }
+    for (int c : divisors(n / t)) {
+      const int64_t c_leaves = leaves_c(n / t / c);
+      const bool seq_ok = (c == 1 || m.seq_length % (2 * int64_t{c}) == 0) &&
+                          (t == 1 || m.seq_length % (int64_t{t} * c) == 0);
+      if (!seq_ok) { drop(Rule::CpDividesSequence, c_leaves); continue; }
+      for (int p : divisors(n / t / c)) {
+        const int d = n / t / c / p;
+        for (int e : experts) {
+          if ((int64_t{d} * c) % e != 0) { drop(Rule::ExpertDegree, per_e); continue; }
+          const int64_t per_mbs = per_e / static_cast<int64_t>(o.micro_batch_sizes.size());
+          for (int mbs : o.micro_batch_sizes) {
+            if (o.global_batch % (int64_t{mbs} * d) != 0) { drop(Rule::BatchDivisible, per_mbs); continue; }
+            const int64_t mb = o.global_batch / (int64_t{mbs} * d);
+            if (mb < p) { drop(Rule::MicrobatchesPerStage, per_mbs); continue; }
+            const int64_t per_v = per_mbs / static_cast<int64_t>(o.virtual_stages.size());
+            for (int v : o.virtual_stages) {
+              bool layers_ok = true;
+              chunk_layers(m.num_layers, p * v, layers_ok);
+              if (!layers_ok) { drop(Rule::LayersPerStage, per_v); continue; }
+              if (v > 1 && (p < 2 || mb % p != 0)) { drop(Rule::Interleaving, per_v); continue; }
+              // The builder's own size guard (megatron_builder.cpp), checked before building anything.
+              const double ops = static_cast<double>(mb) * (static_cast<double>(m.num_layers) / p + 2.0) *
+                                 (m.moe ? 60.0 : 40.0);
+              if (ops > static_cast<double>(workload::kMaxOpsPerProgram)) { drop(Rule::ProgramSize, per_v); continue; }
+              for (spec::Recompute rc : o.recomputes) {
+                for (int variant = 0; variant < kOptimizerVariants; ++variant) {
+                  Plan pl{t, p, d, c, e, mbs, v, rc};
+                  pl.distributed_optimizer = variant >= 2;
+                  pl.overlap_grad_reduce = variant % 2 == 1;
+                  pl.overlap_param_gather = variant >= 4;
+                  spec::JobSpec j = job_for(base, pl, n, o.global_batch);
+                  try {
+                    spec::validate(j);
+                  } catch (const InputError&) {
+                    drop(Rule::Megatron, 1);
+                    continue;
+                  }
+                  out.plans.push_back(pl);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace stepsim::plan

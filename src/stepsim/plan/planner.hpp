@@ -1,0 +1,74 @@
+#pragma once
+// The plan search (stepsim plan, docs/PLANNER.md): walk the space with its pruning rules, estimate every
+// survivor with the analytic path, drop those whose estimated peak memory exceeds the GPU, re-time the best
+// with the engine and rank. Work is split over threads (or MPI ranks) by candidate index and gathered in
+// index order, so the result does not depend on how many workers ran.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "stepsim/plan/plan_estimate.hpp"
+#include "stepsim/plan/plan_space.hpp"
+
+namespace stepsim::plan {
+
+enum class Objective { Step, E2E };
+
+// MoFa eq. 43 inputs that are not in the job (same defaults as `stepsim reliability`).
+struct E2EOptions {
+  int64_t steps = 0;
+  double failures_per_node_day = 0.005;
+  double storage_GBps = 100.0;
+  double init_time_s = 0;
+};
+
+struct PlannerOptions {
+  SpaceOptions space;
+  int top = 10;       // plans reported
+  int simulate = 4;   // best estimates re-timed by the engine
+  int threads = 0;    // 0 = std::thread::hardware_concurrency()
+  Objective objective = Objective::Step;
+  E2EOptions e2e;
+  double price_per_gpu_hour = 0;  // > 0 adds cost columns
+};
+
+struct RankedPlan {
+  Plan plan;
+  Estimate estimate;        // the analytic path's numbers
+  bool simulated = false;   // step_time_s .. stages come from the engine
+  double step_time_s = 0, tflops_per_gpu = 0;
+  int64_t peak_memory_bytes = 0;
+  StageTimes stages;
+  // Objective e2e: MoFa eq. 44's interval and eq. 43's time; cost when a price is given.
+  int64_t checkpoint_interval = 0;
+  double e2e_time_s = 0, ettr = 0, cost_usd = 0;
+  double objective_s = 0;  // what the ranking sorts by
+};
+
+struct PlanResult {
+  std::vector<RankedPlan> plans;           // best first, at most top
+  std::array<int64_t, kNumRules> removed{};
+  int64_t enumerated = 0, estimated = 0, fits = 0;
+  int64_t simulated = 0, engine_oom = 0;  // engine runs; of which the engine found over capacity
+  int64_t capacity_bytes = 0;
+  int nodes = 0;
+  double checkpoint_save_s = 0;  // e2e only
+  std::vector<std::string> notes;
+};
+
+// Runs fn(i, worker) for i in [0, count) on `threads` threads (worker in [0, threads)); callers store
+// results by index, so the outcome does not depend on the thread count.
+void parallel_for(int64_t count, int threads, const std::function<void(int64_t, int)>& fn);
+
+// Several processes sharing one search (MPI): process `rank` of `size` estimates and simulates the candidates
+// whose index % size == rank; allgather returns every process's bytes in rank order. size 1 needs no allgather.
+struct Distribution {
+  int rank = 0, size = 1;
+  std::function<std::vector<std::vector<char>>(const std::vector<char>& mine)> allgather;
+};
+
+PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const Distribution& dist = {});
+
+}  // namespace stepsim::plan

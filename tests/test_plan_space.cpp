@@ -1,0 +1,101 @@
+// The planner's search space: each pruning rule removes exactly the hand-counted candidates.
+#include <gtest/gtest.h>
+
+#include "stepsim/plan/plan_space.hpp"
+#include "test_util.hpp"
+
+namespace stepsim {
+namespace {
+
+spec::JobSpec tiny(int gpus, int64_t gbs) {
+  spec::JobSpec j = test::job_from_yaml(test::small_gpt_yaml(1, 1, gpus, gbs));
+  spec::validate(j);
+  return j;
+}
+
+int64_t removed(const plan::PlanSpace& s, plan::Rule r) { return s.removed[static_cast<int>(r)]; }
+
+// 16 GPUs (2 nodes of 8), global batch 16, 8 layers, 16 heads, FFN 4096, seq 1024; micro-batch {1, 2},
+// VP {1, 2}, recompute none: 2 x 2 x 1 x 6 optimizer variants = 24 leaves per (TP, CP, PP).
+TEST(PlanSpace, EachRuleRemovesTheHandCountedPlans) {
+  plan::SpaceOptions o;
+  o.gpus = 16;
+  o.global_batch = 16;
+  o.micro_batch_sizes = {1, 2};
+  o.virtual_stages = {1, 2};
+  o.recomputes = {spec::Recompute::None};
+  const plan::PlanSpace s = plan::enumerate_plans(tiny(16, 16), o);
+  // (TP, CP, PP) with TP x CP x PP dividing 16 = 2^4: exponent triples summing to <= 4: C(7, 3) = 35.
+  EXPECT_EQ(s.enumerated, 35 * 24);
+  // TP 16 > 8 GPUs per node: only (16, 1, 1).
+  EXPECT_EQ(removed(s, plan::Rule::TpWithinNode), 24);
+  // 16 heads, 16 groups, FFN 4096 and (TP x CP) | 1024, 2 CP | 1024: nothing.
+  EXPECT_EQ(removed(s, plan::Rule::TpDividesModel), 0);
+  EXPECT_EQ(removed(s, plan::Rule::CpDividesSequence), 0);
+  EXPECT_EQ(removed(s, plan::Rule::ExpertDegree), 0);
+  // 16 % (mbs x DP): only DP 16 (TP = CP = PP = 1) with micro-batch 2; 2 VP x 6 = 12 leaves.
+  EXPECT_EQ(removed(s, plan::Rule::BatchDivisible), 12);
+  // m = 16 / (mbs x DP) < PP: with DP = 16 / (TP CP PP), m = TP CP PP / mbs < PP <=> TP CP < mbs, i.e.
+  // TP = CP = 1 and mbs 2 with PP in {2, 4, 8, 16} (PP 1 is the batch rule's): 4 x 12 = 48.
+  EXPECT_EQ(removed(s, plan::Rule::MicrobatchesPerStage), 48);
+  // PP x VP must divide 8 or 10 (with >= 2 layers per chunk): 16 and 32 fail, 5 and 10 are not products here.
+  // (PP 8, VP 2) on triples (1,1,8) (2,1,8) (1,2,8) x mbs {1, 2} minus (1,1,8) mbs 2 (rule above) = 5 x 6 = 30;
+  // (PP 16, VP 1|2) only with (1,1,16) mbs 1 = 2 x 6 = 12. Total 42.
+  EXPECT_EQ(removed(s, plan::Rule::LayersPerStage), 42);
+  // VP 2 with PP 1 (Megatron needs PP >= 2): every (TP, CP) with TP x CP | 16 and TP <= 8 (14 pairs, all pass
+  // the batch rule except (1,1) mbs 2) x mbs {1, 2} -> 14 x 2 - 1 = 27 x 6 = 162; PP >= 2 always has m % PP == 0 here.
+  EXPECT_EQ(removed(s, plan::Rule::Interleaving), 162);
+  EXPECT_EQ(removed(s, plan::Rule::ProgramSize), 0);
+  EXPECT_EQ(removed(s, plan::Rule::Megatron), 0);
+  EXPECT_EQ(static_cast<int64_t>(s.plans.size()), 840 - 24 - 12 - 48 - 42 - 162);
+  for (const plan::Plan& p : s.plans) {
+    EXPECT_EQ(p.tensor * p.context * p.pipeline * p.data, 16);
+    EXPECT_GE(16 / (p.micro_batch_size * p.data), p.pipeline);
+    EXPECT_TRUE(p.distributed_optimizer || !p.overlap_param_gather);
+  }
+}
+
+TEST(PlanSpace, ExpertDegreeMustDivideExpertsAndDataTimesContext) {
+  // 8 experts, 8 GPUs, TP 1..8: EP in {1, 2, 4, 8} must divide DP x CP.
+  spec::JobSpec j = test::job_from_yaml(test::small_gpt_yaml(1, 1, 8, 8));
+  j.model.moe = spec::MoeSpec{8, 2, 1024, 0, 1, 0, std::nullopt};
+  spec::validate(j);
+  plan::SpaceOptions o;
+  o.gpus = 8;
+  o.global_batch = 8;
+  o.micro_batch_sizes = {1};
+  o.virtual_stages = {1};
+  o.recomputes = {spec::Recompute::None};
+  const plan::PlanSpace s = plan::enumerate_plans(j, o);
+  // Triples (TP, CP, PP) with product | 8: C(6, 3) = 20, times 4 EP values x 6 variants.
+  EXPECT_EQ(s.enumerated, 20 * 4 * 6);
+  // DP x CP = 8 / (TP x PP). EP e fails when e does not divide it: count pairs (triple, e) with e > DP x CP
+  // (all powers of two): DP x CP = 2^(3 - a - c) for TP = 2^a, PP = 2^c, CP free: per triple, EP values above it.
+  int64_t expected = 0;
+  for (int a = 0; a <= 3; ++a)
+    for (int b = 0; a + b <= 3; ++b)
+      for (int c = 0; a + b + c <= 3; ++c) {
+        const int dc = 1 << (3 - a - c);
+        for (int e : {1, 2, 4, 8}) expected += e > dc ? 6 : 0;
+      }
+  EXPECT_EQ(removed(s, plan::Rule::ExpertDegree), expected);
+}
+
+TEST(PlanSpace, UnevenStagesFollowMegatronsEmbeddingAndLossAccounting) {
+  bool ok = false;
+  EXPECT_TRUE(plan::chunk_layers(126, 2, ok).empty());
+  EXPECT_TRUE(ok);
+  const std::vector<int> v = plan::chunk_layers(126, 16, ok);  // 128 / 16 = 8, ends 7
+  ASSERT_TRUE(ok);
+  ASSERT_EQ(v.size(), 16u);
+  EXPECT_EQ(v.front(), 7);
+  EXPECT_EQ(v[1], 8);
+  EXPECT_EQ(v.back(), 7);
+  plan::chunk_layers(126, 4, ok);  // 126 is not a multiple of 4, 128 is
+  EXPECT_TRUE(ok);
+  plan::chunk_layers(126, 5, ok);
+  EXPECT_FALSE(ok);
+}
+
+}  // namespace
+}  // namespace stepsim
