@@ -1,0 +1,44 @@
+// libFuzzer target for the NCCL debug-log parser (and the kernel-name parser on the same bytes). InputError is
+// never expected for in-memory text under the size limit; any exception, crash or hang, or a record that breaks
+// the invariants below, is a bug.
+#include <cstdint>
+#include <string>
+
+#include "stepsim/profile/nccl_kernel_name.hpp"
+#include "stepsim/profile/nccl_log.hpp"
+
+#include "fuzz_support.hpp"
+
+using fuzz_support::require;
+using namespace stepsim::profile;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  int64_t lines = 0;
+  for (char c : text) lines += c == '\n';
+  lines += !text.empty() && text.back() != '\n';
+  NcclLog log;
+  parse_nccl_log_text(text, "fuzz.log", log);
+  require(log.lines == lines);
+  require(log.garbled_lines >= 0 && log.garbled_examples.size() <= 8);
+  require(log.nccl_lines <= log.lines);
+  int prev = 0;
+  for (const auto& c : log.calls) {
+    require(c.at.line >= 1 && c.at.line <= lines && c.at.line > prev);
+    prev = c.at.line;
+    require(c.count >= 0 && c.op != NcclOp::Unknown && c.bytes() >= 0);
+    require(c.algorithm.empty() == c.protocol.empty());
+  }
+  for (const auto& i : log.inits) require(i.rank >= 0 && i.rank < i.nranks);
+  for (const auto& t : log.topologies) {
+    for (const auto& l : t.links) {
+      require(l.from >= 0 && l.to >= 0 && l.from < static_cast<int>(t.nodes.size()) &&
+              l.to < static_cast<int>(t.nodes.size()));
+      require(l.bw_GBps >= 0);
+    }
+    if (t.nodes.size() >= 2) (void)t.gpu_pair_bottleneck(t.nodes[0].id, t.nodes[1].id);
+  }
+  const size_t nl = text.find('\n');
+  if (auto k = parse_nccl_kernel_name(text.substr(0, nl))) require(k->datatype >= -1 && k->datatype < 12);
+  return 0;
+}
