@@ -79,5 +79,33 @@ TEST(PlanCli, MemoryMapMatchesTheMemoryCommand) {
   EXPECT_GE(oom, 1);
 }
 
+// Issue 6 item 6: `mpirun -n 2 stepsim plan ...` splits the candidates over two processes; the ranked plans
+// (JSON and text) are byte-identical to one process.
+TEST(PlanCli, TwoMpiProcessesGiveTheSameResultAsOne) {
+#ifndef STEPSIM_MPIEXEC
+  GTEST_SKIP() << "built without MPI (install libopenmpi-dev openmpi-bin)";
+#else
+  const std::string job = tiny_job();
+  const std::string dir = test::temp_dir();
+  const std::string args = " plan " + job + " --gpus 16 --global-batch 32 --top 8 --simulate 3 --threads 1 --json ";
+  const test::CliResult one = test::run_cli(args.substr(1) + dir + "one.json");
+  ASSERT_EQ(one.code, 0) << one.output;
+  // OpenMPI refuses root unless told; the test machine's container runs as root.
+  const std::string cmd = std::string(STEPSIM_MPIEXEC) + " -n 2 --oversubscribe" +
+                          (::getuid() == 0 ? " --allow-run-as-root" : "") + " " + STEPSIM_BINARY + args + dir +
+                          "two.json 2>" + dir + "mpi-stderr.txt";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const int status = pclose(f);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out << test::read_file(dir + "mpi-stderr.txt");
+  EXPECT_EQ(out, one.output);
+  EXPECT_EQ(test::read_file(dir + "two.json"), test::read_file(dir + "one.json"));
+#endif
+}
+
 }  // namespace
 }  // namespace stepsim

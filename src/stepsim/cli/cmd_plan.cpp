@@ -23,7 +23,7 @@ namespace {
 
 struct PlanOptions {
   JobOptions job;
-  int gpus = 0, top = 10, simulate = 4, threads = 0;
+  int gpus = 0, top = 10, simulate = 2, threads = 0;
   int64_t global_batch = 0, steps = 0;
   std::string objective = "step", json_path, csv_path;
   double failure_rate = 0.005, storage_GBps = 100.0, init_time_s = 0, price = 0;
@@ -140,7 +140,7 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--gpus", o->gpus, "GPU count to plan for (default: the job's cluster.num_gpus)");
   cmd->add_option("--global-batch", o->global_batch, "global batch in sequences (default: the job's)");
   cmd->add_option("--top", o->top, "plans to report (default 10)");
-  cmd->add_option("--simulate", o->simulate, "best estimates re-timed by the engine (default 4)");
+  cmd->add_option("--simulate", o->simulate, "best estimates re-timed by the engine (default 2)");
   cmd->add_option("--threads", o->threads, "worker threads (default 0 = all cores)");
   cmd->add_option("--json", o->json_path, "write the ranked plans as JSON here");
   cmd->add_option("--objective", o->objective, "step (step time) or e2e (end-to-end time, MoFa eq. 43)");

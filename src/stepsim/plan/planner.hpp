@@ -27,7 +27,7 @@ struct E2EOptions {
 struct PlannerOptions {
   SpaceOptions space;
   int top = 10;       // plans reported
-  int simulate = 4;   // best estimates re-timed by the engine
+  int simulate = 2;   // best estimates re-timed by the engine (each 405B-on-8192 run costs ~20 s of a core)
   int threads = 0;    // 0 = std::thread::hardware_concurrency()
   Objective objective = Objective::Step;
   E2EOptions e2e;
