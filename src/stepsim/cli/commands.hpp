@@ -12,6 +12,7 @@ Action add_simulate(CLI::App& app);
 Action add_memory(CLI::App& app);
 Action add_comm(CLI::App& app);
 Action add_calibrate(CLI::App& app);
+Action add_whatif(CLI::App& app);
 Action add_reliability(CLI::App& app);
 
 // Options every job-taking command shares: JOB.yaml | --megatron-args + --cluster, and --set overrides.

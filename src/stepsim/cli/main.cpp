@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   std::vector<stepsim::cli::Action> actions{stepsim::cli::add_simulate(app), stepsim::cli::add_memory(app),
                                            stepsim::cli::add_comm(app), stepsim::cli::add_calibrate(app)};
   actions.push_back(stepsim::cli::add_reliability(app));
+  actions.push_back(stepsim::cli::add_whatif(app));
   actions.push_back(stepsim::cli::add_slowdown(app));
   actions.push_back(stepsim::cli::add_plan(app));
   try {

@@ -303,6 +303,10 @@ JobSpec job_from_node(const YAML::Node& root, const std::string& source) {
 }
 
 JobSpec load_job_file(const std::string& path, const std::vector<std::string>& overrides) {
+  return job_from_node(load_job_tree(path, overrides), path);
+}
+
+YAML::Node load_job_tree(const std::string& path, const std::vector<std::string>& overrides) {
   YAML::Node root = parse_yaml(read_text_file(path, "job file"), path);
   const std::string base = fs::path(path).parent_path().string();
   try {
@@ -314,16 +318,21 @@ JobSpec load_job_file(const std::string& path, const std::vector<std::string>& o
     throw;
   }
   apply_overrides(root, overrides);
-  return job_from_node(root, path);
+  return root;
 }
 
 JobSpec load_megatron_job(const std::string& args, const std::string& cluster_path,
                           const std::vector<std::string>& overrides) {
+  return job_from_node(load_megatron_tree(args, cluster_path, overrides), "megatron-args");
+}
+
+YAML::Node load_megatron_tree(const std::string& args, const std::string& cluster_path,
+                              const std::vector<std::string>& overrides) {
   YAML::Node root = megatron_args_to_job_node(args);
   root["cluster"] = cluster_path;
   resolve_includes(root, ".");
   apply_overrides(root, overrides);
-  return job_from_node(root, "megatron-args");
+  return root;
 }
 
 }  // namespace stepsim::spec

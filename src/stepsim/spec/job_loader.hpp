@@ -31,11 +31,15 @@ JobSpec job_from_node(const YAML::Node& root, const std::string& source);
 
 // Whole pipeline for a job file on disk.
 JobSpec load_job_file(const std::string& path, const std::vector<std::string>& overrides = {});
+// The same up to the tree (includes resolved, overrides applied), for callers that edit it further (whatif).
+YAML::Node load_job_tree(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // For `simulate --megatron-args "..." --cluster C.yaml`: the job from the argument string, the cluster
 // section from the file (a cluster YAML holds the keys of the job file's cluster section).
 JobSpec load_megatron_job(const std::string& args, const std::string& cluster_path,
                           const std::vector<std::string>& overrides = {});
+YAML::Node load_megatron_tree(const std::string& args, const std::string& cluster_path,
+                              const std::vector<std::string>& overrides = {});
 
 // Checks every cross-field rule (divisibility, products, catalog lookups) and fills derived fields
 // (data degree, query groups, kv_channels). Throws InputError.

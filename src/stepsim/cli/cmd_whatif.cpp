@@ -1,0 +1,134 @@
+// stepsim whatif: the job before and after scaling some of its numeric keys, as step time, MFU, end-to-end time
+// of a run with failures and checkpoints, and cost. docs/WHATIF.md.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "stepsim/cli/commands.hpp"
+#include "stepsim/cli/load_job.hpp"
+#include "stepsim/plan/whatif.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/job_loader.hpp"
+
+namespace stepsim::cli {
+namespace {
+
+struct WhatIfOptions {
+  JobOptions job;
+  std::vector<std::string> scales;
+  plan::WhatIfSettings settings;
+  std::string json_path;
+};
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+std::string duration(double s) {
+  return s >= 86400 * 2 ? fmt("%.2f days", s / 86400) : s >= 7200 ? fmt("%.2f h", s / 3600) : fmt("%.1f s", s);
+}
+
+std::string change(double before, double after) {
+  return before > 0 ? fmt("%+.1f %%", (after / before - 1) * 100) : "";
+}
+
+nlohmann::json to_json(const plan::Outcome& o) {
+  return {{"gpus", o.gpus},
+          {"nodes", o.nodes},
+          {"step_time_s", o.step_time_s},
+          {"mfu", o.mfu},
+          {"tokens_per_s", o.tokens_per_s},
+          {"tflops_per_gpu", o.tflops_per_gpu},
+          {"oom", o.oom},
+          {"checkpoint_interval_steps", o.interval_steps},
+          {"ettr", o.ettr},
+          {"e2e_time_s", o.e2e_s},
+          {"gpu_hours", o.gpu_hours},
+          {"cost_usd", o.cost_usd}};
+}
+
+void check(const std::string& flag, double v, double lo, double hi, const std::string& unit) {
+  if (!std::isfinite(v) || v < lo || v > hi)
+    throw InputError(flag + ": must be in [" + fmt("%g", lo) + ", " + fmt("%g", hi) + "] " + unit + ", got " + fmt("%g", v));
+}
+
+int run_whatif(const WhatIfOptions& o) {
+  if (o.scales.empty()) throw InputError("--scale: give at least one KEY=FACTOR, e.g. --scale inter_node_bandwidth=2");
+  if (o.settings.steps < 1 || o.settings.steps > int64_t{1} << 40)
+    throw InputError("--steps: must be in [1, 2^40], got " + std::to_string(o.settings.steps));
+  check("--failure-rate", o.settings.failures_per_node_day, 0, 100, "failures per node-day");
+  check("--storage-GBps", o.settings.storage_GBps, 1e-6, 1e6, "GB/s");
+  check("--price", o.settings.usd_per_gpu_hour, 0, 1e6, "USD per GPU-hour");
+  const JobTree tree = load_job_tree(o.job);
+  const spec::JobSpec before_job = spec::job_from_node(tree.root, tree.source);
+  std::vector<plan::Scale> scales;
+  for (const std::string& s : o.scales) scales.push_back(plan::parse_scale(s));
+  const spec::JobSpec after_job =
+      spec::job_from_node(plan::apply_scales(tree.root, before_job, scales), tree.source + " (scaled)");
+  const plan::Outcome b = plan::evaluate(before_job, o.settings), a = plan::evaluate(after_job, o.settings);
+
+  std::ostringstream out;
+  out << "stepsim whatif: " << before_job.model.name << " on " << before_job.cluster.num_gpus << " x "
+      << before_job.cluster.gpu << ", " << o.settings.steps << " steps, " << o.settings.failures_per_node_day
+      << " failures per node-day, checkpoints at " << o.settings.storage_GBps << " GB/s\n";
+  for (const std::string& s : o.scales) out << "  --scale " << s << "\n";
+  auto row = [&](const std::string& name, const std::string& vb, const std::string& va, const std::string& c) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-22s %18s %18s %10s\n", name.c_str(), vb.c_str(), va.c_str(), c.c_str());
+    out << line;
+  };
+  row("", "before", "after", "change");
+  row("GPUs", std::to_string(b.gpus), std::to_string(a.gpus), change(b.gpus, a.gpus));
+  row("step time", fmt("%.4f s", b.step_time_s), fmt("%.4f s", a.step_time_s), change(b.step_time_s, a.step_time_s));
+  row("tokens/s", fmt("%.0f", b.tokens_per_s), fmt("%.0f", a.tokens_per_s), change(b.tokens_per_s, a.tokens_per_s));
+  row("TFLOP/s per GPU", fmt("%.1f", b.tflops_per_gpu), fmt("%.1f", a.tflops_per_gpu),
+      change(b.tflops_per_gpu, a.tflops_per_gpu));
+  row("MFU", fmt("%.1f %%", b.mfu * 100), fmt("%.1f %%", a.mfu * 100), change(b.mfu, a.mfu));
+  row("fits in memory", b.oom ? "no (OOM)" : "yes", a.oom ? "no (OOM)" : "yes", "");
+  row("checkpoint interval", fmt("%.0f steps", static_cast<double>(b.interval_steps)),
+      fmt("%.0f steps", static_cast<double>(a.interval_steps)), "");
+  row("ETTR", fmt("%.2f %%", b.ettr * 100), fmt("%.2f %%", a.ettr * 100), "");
+  row("end-to-end time", duration(b.e2e_s), duration(a.e2e_s), change(b.e2e_s, a.e2e_s));
+  row("GPU-hours", fmt("%.0f", b.gpu_hours), fmt("%.0f", a.gpu_hours), change(b.gpu_hours, a.gpu_hours));
+  if (o.settings.usd_per_gpu_hour > 0)
+    row("cost", fmt("%.0f USD", b.cost_usd), fmt("%.0f USD", a.cost_usd), change(b.cost_usd, a.cost_usd));
+  std::cout << out.str();
+
+  if (!o.json_path.empty()) {
+    nlohmann::json j;
+    j["scales"] = nlohmann::json::array();
+    for (const plan::Scale& s : scales) j["scales"].push_back({{"key", s.key}, {"factor", s.factor}});
+    j["steps"] = o.settings.steps;
+    j["usd_per_gpu_hour"] = o.settings.usd_per_gpu_hour;
+    j["before"] = to_json(b);
+    j["after"] = to_json(a);
+    write_output_file(o.json_path, j.dump(2) + "\n", "what-if JSON");
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action add_whatif(CLI::App& app) {
+  auto o = std::make_shared<WhatIfOptions>();
+  CLI::App* cmd = app.add_subcommand("whatif", "step time, MFU, end-to-end time and cost before and after scaling job keys");
+  add_job_options(*cmd, o->job);
+  cmd->add_option("--scale", o->scales,
+                  "KEY=FACTOR, repeatable: multiply a numeric job key, e.g. inter_node_bandwidth=2, num_gpus=3 "
+                  "(keys: docs/WHATIF.md)");
+  cmd->add_option("--steps", o->settings.steps, "steps of the run for the end-to-end time")->capture_default_str();
+  cmd->add_option("--failure-rate", o->settings.failures_per_node_day, "failures per node per day")
+      ->capture_default_str();
+  cmd->add_option("--storage-GBps", o->settings.storage_GBps, "checkpoint write bandwidth, GB/s")
+      ->capture_default_str();
+  cmd->add_option("--price", o->settings.usd_per_gpu_hour, "USD per GPU-hour, for the cost rows");
+  cmd->add_option("--json", o->json_path, "write before/after as JSON here");
+  return [o, cmd]() { return cmd->parsed() ? run_whatif(*o) : -1; };
+}
+
+}  // namespace stepsim::cli
