@@ -1,0 +1,54 @@
+// stepsim profile nccl --log LOG... [--nsys DB.sqlite...] [--parallelism tp=4,pp=2] [--sync-clocks] [--nvtx]
+//                      [--out TRACE.json] [--summary SUMMARY.json]
+#include "stepsim/cli/cmd_profile.hpp"
+
+#include <iostream>
+#include <memory>
+
+#include "stepsim/profile/profile.hpp"
+#include "stepsim/profile/profile_outputs.hpp"
+
+namespace stepsim::cli {
+namespace {
+
+struct ProfileArgs {
+  std::vector<std::string> logs, dbs;
+  std::string parallelism, out, summary;
+  bool sync_clocks = false, nvtx = false, quiet = false;
+};
+
+int run(const ProfileArgs& a) {
+  profile::ProfileOptions opt;
+  if (!a.parallelism.empty()) opt.parallelism = profile::parse_parallelism(a.parallelism);
+  opt.sync_clocks = a.sync_clocks;
+  opt.nvtx = a.nvtx;
+  profile::NcclLog log = profile::parse_nccl_logs(a.logs);
+  std::vector<profile::NsysDb> dbs;
+  for (size_t i = 0; i < a.dbs.size(); ++i)
+    dbs.push_back(profile::read_nsys_db(a.dbs[i], static_cast<int>(i), {.all_kernels = false, .nvtx = a.nvtx}));
+  const profile::ProfileResult r = profile::run_profile(std::move(log), std::move(dbs), opt);
+  if (!a.summary.empty()) write_output_file(a.summary, profile::summary_json(r).dump(2) + "\n", "the summary (--summary)");
+  if (!a.out.empty()) write_output_file(a.out, profile::chrome_trace(r, a.nvtx).dump() + "\n", "the trace (--out)");
+  if (!a.quiet) std::cout << profile::report_text(r);
+  return 0;
+}
+
+}  // namespace
+
+Action add_profile(CLI::App& app) {
+  auto a = std::make_shared<ProfileArgs>();
+  CLI::App* cmd = app.add_subcommand("profile", "profile a real run from its logs and traces");
+  cmd->require_subcommand(1);
+  CLI::App* nccl = cmd->add_subcommand("nccl", "fuse NCCL_DEBUG=INFO logs with Nsight Systems SQLite exports");
+  nccl->add_option("--log", a->logs, "NCCL_DEBUG=INFO log file(s), any number of ranks and nodes")->required()->expected(1, -1);
+  nccl->add_option("--nsys", a->dbs, "Nsight Systems SQLite export(s) (nsys export --type sqlite), one per node")->expected(1, -1);
+  nccl->add_option("--parallelism", a->parallelism, "parallelism sizes, e.g. tp=4,pp=2,dp=8 (dims tp, pp, dp, ep, cp)");
+  nccl->add_flag("--sync-clocks", a->sync_clocks, "align rank clocks by median offsets over collectives");
+  nccl->add_flag("--nvtx", a->nvtx, "add the NVTX ranges of the exports as a track");
+  nccl->add_option("--out", a->out, "Chrome trace to write (open in Perfetto or chrome://tracing)");
+  nccl->add_option("--summary", a->summary, "summary JSON to write");
+  nccl->add_flag("--quiet", a->quiet, "do not print the report");
+  return [nccl, a]() { return nccl->parsed() ? run(*a) : -1; };
+}
+
+}  // namespace stepsim::cli

@@ -1,0 +1,224 @@
+// The profiler pipeline: clock synchronisation, communicator inference and bandwidth of thesis §4.3.3 and
+// §4.2.5 (Fig. 4.2's numbers), Send/Recv fusion and 2:1 batching (§4.1.1), and `stepsim profile nccl` end to end
+// on synthetic logs + a synthetic Nsight Systems export (real schema) and on a real log alone.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <sstream>
+
+#include "stepsim/profile/clock_sync.hpp"
+#include "stepsim/profile/profile.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "test_util.hpp"
+
+namespace stepsim::profile {
+namespace {
+
+// §4.3.3: ranks shifted by 0, +50 ms, −30 ms; 20 collectives with jitter-free true starts; the correction
+// recovered must be 0, −50 ms, +30 ms within 200 ns.
+TEST(ProfileClock, RecoversKnownOffsets) {
+  const int64_t shift[3] = {0, 50'000'000, -30'000'000};
+  std::vector<CollectiveInstance> inst;
+  for (int k = 0; k < 20; ++k) {
+    CollectiveInstance c;
+    for (int r = 0; r < 3; ++r) c.emplace_back(r, 1'000'000 * k + 137 * (k % 3) + shift[r]);
+    inst.push_back(c);
+  }
+  const auto off = clock_offsets(inst);
+  for (int r = 0; r < 3; ++r) EXPECT_NEAR(static_cast<double>(off.at(r)), static_cast<double>(-shift[r]), 200.0);
+}
+
+std::string call_line(const std::string& host, int pid, int dev, const std::string& op, int opc, int64_t count, int dt,
+                      const std::string& comm, int nranks, int peer = 0) {
+  std::ostringstream o;
+  o << host << ":" << pid << ":" << pid << " [" << dev << "] NCCL INFO " << op << ": opCount " << std::hex << opc
+    << std::dec << " sendbuff 0x7f0000001000 recvbuff 0x7f0000002000 count " << count << " datatype " << dt
+    << " op 0 root " << peer << " comm " << comm << " [nranks=" << nranks << "] stream 0x5500\n";
+  return o.str();
+}
+
+// §4.3.3 communicator inference: 2 TP groups of 2 ranks, the same op sequence in both, distinct pointers.
+TEST(ProfileComms, TwoTpGroupsOfTwo) {
+  std::string text;
+  for (int k = 0; k < 5; ++k)
+    for (int dev = 0; dev < 4; ++dev)
+      text += call_line("node0", 100 + dev, dev, k % 2 ? "AllGather" : "AllReduce", k, 1024, 7,
+                        "0xc0" + std::to_string(dev), 2);
+  for (const bool given : {true, false}) {
+    NcclLog log;
+    parse_nccl_log_text(text, "tp.log", log);
+    ProfileOptions opt;
+    if (given) opt.parallelism = parse_parallelism("tp=2,dp=2");
+    const ProfileResult r = run_profile(log, {}, opt);
+    ASSERT_EQ(r.comms.size(), 2u);
+    EXPECT_EQ(r.comms[0].ranks, (std::vector<int>{0, 1}));
+    EXPECT_EQ(r.comms[1].ranks, (std::vector<int>{2, 3}));
+    if (given) {
+      EXPECT_EQ(r.comms[0].name, "TP_Group_0");
+      EXPECT_EQ(r.comms[1].name, "TP_Group_1");
+    }
+    for (const auto& c : r.calls) EXPECT_EQ(r.comms[c.comm].size, 2);
+  }
+}
+
+// §4.2.5 with the numbers of Fig. 4.2: AllReduce of 2097152 float16 (4194304 B) on 4 ranks, ring, bottleneck
+// 12.5 GB/s: γ = 2·3/4 = 1.5, α = 0.75, β = 1.5 → theoretical 9.375 / 18.75 GB/s; measured algbw 6.77055 GB/s
+// gives busbw 10.1558 and efficiencies 72.219 % / 54.164 %.
+TEST(ProfileBandwidth, Figure42Numbers) {
+  const BusFactors f = bus_factors(NcclOp::AllReduce, "RING", 4);
+  EXPECT_DOUBLE_EQ(f.gamma, 1.5);
+  EXPECT_DOUBLE_EQ(12.5 * f.alpha, 9.375);
+  EXPECT_DOUBLE_EQ(12.5 * f.beta, 18.75);
+  const double algbw = 6.77055393774254;
+  EXPECT_NEAR(algbw * f.gamma, 10.1558309066138, 1e-9);
+  EXPECT_NEAR(algbw / 9.375 * 100, 72.2192420025871, 1e-9);
+  EXPECT_NEAR(algbw * f.gamma / 18.75 * 100, 54.1644315019403, 1e-9);
+  EXPECT_DOUBLE_EQ(bus_factors(NcclOp::AllReduce, "TREE", 8).gamma, 2.0);
+  EXPECT_DOUBLE_EQ(bus_factors(NcclOp::AllGather, "RING", 8).gamma, 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_factors(NcclOp::SendRecv, "", 2).gamma, 1.0);
+  EXPECT_THROW(parse_parallelism("tp=0"), InputError);
+  EXPECT_THROW(parse_parallelism("xx=2"), InputError);
+}
+
+void exec(sqlite3* db, const std::string& sql) {
+  char* err = nullptr;
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+}
+
+// Columns of the real CUPTI_ACTIVITY_KIND_KERNEL / StringIds (nsys 2022.2 export schema 2.9.1).
+std::string make_db(const std::string& name, const std::vector<std::tuple<int64_t, int64_t, int, std::string>>& k) {
+  const std::string path = test::temp_dir() + name;
+  std::remove(path.c_str());
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  exec(db,
+       "CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);"
+       "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,"
+       " contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,"
+       " demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER, launchType INTEGER,"
+       " cacheConfig INTEGER, registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL,"
+       " gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,"
+       " staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL, localMemoryPerThread INTEGER NOT NULL,"
+       " localMemoryTotal INTEGER NOT NULL, gridId INTEGER NOT NULL, sharedMemoryExecuted INTEGER);");
+  int id = 1;
+  for (const auto& [start, end, pid, kname] : k) {
+    exec(db, "INSERT INTO StringIds VALUES (" + std::to_string(id) + ", '" + kname + "')");
+    exec(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, globalPid,"
+             " demangledName, shortName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ,"
+             " staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId) VALUES (" +
+                 std::to_string(start) + ", " + std::to_string(end) + ", 0, 1, 31, " + std::to_string(id) + ", " +
+                 std::to_string(static_cast<int64_t>(pid) << 24) + ", " + std::to_string(id) + ", " + std::to_string(id) +
+                 ", 96, 2, 1, 1, 544, 1, 1, 0, 0, 0, 0, " + std::to_string(id) + ")");
+    ++id;
+  }
+  sqlite3_close(db);
+  return path;
+}
+
+// Two ranks on one node with an NVLink topology: rank 0 logs every call twice (2:1 batching) and a Send+Recv pair
+// that ran as one SendRecv kernel; rank 1's clock is 1 ms ahead. Kernel durations give exact bandwidths:
+// AllReduce of 1 MiB fp32 (262144 × 4 B) in 10 µs = 104.8576 GB/s algbw, ×2·1/2 = 1 → busbw 104.8576.
+TEST(ProfileCli, EndToEndWithNsys) {
+  const std::string topo =
+      "node0:100:100 [0] NCCL INFO === System : maxBw 80.0 totalBw 80.0 ===\n"
+      "node0:100:100 [0] NCCL INFO CPU/0 (1/2/-1)\n"
+      "node0:100:100 [0] NCCL INFO + PCI[24.0] - GPU/1000 (0)\n"
+      "node0:100:100 [0] NCCL INFO           + NVL[80.0] - GPU/2000\n"
+      "node0:100:100 [0] NCCL INFO + PCI[24.0] - GPU/2000 (1)\n"
+      "node0:100:100 [0] NCCL INFO           + NVL[80.0] - GPU/1000\n"
+      "node0:100:100 [0] NCCL INFO ==========================================\n"
+      "node0:100:100 [0] NCCL INFO comm 0xa0 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0x1 - Init COMPLETE\n"
+      "node0:101:101 [1] NCCL INFO comm 0xb0 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0x1 - Init COMPLETE\n";
+  std::string calls;
+  for (int k = 0; k < 12; ++k) {
+    const std::string op = k % 3 == 2 ? "AllGather" : "AllReduce";
+    const int dt = op == "AllReduce" ? 7 : 9;
+    calls += call_line("node0", 100, 0, op, k, 262144, dt, "0xa0", 2);
+    calls += call_line("node0", 100, 0, op, k, 262144, dt, "0xa0", 2);  // batched twice on rank 0
+    calls += call_line("node0", 101, 1, op, k, 262144, dt, "0xb0", 2);
+  }
+  calls += call_line("node0", 100, 0, "Send", 12, 1000, 7, "0xa0", 2, 1) + call_line("node0", 100, 0, "Recv", 12, 1000, 7, "0xa0", 2, 1);
+  calls += call_line("node0", 101, 1, "Recv", 12, 1000, 7, "0xb0", 2, 0) + call_line("node0", 101, 1, "Send", 12, 1000, 7, "0xb0", 2, 0);
+  const std::string log = test::write_temp("e2e.log", topo + calls);
+  std::vector<std::tuple<int64_t, int64_t, int, std::string>> k0, k1;
+  for (int k = 0; k < 12; ++k) {
+    const std::string name = k % 3 == 2 ? "ncclDevKernel_AllGather_RING_LL" : "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+    k0.emplace_back(100000 * (k + 1), 100000 * (k + 1) + 10000, 100, name);
+    k1.emplace_back(100000 * (k + 1) + 1000000, 100000 * (k + 1) + 1010000, 101, name);
+  }
+  k0.emplace_back(2000000, 2001000, 100, "ncclDevKernel_SendRecv");
+  k1.emplace_back(3000000, 3001000, 101, "ncclDevKernel_SendRecv");
+  const std::string db0 = make_db("n0.sqlite", k0), db1 = make_db("n1.sqlite", k1);
+  const std::string dir = test::temp_dir();
+  const auto res = test::run_cli("profile nccl --log " + log + " --nsys " + db0 + " " + db1 +
+                                 " --parallelism tp=2 --sync-clocks --out " + dir + "t.json --summary " + dir + "s.json");
+  ASSERT_EQ(res.code, 0) << res.output;
+  const auto s = nlohmann::json::parse(test::read_file(dir + "s.json"));
+  EXPECT_EQ(s["ops_by_type"]["AllReduce"], 16 + 8);  // k % 3 != 2: 8 AllReduce; rank 0 logs each twice
+  EXPECT_EQ(s["ops_by_type"]["AllGather"], 8 + 4);
+  EXPECT_EQ(s["ops_by_type"]["Send"], 2);
+  EXPECT_EQ(s["bytes_by_type"]["AllGather"], 12 * 262144 * 2);
+  EXPECT_EQ(s["matched"], 36 + 4);  // every call, the batched twins and both halves of each SendRecv
+  EXPECT_EQ(s["unmatched"], 0);
+  ASSERT_EQ(s["ranks"].size(), 2u);
+  EXPECT_EQ(s["ranks"][0]["batched_2to1"], true);
+  EXPECT_EQ(s["ranks"][1]["batched_2to1"], false);
+  EXPECT_EQ(s["ranks"][1]["clock_offset_ns"], -1000000);
+  bool found = false;
+  for (const auto& c : s["communicators"])
+    if (c["parallelism"] == "TP") {
+      EXPECT_EQ(c["bottleneck_link"], "NVL");
+      EXPECT_DOUBLE_EQ(c["bottleneck_GBps"].get<double>(), 80.0);
+      found = true;
+    }
+  EXPECT_TRUE(found);
+  const auto t = nlohmann::json::parse(test::read_file(dir + "t.json"));
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] != "X" || e["name"] != "AllReduce" || e["pid"] != 1) continue;
+    EXPECT_NEAR(e["args"]["Algo BW (GB/s)"].get<double>(), 104.8576, 1e-9);
+    EXPECT_NEAR(e["args"]["Bus BW (GB/s)"].get<double>(), 104.8576, 1e-9);
+    EXPECT_NEAR(e["args"]["Theo Algo BW (GB/s)"].get<double>(), 40.0, 1e-12);  // 80 × (2−1)/2
+    EXPECT_EQ(e["args"]["Parallelism Type"], "TP");
+    EXPECT_EQ(e["args"]["CUDA Grid"], "<<2, 1, 1>>");
+    EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 100.0);  // rank 1's first kernel at 1100 µs, offset −1000 µs
+    break;
+  }
+}
+
+// Logs only, on a real log: counts and bytes per type exactly as logged. pytorch-torchtitan-issue-1369.log has
+// (grep -oE '[A-Za-z]+: opCount' | sort | uniq -c) AllGather 3, ReduceScatter 2, AllReduce 2; AllGather/
+// ReduceScatter count 2097152 datatype 7 → 8388608 B each, AllReduce count 1 → 4 B each.
+TEST(ProfileCli, LogsOnlyRealLog) {
+  const std::string dir = test::temp_dir();
+  const auto res = test::run_cli("profile nccl --log " + std::string(STEPSIM_SHARED_DIR) +
+                                 "/data/real/nccl-logs/pytorch-torchtitan-issue-1369.log --summary " + dir + "s2.json --out " +
+                                 dir + "t2.json");
+  ASSERT_EQ(res.code, 0) << res.output;
+  const auto s = nlohmann::json::parse(test::read_file(dir + "s2.json"));
+  EXPECT_EQ(s["ops_by_type"]["AllGather"], 3);
+  EXPECT_EQ(s["ops_by_type"]["ReduceScatter"], 2);
+  EXPECT_EQ(s["ops_by_type"]["AllReduce"], 2);
+  EXPECT_EQ(s["bytes_by_type"]["AllGather"], 3 * 8388608);
+  EXPECT_EQ(s["bytes_by_type"]["AllReduce"], 8);
+  EXPECT_EQ(s["matched"], 0);
+  EXPECT_EQ(s["unmatched"], 0);
+  EXPECT_EQ(s["timing"], false);
+  EXPECT_EQ(s["ranks"].size(), 2u);  // hopper01 GPUs 0 and 1
+  EXPECT_NE(res.output.find("no --nsys export"), std::string::npos);
+}
+
+TEST(ProfileCli, BadInputsExitTwoWithOneLine) {
+  const std::string bad = test::write_temp("bad.sqlite", std::string(2048, 'z'));
+  const std::string log = std::string(STEPSIM_SHARED_DIR) + "/data/real/nccl-logs/nvidia-nccl-issue-203.log";
+  for (const std::string& args : {"profile nccl --log " + log + " --nsys " + bad, std::string("profile nccl --log /nonexistent.log"),
+                                  "profile nccl --log " + log + " --parallelism tp=x"}) {
+    const auto r = test::run_cli(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace stepsim::profile
