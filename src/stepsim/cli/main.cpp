@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "stepsim/cli/cmd_plan.hpp"
+#include "stepsim/cli/cmd_profile.hpp"
 #include "stepsim/cli/cmd_slowdown.hpp"
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/spec/input_error.hpp"
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   actions.push_back(stepsim::cli::add_whatif(app));
   actions.push_back(stepsim::cli::add_slowdown(app));
   actions.push_back(stepsim::cli::add_plan(app));
+  actions.push_back(stepsim::cli::add_profile(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
