@@ -271,8 +271,9 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
     notes.push_back(s.str());
   }
   if (r.plans.empty()) {
-    notes.push_back("no feasible plan: every candidate broke a rule above (most often memory); try more GPUs, a "
-                    "smaller global batch is not the fix for memory — recompute and PP are already searched");
+    notes.push_back("no feasible plan: every candidate broke a rule above; when the memory rule removed them, more "
+                    "GPUs (or GPUs with more memory) are the remedy: recompute, PP, CP and the distributed optimizer "
+                    "are already searched");
   }
   return r;
 }
