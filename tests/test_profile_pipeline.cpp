@@ -185,6 +185,27 @@ TEST(ProfileCli, EndToEndWithNsys) {
     EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 100.0);  // rank 1's first kernel at 1100 µs, offset −1000 µs
     break;
   }
+  // The aligned records carry what calibration needs: nccl-tests' size (AllGather: x n), the communicator's
+  // placement (both ranks on node0), the kernel time; `calibrate comm --from-profile` fits the model to them.
+  bool saw_ag = false;
+  for (const auto& r : s["records"]) {
+    EXPECT_EQ(r["nranks"], 2);
+    EXPECT_EQ(r["nodes"], 1);
+    EXPECT_EQ(r["ranks_per_node"], 2);
+    if (r["op"] == "AllGather") {
+      EXPECT_EQ(r["size_bytes"], 2 * 262144 * 2);  // datatype 9 = bfloat16, 2 B; x 2 ranks
+      EXPECT_DOUBLE_EQ(r["duration_us"].get<double>(), 10.0);
+      saw_ag = true;
+    }
+  }
+  EXPECT_TRUE(saw_ag);
+  const auto cal = test::run_cli("calibrate comm --from-profile " + dir + "s.json --store " + dir + "cal.sqlite");
+  ASSERT_EQ(cal.code, 0) << cal.output;
+  EXPECT_NE(cal.output.find("profiled calls"), std::string::npos) << cal.output;
+  EXPECT_NE(cal.output.find("stored"), std::string::npos) << cal.output;
+  const auto bad = test::run_cli("calibrate comm --from-profile " + log);  // the log, not a summary
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find(log), std::string::npos) << bad.output;
 }
 
 // Logs only, on a real log: counts and bytes per type exactly as logged. pytorch-torchtitan-issue-1369.log has

@@ -2,10 +2,17 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <map>
 #include <set>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "stepsim/cost/nccl_records.hpp"
 #include "stepsim/cost/nccl_tests_reader.hpp"
@@ -152,19 +159,94 @@ void add_records(const std::string& path, Collected& c) {
   c.sources.push_back(base_name(path) + " (records: " + cs + ")");
 }
 
+// A profile summary can hold a record per NCCL call of a long run; beyond this it is not read.
+constexpr std::uintmax_t kMaxProfileBytes = std::uintmax_t{1} << 30;
+
+// The aligned records of a `stepsim profile nccl` summary (docs/PROFILER.md): one measured call each.
+void add_profile(const std::string& path, Collected& c) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw InputError(path + ": cannot read the profile summary (" + ec.message() + ")");
+  if (size > kMaxProfileBytes) throw InputError(path + ": profile summary larger than 1 GiB");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(path + ": not JSON at byte " + std::to_string(e.byte) + " (a `stepsim profile nccl --summary` file?)");
+  }
+  if (!j.is_object() || !j.contains("records") || !j["records"].is_array())
+    throw InputError(path + ": key records: missing; the summary of `stepsim profile nccl --nsys ...` has it");
+  if (j.contains("nccl_version") && j["nccl_version"].is_string() && !j["nccl_version"].get<std::string>().empty())
+    c.versions.emplace(version_core(j["nccl_version"].get<std::string>()), path);
+  std::set<std::string> colls;
+  int bad = 0, first_bad = -1, index = -1;
+  for (const auto& r : j["records"]) {
+    ++index;
+    auto num = [&](const char* k, double lo, double hi, double& out) {
+      if (!r.is_object() || !r.contains(k) || !r[k].is_number()) return false;
+      out = r[k].get<double>();
+      return std::isfinite(out) && out >= lo && out <= hi;
+    };
+    double bytes = 0, ranks = 0, nodes = 0, per_node = 0, us = 0;
+    std::optional<cost::BenchCollective> coll;
+    if (r.is_object() && r.contains("op") && r["op"].is_string()) coll = cost::parse_bench_collective(r["op"].get<std::string>());
+    bool ok = coll && num("size_bytes", 1, 1e18, bytes) && num("nranks", 1, 1 << 20, ranks) &&
+              num("nodes", 1, ranks, nodes) && num("ranks_per_node", std::ceil(ranks / nodes), ranks, per_node) &&
+              num("duration_us", 1e-9, 1e12, us);
+    cost::CommPoint p;
+    if (ok) {
+      p.collective = *coll;
+      p.bytes = static_cast<uint64_t>(bytes);
+      p.geometry = {static_cast<int>(ranks), static_cast<int>(nodes), static_cast<int>(per_node)};
+      p.time_us = us;
+      p.where = path + ": records[" + std::to_string(index) + "]";
+      const std::string a = r.value("algorithm", std::string()), pr = r.value("protocol", std::string());
+      if (!a.empty()) {
+        const auto parsed = cost::parse_algorithm(a);
+        ok = parsed.has_value();
+        if (ok) p.algorithm = *parsed;
+      }
+      if (ok && !pr.empty()) {
+        p.protocol = cost::parse_protocol(pr);
+        ok = p.protocol.has_value();
+      }
+    }
+    if (!ok) {
+      if (bad++ == 0) first_bad = index;
+      continue;
+    }
+    colls.insert(cost::name_of(p.collective));
+    c.points.push_back(std::move(p));
+  }
+  if (colls.empty()) throw InputError(path + ": no usable records (aligned calls with op, size_bytes, nranks, nodes, "
+                                      "ranks_per_node, duration_us)");
+  std::string summary = path + ": " + std::to_string(index + 1 - bad) + " profiled calls";
+  if (bad > 0) summary += ", " + std::to_string(bad) + " record(s) skipped (first: records[" + std::to_string(first_bad) + "])";
+  c.notes.push_back(summary);
+  std::string cs;
+  for (const auto& s : colls) cs += (cs.empty() ? "" : ", ") + s;
+  c.sources.push_back(base_name(path) + " (profile: " + cs + ")");
+}
+
 }  // namespace
 
 CalibrationInput load_calibration_input(const CalibrateOptions& o) {
-  if (o.nccl_tests.empty() && o.records.empty()) throw InputError("calibrate comm: give --nccl-tests FILE... or --records CSV...");
+  if (o.nccl_tests.empty() && o.records.empty() && o.profiles.empty())
+    throw InputError("calibrate comm: give --nccl-tests FILE..., --records CSV... or --from-profile SUMMARY.json...");
   if (o.gpus < 0 || o.gpus > (1 << 20)) throw InputError("--gpus " + std::to_string(o.gpus) + ": must be 1..1048576");
   if (o.gpus_per_node < 0 || o.gpus_per_node > (1 << 16)) throw InputError("--gpus-per-node: must be 1..65536");
   Collected c;
   for (const auto& f : o.nccl_tests) add_nccl_tests(f, o, c);
   for (const auto& f : o.records) add_records(f, c);
+  for (const auto& f : o.profiles) add_profile(f, c);
 
   CalibrationInput in;
   in.files = o.nccl_tests;
   in.files.insert(in.files.end(), o.records.begin(), o.records.end());
+  in.files.insert(in.files.end(), o.profiles.begin(), o.profiles.end());
   for (const auto& s : c.sources) in.source += (in.source.empty() ? "" : "; ") + s;
 
   if (!o.nccl_version.empty()) {

@@ -12,6 +12,7 @@ namespace stepsim::cli {
 struct CalibrateOptions {
   std::vector<std::string> nccl_tests;  // nccl-tests text or CSV files
   std::vector<std::string> records;     // aligned kernel-record CSV files
+  std::vector<std::string> profiles;    // `stepsim profile nccl --summary` files (their `records`)
   std::string collective;               // for text that names no *_perf binary
   std::string cluster_path;
   int gpus = 0;           // ranks, for text without a device list

@@ -109,6 +109,7 @@ Action add_calibrate(CLI::App& app) {
   CLI::App* comm = cal->add_subcommand("comm", "fit the NCCL model (alpha, beta, gamma, efficiencies, reduce rate) to nccl-tests output");
   comm->add_option("--nccl-tests", o->nccl_tests, "nccl-tests output (text, or CSV as in shared/data/nccl-tests); several allowed");
   comm->add_option("--records", o->records, "aligned NCCL kernel records (CSV: collective,bytes,ranks,nodes,ranks_per_node,duration_us[,algorithm,protocol])");
+  comm->add_option("--from-profile", o->profiles, "summary JSON of `stepsim profile nccl --nsys ...`: its aligned records");
   comm->add_option("--collective", o->collective, "the collective, for text that names no *_perf binary");
   comm->add_option("--cluster", o->cluster_path, "cluster YAML (links; the GPU comes from the measurements); defaults as in stepsim comm");
   comm->add_option("--gpus", o->gpus, "ranks, for text without a device list");

@@ -67,6 +67,20 @@ json summary_json(const ProfileResult& r) {
   }
   json records = json::array(), unmatched_ops = json::array();
   int64_t unmatched_calls = 0;
+  // Where a record's communicator sits, for calibration: its members' distinct hosts and the most on one host
+  // (a communicator the profiler could not infer counts as the call's rank alone on its host).
+  std::map<int, std::string> host_of;
+  for (const auto& p : r.ranks) host_of[p.rank] = p.host;
+  auto placement = [&](const ProfiledCall& c, int n) {
+    std::map<std::string, int> per_host;
+    if (c.comm >= 0) {
+      for (int m : r.comms[c.comm].ranks) ++per_host[host_of[m]];
+    }
+    if (per_host.empty() || static_cast<int>(r.comms[c.comm].ranks.size()) != n) return std::pair{1, n};
+    int most = 0;
+    for (const auto& [h, k] : per_host) most = std::max(most, k);
+    return std::pair{static_cast<int>(per_host.size()), most};
+  };
   for (const auto& c : r.calls) {
     const NcclCall& call = L.calls[c.call];
     const std::string op(op_name(call.op));
@@ -87,10 +101,13 @@ json summary_json(const ProfileResult& r) {
       jr["matched"] = jr["matched"].get<int64_t>() + 1;
       const NsysKernel& k = r.kernels[c.kernel];
       const int n = c.comm >= 0 ? r.comms[c.comm].size : call.nranks;
+      const auto [nodes, per_node] = placement(c, n);
       records.push_back({{"op", op},
                          {"bytes", b},
+                         {"size_bytes", algbw_bytes(call, n)},
                          {"nranks", n},
-                         {"nodes", 0},
+                         {"nodes", nodes},
+                         {"ranks_per_node", per_node},
                          {"rank", c.rank},
                          {"duration_us", static_cast<double>(k.end_ns - k.start_ns) / 1e3},
                          {"algorithm", !call.algorithm.empty() ? call.algorithm : (k.nccl ? k.nccl->algorithm : "")},
@@ -118,7 +135,6 @@ json summary_json(const ProfileResult& r) {
                              {"start_ns", kn.start_ns},
                              {"op", kn.nccl ? std::string(op_name(kn.nccl->op)) : "Unknown"}});
   }
-  // Hosts' nodes count for the records: distinct hosts among the communicator's members.
   s["ops_by_type"] = by_type;
   s["bytes_by_type"] = bytes_type;
   json ranks = json::array();
