@@ -1,0 +1,1 @@
+"""stepsim's Python side: the ex-situ workload tracer for PyTorch (stepsim.trace, docs/TRACER.md)."""
