@@ -204,7 +204,9 @@ TEST(Planner, EndToEndObjectivePicksTheEq44Interval) {
   EXPECT_GT(ts, 0);
   // Ranked by e2e time, which is increasing in the step time at fixed nodes and save time.
   for (size_t k = 1; k < r.plans.size(); ++k) {
-    if (r.plans[k].simulated == r.plans[k - 1].simulated) EXPECT_LE(r.plans[k - 1].e2e_time_s, r.plans[k].e2e_time_s);
+    if (r.plans[k].simulated == r.plans[k - 1].simulated) {
+      EXPECT_LE(r.plans[k - 1].e2e_time_s, r.plans[k].e2e_time_s);
+    }
   }
 }
 
