@@ -5,6 +5,7 @@
 #include "stepsim/cli/cmd_plan.hpp"
 #include "stepsim/cli/cmd_profile.hpp"
 #include "stepsim/cli/cmd_slowdown.hpp"
+#include "stepsim/cli/cmd_trace.hpp"
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/spec/input_error.hpp"
 
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   actions.push_back(stepsim::cli::add_slowdown(app));
   actions.push_back(stepsim::cli::add_plan(app));
   actions.push_back(stepsim::cli::add_profile(app));
+  actions.push_back(stepsim::cli::add_trace(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,113 @@
+#include "stepsim/trace/json_read.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <vector>
+
+namespace stepsim::trace::json {
+
+std::optional<int64_t> int_of(od::value v) {
+  od::json_type t;
+  if (v.type().get(t) || t != od::json_type::number) return std::nullopt;
+  od::number_type nt;
+  if (v.get_number_type().get(nt)) return std::nullopt;
+  if (nt == od::number_type::signed_integer) {
+    int64_t i;
+    if (v.get_int64().get(i)) return std::nullopt;
+    return i;
+  }
+  double d;
+  if (v.get_double().get(d)) return std::nullopt;
+  if (!(std::fabs(d) < 9.2e18) || d != std::floor(d)) return std::nullopt;
+  return static_cast<int64_t>(d);
+}
+
+std::optional<int64_t> int_or_string_of(od::value v) {
+  od::json_type t;
+  if (v.type().get(t)) return std::nullopt;
+  if (t == od::json_type::number) return int_of(v);
+  if (t != od::json_type::string) return std::nullopt;
+  std::string_view s;
+  if (v.get_string().get(s)) return std::nullopt;
+  int64_t i = 0;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), i);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return std::nullopt;
+  return i;
+}
+
+std::optional<std::string> string_of(od::value v) {
+  od::json_type t;
+  if (v.type().get(t) || t != od::json_type::string) return std::nullopt;
+  std::string_view s;
+  if (v.get_string().get(s)) return std::nullopt;
+  return std::string(s);
+}
+
+std::optional<int64_t> micros_to_ns(od::value v) {
+  od::json_type t;
+  if (v.type().get(t) || t != od::json_type::number) return std::nullopt;
+  // Parse the token itself: a double holds epoch microseconds exactly but not epoch nanoseconds.
+  std::string_view tok = v.raw_json_token();
+  while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t'))
+    tok.remove_suffix(1);
+  const bool neg = !tok.empty() && tok.front() == '-';
+  if (neg) tok.remove_prefix(1);
+  const size_t dot = tok.find('.');
+  const bool plain = tok.find_first_of("eE") == std::string_view::npos;
+  if (plain) {
+    const std::string_view ip = tok.substr(0, dot);
+    if (ip.empty() || ip.size() > 18) return std::nullopt;
+    int64_t us = 0;
+    const auto r = std::from_chars(ip.data(), ip.data() + ip.size(), us);
+    if (r.ec != std::errc() || r.ptr != ip.data() + ip.size()) return std::nullopt;
+    if (us >= int64_t{9'000'000'000'000'000}) return std::nullopt;  // x1000 + 999 must fit in int64
+    int64_t frac = 0;
+    if (dot != std::string_view::npos) {
+      const std::string_view fp = tok.substr(dot + 1);
+      for (char c : fp)
+        if (c < '0' || c > '9') return std::nullopt;
+      for (size_t i = 0; i < 3; ++i) frac = frac * 10 + (i < fp.size() ? fp[i] - '0' : 0);
+    }
+    const int64_t ns = us * 1000 + frac;
+    return neg ? -ns : ns;
+  }
+  double d;
+  if (v.get_double().get(d)) return std::nullopt;
+  const double ns = d * 1000.0;
+  if (!(std::fabs(ns) < 4.6e18)) return std::nullopt;
+  return static_cast<int64_t>(ns);
+}
+
+std::vector<int> int_list_of(od::value v, size_t limit) {
+  std::vector<int> out;
+  od::json_type t;
+  if (v.type().get(t)) return out;
+  if (t == od::json_type::string) {
+    std::string_view s;
+    if (v.get_string().get(s)) return out;
+    size_t i = 0;
+    while (i < s.size() && out.size() < limit) {
+      if (s[i] == '-' || (s[i] >= '0' && s[i] <= '9')) {
+        int x = 0;
+        const auto r = std::from_chars(s.data() + i, s.data() + s.size(), x);
+        if (r.ec != std::errc()) return {};
+        out.push_back(x);
+        i = static_cast<size_t>(r.ptr - s.data());
+      } else {
+        ++i;
+      }
+    }
+  } else if (t == od::json_type::array) {
+    od::array a;
+    if (v.get_array().get(a)) return out;
+    for (auto e : a) {
+      od::value ev;
+      if (e.get(ev)) throw simdjson::simdjson_error(e.error());
+      if (auto x = int_of(ev); x && *x >= INT32_MIN && *x <= INT32_MAX && out.size() < limit)
+        out.push_back(static_cast<int>(*x));
+    }
+  }
+  return out;
+}
+
+}  // namespace stepsim::trace::json
