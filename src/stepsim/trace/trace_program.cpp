@@ -138,11 +138,12 @@ RankImport build_rank_import(const KinetoTrace& k, const ExecutionTrace* et, int
     builder.emit(w, room ? kname.substr(0, kname.find('(')) : std::string("kernel"));
     r.ops.push_back(std::move(op));
   }
-  r.compute_busy_s = static_cast<double>(busy) * 1e-9;
+  // Divisions, not x 1e-9: whole nanoseconds then print as the shortest decimal (0.001246, not 0.0012460000000000001).
+  r.compute_busy_s = static_cast<double>(busy) / 1e9;
   if (!k.steps.empty()) {
     double sum = 0;
     for (const ProfilerStep& s : k.steps) sum += static_cast<double>(s.dur_ns);
-    r.step_time_s = sum / static_cast<double>(k.steps.size()) * 1e-9;
+    r.step_time_s = sum / static_cast<double>(k.steps.size()) / 1e9;
   }
   r.profiler_steps = static_cast<int>(k.steps.size());
   return r;
