@@ -126,6 +126,29 @@ TEST(TraceKineto, SampledRanks) {
   }
 }
 
+// More real traces, counted with the Decimal script above (kernels, ncclKernel_*, compute union in ns, kernels
+// whose correlation has a cuda_runtime event): df_index_resolver (216k events, the largest) 19370 / 2020 /
+// 620516000 / 19370; trace_diff control (rank 3 of 8) 8568 / 60 / 281336000 / 8568; negative_queue (rank 0 of 16,
+// SendRecv on 3 streams) 6080 / 80 / 210998000 / 5375.
+TEST(TraceKineto, MoreRealTraces) {
+  struct Expect {
+    const char* file;
+    int rank;
+    int64_t kernels, nccl, busy_ns, launched;
+  };
+  for (const Expect& e : {Expect{"hta/df_index_resolver/df_index_resolver.json.gz", 1, 19370, 2020, 620516000, 19370},
+                          Expect{"hta/trace_diff/control/control.json.gz", 3, 8568, 60, 281336000, 8568},
+                          Expect{"hta/negative_queue_length_values_check/rank0.json.gz", 0, 6080, 80, 210998000, 5375}}) {
+    const KinetoTrace k = read_kineto_trace(real(e.file));
+    EXPECT_EQ(k.rank, e.rank) << e.file;
+    const RankImport imp = build_rank_import(k, nullptr, k.rank);
+    EXPECT_EQ(imp.kernels, e.kernels) << e.file;
+    EXPECT_EQ(imp.nccl_kernels, e.nccl) << e.file;
+    EXPECT_EQ(busy_ns(imp), e.busy_ns) << e.file;
+    EXPECT_EQ(imp.launches_found, e.launched) << e.file;
+  }
+}
+
 // The fixture: ProfilerStep#3 over three kernels; a bf16 all-reduce of 1024 elements on ranks [1, 3] of 4.
 TEST(TraceKineto, FixtureLinksAndMetadata) {
   const KinetoTrace k = read_kineto_trace(test::source_dir() + "/tests/data/trace/tiny_kineto.json");
