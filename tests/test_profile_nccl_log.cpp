@@ -121,8 +121,12 @@ TEST(ProfileNcclLog, RealFieldValues) {
     for (const auto& c : log.calls) {
       if (c.algorithm.empty()) continue;
       ++tuned;
-      if (c.at.pid == 177787) EXPECT_EQ(c.algorithm + "/" + c.protocol, "TREE/LL");
-      if (c.at.pid == 185302) EXPECT_EQ(c.algorithm + "/" + c.protocol, "RING/SIMPLE");
+      if (c.at.pid == 177787) {
+        EXPECT_EQ(c.algorithm + "/" + c.protocol, "TREE/LL");
+      }
+      if (c.at.pid == 185302) {
+        EXPECT_EQ(c.algorithm + "/" + c.protocol, "RING/SIMPLE");
+      }
       EXPECT_EQ(c.channel_lo, 0);
       EXPECT_EQ(c.channel_hi, 0);
     }
