@@ -26,7 +26,7 @@ struct PlanOptions {
   int gpus = 0, top = 10, simulate = 2, threads = 0;
   int64_t global_batch = 0, steps = 0;
   std::string objective = "step", json_path, csv_path;
-  double failure_rate = 0.005, storage_GBps = 100.0, init_time_s = 0, price = 0;
+  double failure_rate = plan::kDefaultFailuresPerNodeDay, storage_GBps = plan::kDefaultStorageGBps, init_time_s = 0, price = 0;
   bool memory_map = false;
   CLI::Option *o_steps = nullptr, *o_failure = nullptr, *o_storage = nullptr, *o_init = nullptr;
 };

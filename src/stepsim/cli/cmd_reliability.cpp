@@ -24,10 +24,8 @@ namespace stepsim::cli {
 
 namespace {
 
-// MoFa Table 5 assumes r_f = 0.5 % per node-day.
-constexpr double kDefaultFailuresPerNodeDay = 0.005;
-// Aggregate write bandwidth of the storage the checkpoint goes to (docs/RELIABILITY.md says why 100).
-constexpr double kDefaultStorageGBps = 100.0;
+using plan::kDefaultFailuresPerNodeDay;  // MoFa Table 5: r_f = 0.5 % per node-day
+using plan::kDefaultStorageGBps;         // docs/RELIABILITY.md says why 100
 
 struct ReliabilityOptions {
   JobOptions job;

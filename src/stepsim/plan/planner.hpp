@@ -11,6 +11,7 @@
 
 #include "stepsim/plan/plan_estimate.hpp"
 #include "stepsim/plan/plan_space.hpp"
+#include "stepsim/plan/reliability.hpp"
 
 namespace stepsim::plan {
 
@@ -19,8 +20,8 @@ enum class Objective { Step, E2E };
 // MoFa eq. 43 inputs that are not in the job (same defaults as `stepsim reliability`).
 struct E2EOptions {
   int64_t steps = 0;
-  double failures_per_node_day = 0.005;
-  double storage_GBps = 100.0;
+  double failures_per_node_day = kDefaultFailuresPerNodeDay;
+  double storage_GBps = kDefaultStorageGBps;
   double init_time_s = 0;
 };
 

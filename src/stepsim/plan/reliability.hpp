@@ -11,6 +11,11 @@ namespace stepsim::plan {
 
 constexpr double kSecondsPerDay = 86400.0;
 
+// Defaults every command that turns a step into a run shares (reliability, plan --objective e2e, whatif):
+// failures per node-day from MoFa Table 5, and an all-flash parallel file system's write bandwidth (an assumption).
+constexpr double kDefaultFailuresPerNodeDay = 0.005;
+constexpr double kDefaultStorageGBps = 100.0;
+
 // One way of recovering from a failure: its share of failures and how long it takes.
 struct RecoveryLevel {
   std::string name;

@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "stepsim/plan/reliability.hpp"
 #include "stepsim/spec/job_spec.hpp"
 
 namespace stepsim::plan {
@@ -31,8 +32,8 @@ YAML::Node apply_scales(const YAML::Node& root, const spec::JobSpec& base, const
 
 struct WhatIfSettings {
   int64_t steps = 10000;                // run length for the end-to-end time
-  double failures_per_node_day = 0.005; // MoFa Table 5, as `stepsim reliability`
-  double storage_GBps = 100;            // checkpoint write bandwidth, as `stepsim reliability`
+  double failures_per_node_day = kDefaultFailuresPerNodeDay;
+  double storage_GBps = kDefaultStorageGBps;  // checkpoint write bandwidth
   double usd_per_gpu_hour = 0;          // 0: cost in GPU-hours only
 };
 
