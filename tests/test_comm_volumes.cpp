@@ -16,7 +16,7 @@ using report::CommBytes;
 
 CommBytes bytes_for_rank(const spec::JobSpec& job, int rank) {
   const workload::Workload w = workload::build_megatron_workload(job);
-  return report::comm_bytes(w.program_of_rank(rank), w.layout);
+  return report::comm_bytes(w, rank);
 }
 
 // GPT layer with biases and LayerNorm: the job used by every test here.

@@ -86,7 +86,7 @@ TEST(RankLayout, ContextParallelKvExchangeVolume) {
       "parallelism: {context: 4, data: 1}\ntraining: {micro_batch_size: 1, global_batch_size: 2}\n"
       "cluster: {gpu: H100-SXM, num_gpus: 4, gpus_per_node: 4}\n");
   const workload::Workload w = workload::build_megatron_workload(job);
-  const report::CommBytes cb = report::comm_bytes(w.program_of_rank(0), w.layout);
+  const report::CommBytes cb = report::comm_bytes(w, 0);
   const double S = double(beta) * 1 * s * (2 * groups * d);
   EXPECT_EQ(cb.calls[report::kCp], uint64_t(3 * L * m));
   EXPECT_NEAR(double(cb.message[report::kCp]), 3.0 * L * m * S, 0.5);

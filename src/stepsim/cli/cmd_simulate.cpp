@@ -1,6 +1,8 @@
 // stepsim simulate: one training step of the job, every rank simulated; summary on stdout, optional
 // summary JSON and Chrome trace.
+#include <cstdio>
 #include <iostream>
+#include <optional>
 #include <memory>
 
 #include "stepsim/cli/commands.hpp"
@@ -11,6 +13,8 @@
 #include "stepsim/sim/simulation.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/rank_list.hpp"
+#include "stepsim/trace/trace_workload.hpp"
+#include "stepsim/trace/workload_dir.hpp"
 
 namespace stepsim::cli {
 
@@ -21,7 +25,33 @@ struct SimulateOptions {
   std::string json_path, trace_path, trace_ranks, memory_csv;
   int rank = 0;
   bool quiet = false;
+  std::string workload_dir;  // trace-driven: the traced ranks' programs
+  int step = -1;
+  bool no_host_gaps = false;
 };
+
+// What the user should know about a trace-driven run besides the summary: where its ranks came from and how the
+// prediction compares with the step the trace measured.
+struct TraceRunInfo {
+  int traced = 0, world = 0;
+  int64_t host_gap_ops = 0;
+  std::optional<double> measured_step_s;
+};
+
+sim::Simulation run_traced(const SimulateOptions& o, const spec::JobSpec& job, const std::vector<int>& record,
+                           TraceRunInfo& info) {
+  trace::WorkloadReadOptions ro;
+  if (o.step >= 0) ro.step = o.step;
+  std::vector<trace::TracedRank> ranks = trace::read_workload_dir(o.workload_dir, ro);
+  for (const auto& r : ranks) {
+    if (r.rank == o.rank) info.measured_step_s = r.measured_step_s;
+  }
+  trace::TraceWorkload tw = trace::build_trace_workload(job, std::move(ranks), {!o.no_host_gaps});
+  info.traced = tw.traced;
+  info.world = job.cluster.num_gpus;
+  info.host_gap_ops = tw.host_gap_ops;
+  return sim::run_workload(std::move(tw.workload), record);
+}
 
 int run_simulate(const SimulateOptions& o) {
   spec::JobSpec job = load_job(o.job);
@@ -41,12 +71,40 @@ int run_simulate(const SimulateOptions& o) {
   } else if (!o.trace_ranks.empty()) {
     throw InputError("--trace-ranks needs --trace OUT.trace.json or --memory-csv OUT.csv");
   }
-  const sim::Simulation s = sim::run_simulation(job, record);
-  const report::Summary sum = report::summarize(s, o.rank);
-  if (!o.quiet) std::cout << report::to_text(sum, s.workload.job);
-  if (!o.json_path.empty()) {
-    write_output_file(o.json_path, report::to_json(sum, s.workload.job).dump(2) + "\n", "summary JSON");
+  if (o.workload_dir.empty() && (o.step >= 0 || o.no_host_gaps)) {
+    throw InputError(std::string(o.step >= 0 ? "--step" : "--no-host-gaps") + " needs --workload DIR");
   }
+  TraceRunInfo info;
+  const sim::Simulation s = o.workload_dir.empty() ? sim::run_simulation(job, record) : run_traced(o, job, record, info);
+  const report::Summary sum = report::summarize(s, o.rank);
+  nlohmann::json j = report::to_json(sum, s.workload.job);
+  if (!o.workload_dir.empty()) {
+    const double sim_s = sum.step_time_s;
+    nlohmann::json wj = {{"dir", o.workload_dir}, {"traced_ranks", info.traced},
+                         {"reused_ranks", info.world - info.traced}, {"host_gap_ops", info.host_gap_ops},
+                         {"host_gaps", !o.no_host_gaps}, {"measured_step_s", nullptr}, {"error", nullptr}};
+    if (info.measured_step_s && *info.measured_step_s > 0) {
+      wj["measured_step_s"] = *info.measured_step_s;
+      wj["error"] = (sim_s - *info.measured_step_s) / *info.measured_step_s;
+    }
+    j["workload"] = wj;
+  }
+  if (!o.quiet) {
+    std::cout << report::to_text(sum, s.workload.job);
+    if (!o.workload_dir.empty()) {
+      std::cout << "  workload: " << o.workload_dir << ": " << info.traced << " traced rank(s), "
+                << info.world - info.traced << " reuse a data-parallel peer's trace; " << info.host_gap_ops
+                << " host-gap op(s)" << (o.no_host_gaps ? " (dropped)" : "") << "\n";
+      if (info.measured_step_s && *info.measured_step_s > 0) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "  measured step (rank %d, from the trace): %s; simulated %s (%+.1f%%)\n", o.rank,
+                      report::format_seconds(*info.measured_step_s).c_str(), report::format_seconds(sum.step_time_s).c_str(),
+                      100.0 * (sum.step_time_s - *info.measured_step_s) / *info.measured_step_s);
+        std::cout << buf;
+      }
+    }
+  }
+  if (!o.json_path.empty()) write_output_file(o.json_path, j.dump(2) + "\n", "summary JSON");
   if (!o.trace_path.empty()) {
     report::write_chrome_trace_file(o.trace_path, s);
     if (!o.quiet) std::cout << "  trace: " << o.trace_path << " (open in ui.perfetto.dev)\n";
@@ -67,6 +125,11 @@ Action add_simulate(CLI::App& app) {
   cmd->add_option("--memory-csv", o->memory_csv, "write memory over time of the traced ranks (CSV) here");
   cmd->add_option("--rank", o->rank, "rank for the breakdown and communication bytes (default 0)");
   cmd->add_flag("--quiet", o->quiet, "print nothing on success");
+  cmd->add_option("--workload", o->workload_dir,
+                  "trace-driven: replay the traced ranks in DIR (stepsim trace import/extrapolate, python3 -m stepsim.trace)");
+  cmd->add_option("--step", o->step, "with --workload: the ProfilerStep of imported traces to replay (default: last)");
+  cmd->add_flag("--no-host-gaps", o->no_host_gaps,
+                "with --workload: drop the measured CPU-bound gaps between kernels (a GPU-bound prediction)");
   return [cmd, o]() { return cmd->parsed() ? run_simulate(*o) : -1; };
 }
 

@@ -82,6 +82,8 @@ class RooflineModel final : public ComputeModel {
       case ComputeCategory::Offload:
         // A host<->device copy: only the PCIe link matters.
         return static_cast<double>(op.bytes) / h2d_Bps_;
+      case ComputeCategory::Host:
+        return 0.0;  // a measured CPU gap of a traced workload: nothing for the GPU to do
     }
     throw std::invalid_argument("roofline model: unknown compute category");
   }

@@ -28,14 +28,14 @@ CommKind comm_kind_of(GroupKind g) {
 }
 
 double Breakdown::total_s() const {
-  double t = compute_s + pipeline_bubble_s + optimizer_s + overlap_slowdown_s;
+  double t = compute_s + pipeline_bubble_s + optimizer_s + overlap_slowdown_s + host_gap_s;
   for (double x : exposed_comm_s) t += x;
   return t;
 }
 
 Breakdown breakdown(const workload::Program& prog, const sim::RankTimeline& tl, int64_t step_ns) {
   // Sweep over interval boundaries with a count of active compute, optimizer and per-kind comm ops.
-  constexpr int kCompute = 0, kOptimizer = 1, kComm0 = 2;
+  constexpr int kCompute = 0, kOptimizer = 1, kHost = 2, kComm0 = 3;
   struct Edge {
     int64_t t;
     int cls;
@@ -47,7 +47,8 @@ Breakdown breakdown(const workload::Program& prog, const sim::RankTimeline& tl, 
   for (const sim::OpRecord& r : tl.ops) {
     const workload::Op& op = prog.ops[r.op];
     int cls;
-    if (op.kind == OpKind::Compute) cls = op.phase == workload::Phase::Optimizer ? kOptimizer : kCompute;
+    if (op.kind == OpKind::Compute && op.category == workload::ComputeCategory::Host) cls = kHost;
+    else if (op.kind == OpKind::Compute) cls = op.phase == workload::Phase::Optimizer ? kOptimizer : kCompute;
     else cls = kComm0 + comm_kind_of(op.group);
     const int64_t b = std::clamp<int64_t>(r.begin_ns, 0, step_ns), e = std::clamp<int64_t>(r.end_ns, 0, step_ns);
     if (e <= b) continue;
@@ -64,6 +65,7 @@ Breakdown breakdown(const workload::Program& prog, const sim::RankTimeline& tl, 
     int cls = kComm0 + kNumCommKinds;
     if (active[kCompute]) cls = kCompute;
     else if (active[kOptimizer]) cls = kOptimizer;
+    else if (active[kHost]) cls = kHost;
     else {
       for (int k = 0; k < kNumCommKinds; ++k) {
         if (active[kComm0 + k]) {
@@ -86,19 +88,20 @@ Breakdown breakdown(const workload::Program& prog, const sim::RankTimeline& tl, 
   b.compute_s = static_cast<double>(ns[kCompute] - overlap_ns[kCompute]) * 1e-9;
   b.optimizer_s = static_cast<double>(ns[kOptimizer] - overlap_ns[kOptimizer]) * 1e-9;
   b.overlap_slowdown_s = static_cast<double>(overlap_ns[kCompute] + overlap_ns[kOptimizer]) * 1e-9;
+  b.host_gap_s = static_cast<double>(ns[kHost]) * 1e-9;
   for (int k = 0; k < kNumCommKinds; ++k) b.exposed_comm_s[k] = static_cast<double>(ns[kComm0 + k]) * 1e-9;
   b.pipeline_bubble_s = static_cast<double>(ns[kComm0 + kNumCommKinds]) * 1e-9;
   return b;
 }
 
-CommBytes comm_bytes(const workload::Program& prog, const workload::RankLayout& layout) {
+CommBytes comm_bytes(const workload::Workload& w, int rank) {
   CommBytes c;
-  for (const workload::Op& op : prog.ops) {
+  for (const workload::Op& op : w.program_of_rank(rank).ops) {
     if (op.kind == OpKind::Collective) {
       const int k = comm_kind_of(op.group);
       c.message[k] += op.bytes;
       c.volume[k] += static_cast<uint64_t>(std::llround(static_cast<double>(op.bytes) *
-                                                        workload::bus_factor(op.coll, layout.group_size(op.group))));
+                                                        workload::bus_factor(op.coll, w.group_size_of(rank, op))));
       ++c.calls[k];
     } else if (op.kind == OpKind::P2P) {
       const uint64_t sent = op.send_prev + op.send_next;  // receives count 0

@@ -19,6 +19,7 @@ CommKind comm_kind_of(workload::GroupKind g);
 
 struct Breakdown {
   double compute_s = 0, pipeline_bubble_s = 0, optimizer_s = 0, overlap_slowdown_s = 0;
+  double host_gap_s = 0;  // trace-driven: GPU idle while the traced CPU was late to launch (Host ops)
   std::array<double, kNumCommKinds> exposed_comm_s{};
   double total_s() const;
 };
@@ -30,6 +31,6 @@ struct CommBytes {
 };
 
 Breakdown breakdown(const workload::Program& prog, const sim::RankTimeline& tl, int64_t step_ns);
-CommBytes comm_bytes(const workload::Program& prog, const workload::RankLayout& layout);
+CommBytes comm_bytes(const workload::Workload& w, int rank);
 
 }  // namespace stepsim::report

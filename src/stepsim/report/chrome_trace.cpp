@@ -82,7 +82,7 @@ void write_chrome_trace(std::ostream& out, const sim::Simulation& s) {
         cat = comm_kind_name(comm_kind_of(op.group));
         const uint64_t bytes = op.kind == OpKind::P2P ? op.send_prev + op.send_next + op.recv_prev + op.recv_next : op.bytes;
         args += ",\"bytes\":" + std::to_string(bytes) + ",\"group\":\"" + workload::name_of(op.group) +
-                "\",\"group_size\":" + std::to_string(layout.group_size(op.group)) + ",\"sync_wait_us\":" +
+                "\",\"group_size\":" + std::to_string(w.group_size_of(r, op)) + ",\"sync_wait_us\":" +
                 us(rec.begin_ns - rec.post_ns);
         if (op.kind == OpKind::Collective) args += std::string(",\"collective\":\"") + workload::name_of(op.coll) + "\"";
         if (rec.begin_ns > rec.post_ns) {

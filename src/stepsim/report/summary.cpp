@@ -50,7 +50,7 @@ Summary summarize(const sim::Simulation& s, int rank) {
   if (!tl) throw std::logic_error("summarize: rank " + std::to_string(rank) + " was not recorded");
   const workload::Program& prog = w.program_of_rank(rank);
   out.breakdown = breakdown(prog, *tl, res.step_ns);
-  out.comm = comm_bytes(prog, w.layout);
+  out.comm = comm_bytes(w, rank);
 
   out.capacity_bytes = static_cast<int64_t>(gpu.memory_bytes);
   const int stages = w.layout.pipeline();
@@ -85,6 +85,7 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
                       {"pipeline_bubble", s.breakdown.pipeline_bubble_s},
                       {"optimizer", s.breakdown.optimizer_s},
                       {"overlap_slowdown_s", s.breakdown.overlap_slowdown_s},
+                      {"host_gap", s.breakdown.host_gap_s},
                       {"exposed_comm", exposed}};
   json stages = json::array();
   for (const auto& sm : s.per_stage) {
@@ -126,8 +127,14 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   o << "  micro-batch " << job.training.micro_batch_size << ", global batch " << job.training.global_batch_size
     << " (" << job.num_microbatches() << " micro-batches per pipeline), seq " << job.model.seq_length << ", "
     << spec::name_of(job.training.precision) << ", recompute " << spec::name_of(job.training.recompute) << "\n\n";
-  std::snprintf(line, sizeof line, "  step time      %s\n  tokens/s       %.0f\n  TFLOP/s/GPU    %.1f\n  MFU            %.1f %%\n\n",
-                format_seconds(s.step_time_s).c_str(), s.tokens_per_s, s.tflops_per_gpu, 100.0 * s.mfu);
+  std::snprintf(line, sizeof line, "  step time      %s\n  tokens/s       %.0f\n", format_seconds(s.step_time_s).c_str(),
+                s.tokens_per_s);
+  o << line;
+  if (s.tflops_per_gpu > 0) {
+    std::snprintf(line, sizeof line, "  TFLOP/s/GPU    %.1f\n  MFU            %.1f %%\n\n", s.tflops_per_gpu, 100.0 * s.mfu);
+  } else {  // a traced workload whose files give no FLOPs
+    std::snprintf(line, sizeof line, "  TFLOP/s/GPU    n/a (the workload gives no FLOPs)\n  MFU            n/a\n\n");
+  }
   o << line;
   o << "  where the step goes (rank " << s.rank << "):\n";
   auto row = [&](const std::string& name, double v) {
@@ -139,6 +146,7 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   row("pipeline bubble / wait", s.breakdown.pipeline_bubble_s);
   row("optimizer", s.breakdown.optimizer_s);
   if (job.simulation.overlap_model != spec::OverlapModel::None) row("overlap slowdown", s.breakdown.overlap_slowdown_s);
+  if (s.breakdown.host_gap_s > 0) row("host gaps (CPU-bound)", s.breakdown.host_gap_s);
   for (int k = 0; k < kNumCommKinds; ++k) {
     if (s.breakdown.exposed_comm_s[k] > 0 || s.comm.calls[k] > 0) {
       row(std::string("exposed ") + comm_kind_name(k) + " communication", s.breakdown.exposed_comm_s[k]);

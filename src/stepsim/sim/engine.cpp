@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -55,8 +56,9 @@ struct Channel {
 };
 
 // A collective whose end is queued: its members are completed together when it pops.
+constexpr GroupKind kExplicitGroup = GroupKind::kCount;  // CollectiveDone::group of a trace's own communicator
 struct CollectiveDone {
-  GroupKind group;
+  GroupKind group;  // kExplicitGroup: gid indexes Workload::communicators
   uint8_t stream;
   int gid;
   int64_t begin;
@@ -101,6 +103,14 @@ struct PendingCollective {
   int64_t last_arrival = 0;
 };
 
+// Trace-driven send/recv between one ordered pair of ranks: the posted sides not yet matched, all of one kind
+// (FIFO, as NCCL matches a pair's sends and receives in order).
+struct PairSide {
+  bool is_send;
+  int64_t t;
+  uint64_t bytes;
+};
+
 struct CollKey {
   uint64_t bytes;
   int coll, ranks, nodes, rpn;
@@ -132,10 +142,16 @@ class Engine {
     for (const auto& [r, f] : w.job.cluster.slow_ranks) {
       if (r >= 0 && r < n) slow_[r] = f;
     }
+    if (!w.bindings.empty() && static_cast<int>(w.bindings.size()) != n) {
+      throw std::runtime_error("engine: rank bindings do not cover the world");
+    }
     for (int r = 0; r < n; ++r) {
       prog_[r] = &w.program_of_rank(r);
       ranks_[r].mem = ranks_[r].peak = prog_[r]->static_memory.total();
     }
+    comm_pending_.resize(w.communicators.size());
+    comm_geometry_.reserve(w.communicators.size());
+    for (const auto& members : w.communicators) comm_geometry_.push_back(explicit_geometry(members));
     fwd_.resize(n);
     bwd_.resize(n);
     for (int g = 0; g < kNumGroupKinds; ++g) {
@@ -339,7 +355,8 @@ class Engine {
       return m;
     }
     m.bytes = c.bytes;
-    const cost::GroupGeometry geo = layout_.geometry(c.group, layout_.group_id(c.group, rank));
+    const cost::GroupGeometry geo = c.comm >= 0 ? comm_geometry_[w_.bindings[rank].comms[c.comm]]
+                                                : layout_.geometry(c.group, layout_.group_id(c.group, rank));
     const cost::CollectiveEstimate e = comm_.estimate(c.coll, c.bytes, geo, cost::Algorithm::Auto);
     m.algorithm = e.algorithm;
     m.protocol = e.protocol;
@@ -348,13 +365,23 @@ class Engine {
   }
 
   // ---- collectives
+  cost::GroupGeometry explicit_geometry(const std::vector<int>& members) const {
+    cost::GroupGeometry geo;
+    geo.ranks = static_cast<int>(members.size());
+    std::unordered_map<int, int> per_node;
+    for (int m : members) geo.ranks_per_node = std::max(geo.ranks_per_node, ++per_node[layout_.node_of(m)]);
+    geo.nodes = std::max<int>(1, static_cast<int>(per_node.size()));
+    return geo;
+  }
+
   void arrive(int rank, int stream, const Op& op, int64_t t) {
-    const int g = static_cast<int>(op.group);
-    const int gid = layout_.group_id(op.group, rank);
-    PendingCollective& pc = pending_[g][gid];
+    const bool explicit_group = op.comm >= 0;
+    const int g = explicit_group ? static_cast<int>(kExplicitGroup) : static_cast<int>(op.group);
+    const int gid = explicit_group ? w_.bindings[rank].comms[op.comm] : layout_.group_id(op.group, rank);
+    PendingCollective& pc = explicit_group ? comm_pending_[gid] : pending_[g][gid];
     ++pc.arrived;
     pc.last_arrival = std::max(pc.last_arrival, t);
-    const int size = layout_.group_size(op.group);
+    const int size = explicit_group ? comm_geometry_[gid].ranks : layout_.group_size(op.group);
     if (static_cast<int>(pc.arrived) < size) return;
     const int64_t begin = pc.last_arrival;
     pc = PendingCollective{};
@@ -367,14 +394,18 @@ class Engine {
       slot = static_cast<uint32_t>(done_.size());
       done_.emplace_back();
     }
-    done_[slot] = CollectiveDone{op.group, static_cast<uint8_t>(stream), gid, begin};
+    done_[slot] = CollectiveDone{static_cast<GroupKind>(g), static_cast<uint8_t>(stream), gid, begin};
     if (network_) {
       members_.resize(size);
-      for (int i = 0; i < size; ++i) members_[i] = layout_.member(op.group, gid, i);
+      for (int i = 0; i < size; ++i) members_[i] = member(static_cast<GroupKind>(g), gid, i);
       network_->start_collective(slot, op.coll, op.bytes, members_, begin);
       return;
     }
     queue_.push(begin + collective_ns(op, g, gid), static_cast<int>(slot), kCollectiveDone);
+  }
+
+  int member(GroupKind g, int gid, int i) const {
+    return g == kExplicitGroup ? w_.communicators[gid][i] : layout_.member(g, gid, i);
   }
 
   // Completions the network reports at t: collectives end on all members, transfers on both sides.
@@ -396,9 +427,9 @@ class Engine {
   void finish_collective(int slot, int64_t t) {
     const CollectiveDone d = done_[slot];
     free_done_.push_back(static_cast<uint32_t>(slot));
-    const int size = layout_.group_size(d.group);
+    const int size = d.group == kExplicitGroup ? comm_geometry_[d.gid].ranks : layout_.group_size(d.group);
     for (int i = 0; i < size; ++i) {
-      const int m = layout_.member(d.group, d.gid, i);
+      const int m = member(d.group, d.gid, i);
       ranks_[m].s[d.stream].begin = d.begin;
       ++result_.events;
       on_end(m, d.stream, t);
@@ -406,8 +437,9 @@ class Engine {
   }
 
   int64_t collective_ns(const Op& op, int g, int gid) {
-    cost::GroupGeometry& geo = geometry_[g][gid];
-    if (geo.ranks <= 1) geo = layout_.geometry(op.group, gid);
+    const bool explicit_group = g == static_cast<int>(kExplicitGroup);
+    cost::GroupGeometry& geo = explicit_group ? comm_geometry_[gid] : geometry_[g][gid];
+    if (!explicit_group && geo.ranks <= 1) geo = layout_.geometry(op.group, gid);
     const CollKey key{op.bytes, static_cast<int>(op.coll), geo.ranks, geo.nodes, geo.ranks_per_node};
     auto it = coll_cache_.find(key);
     if (it != coll_cache_.end()) return it->second;
@@ -419,6 +451,19 @@ class Engine {
   // ---- point-to-point
   void post_p2p(int rank, const Op& op, int64_t t) {
     RankState& rs = ranks_[rank];
+    if (op.part_count > 0) {  // trace-driven: explicit peers
+      const Program& p = *prog_[rank];
+      const workload::RankBinding& b = w_.bindings[rank];
+      rs.p2p_remaining = op.part_count;
+      rs.p2p_end = t;
+      for (uint32_t i = op.part_begin; i < op.part_begin + op.part_count; ++i) {
+        const workload::P2PPart& part = p.p2p_parts[i];
+        const int peer = b.peers[part.peer];
+        if (part.send) pair_transfer(rank, peer, true, part.bytes, t);
+        else pair_transfer(peer, rank, false, part.bytes, t);
+      }
+      return;
+    }
     rs.p2p_remaining = (op.send_next > 0) + (op.send_prev > 0) + (op.recv_prev > 0) + (op.recv_next > 0);
     rs.p2p_end = t;
     const int next = layout_.next_stage_rank(rank), prev = layout_.prev_stage_rank(rank);
@@ -445,6 +490,27 @@ class Engine {
     }
     const int64_t begin = std::max(ch.t, t);
     ch.pending = false;
+    start_transfer(src, dst, bytes, begin);
+  }
+
+  // Posts one side of a trace-driven transfer src->dst; matched in FIFO order with the other side's posts.
+  void pair_transfer(int src, int dst, bool is_send, uint64_t bytes, int64_t t) {
+    std::deque<PairSide>& q = pairs_[(static_cast<uint64_t>(src) << 32) | static_cast<uint32_t>(dst)];
+    if (q.empty() || q.front().is_send == is_send) {
+      q.push_back(PairSide{is_send, t, bytes});
+      return;
+    }
+    const PairSide other = q.front();
+    q.pop_front();
+    if (other.bytes != bytes) {
+      throw std::runtime_error("engine: send/recv size mismatch between ranks " + std::to_string(src) + " and " +
+                               std::to_string(dst) + " (" + std::to_string(other.bytes) + " vs " +
+                               std::to_string(bytes) + " bytes)");
+    }
+    start_transfer(src, dst, bytes, std::max(other.t, t));
+  }
+
+  void start_transfer(int src, int dst, uint64_t bytes, int64_t begin) {
     if (network_) {
       uint32_t slot;
       if (!free_transfers_.empty()) {
@@ -516,6 +582,9 @@ class Engine {
   std::vector<const Program*> prog_;
   std::vector<double> slow_;
   std::vector<Channel> fwd_, bwd_;
+  std::unordered_map<uint64_t, std::deque<PairSide>> pairs_;
+  std::vector<PendingCollective> comm_pending_;
+  std::vector<cost::GroupGeometry> comm_geometry_;
   std::vector<PendingCollective> pending_[kNumGroupKinds];
   std::vector<cost::GroupGeometry> geometry_[kNumGroupKinds];
   std::unordered_map<CollKey, int64_t, CollKeyHash> coll_cache_;

@@ -56,11 +56,18 @@ std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job)
 }
 
 Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks) {
-  Simulation s;
-  s.workload = workload::build_megatron_workload(job);
+  workload::Workload w = workload::build_megatron_workload(job);
   const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
   const auto compute = cost::make_roofline_model(gpu, job.training.precision);
-  assign_compute_durations(s.workload, *compute);
+  assign_compute_durations(w, *compute);
+  return run_workload(std::move(w), record_ranks);
+}
+
+Simulation run_workload(workload::Workload w, const std::vector<int>& record_ranks) {
+  Simulation s;
+  s.workload = std::move(w);
+  const spec::JobSpec& job = s.workload.job;
+  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
   const auto comm = make_collective_model(job);
   const auto overlap = make_overlap_model(job);
   EngineOptions opt;

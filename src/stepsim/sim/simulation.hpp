@@ -34,4 +34,8 @@ std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job)
 // record_ranks: ranks whose timelines are kept (trace, breakdown).
 Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks);
 
+// Runs a workload whose compute durations are already set (a traced one: measured) on its job's cluster, with the
+// job's communication and overlap models.
+Simulation run_workload(workload::Workload w, const std::vector<int>& record_ranks);
+
 }  // namespace stepsim::sim

@@ -31,6 +31,7 @@ enum class ComputeCategory : uint8_t {
   Loss,          // softmax cross-entropy over the vocabulary (memory-bound)
   Optimizer,     // Adam update (memory-bound)
   Offload,       // host<->device copy (PCIe)
+  Host,          // trace-driven: the GPU idle while the CPU was late to launch (a measured gap, never modelled)
 };
 
 // Phase of the step an op belongs to, for the breakdown and the trace.
@@ -53,6 +54,8 @@ struct Op {
   int16_t layer = -1;         // global transformer layer, -1 = none (embedding, head, optimizer)
   int32_t microbatch = -1;    // -1 = not tied to a micro-batch
   int16_t chunk = 0;          // virtual pipeline chunk (model chunk) index on this rank
+  int32_t comm = -1;          // trace-driven: communicator index local to the Program (Workload::bindings maps it
+                              // per rank); -1 = the layout's group `group`
 
   double flops = 0;           // floating-point operations executed
   uint64_t bytes = 0;         // compute: HBM traffic; collective: message size S (nccl-tests convention)
@@ -67,6 +70,8 @@ struct Op {
 
   uint32_t wait_begin = 0;  // waits are Program::waits[wait_begin, wait_begin + wait_count)
   uint16_t wait_count = 0;
+  uint16_t part_count = 0;  // trace-driven P2P: transfers Program::p2p_parts[part_begin, +part_count) with
+  uint32_t part_begin = 0;  // explicit peers; 0 = Megatron's previous/next-stage exchange (send_prev...)
 
   int64_t duration_ns = 0;  // compute ops: filled in by the compute model (before slow-down)
 };

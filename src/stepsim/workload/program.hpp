@@ -22,12 +22,20 @@ struct StaticMemory {
   int64_t total() const { return weights + gradients + optimizer + overhead; }
 };
 
+// One transfer of a trace-driven P2P op: to or from `peer`, an index into the rank's RankBinding::peers.
+struct P2PPart {
+  uint32_t peer = 0;
+  bool send = false;
+  uint64_t bytes = 0;
+};
+
 struct Program {
   int stage = 0;
   std::vector<Op> ops;
   std::vector<Wait> waits;
   std::vector<std::string> names;
   std::array<std::vector<uint32_t>, kNumStreams> stream_ops;  // op indices per stream, FIFO order
+  std::vector<P2PPart> p2p_parts;  // trace-driven P2P transfers (Op::part_begin)
   StaticMemory static_memory;
   int64_t dense_parameters = 0;   // parameters held by this rank, reduced over the DP(-with-CP) group
   int64_t expert_parameters = 0;  // expert parameters held by this rank, reduced over the expert-DP group
@@ -36,14 +44,32 @@ struct Program {
   const std::string& name(const Op& op) const { return names[op.name]; }
 };
 
+// Trace-driven workloads: which program a rank runs and what its program-local communicator and peer indices
+// mean for it (a traced rank's program is reused by its data-parallel peers with their own groups).
+struct RankBinding {
+  int program = 0;
+  std::vector<int> comms;  // Op::comm -> index into Workload::communicators
+  std::vector<int> peers;  // P2PPart::peer -> global rank
+};
+
 struct Workload {
   spec::JobSpec job;
   RankLayout layout;
   std::vector<Program> programs;  // indexed by role
-  std::vector<int> role_of_stage; // pipeline stage -> program index
+  std::vector<int> role_of_stage; // pipeline stage -> program index (trace-driven: its tp = cp = dp = 0 rank's)
   double model_flops_per_step = 0;  // whole job, one step, no recompute (for TFLOP/s and MFU)
+  std::vector<RankBinding> bindings;            // per rank; empty for Megatron-built workloads
+  std::vector<std::vector<int>> communicators;  // explicit groups: sorted global ranks
 
-  const Program& program_of_rank(int rank) const { return programs[role_of_stage[layout.coord(rank).pp]]; }
+  const Program& program_of_rank(int rank) const {
+    if (!bindings.empty()) return programs[bindings[rank].program];
+    return programs[role_of_stage[layout.coord(rank).pp]];
+  }
+  // Members of the group a collective of `rank` runs on.
+  int group_size_of(int rank, const Op& op) const {
+    if (op.comm >= 0) return static_cast<int>(communicators[bindings[rank].comms[op.comm]].size());
+    return layout.group_size(op.group);
+  }
 };
 
 // Appends ops to a Program, resolving cross-stream dependencies to stream counts.

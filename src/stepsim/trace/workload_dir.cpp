@@ -1,0 +1,225 @@
+#include "stepsim/trace/workload_dir.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/trace/tracer_workload.hpp"
+#include "stepsim/trace/workload_json.hpp"
+
+namespace stepsim::trace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using workload::OpKind;
+
+namespace {
+
+constexpr uintmax_t kMaxFileBytes = 2ull << 30;  // a program of millions of kernels is a few hundred MB
+
+std::vector<TracedTransfer> read_transfers(const JsonField& f) {
+  std::vector<TracedTransfer> out;
+  if (f.absent()) return out;
+  for (size_t i = 0; i < f.size(); ++i) {
+    const JsonField t = f.at(i);
+    const int64_t peer = t["peer"].integer(0);
+    if (peer > INT32_MAX) t["peer"].fail("rank " + std::to_string(peer) + " is too large");
+    out.push_back({static_cast<int>(peer), static_cast<uint64_t>(t["bytes"].integer(0))});
+  }
+  return out;
+}
+
+// One op of a stepsim-trace-program file.
+TracedOp read_program_op(const JsonField& o, size_t index, const std::vector<std::string>& names) {
+  TracedOp op;
+  const std::string kind = o["kind"].string();
+  if (kind == "compute") op.kind = OpKind::Compute;
+  else if (kind == "collective") op.kind = OpKind::Collective;
+  else if (kind == "p2p") op.kind = OpKind::P2P;
+  else o["kind"].fail("must be compute, collective or p2p, not '" + kind + "'");
+  const JsonField name = o["name"];
+  if (name.is_string()) {
+    op.name = name.string();
+  } else {
+    const int64_t n = name.integer(0);
+    if (n >= static_cast<int64_t>(names.size())) name.fail("index " + std::to_string(n) + " is beyond `names`");
+    op.name = names[static_cast<size_t>(n)];
+  }
+  op.duration_ns = o["duration_ns"].integer_or(0, 0);
+  op.start_ns = o["start_ns"].integer_or(-1, 0);
+  if (op.kind == OpKind::Compute && o["duration_ns"].absent()) o["duration_ns"].fail("is required for compute ops");
+  op.category = o["category"].enum_or(workload::ComputeCategory::Elementwise);
+  op.phase = o["phase"].enum_or(workload::Phase::Forward);
+  op.flops = o["flops"].number_or(0, 0);
+  op.hbm_bytes = static_cast<uint64_t>(o["hbm_bytes"].integer_or(0, 0));
+  op.mem_alloc_bytes = o["mem_alloc_bytes"].integer_or(0, 0);
+  op.mem_free_bytes = o["mem_free_bytes"].integer_or(0, 0);
+  if (!o["group"].absent()) op.group = o["group"].enumeration<workload::GroupKind>();
+  if (op.kind == OpKind::Collective) {
+    op.coll = o["coll"].enumeration<workload::CollType>();
+    if (o["bytes"].is_null()) {
+      o["bytes"].fail("is null: the trace does not give this collective's message size, so its time cannot be modelled");
+    }
+    op.bytes = static_cast<uint64_t>(o["bytes"].integer(0));
+    for (int64_t g : o["group_ranks"].int_list_or_empty(0)) {
+      if (g > INT32_MAX) o["group_ranks"].fail("rank " + std::to_string(g) + " is too large");
+      op.group_ranks.push_back(static_cast<int>(g));
+    }
+    std::sort(op.group_ranks.begin(), op.group_ranks.end());
+    op.group_size = static_cast<int>(o["group_size"].integer_or(-1, 1));
+    if (std::adjacent_find(op.group_ranks.begin(), op.group_ranks.end()) != op.group_ranks.end()) {
+      o["group_ranks"].fail("lists a rank twice");
+    }
+  } else if (op.kind == OpKind::P2P) {
+    op.sends = read_transfers(o["sends"]);
+    op.recvs = read_transfers(o["recvs"]);
+    if (op.sends.empty() && op.recvs.empty()) {
+      o["sends"].fail("p2p op without `sends` or `recvs`: the trace does not say which rank it exchanges with");
+    }
+  }
+  const JsonField after = o["after"];
+  for (const int64_t d : after.int_list_or_empty(0)) {
+    if (d >= static_cast<int64_t>(index)) after.fail("must name earlier ops (indices below " + std::to_string(index) + ")");
+    op.after.push_back(static_cast<int>(d));
+  }
+  return op;
+}
+
+// Imported traces may span several ProfilerSteps: keep one. Kernels whose launch fell outside the window have no
+// step; they belong to the step of the kernel before them.
+void select_step(std::vector<TracedOp>& ops, std::vector<int>& steps, const std::optional<int>& want,
+                 const std::string& path) {
+  int last = -1;
+  for (int& s : steps) {
+    if (s >= 0) last = s;
+    else s = last;
+  }
+  if (last < 0) return;  // no step information at all: the whole file is the step
+  int first_known = -1;
+  for (int s : steps) {
+    if (s >= 0) {
+      first_known = s;
+      break;
+    }
+  }
+  for (int& s : steps) {
+    if (s < 0) s = first_known;
+  }
+  const int chosen = want ? *want : *std::max_element(steps.begin(), steps.end());
+  std::vector<TracedOp> kept;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (steps[i] == chosen) kept.push_back(std::move(ops[i]));
+  }
+  if (kept.empty()) throw InputError(path + ": --step " + std::to_string(chosen) + ": no op of this ProfilerStep");
+  const int64_t t0 = kept.front().start_ns;
+  for (TracedOp& op : kept) {
+    if (op.start_ns >= 0 && t0 >= 0) op.start_ns -= t0;
+  }
+  ops = std::move(kept);
+}
+
+TracedRank parse_program(const JsonField& root, const std::string& path, const WorkloadReadOptions& opt) {
+  TracedRank r;
+  r.path = path;
+  if (root["version"].integer(1) != 1) root["version"].fail("only version 1 is known");
+  r.rank = static_cast<int>(root["rank"].integer(0));
+  r.world_size = static_cast<int>(root["world_size"].integer_or(-1, 1));
+  r.static_memory_bytes = root["static_memory_bytes"].integer_or(0, 0);
+  std::vector<std::string> names;
+  const JsonField jn = root["names"];
+  for (size_t i = 0; !jn.absent() && i < jn.size(); ++i) names.push_back(jn.at(i).string());
+  const JsonField ops = root["ops"];
+  std::vector<int> steps;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const JsonField o = ops.at(i);
+    r.ops.push_back(read_program_op(o, i, names));
+    if (!r.ops.back().after.empty()) r.explicit_deps = true;
+    steps.push_back(static_cast<int>(o["step"].integer_or(-1, 0)));
+  }
+  if (r.explicit_deps && opt.step) root["ops"].fail("--step applies to imported traces; this file lists `after` dependencies");
+  if (!r.explicit_deps) select_step(r.ops, steps, opt.step, path);
+  return r;
+}
+
+}  // namespace
+
+TracedRank parse_traced_rank(const std::string& text, const std::string& path, const WorkloadReadOptions& opt) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::exception& e) {
+    throw InputError(path + ": not JSON (" + std::string(e.what()) + ")");
+  }
+  const JsonField root(doc, path, "");
+  if (!doc.is_object()) root.fail("must be a JSON object");
+  const std::string format = root["format"].string();
+  TracedRank r;
+  if (format == "stepsim-trace-program") r = parse_program(root, path, opt);
+  else if (format == "stepsim.workload") r = parse_tracer_workload(root, path);
+  else root["format"].fail("must be stepsim-trace-program or stepsim.workload, not '" + format + "'");
+  if (r.world_size == 0 || r.world_size < -1) root["world_size"].fail("must be positive");
+  return r;
+}
+
+TracedRank read_traced_rank(const std::string& path, const WorkloadReadOptions& opt) {
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw InputError(path + ": cannot read (" + ec.message() + ")");
+  if (size > kMaxFileBytes) throw InputError(path + ": larger than the 2 GiB limit for a rank's workload file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_traced_rank(ss.str(), path, opt);
+}
+
+std::vector<TracedRank> read_workload_dir(const std::string& dir, const WorkloadReadOptions& opt) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw InputError(dir + ": --workload must be a directory");
+  static const std::regex kRankFile(R"(rank(\d+)(\.workload)?\.json)");
+  std::map<int, std::string> files;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (!std::regex_match(name, m, kRankFile)) continue;
+    const int rank = std::stoi(m[1].str().substr(0, 9));
+    auto [it, fresh] = files.emplace(rank, e.path().string());
+    if (!fresh) throw InputError(dir + ": rank " + std::to_string(rank) + " has two files (" + it->second + ", " + name + ")");
+  }
+  if (ec) throw InputError(dir + ": cannot list (" + ec.message() + ")");
+  if (files.empty()) {
+    throw InputError(dir + ": no rank<r>.json or rank<r>.workload.json (write them with `stepsim trace import`, "
+                     "`stepsim trace extrapolate` or `python3 -m stepsim.trace`)");
+  }
+  // DIR/summary.json of an import holds each rank's measured step.
+  std::map<int, double> measured;
+  if (std::ifstream s(fs::path(dir) / "summary.json"); s) {
+    try {
+      const json j = json::parse(s);
+      for (const auto& r : j.at("ranks")) {
+        if (r.contains("step_time_s") && r["step_time_s"].is_number()) measured[r.at("rank").get<int>()] = r["step_time_s"];
+      }
+    } catch (const json::exception&) {
+      // Not an import summary: no measured steps.
+    }
+  }
+  std::vector<TracedRank> out;
+  for (const auto& [rank, file] : files) {
+    out.push_back(read_traced_rank(file, opt));
+    if (out.back().rank != rank) {
+      throw InputError(file + ": rank: the file says " + std::to_string(out.back().rank) + ", its name " +
+                       std::to_string(rank));
+    }
+    if (auto it = measured.find(rank); it != measured.end() && !out.back().measured_step_s) {
+      out.back().measured_step_s = it->second;
+    }
+  }
+  return out;
+}
+
+}  // namespace stepsim::trace
