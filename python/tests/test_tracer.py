@@ -76,6 +76,7 @@ class TracedEqualsReal(unittest.TestCase):
                  {"op": "barrier", "group_ranks": [0, 1, 2, 3], "bytes": 0, "dtype": None, "async": False}]
         self.assertEqual(comm(out, 0), want)
         self.check_workload(out, 0)
+        self.check_simulates(out)
 
     def test_dp2_pp2_single_p2p_and_rank_subsets(self):
         out = self.run_both(4, ["--pp", "2", "--p2p", "single", *MODEL],
@@ -96,6 +97,43 @@ class TracedEqualsReal(unittest.TestCase):
         self.check_workload(out, 1)
         with open(os.path.join(out, "rank3.workload.json")) as f:
             self.assertNotIn("ops", json.load(f))  # traced with --no-profile
+
+    def check_simulates(self, out):
+        """`stepsim simulate JOB --workload DIR` replays the four traced ranks (docs/TRACE-SIMULATION.md)."""
+        binary = os.environ.get("STEPSIM_BINARY")
+        if not binary:
+            return  # run outside ctest: no stepsim binary to call
+        job = os.path.join(out, "job.yaml")
+        with open(job, "w") as f:
+            f.write("model: {name: tiny-gpt, num_layers: 2, hidden_size: 32, num_attention_heads: 4,"
+                    " ffn_hidden_size: 128, vocab_size: 64, seq_length: 16}\n"
+                    "parallelism: {tensor: 2, pipeline: 2}\n"
+                    "training: {micro_batch_size: 2, global_batch_size: 8, precision: fp32}\n"
+                    "cluster: {gpu: A100-80GB, num_gpus: 4, gpus_per_node: 4}\n")
+        summaries = []
+        for extra in ([], ["--no-host-gaps"]):
+            summary = os.path.join(out, "summary%d.json" % len(summaries))
+            r = subprocess.run([binary, "simulate", job, "--workload", out, "--json", summary, "--quiet", *extra],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            with open(summary) as f:
+                summaries.append(json.load(f))
+        s = summaries[0]
+        self.assertEqual((s["workload"]["traced_ranks"], s["workload"]["reused_ranks"]), (4, 0))
+        # Rank 0's calls, as asserted above: 20 TP all-reduces of one activation, 5 p2p batches (4 of them send an
+        # activation), the grad-norm all-reduce and the barrier on the world.
+        self.assertEqual(s["comm_calls_per_rank"], {"tp": 20, "pp": 5, "dp": 2, "cp": 0, "ep": 0})
+        self.assertEqual(s["comm_message_bytes_per_rank"]["tp"], 20 * ACTIVATION)
+        self.assertEqual(s["comm_message_bytes_per_rank"]["pp"], 4 * ACTIVATION)
+        # Memory replays the traced allocations: each stage's peak is its ranks' traced peak.
+        peaks = []
+        for rank in range(4):
+            with open(os.path.join(out, "rank%d.workload.json" % rank)) as f:
+                peaks.append(json.load(f)["memory"]["peak_in_step_bytes"])
+        stages = s["memory"]["per_stage"]
+        self.assertEqual([st["peak_bytes"] for st in stages], [max(peaks[0:2]), max(peaks[2:4])])
+        self.assertLess(summaries[1]["step_time_s"], s["step_time_s"])  # without the CPU's gaps
+        self.assertGreater(s["breakdown_s"]["host_gap"], 0)
 
     def check_workload(self, out, rank):
         with open(os.path.join(out, "rank%d.workload.json" % rank)) as f:

@@ -357,7 +357,8 @@ TraceWorkload build_trace_workload(const spec::JobSpec& job, std::vector<TracedR
       const workload::RankCoord rc = layout.coord(r);
       throw InputError("workload: rank " + std::to_string(r) + " (stage " + std::to_string(rc.pp) + ", tp " +
                        std::to_string(rc.tp) + ", cp " + std::to_string(rc.cp) +
-                       ") has no trace, and no traced rank of the same stage, tensor and context rank to reuse");
+                       ") has no trace, and no traced rank of the same stage, tensor and context rank to reuse (ranks traced "
+                       "with --no-profile have no program)");
     }
   }
   out.traced = static_cast<int>(ranks.size());

@@ -51,6 +51,7 @@ struct TracedRank {
   bool explicit_deps = false;     // `after` given by the file: no inference
   int64_t static_memory_bytes = 0;
   std::optional<double> measured_step_s;
+  bool comm_only = false;         // an ex-situ trace without profiled ops (--no-profile): no program
 };
 
 }  // namespace stepsim::trace

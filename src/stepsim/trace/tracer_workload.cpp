@@ -123,7 +123,11 @@ TracedRank parse_tracer_workload(const JsonField& root, const std::string& path)
   const std::vector<int> op_of = group_calls(recs, comm_ops);
 
   const JsonField jops = root["ops"];
-  if (jops.size() == 0) jops.fail("is empty: the rank was traced without profiling (--no-profile)");
+  if (jops.absent()) {  // --no-profile: communication only
+    tr.comm_only = true;
+    return tr;
+  }
+  if (jops.size() == 0) jops.fail("is empty: no profiled ops");
   std::vector<ProfiledOp> ops;
   std::map<int64_t, size_t> by_id;
   for (size_t i = 0; i < jops.size(); ++i) {
@@ -196,6 +200,8 @@ TracedRank parse_tracer_workload(const JsonField& root, const std::string& path)
     comm_emitted[k] = true;
     TracedOp op = comm_ops[k];
     op.start_ns = marker.start - origin;
+    // A call made at top level counts in the tracer's running sum of top-level allocations like any op.
+    if (marker.top) (marker.memory >= 0 ? op.mem_alloc_bytes : op.mem_free_bytes) = std::abs(marker.memory);
     if (last_compute >= 0) op.after.push_back(last_compute);  // issued after the compute before it
     tr.ops.push_back(std::move(op));
     if (tr.ops.back().blocking) last_blocking_comm = static_cast<int>(tr.ops.size()) - 1;

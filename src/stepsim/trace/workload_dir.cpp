@@ -210,7 +210,9 @@ std::vector<TracedRank> read_workload_dir(const std::string& dir, const Workload
   }
   std::vector<TracedRank> out;
   for (const auto& [rank, file] : files) {
-    out.push_back(read_traced_rank(file, opt));
+    TracedRank tr = read_traced_rank(file, opt);
+    if (tr.ops.empty() && tr.comm_only) continue;  // traced with --no-profile: reuse a peer's program instead
+    out.push_back(std::move(tr));
     if (out.back().rank != rank) {
       throw InputError(file + ": rank: the file says " + std::to_string(out.back().rank) + ", its name " +
                        std::to_string(rank));
