@@ -24,7 +24,7 @@ TEST(TraceImport, DlrmEightRanksCli) {
   for (const char* f : {"worker3_step_12.1694128201557", "worker0_step_12.1694128201545", "worker1_step_12.1694128201556",
                         "worker2_step_12.1694128201554", "worker4_step_12.1694128201547", "worker5_step_12.1694128201549",
                         "worker6_step_12.1694128201553", "worker7_step_12.1694128201553"})
-    args += " " + real("param/dlrm_kineto/") + f + ".pt.trace.json";
+    args.append(" ").append(real("param/dlrm_kineto/")).append(f).append(".pt.trace.json");
   const std::string out = test::temp_dir() + "dlrm";
   const auto r = test::run_cli(args + " --out " + out);
   ASSERT_EQ(r.code, 0) << r.output;

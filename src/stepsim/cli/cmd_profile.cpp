@@ -1,5 +1,5 @@
 // stepsim profile nccl --log LOG... [--nsys DB.sqlite...] [--parallelism tp=4,pp=2] [--sync-clocks] [--nvtx]
-//                      [--out TRACE.json] [--summary SUMMARY.json]
+//                      [--model layers=..,hidden=..] [--model-config config.json] [--out TRACE.json] [--summary SUMMARY.json]
 #include "stepsim/cli/cmd_profile.hpp"
 
 #include <iostream>
@@ -13,13 +13,19 @@ namespace {
 
 struct ProfileArgs {
   std::vector<std::string> logs, dbs;
-  std::string parallelism, out, summary;
+  std::string parallelism, model, model_config, out, summary;
   bool sync_clocks = false, nvtx = false, quiet = false;
 };
 
 int run(const ProfileArgs& a) {
   profile::ProfileOptions opt;
   if (!a.parallelism.empty()) opt.parallelism = profile::parse_parallelism(a.parallelism);
+  if (!a.model.empty() || !a.model_config.empty()) {
+    // The config gives the architecture; --model adds the run (mbs, micro-batches, iterations) or overrides.
+    const profile::ModelShape base = a.model_config.empty() ? profile::ModelShape{} : profile::model_from_hf_config(a.model_config);
+    opt.model = profile::parse_model_options(a.model, base);
+    profile::check_model(*opt.model);
+  }
   opt.sync_clocks = a.sync_clocks;
   opt.nvtx = a.nvtx;
   profile::NcclLog log = profile::parse_nccl_logs(a.logs);
@@ -43,6 +49,10 @@ Action add_profile(CLI::App& app) {
   nccl->add_option("--log", a->logs, "NCCL_DEBUG=INFO log file(s), any number of ranks and nodes")->required()->expected(1, -1);
   nccl->add_option("--nsys", a->dbs, "Nsight Systems SQLite export(s) (nsys export --type sqlite), one per node")->expected(1, -1);
   nccl->add_option("--parallelism", a->parallelism, "parallelism sizes, e.g. tp=4,pp=2,dp=8 (dims tp, pp, dp, ep, cp)");
+  nccl->add_option("--model", a->model,
+                   "model for the §2.4 volume models: layers,hidden,seq,vocab,mbs,microbatches,iterations,bytes,params,"
+                   "moe_layers,topk as KEY=N,...");
+  nccl->add_option("--model-config", a->model_config, "Hugging Face config.json giving layers, hidden, seq, vocab (and MoE)");
   nccl->add_flag("--sync-clocks", a->sync_clocks, "align rank clocks by median offsets over collectives");
   nccl->add_flag("--nvtx", a->nvtx, "add the NVTX ranges of the exports as a track");
   nccl->add_option("--out", a->out, "Chrome trace to write (open in Perfetto or chrome://tracing)");

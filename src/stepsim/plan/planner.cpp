@@ -83,8 +83,14 @@ std::vector<T> distributed(int64_t count, int threads, const Distribution& dist,
 }
 
 std::string count_text(int64_t n) {
-  std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  // Built front to back (not by insert(), which trips GCC 12's -Wrestrict false positive, PR105329).
+  const std::string digits = std::to_string(n);
+  std::string s;
+  const size_t lead = digits[0] == '-' ? 1 : 0;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > lead && (digits.size() - i) % 3 == 0) s += ',';
+    s += digits[i];
+  }
   return s;
 }
 

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "stepsim/profile/clock_sync.hpp"
+#include "stepsim/profile/comm_infer.hpp"
 #include "stepsim/spec/input_error.hpp"
 
 namespace stepsim::profile {
@@ -64,35 +65,6 @@ std::vector<Item> fold_batching(const NcclLog& log, std::vector<Item> items, siz
   return folded ? out : items;
 }
 
-// Megatron-Core rank order rank = tp + t·(cp + c·(dp + d·pp)): the stride of each dimension.
-int stride_of(const std::string& dim, const ParallelismSizes& p) {
-  const int tp = std::max(p.tp, 1), cp = std::max(p.cp, 1), dp = std::max(p.dp, 1);
-  if (dim == "TP") return 1;
-  if (dim == "CP" || dim == "EP") return tp;
-  if (dim == "DP") return tp * cp;
-  return tp * cp * dp;  // PP
-}
-
-std::string classify(int size, bool p2p, const std::vector<int>& ranks, int world, const ParallelismSizes& p) {
-  if (p2p) return "PP";
-  std::vector<std::string> fits;
-  if (p.tp == size) fits.push_back("TP");
-  if (p.cp == size) fits.push_back("CP");
-  if (p.ep == size) fits.push_back("EP");
-  if (p.dp == size) fits.push_back("DP");
-  if (p.pp == size) fits.push_back("PP");
-  if (fits.size() > 1 && ranks.size() >= 2) {
-    // Same size for several dimensions: the members' rank stride tells them apart.
-    const int stride = ranks[1] - ranks[0];
-    for (const auto& f : fits)
-      if (stride_of(f, p) == stride) return f;
-  }
-  if (!fits.empty()) return fits.front();
-  const bool any_given = p.tp || p.pp || p.dp || p.ep || p.cp;
-  if (!any_given && size == world && world > 1) return "DP";  // §4.2.3: the largest communicator is DP
-  return "collective";
-}
-
 }  // namespace
 
 ParallelismSizes parse_parallelism(const std::string& text) {
@@ -139,10 +111,18 @@ int64_t algbw_bytes(const NcclCall& c, int n) {
   return b;
 }
 
+std::string call_parallelism(const ProfileResult& r, const ProfiledCall& c) {
+  const std::string comm = c.comm >= 0 ? r.comms[c.comm].parallelism : "unknown";
+  if (is_p2p(r.log.calls[c.call].op)) return comm == "EP" ? comm : "PP";
+  return comm;
+}
+
 ProfileResult run_profile(NcclLog log, std::vector<NsysDb> dbs, const ProfileOptions& opt) {
   ProfileResult r;
   r.log = std::move(log);
   r.timing = !dbs.empty();
+  r.parallelism = opt.parallelism;
+  r.model = opt.model;
   for (auto& db : dbs) {
     for (auto& k : db.kernels) r.kernels.push_back(std::move(k));
     for (auto& n : db.nvtx) r.nvtx.push_back(std::move(n));
@@ -246,76 +226,58 @@ ProfileResult run_profile(NcclLog log, std::vector<NsysDb> dbs, const ProfileOpt
   std::sort(r.unmatched_kernels.begin(), r.unmatched_kernels.end());
   for (const auto& c : r.calls) r.matched += c.kernel >= 0;
 
-  // Logical communicators (§4.2.3): per process and comm pointer the sequence of (op, count, type); equal
-  // sequences of equal size across ranks are one logical group, split into groups of nranks along the stride
-  // of the dimension it is classified as (consecutive ranks when unknown).
-  struct CommKey {
-    std::vector<std::tuple<int, int64_t, int>> seq;
-    int nranks;
-    bool p2p;
-    bool operator<(const CommKey& o) const { return std::tie(seq, nranks, p2p) < std::tie(o.seq, o.nranks, o.p2p); }
-  };
-  std::map<std::pair<std::string, int64_t>, std::map<uint64_t, int>> init_size;  // (host,pid) → comm → nranks
-  for (const auto& i : L.inits) init_size[{i.at.host, i.at.pid}][i.comm] = i.nranks;
-  std::map<CommKey, std::vector<std::pair<int, uint64_t>>> groups;  // key → (rank, comm ptr)
+  // Logical communicators (§4.2.3): one entry per process and comm pointer with its sequence of (op, count, type)
+  // and what its init line says; comm_infer.cpp groups and classifies them.
+  std::map<std::tuple<std::string, int64_t, uint64_t>, const CommInit*> init_of;  // (host, pid, comm)
+  for (const auto& i : L.inits) init_of.try_emplace({i.at.host, i.at.pid, i.comm}, &i);
+  std::vector<CommEntry> entries;
   std::map<std::pair<int, uint64_t>, std::vector<size_t>> calls_of;  // (rank, comm) → calls
   for (const auto& p : r.ranks) {
-    std::map<uint64_t, CommKey> keys;
-    std::map<uint64_t, bool> all_p2p;
+    std::map<uint64_t, size_t> entry_of;
+    std::map<uint64_t, std::set<int>> peers;
     for (size_t c : p.calls) {
       const NcclCall& call = L.calls[c];
-      CommKey& k = keys[call.comm];
+      auto [it, fresh] = entry_of.try_emplace(call.comm, entries.size());
+      if (fresh) {
+        CommEntry ce;
+        ce.rank = p.rank;
+        ce.ptr = call.comm;
+        ce.p2p = true;
+        entries.push_back(ce);
+      }
+      CommEntry& k = entries[it->second];
       calls_of[{p.rank, call.comm}].push_back(c);
       if (call.nranks > 0) k.nranks = call.nranks;
-      auto [ap, fresh] = all_p2p.try_emplace(call.comm, true);
-      ap->second = ap->second && is_p2p(call.op);
+      const bool p2p = is_p2p(call.op);
+      k.p2p = k.p2p && p2p;
+      if (p2p) peers[call.comm].insert(call.root);  // a p2p line's "root" is the peer
       // Batched twins and the Send/Recv order inside a group do not distinguish communicators.
       if (twin[c]) continue;
-      const bool p2p = is_p2p(call.op);
+      ++k.calls;
       k.seq.emplace_back(static_cast<int>(p2p ? NcclOp::SendRecv : call.op), p2p ? 0 : call.count, call.datatype);
     }
-    for (auto& [ptr, k] : keys) k.p2p = all_p2p[ptr];
-    for (auto& [ptr, k] : keys) {
-      if (k.nranks <= 0) {
-        auto hi = init_size.find({p.host, p.pid});
-        if (hi != init_size.end() && hi->second.count(ptr)) k.nranks = hi->second.at(ptr);
+    for (auto& [ptr, idx] : entry_of) {
+      CommEntry& k = entries[idx];
+      k.peers = static_cast<int>(peers[ptr].size());
+      auto in = init_of.find({p.host, p.pid, ptr});
+      if (in == init_of.end()) continue;
+      if (k.nranks <= 0) k.nranks = in->second->nranks;
+      if (in->second->nranks == k.nranks) {
+        k.local_rank = in->second->rank;
+        k.comm_id = in->second->comm_id;
       }
-      groups[k].emplace_back(p.rank, ptr);
     }
   }
-  const int world = static_cast<int>(r.ranks.size());
-  for (auto& [key, members] : groups) {
-    std::sort(members.begin(), members.end());
-    const int n = key.nranks > 0 ? key.nranks : static_cast<int>(members.size());
-    std::vector<int> member_ranks;
-    for (auto& m : members) member_ranks.push_back(m.first);
-    const std::string par = classify(n, key.p2p, member_ranks, world, opt.parallelism);
-    // Split the equal-sequence set into groups of n: by the dimension's stride when sizes are given.
-    std::map<int, std::vector<std::pair<int, uint64_t>>> split;
-    const bool given = opt.parallelism.tp || opt.parallelism.dp || opt.parallelism.pp || opt.parallelism.cp ||
-                       opt.parallelism.ep;
-    for (size_t i = 0; i < members.size(); ++i) {
-      int gid;
-      if (given && (par == "TP" || par == "DP" || par == "CP" || par == "EP" || par == "PP")) {
-        const int s = stride_of(par, opt.parallelism), rank = members[i].first;
-        gid = rank - ((rank / s) % std::max(n, 1)) * s;
-      } else {
-        gid = static_cast<int>(i) / std::max(n, 1);
-      }
-      split[gid].push_back(members[i]);
+  for (auto& ic : infer_comms(std::move(entries), static_cast<int>(r.ranks.size()), opt.parallelism)) {
+    LogicalComm lc;
+    lc.parallelism = ic.parallelism;
+    lc.size = ic.size;
+    const int idx = static_cast<int>(r.comms.size());
+    for (auto& m : ic.members) {
+      lc.ranks.push_back(m.first);
+      for (size_t c : calls_of[m]) r.calls[c].comm = idx;
     }
-    int k = 0;
-    for (auto& [gid, ms] : split) {
-      LogicalComm lc;
-      lc.parallelism = par;
-      lc.size = n;
-      for (auto& m : ms) lc.ranks.push_back(m.first);
-      const int idx = static_cast<int>(r.comms.size());
-      for (auto& m : ms)
-        for (size_t c : calls_of[m]) r.calls[c].comm = idx;
-      (void)k;
-      r.comms.push_back(std::move(lc));
-    }
+    r.comms.push_back(std::move(lc));
   }
   // Names: per parallelism type, numbered in order of their lowest rank.
   {

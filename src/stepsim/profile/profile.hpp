@@ -5,24 +5,21 @@
 // operation sequences (§4.2.3) → clock offsets (§4.2.4) → bandwidth, bottleneck and efficiency (§4.2.5).
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "stepsim/profile/align.hpp"
 #include "stepsim/profile/nccl_log.hpp"
 #include "stepsim/profile/nsys_db.hpp"
+#include "stepsim/profile/parallelism_sizes.hpp"
+#include "stepsim/profile/volume_model.hpp"
 
 namespace stepsim::profile {
 
-// Sizes given with --parallelism; 0 = not given.
-struct ParallelismSizes {
-  int tp = 0, pp = 0, dp = 0, ep = 0, cp = 0;
-};
-// "tp=4,pp=2,dp=8" → sizes; InputError naming the flag and the rule for anything else.
-ParallelismSizes parse_parallelism(const std::string& text);
-
 struct ProfileOptions {
   ParallelismSizes parallelism;
+  std::optional<ModelShape> model;  // --model / --model-config: the §2.4 volume models next to the measured
   bool sync_clocks = false;
   bool nvtx = false;
   AlignParams align;
@@ -70,6 +67,8 @@ struct ProfileResult {
   std::vector<ProfiledCall> calls;  // one per log call, log order
   std::vector<int64_t> unmatched_kernels;
   int64_t matched = 0;
+  ParallelismSizes parallelism;     // as given
+  std::optional<ModelShape> model;  // as given
 };
 
 ProfileResult run_profile(NcclLog log, std::vector<NsysDb> dbs, const ProfileOptions& opt);
@@ -82,5 +81,8 @@ BusFactors bus_factors(NcclOp op, const std::string& algorithm, int n);
 // Bytes an op moves in the nccl-tests sense (what algbw divides): the logged count × type size (eq. 4.9), times n
 // for AllGather (count is per rank) and ReduceScatter (count is the per-rank result).
 int64_t algbw_bytes(const NcclCall& c, int n);
+// The parallelism a call's bytes count for: its communicator's, except point-to-point calls, which are pipeline
+// traffic (§4.2.3) unless they are the all-to-all of an expert-parallel communicator; "unknown" without one.
+std::string call_parallelism(const ProfileResult& r, const ProfiledCall& c);
 
 }  // namespace stepsim::profile

@@ -4,6 +4,8 @@
 #include <map>
 #include <sstream>
 
+#include "stepsim/profile/volume_table.hpp"
+
 namespace stepsim::profile {
 namespace {
 
@@ -26,12 +28,6 @@ std::string bucket(int64_t bytes) {
   int64_t v = ub;
   while (v >= 1024 && u < 4) v /= 1024, ++u;
   return "<=" + std::to_string(v) + units[u];
-}
-
-// §4.2.3: point-to-point calls are pipeline traffic whatever communicator carries them.
-std::string parallelism_of(const ProfileResult& r, const ProfiledCall& c) {
-  if (is_p2p(r.log.calls[c.call].op)) return "PP";
-  return c.comm >= 0 ? r.comms[c.comm].parallelism : "unknown";
 }
 
 }  // namespace
@@ -95,7 +91,7 @@ json summary_json(const ProfileResult& r) {
     json& jr = per_rank[c.rank];
     jr["ops"][op] = jr["ops"].value(op, int64_t{0}) + 1;
     jr["bytes"][op] = jr["bytes"].value(op, int64_t{0}) + b;
-    const std::string par = parallelism_of(r, c);
+    const std::string par = call_parallelism(r, c);
     jr["volume_by_parallelism"][par] = jr["volume_by_parallelism"].value(par, int64_t{0}) + b;
     if (c.kernel >= 0) {
       jr["matched"] = jr["matched"].get<int64_t>() + 1;
@@ -158,6 +154,7 @@ json summary_json(const ProfileResult& r) {
                      {"bottleneck_GBps", c.bottleneck_GBps}});
   s["communicators"] = comms;
   s["records"] = records;
+  if (r.model) s["volume_vs_model"] = volume_vs_model_json(r);
   return s;
 }
 
@@ -175,7 +172,7 @@ json chrome_trace(const ProfileResult& r, bool nvtx) {
     const NcclCall& call = L.calls[c.call];
     if (r.timing && c.kernel < 0) continue;
     const std::string op(op_name(call.op));
-    const std::string par = parallelism_of(r, c);
+    const std::string par = call_parallelism(r, c);
     json args = {{"Op Count (Hex)", hex(call.op_count)},
                  {"Send Buffer", hex(call.sendbuff)},
                  {"Recv Buffer", hex(call.recvbuff)},
@@ -265,6 +262,7 @@ std::string report_text(const ProfileResult& r) {
     for (auto& [par, b] : jr["volume_by_parallelism"].items()) o << par << " " << b.get<int64_t>() << "  ";
     o << "\n";
   }
+  if (r.model) o << volume_vs_model_text(s["volume_vs_model"]);
   o << "\ncommunicators:\n";
   for (const auto& c : r.comms) {
     o << "  " << c.name << " size " << c.size << " ranks";

@@ -1,0 +1,197 @@
+#include "stepsim/profile/comm_infer.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace stepsim::profile {
+namespace {
+
+// The dimensions in the order of their Megatron stride; ties (EP/CP, or DP when cp = 1) keep this order.
+const std::vector<std::string> kDims = {"TP", "CP", "EP", "DP", "PP"};
+
+int size_of(const std::string& dim, const ParallelismSizes& p) {
+  if (dim == "TP") return p.tp;
+  if (dim == "CP") return p.cp;
+  if (dim == "EP") return p.ep;
+  if (dim == "DP") return p.dp;
+  return p.pp;
+}
+
+// A candidate communicator: one exact group (same commId) or a set of entries with equal op sequences.
+struct Unit {
+  std::vector<size_t> entries;
+  bool exact = false;
+  int n = 0;
+  bool p2p = false;
+  std::vector<std::string> candidates;  // still possible dimensions, stride order
+  std::string parallelism;              // empty while ambiguous
+  double calls_per_entry = 0;
+};
+
+// Members' ranks sorted; the common difference of consecutive ranks, or 0 when it is not constant.
+int common_stride(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  if (ranks.size() < 2) return 0;
+  const int s = ranks[1] - ranks[0];
+  for (size_t i = 2; i < ranks.size(); ++i)
+    if (ranks[i] - ranks[i - 1] != s) return 0;
+  return s;
+}
+
+// Keeps the candidates the members' rank evidence allows; all of them when the evidence rules out every one
+// (a layout that is not Megatron's must not erase the size match).
+std::vector<std::string> by_rank_evidence(const Unit& u, const std::vector<CommEntry>& e, const ParallelismSizes& p) {
+  std::vector<int> ranks;
+  bool locals = true;
+  for (size_t i : u.entries) {
+    ranks.push_back(e[i].rank);
+    locals = locals && e[i].local_rank >= 0;
+  }
+  const std::set<int> distinct(ranks.begin(), ranks.end());
+  std::vector<std::string> keep;
+  for (const auto& d : u.candidates) {
+    const int s = megatron_stride(d, p);
+    bool ok = true;
+    if (locals) {
+      // Megatron numbers a group's members by their index along the dimension: (rank / stride) mod size.
+      for (size_t i : u.entries) ok = ok && (e[i].rank / s) % u.n == e[i].local_rank;
+    } else if ((u.exact || static_cast<int>(ranks.size()) == u.n) && distinct.size() == ranks.size() && ranks.size() >= 2) {
+      ok = common_stride(ranks) == s;  // one group's members: their spacing is the stride
+    } else {
+      continue;  // a set of several groups: its spacing says nothing
+    }
+    if (ok) keep.push_back(d);
+  }
+  return keep.empty() ? u.candidates : keep;
+}
+
+void classify(Unit& u, const std::vector<CommEntry>& e, int world, const ParallelismSizes& p) {
+  const bool given = p.tp || p.pp || p.dp || p.ep || p.cp;
+  if (u.p2p) {
+    // All-to-all runs as grouped Send/Recv to every peer; a pipeline rank talks to at most its two neighbours.
+    int lo = u.n, hi = 0;
+    for (size_t i : u.entries) lo = std::min(lo, e[i].peers), hi = std::max(hi, e[i].peers);
+    if (u.n >= 3 && (hi > 2 || lo == u.n - 1)) {
+      u.parallelism = "EP";
+      return;
+    }
+    for (const char* d : {"EP", "PP"})
+      if (size_of(d, p) == u.n) u.candidates.push_back(d);
+    if (u.candidates.size() == 2) u.candidates = by_rank_evidence(u, e, p);
+    // §4.2.3: point-to-point traffic is pipeline traffic unless the evidence says expert.
+    u.parallelism = u.candidates.size() == 1 ? u.candidates.front() : "PP";
+    return;
+  }
+  for (const auto& d : kDims)
+    if (size_of(d, p) == u.n) u.candidates.push_back(d);
+  if (u.candidates.empty()) {
+    u.parallelism = !given && u.n == world && world > 1 ? "DP" : "collective";  // §4.2.3: the largest is DP
+    return;
+  }
+  if (u.candidates.size() > 1) u.candidates = by_rank_evidence(u, e, p);
+  if (u.candidates.size() > 1) {
+    // Same size and same stride (ep = dp with cp = 1): the collectives are the data-parallel ones.
+    auto ep = std::find(u.candidates.begin(), u.candidates.end(), "EP");
+    if (ep != u.candidates.end()) u.candidates.erase(ep);
+  }
+  if (u.candidates.size() == 1) u.parallelism = u.candidates.front();
+}
+
+}  // namespace
+
+int megatron_stride(const std::string& dim, const ParallelismSizes& p) {
+  const int tp = std::max(p.tp, 1), cp = std::max(p.cp, 1), dp = std::max(p.dp, 1);
+  if (dim == "TP") return 1;
+  if (dim == "CP" || dim == "EP") return tp;
+  if (dim == "DP") return tp * cp;
+  return tp * cp * dp;  // PP
+}
+
+std::vector<InferredComm> infer_comms(std::vector<CommEntry> e, int world, const ParallelismSizes& p) {
+  std::vector<Unit> units;
+  // Exact groups: one commId (NCCL's unique id hash) of the init lines, each rank once.
+  std::map<std::pair<uint64_t, int>, std::vector<size_t>> by_id;
+  std::vector<bool> placed(e.size(), false);
+  for (size_t i = 0; i < e.size(); ++i)
+    if (e[i].comm_id != 0) by_id[{e[i].comm_id, e[i].nranks}].push_back(i);
+  for (auto& [key, idx] : by_id) {
+    std::set<int> ranks;
+    for (size_t i : idx) ranks.insert(e[i].rank);
+    if (ranks.size() != idx.size() || (key.second > 0 && static_cast<int>(idx.size()) > key.second)) continue;
+    Unit u;
+    u.entries = idx;
+    u.exact = true;
+    units.push_back(u);
+    for (size_t i : idx) placed[i] = true;
+  }
+  // The rest: equal op sequences of equal size are one logical group (§4.2.3).
+  std::map<std::tuple<std::vector<std::tuple<int, int64_t, int>>, int, bool>, std::vector<size_t>> by_seq;
+  for (size_t i = 0; i < e.size(); ++i)
+    if (!placed[i]) by_seq[{e[i].seq, e[i].nranks, e[i].p2p}].push_back(i);
+  for (auto& [key, idx] : by_seq) {
+    Unit u;
+    u.entries = idx;
+    units.push_back(u);
+  }
+  for (auto& u : units) {
+    std::sort(u.entries.begin(), u.entries.end(), [&](size_t a, size_t b) {
+      return std::tie(e[a].rank, e[a].ptr) < std::tie(e[b].rank, e[b].ptr);
+    });
+    const CommEntry& f = e[u.entries.front()];
+    u.n = f.nranks > 0 ? f.nranks : static_cast<int>(u.entries.size());
+    u.p2p = true;
+    int64_t calls = 0;
+    for (size_t i : u.entries) u.p2p = u.p2p && e[i].p2p, calls += e[i].calls;
+    u.calls_per_entry = static_cast<double>(calls) / static_cast<double>(u.entries.size());
+    classify(u, e, world, p);
+  }
+
+  // Still ambiguous (same size, no rank evidence): a rank is in one group per dimension, so groups of a rank take
+  // distinct dimensions; the busiest takes the smallest stride (TP talks every layer, DP once per step).
+  std::map<std::pair<int, int>, std::set<std::string>> used;  // (rank, size) → dimensions taken
+  for (const auto& u : units)
+    if (!u.parallelism.empty())
+      for (size_t i : u.entries) used[{e[i].rank, u.n}].insert(u.parallelism);
+  std::vector<size_t> pending;
+  for (size_t k = 0; k < units.size(); ++k)
+    if (units[k].parallelism.empty()) pending.push_back(k);
+  std::stable_sort(pending.begin(), pending.end(),
+                   [&](size_t a, size_t b) { return units[a].calls_per_entry > units[b].calls_per_entry; });
+  for (size_t k : pending) {
+    Unit& u = units[k];
+    for (const auto& d : u.candidates) {
+      bool free = true;
+      for (size_t i : u.entries) free = free && !used[{e[i].rank, u.n}].count(d);
+      if (free) {
+        u.parallelism = d;
+        break;
+      }
+    }
+    if (u.parallelism.empty()) u.parallelism = u.candidates.front();
+    for (size_t i : u.entries) used[{e[i].rank, u.n}].insert(u.parallelism);
+  }
+
+  // Split each set into groups of n: along the dimension's stride when sizes are given, else consecutively.
+  const bool given = p.tp || p.pp || p.dp || p.ep || p.cp;
+  std::vector<InferredComm> out;
+  for (const auto& u : units) {
+    std::map<int, std::vector<std::pair<int, uint64_t>>> split;
+    const bool along = given && !u.exact && std::count(kDims.begin(), kDims.end(), u.parallelism);
+    for (size_t j = 0; j < u.entries.size(); ++j) {
+      const CommEntry& m = e[u.entries[j]];
+      int gid = 0;
+      if (along) {
+        const int s = megatron_stride(u.parallelism, p);
+        gid = m.rank - ((m.rank / s) % std::max(u.n, 1)) * s;
+      } else if (!u.exact) {
+        gid = static_cast<int>(j) / std::max(u.n, 1);
+      }
+      split[gid].emplace_back(m.rank, m.ptr);
+    }
+    for (auto& [gid, ms] : split) out.push_back({u.parallelism, u.n, std::move(ms)});
+  }
+  return out;
+}
+
+}  // namespace stepsim::profile
