@@ -34,7 +34,7 @@ struct SimulateOptions {
 // prediction compares with the step the trace measured.
 struct TraceRunInfo {
   int traced = 0, world = 0;
-  int64_t host_gap_ops = 0;
+  int64_t host_gap_ops = 0, measured_comm_ops = 0;
   std::optional<double> measured_step_s;
 };
 
@@ -43,13 +43,18 @@ sim::Simulation run_traced(const SimulateOptions& o, const spec::JobSpec& job, c
   trace::WorkloadReadOptions ro;
   if (o.step >= 0) ro.step = o.step;
   std::vector<trace::TracedRank> ranks = trace::read_workload_dir(o.workload_dir, ro);
+  // The reported rank's measured step; a rank that reuses a peer's trace compares with the first measured one.
   for (const auto& r : ranks) {
-    if (r.rank == o.rank) info.measured_step_s = r.measured_step_s;
+    if (r.rank == o.rank && r.measured_step_s) info.measured_step_s = r.measured_step_s;
+  }
+  for (const auto& r : ranks) {
+    if (!info.measured_step_s && r.measured_step_s) info.measured_step_s = r.measured_step_s;
   }
   trace::TraceWorkload tw = trace::build_trace_workload(job, std::move(ranks), {!o.no_host_gaps});
   info.traced = tw.traced;
   info.world = job.cluster.num_gpus;
   info.host_gap_ops = tw.host_gap_ops;
+  info.measured_comm_ops = tw.measured_comm_ops;
   return sim::run_workload(std::move(tw.workload), record);
 }
 
@@ -82,6 +87,7 @@ int run_simulate(const SimulateOptions& o) {
     const double sim_s = sum.step_time_s;
     nlohmann::json wj = {{"dir", o.workload_dir}, {"traced_ranks", info.traced},
                          {"reused_ranks", info.world - info.traced}, {"host_gap_ops", info.host_gap_ops},
+                         {"measured_comm_ops", info.measured_comm_ops},
                          {"host_gaps", !o.no_host_gaps}, {"measured_step_s", nullptr}, {"error", nullptr}};
     if (info.measured_step_s && *info.measured_step_s > 0) {
       wj["measured_step_s"] = *info.measured_step_s;
@@ -95,6 +101,10 @@ int run_simulate(const SimulateOptions& o) {
       std::cout << "  workload: " << o.workload_dir << ": " << info.traced << " traced rank(s), "
                 << info.world - info.traced << " reuse a data-parallel peer's trace; " << info.host_gap_ops
                 << " host-gap op(s)" << (o.no_host_gaps ? " (dropped)" : "") << "\n";
+      if (info.measured_comm_ops > 0) {
+        std::cout << "  " << info.measured_comm_ops
+                  << " collective(s) without a message size in the trace replay their measured time\n";
+      }
       if (info.measured_step_s && *info.measured_step_s > 0) {
         char buf[160];
         std::snprintf(buf, sizeof buf, "  measured step (rank %d, from the trace): %s; simulated %s (%+.1f%%)\n", o.rank,

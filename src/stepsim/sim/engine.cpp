@@ -395,6 +395,10 @@ class Engine {
       done_.emplace_back();
     }
     done_[slot] = CollectiveDone{static_cast<GroupKind>(g), static_cast<uint8_t>(stream), gid, begin};
+    if (op.duration_ns > 0) {  // a traced collective of unknown size keeps its measured time
+      queue_.push(begin + op.duration_ns, static_cast<int>(slot), kCollectiveDone);
+      return;
+    }
     if (network_) {
       members_.resize(size);
       for (int i = 0; i < size; ++i) members_[i] = member(static_cast<GroupKind>(g), gid, i);

@@ -59,6 +59,8 @@ void write_op(std::ostream& o, const ImportedOp& op) {
   write_int_or_null(o, op.step);
   o << ",\"et_node\":";
   write_int_or_null(o, op.et_node);
+  if (op.mem_alloc) o << ",\"mem_alloc_bytes\":" << op.mem_alloc;
+  if (op.mem_free) o << ",\"mem_free_bytes\":" << op.mem_free;
   o << '}';
 }
 
@@ -72,6 +74,12 @@ void write_rank_program(const RankImport& r, std::ostream& o) {
   o << ",\"execution_trace\":";
   if (r.execution_trace.empty()) o << "null";
   else write_string(o, r.execution_trace);
+  if (r.memory_events) o << ",\"static_memory_bytes\":" << r.static_memory_bytes << ",\"memory_events\":" << r.memory_events;
+  o << ",\n\"steps\":[";
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    o << (i ? "," : "") << "{\"number\":" << r.steps[i].first << ",\"duration_ns\":" << r.steps[i].second << '}';
+  }
+  o << ']';
   o << ",\n\"kernels\":" << r.kernels << ",\"nccl_kernels\":" << r.nccl_kernels << ",\n\"names\":[";
   for (size_t i = 0; i < r.names.size(); ++i) {
     o << (i ? ",\n" : "\n");

@@ -20,6 +20,7 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 
 struct Args {
   int64_t external_id = -1, rf_id = -1, correlation = -1, stream = -1, device = -1;
+  int64_t device_type = -1, device_id = -1, bytes = INT64_MIN, total_allocated = -1;  // [memory] events
   CollMeta meta;
   int64_t input_nelems = -1;  // product of "Input Dims"[0]
   std::string input_type;     // "Input type"[0]
@@ -74,6 +75,10 @@ Args read_args(od::object o) {
     else if (k == "correlation") a.correlation = i();
     else if (k == "stream") a.stream = i();
     else if (k == "device") a.device = i();
+    else if (k == "Device Type") a.device_type = i();
+    else if (k == "Device Id") a.device_id = i();
+    else if (k == "Bytes") a.bytes = json::int_of(v).value_or(INT64_MIN);
+    else if (k == "Total Allocated") a.total_allocated = i();
     else if (k == "Collective name") a.meta.name = json::string_of(v).value_or("");
     else if (k == "In msg nelems") a.meta.in_nelems = std::max<int64_t>(-1, i());
     else if (k == "Out msg nelems") a.meta.out_nelems = std::max<int64_t>(-1, i());
@@ -146,9 +151,9 @@ void KinetoReader::event(od::object o) {
     throw_if(f.unescaped_key().get(k));
     od::value v;
     throw_if(f.value().get(v));
-    if (k == "ph") (void)v.get_string().get(ph);
-    else if (k == "cat") (void)v.get_string().get(cat);
-    else if (k == "name") (void)v.get_string().get(name);
+    if (k == "ph") { if (v.get_string().get(ph)) ph = {}; }
+    else if (k == "cat") { if (v.get_string().get(cat)) cat = {}; }
+    else if (k == "name") { if (v.get_string().get(name)) name = {}; }
     else if (k == "pid") pid = json::int_of(v).value_or(-1);
     else if (k == "tid") tid = json::int_of(v).value_or(-1);
     else if (k == "ts") ts = json::micros_to_ns(v);
@@ -157,6 +162,13 @@ void KinetoReader::event(od::object o) {
       od::object a;
       if (!v.get_object().get(a)) args = read_args(a);
     }
+  }
+  if (ph == "i" && name == "[memory]") {
+    if (ts && args.bytes != INT64_MIN) {
+      t_.memory.push_back({*ts, static_cast<int>(std::clamp<int64_t>(args.device_type, -1, 64)), args.device_id,
+                           args.bytes, args.total_allocated});
+    }
+    return;
   }
   if (ph != "X") return;
   auto need_times = [&](const char* what) {
@@ -226,6 +238,8 @@ KinetoTrace KinetoReader::finish() {
   });
   std::sort(t.steps.begin(), t.steps.end(),
             [](const ProfilerStep& a, const ProfilerStep& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(t.memory.begin(), t.memory.end(),
+                   [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts_ns < b.ts_ns; });
 
   // The CPU pid: the one with the most CPU ops (smallest on a tie).
   std::map<int64_t, int64_t> per_pid;
@@ -325,6 +339,7 @@ KinetoTrace KinetoReader::finish() {
 
   // The step of a kernel is the ProfilerStep whose CPU span holds its launch.
   for (size_t i = 0; i < t.kernels.size(); ++i) {
+    t.kernels[i].launch_ns = launch_ts[i];
     if (launch_ts[i] == INT64_MIN) continue;
     auto it = std::upper_bound(t.steps.begin(), t.steps.end(), launch_ts[i],
                                [](int64_t x, const ProfilerStep& s) { return x < s.start_ns; });

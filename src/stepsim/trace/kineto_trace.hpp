@@ -39,6 +39,16 @@ struct Kernel {
   int cpu_op = -1;       // launching CPU op (index into cpu_ops), -1 when not found
   int comm_op = -1;      // innermost enclosing CPU op with collective metadata or an nccl:* name
   int step = -1;         // ProfilerStep#N whose CPU span holds the launch, -1 when none
+  int64_t launch_ns = INT64_MIN;  // CPU time of its launch call (INT64_MIN when not found)
+};
+
+// A caching-allocator event (`[memory]` instant events of traces recorded with profile_memory=True).
+struct MemoryEvent {
+  int64_t ts_ns = 0;               // CPU time of the (de)allocation
+  int device_type = -1;            // "Device Type": 0 CPU, 1 CUDA
+  int64_t device = -1;             // "Device Id"
+  int64_t bytes = 0;               // "Bytes": + allocated, - freed
+  int64_t total_allocated = -1;    // "Total Allocated" on that device after the event
 };
 
 struct ProfilerStep {
@@ -55,6 +65,7 @@ struct KinetoTrace {
   std::vector<ProfilerStep> steps; // in start order
   std::vector<std::string> names;  // interned event names
   std::vector<CollMeta> metas;
+  std::vector<MemoryEvent> memory; // in time order
   const std::string& name(const Kernel& k) const { return names[k.name]; }
   const std::string& name(const CpuOp& o) const { return names[o.name]; }
   int64_t launches_found = 0;      // kernels whose launch (cuda runtime/driver call) was found by correlation

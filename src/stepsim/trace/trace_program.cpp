@@ -1,6 +1,7 @@
 #include "stepsim/trace/trace_program.hpp"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "stepsim/trace/kernel_naming.hpp"
@@ -32,6 +33,47 @@ int64_t message_bytes(CollType coll, const CollMeta& m, int group_size, int elem
   if (coll == CollType::AllGather) n = m.out_nelems >= 0 ? m.out_nelems : (n >= 0 && group_size > 0 ? n * group_size : -1);
   if (n < 0 || n > (int64_t{1} << 56)) return -1;
   return n * elem;
+}
+
+// The GPU allocator's events (profile_memory=True), charged to kernels by CPU time: an allocation to the first
+// kernel launched after it (memory held from that kernel's start), a free to the last kernel launched before it
+// (released at that kernel's end). Events before the first launch set the static baseline. Only the device that
+// ran most kernels counts.
+void charge_memory(const KinetoTrace& k, RankImport& r) {
+  if (k.memory.empty() || k.kernels.empty()) return;
+  std::map<int64_t, int64_t> per_device;
+  for (const Kernel& kn : k.kernels) ++per_device[kn.device];
+  const int64_t device = std::max_element(per_device.begin(), per_device.end(), [](const auto& a, const auto& b) {
+                           return a.second < b.second;
+                         })->first;
+  std::vector<std::pair<int64_t, size_t>> launches;  // (launch time, kernel index)
+  for (size_t i = 0; i < k.kernels.size(); ++i) {
+    if (k.kernels[i].launch_ns != INT64_MIN) launches.push_back({k.kernels[i].launch_ns, i});
+  }
+  if (launches.empty()) return;
+  std::sort(launches.begin(), launches.end());
+  bool baseline_set = false;
+  for (const MemoryEvent& e : k.memory) {
+    if (e.device_type != 1 || e.device != device) continue;
+    if (!baseline_set && e.total_allocated >= 0) {
+      r.static_memory_bytes = std::max<int64_t>(0, e.total_allocated - e.bytes);
+      baseline_set = true;
+    }
+    ++r.memory_events;
+    auto after = std::lower_bound(launches.begin(), launches.end(), std::make_pair(e.ts_ns, size_t{0}));
+    if (e.bytes >= 0) {
+      if (after == launches.end()) --after;  // after the last launch: held by the last kernel
+      r.ops[after->second].mem_alloc += e.bytes;
+      r.program.ops[after->second].mem_alloc_at_start += e.bytes;
+    } else if (after == launches.begin()) {
+      r.static_memory_bytes = std::max<int64_t>(0, r.static_memory_bytes + e.bytes);  // freed before any launch
+    } else {
+      --after;
+      r.ops[after->second].mem_free -= e.bytes;
+      r.program.ops[after->second].mem_free_at_end -= e.bytes;
+    }
+  }
+  r.program.static_memory.overhead = r.static_memory_bytes;
 }
 
 }  // namespace
@@ -138,6 +180,7 @@ RankImport build_rank_import(const KinetoTrace& k, const ExecutionTrace* et, int
     builder.emit(w, room ? kname.substr(0, kname.find('(')) : std::string("kernel"));
     r.ops.push_back(std::move(op));
   }
+  charge_memory(k, r);
   // Divisions, not x 1e-9: whole nanoseconds then print as the shortest decimal (0.001246, not 0.0012460000000000001).
   r.compute_busy_s = static_cast<double>(busy) / 1e9;
   if (!k.steps.empty()) {
@@ -146,6 +189,7 @@ RankImport build_rank_import(const KinetoTrace& k, const ExecutionTrace* et, int
     r.step_time_s = sum / static_cast<double>(k.steps.size()) / 1e9;
   }
   r.profiler_steps = static_cast<int>(k.steps.size());
+  for (const ProfilerStep& s : k.steps) r.steps.push_back({s.number, s.dur_ns});
   return r;
 }
 

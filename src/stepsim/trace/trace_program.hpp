@@ -35,6 +35,7 @@ struct ImportedOp {
   int32_t cpu_op = -1;                // launching CPU op name, index into names; -1 = not found
   int step = -1;                      // ProfilerStep number of the launch
   int64_t et_node = -1;               // execution-trace node id; -1 = not linked
+  int64_t mem_alloc = 0, mem_free = 0; // GPU allocator bytes charged to this kernel (alloc at start, free at end)
 };
 
 struct RankImport {
@@ -51,6 +52,9 @@ struct RankImport {
   double compute_busy_s = 0;          // union of compute-kernel intervals
   std::optional<double> step_time_s;  // mean ProfilerStep#N span
   int profiler_steps = 0;
+  std::vector<std::pair<int64_t, int64_t>> steps;  // (ProfilerStep number, span ns), in time order
+  int64_t memory_events = 0;          // GPU allocator events charged to kernels (traces with profile_memory)
+  int64_t static_memory_bytes = 0;    // allocated on the GPU before the first charged event
 };
 
 // `rank` is the rank to give the program (distributedInfo.rank, or 0 for a lone trace without one); `et` may be null.

@@ -137,7 +137,7 @@ struct LocalProgram {
   std::vector<int> peers;
 };
 
-LocalProgram build_program(const TracedRank& tr, const RankLayout& layout, int64_t& host_ops) {
+LocalProgram build_program(const TracedRank& tr, const RankLayout& layout, TraceWorkload& counts) {
   LocalProgram lp;
   workload::Program& p = lp.program;
   p.stage = layout.coord(tr.rank).pp;
@@ -174,10 +174,14 @@ LocalProgram build_program(const TracedRank& tr, const RankLayout& layout, int64
       op.duration_ns = t.duration_ns;
       op.flops = t.flops;
       op.bytes = t.hbm_bytes;
-      if (t.category == workload::ComputeCategory::Host) ++host_ops;
+      if (t.category == workload::ComputeCategory::Host) ++counts.host_gap_ops;
     } else if (t.kind == OpKind::Collective) {
       op.coll = t.coll;
       op.bytes = t.bytes;
+      if (t.measured_time) {  // the engine keeps a collective's duration_ns when it is set
+        op.duration_ns = std::max<int64_t>(1, t.duration_ns);
+        ++counts.measured_comm_ops;
+      }
       op.group = classify(t, tr.rank, layout);
       op.stream = stream_of(op.group);
       if (t.group_ranks.empty() && t.group_size > 0 && t.group_size < world &&
@@ -375,7 +379,7 @@ TraceWorkload build_trace_workload(const spec::JobSpec& job, std::vector<TracedR
     } else if (!opt.host_gaps) {
       drop_host_gaps(tr);
     }
-    local.push_back(build_program(tr, layout, out.host_gap_ops));
+    local.push_back(build_program(tr, layout, out));
     program_of_traced[i] = static_cast<int>(i);
   }
   // Bindings: each rank's communicators and peers in global ranks, communicators shared between members.

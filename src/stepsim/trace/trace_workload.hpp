@@ -20,6 +20,7 @@ struct TraceWorkload {
   std::vector<int> source_of_rank;  // the traced rank whose program each rank runs
   int traced = 0;                   // ranks with their own trace
   int64_t host_gap_ops = 0;         // Host ops inserted or kept, all programs
+  int64_t measured_comm_ops = 0;    // collectives without a message size, replaying their measured time
 };
 
 // InputError (naming the file and op) when a trace does not fit the job (world size, ranks beyond it, a rank

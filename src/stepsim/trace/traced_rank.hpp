@@ -30,6 +30,7 @@ struct TracedOp {
   // Collective:
   workload::CollType coll = workload::CollType::AllReduce;
   uint64_t bytes = 0;                // message size S (nccl-tests convention)
+  bool measured_time = false;        // the trace gives no size: the collective replays its measured duration_ns
   std::vector<int> group_ranks;      // sorted global ranks; empty: the whole world, or (group_size below the world)
   int group_size = -1;               // the job layout's group `group`; -1 = not given
   std::optional<workload::GroupKind> group;  // as the file names it; else classified from group_ranks

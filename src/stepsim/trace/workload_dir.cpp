@@ -63,9 +63,12 @@ TracedOp read_program_op(const JsonField& o, size_t index, const std::vector<std
   if (op.kind == OpKind::Collective) {
     op.coll = o["coll"].enumeration<workload::CollType>();
     if (o["bytes"].is_null()) {
-      o["bytes"].fail("is null: the trace does not give this collective's message size, so its time cannot be modelled");
+      // The trace recorded no shapes: the model cannot time it, so it keeps the time the trace measured.
+      if (o["duration_ns"].absent()) o["bytes"].fail("is null and no duration_ns is given: nothing can time this collective");
+      op.measured_time = true;
+    } else {
+      op.bytes = static_cast<uint64_t>(o["bytes"].integer(0));
     }
-    op.bytes = static_cast<uint64_t>(o["bytes"].integer(0));
     for (int64_t g : o["group_ranks"].int_list_or_empty(0)) {
       if (g > INT32_MAX) o["group_ranks"].fail("rank " + std::to_string(g) + " is too large");
       op.group_ranks.push_back(static_cast<int>(g));
@@ -92,14 +95,16 @@ TracedOp read_program_op(const JsonField& o, size_t index, const std::vector<std
 
 // Imported traces may span several ProfilerSteps: keep one. Kernels whose launch fell outside the window have no
 // step; they belong to the step of the kernel before them.
-void select_step(std::vector<TracedOp>& ops, std::vector<int>& steps, const std::optional<int>& want,
-                 const std::string& path) {
+// Memory allocated in the steps before the kept one stays allocated: it joins the static memory.
+// Returns the step kept (-1: the file has no step information).
+int select_step(std::vector<TracedOp>& ops, std::vector<int>& steps, const std::optional<int>& want,
+                const std::string& path, int64_t& static_memory) {
   int last = -1;
   for (int& s : steps) {
     if (s >= 0) last = s;
     else s = last;
   }
-  if (last < 0) return;  // no step information at all: the whole file is the step
+  if (last < 0) return -1;  // no step information at all: the whole file is the step
   int first_known = -1;
   for (int s : steps) {
     if (s >= 0) {
@@ -114,13 +119,16 @@ void select_step(std::vector<TracedOp>& ops, std::vector<int>& steps, const std:
   std::vector<TracedOp> kept;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (steps[i] == chosen) kept.push_back(std::move(ops[i]));
+    else if (steps[i] < chosen) static_memory += ops[i].mem_alloc_bytes - ops[i].mem_free_bytes;
   }
+  static_memory = std::max<int64_t>(0, static_memory);
   if (kept.empty()) throw InputError(path + ": --step " + std::to_string(chosen) + ": no op of this ProfilerStep");
   const int64_t t0 = kept.front().start_ns;
   for (TracedOp& op : kept) {
     if (op.start_ns >= 0 && t0 >= 0) op.start_ns -= t0;
   }
   ops = std::move(kept);
+  return chosen;
 }
 
 TracedRank parse_program(const JsonField& root, const std::string& path, const WorkloadReadOptions& opt) {
@@ -142,7 +150,15 @@ TracedRank parse_program(const JsonField& root, const std::string& path, const W
     steps.push_back(static_cast<int>(o["step"].integer_or(-1, 0)));
   }
   if (r.explicit_deps && opt.step) root["ops"].fail("--step applies to imported traces; this file lists `after` dependencies");
-  if (!r.explicit_deps) select_step(r.ops, steps, opt.step, path);
+  if (!r.explicit_deps) {
+    const int chosen = select_step(r.ops, steps, opt.step, path, r.static_memory_bytes);
+    const JsonField spans = root["steps"];  // measured ProfilerStep spans (stepsim trace import)
+    for (size_t i = 0; chosen >= 0 && !spans.absent() && i < spans.size(); ++i) {
+      if (spans.at(i)["number"].integer(INT64_MIN) == chosen) {
+        r.measured_step_s = static_cast<double>(spans.at(i)["duration_ns"].integer(0)) * 1e-9;
+      }
+    }
+  }
   return r;
 }
 
@@ -212,14 +228,11 @@ std::vector<TracedRank> read_workload_dir(const std::string& dir, const Workload
   for (const auto& [rank, file] : files) {
     TracedRank tr = read_traced_rank(file, opt);
     if (tr.ops.empty() && tr.comm_only) continue;  // traced with --no-profile: reuse a peer's program instead
+    if (tr.rank != rank) {
+      throw InputError(file + ": rank: the file says " + std::to_string(tr.rank) + ", its name " + std::to_string(rank));
+    }
+    if (auto it = measured.find(rank); it != measured.end() && !tr.measured_step_s) tr.measured_step_s = it->second;
     out.push_back(std::move(tr));
-    if (out.back().rank != rank) {
-      throw InputError(file + ": rank: the file says " + std::to_string(out.back().rank) + ", its name " +
-                       std::to_string(rank));
-    }
-    if (auto it = measured.find(rank); it != measured.end() && !out.back().measured_step_s) {
-      out.back().measured_step_s = it->second;
-    }
   }
   return out;
 }

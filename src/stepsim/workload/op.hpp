@@ -73,7 +73,8 @@ struct Op {
   uint16_t part_count = 0;  // trace-driven P2P: transfers Program::p2p_parts[part_begin, +part_count) with
   uint32_t part_begin = 0;  // explicit peers; 0 = Megatron's previous/next-stage exchange (send_prev...)
 
-  int64_t duration_ns = 0;  // compute ops: filled in by the compute model (before slow-down)
+  int64_t duration_ns = 0;  // compute ops: filled in by the compute model (before slow-down); collectives: 0, or a
+                            // traced collective's measured time when the trace gives no size
 };
 
 const char* name_of(Stream s);
