@@ -14,6 +14,7 @@ Action add_comm(CLI::App& app);
 Action add_calibrate(CLI::App& app);
 Action add_whatif(CLI::App& app);
 Action add_reliability(CLI::App& app);
+Action add_compare(CLI::App& app);  // cmd_compare.cpp (docs/COMPARE.md)
 
 // Options every job-taking command shares: JOB.yaml | --megatron-args + --cluster, and --set overrides.
 struct JobOptions {

@@ -1,0 +1,237 @@
+#include "stepsim/compare/stepsim_trace.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <unordered_map>
+
+#include <simdjson.h>
+
+#include "stepsim/spec/input_error.hpp"
+
+namespace stepsim::compare {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+constexpr size_t kMaxName = 1024;   // longer event names are cut (kernel names can be long, not this long)
+constexpr size_t kMaxToken = 256;   // args values carried into the side-by-side trace
+constexpr double kMaxMicros = 9e12; // |ts| and dur below ~104 days in us: ns stay far from int64 overflow
+
+void throw_if(simdjson::error_code e) {
+  if (e) throw simdjson::simdjson_error(e);
+}
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// The writer prints microseconds with three decimals: rounding to the nanosecond recovers its integers.
+std::optional<int64_t> micros(od::value v) {
+  double d;
+  if (v.get_double().get(d) || !std::isfinite(d) || std::fabs(d) > kMaxMicros) return std::nullopt;
+  return std::llround(d * 1000.0);
+}
+
+std::optional<int64_t> integer(od::value v) {
+  int64_t i;
+  if (v.get_int64().get(i)) return std::nullopt;
+  return i;
+}
+
+std::string text_of(od::value v) {
+  std::string_view s;
+  if (v.get_string().get(s)) return {};
+  return std::string(s.substr(0, kMaxName));
+}
+
+// Args of a complete event: what classifies it, and the scalar members the side-by-side trace keeps verbatim.
+struct Args {
+  std::string kernel, collective, group, name;
+  int64_t sync_wait_ns = 0;
+  std::string kept;  // "\"key\":value,..." without braces
+};
+
+Args read_args(od::object o) {
+  static const std::set<std::string_view> keep{"kernel", "collective", "group", "group_size", "bytes", "phase",
+                                                "microbatch", "layer", "chunk", "flops", "sync_wait_us"};
+  Args a;
+  for (auto f : o) {
+    std::string_view k;
+    throw_if(f.unescaped_key().get(k));
+    od::value v;
+    throw_if(f.value().get(v));
+    od::json_type t;
+    throw_if(v.type().get(t));
+    if (t == od::json_type::object || t == od::json_type::array) continue;  // skipped unread
+    if (keep.count(k)) {
+      const std::string_view raw = trimmed(v.raw_json_token());
+      if (raw.size() <= kMaxToken) {
+        if (!a.kept.empty()) a.kept += ',';
+        a.kept.append(1, '"').append(k).append("\":").append(raw);  // append, not +: GCC 12 -Wrestrict (PR105329)
+      }
+    }
+    if (k == "kernel") a.kernel = text_of(v);
+    else if (k == "collective") a.collective = text_of(v);
+    else if (k == "group") a.group = text_of(v);
+    else if (k == "name") a.name = text_of(v);
+    else if (k == "sync_wait_us") a.sync_wait_ns = micros(v).value_or(0);
+  }
+  return a;
+}
+
+class Reader {
+ public:
+  Reader(std::string name, std::optional<int> rank) : want_(rank) { t_.path = std::move(name); }
+
+  void events(od::array a) {
+    for (auto e : a) {
+      od::value ev;
+      throw_if(e.get(ev));
+      od::object o;
+      const auto err = ev.get_object().get(o);
+      if (err == simdjson::INCORRECT_TYPE) continue;  // not an event
+      throw_if(err);
+      event(o);
+    }
+  }
+
+  StepTrace finish() {
+    if (!want_) throw InputError(t_.path + ": the trace has no rank (no event with a pid)");
+    const std::string r = std::to_string(*want_);
+    if (!recorded_.count(*want_)) {
+      std::string list;
+      for (int x : recorded_) list += (list.empty() ? "" : ", ") + std::to_string(x);
+      throw InputError(t_.path + ": rank " + r + " is not in this trace (recorded ranks: " +
+                       (list.empty() ? "none" : list) + "); simulate with --trace-ranks " + r);
+    }
+    if (t_.events.empty()) throw InputError(t_.path + ": rank " + r + " has no complete events (ph X): an empty step");
+    t_.rank = *want_;
+    t_.format = "stepsim";
+    t_.label = "simulated step";
+    std::stable_sort(t_.events.begin(), t_.events.end(),
+                     [](const GpuEvent& a, const GpuEvent& b) { return a.start_ns < b.start_ns; });
+    t_.begin_ns = INT64_MAX;
+    t_.end_ns = INT64_MIN;
+    for (const GpuEvent& e : t_.events) {
+      t_.begin_ns = std::min(t_.begin_ns, e.begin_ns());
+      t_.end_ns = std::max(t_.end_ns, e.end_ns());
+    }
+    for (const GpuEvent& e : t_.events) {
+      auto it = thread_names_.find(e.tid);
+      t_.threads[e.tid] = it != thread_names_.end() ? it->second : "tid " + std::to_string(e.tid);
+    }
+    return std::move(t_);
+  }
+
+ private:
+  void event(od::object o) {
+    std::string_view ph, cat;
+    std::string name;
+    std::optional<int64_t> pid, tid, ts, dur;
+    Args args;
+    for (auto f : o) {
+      std::string_view k;
+      throw_if(f.unescaped_key().get(k));
+      od::value v;
+      throw_if(f.value().get(v));
+      if (k == "ph") { if (v.get_string().get(ph)) ph = {}; }
+      else if (k == "cat") { if (v.get_string().get(cat)) cat = {}; }
+      else if (k == "name") name = text_of(v);
+      else if (k == "pid") pid = integer(v);
+      else if (k == "tid") tid = integer(v);
+      else if (k == "ts") ts = micros(v);
+      else if (k == "dur") dur = micros(v);
+      else if (k == "args") {
+        od::object a;
+        if (!v.get_object().get(a)) args = read_args(a);
+      }
+    }
+    if (!pid || *pid < 0 || *pid >= (1 << 24)) return;  // stepsim's pids are ranks; anything else is not ours
+    const int rank = static_cast<int>(*pid);
+    if (ph == "M" && name == "process_name") recorded_.insert(rank);
+    if (!want_ && (ph == "M" || ph == "X")) want_ = rank;  // the first rank listed
+    if (rank != *want_) return;
+    if (ph == "M" && name == "thread_name" && tid) {
+      thread_names_[*tid] = args.name;
+      return;
+    }
+    if (ph != "X") return;  // counters, flow arrows
+    recorded_.insert(rank);
+    if (!ts || !dur || *dur < 0)
+      throw InputError(t_.path + ": a complete event (\"" + name.substr(0, 80) + "\") needs numeric ts and dur >= 0");
+    GpuEvent e;
+    e.name = intern(name);
+    e.tid = tid.value_or(0);
+    e.start_ns = *ts;
+    e.dur_ns = *dur;
+    e.args = std::move(args.kept);
+    if (cat == "sync") {
+      e.role = EventRole::Sync;
+    } else if (args.kernel == "host") {
+      e.role = EventRole::HostGap;
+    } else {
+      // A kernel names its category; a collective its collective; send/recv neither (it has a group).
+      e.type = !args.kernel.empty() ? args.kernel : !args.collective.empty() ? args.collective
+                                                    : !args.group.empty() ? "send_recv" : "other";
+      e.wait_ns = std::max<int64_t>(0, args.sync_wait_ns);
+    }
+    t_.events.push_back(std::move(e));
+  }
+
+  uint32_t intern(const std::string& s) {
+    auto [it, added] = ids_.try_emplace(s, static_cast<uint32_t>(t_.names.size()));
+    if (added) t_.names.push_back(s);
+    return it->second;
+  }
+
+  StepTrace t_;
+  std::optional<int> want_;
+  std::set<int> recorded_;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::map<int64_t, std::string> thread_names_;
+};
+
+}  // namespace
+
+StepTrace parse_stepsim_trace(const trace::TextBuffer& text, const std::string& name, std::optional<int> rank) {
+  if (text.size > trace::kMaxTraceBytes)
+    throw InputError(name + ": the trace is larger than the limit of " + std::to_string(trace::kMaxTraceBytes) + " bytes");
+  Reader reader(name, rank);
+  bool stepsim = false, events = false;
+  try {
+    od::parser parser(std::max<size_t>(text.size, 64));
+    od::document doc = parser.iterate(text.data.get(), text.size, text.capacity);
+    od::object root;
+    const auto err = doc.get_object().get(root);
+    if (err == simdjson::INCORRECT_TYPE) throw InputError(name + ": a trace must be a JSON object");
+    throw_if(err);
+    for (auto f : root) {
+      const std::string_view key = f.unescaped_key();
+      od::value v = f.value();
+      if (key == "otherData") {
+        od::object o;
+        if (v.get_object().get(o)) continue;
+        for (auto g : o) {
+          if (g.unescaped_key().value() != "generator") continue;
+          std::string_view s;
+          if (!g.value().get_string().get(s)) stepsim = s == "stepsim";
+        }
+      } else if (key == "traceEvents") {
+        od::array a;
+        if (v.get_array().get(a)) throw InputError(name + ": traceEvents must be an array");
+        events = true;
+        reader.events(a);
+      }
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    throw InputError(name + ": not valid JSON (simdjson: " + e.what() + ")");
+  }
+  if (!stepsim || !events)
+    throw InputError(name + ": not a stepsim trace (otherData.generator \"stepsim\" and traceEvents; write one with "
+                     "stepsim simulate --trace)");
+  return reader.finish();
+}
+
+}  // namespace stepsim::compare
