@@ -123,7 +123,7 @@ ProfileResult profile_text(const std::string& text, const std::string& par) {
   NcclLog log;
   parse_nccl_log_text(text, "synthetic.log", log);
   ProfileOptions opt;
-  opt.parallelism = parse_parallelism(par);
+  if (!par.empty()) opt.parallelism = parse_parallelism(par);
   return run_profile(log, {}, opt);
 }
 
@@ -221,7 +221,7 @@ TEST(ProfileCommInfer, PipelineNextToTensorOfSameSize) {
 //      edge stage (pp = 2: both are): 1 boundary · 2 · 2 · 1·128·64/2 · 2 B = 32768 B.
 //  DP: P = 12·2·64² + 2·64 + 1000 + 128 = 99560 (eq. 2.4); one all-reduce of P/(tp·pp) = 24890 elements = 49780 B;
 //      eq. 2.6: 2 · 1/2 · 24890 · 2 B = 49780 B.
-TEST(ProfileVolumeTable, EndToEndRatiosOne) {
+std::string tp2pp2dp2_log() {
   std::string text;
   for (int r = 0; r < 8; ++r) {
     const int stage = r / 4;
@@ -232,6 +232,11 @@ TEST(ProfileVolumeTable, EndToEndRatiosOne) {
     }
     text += call_line(r, "AllReduce", 0, 24890, 6, "0xd" + std::to_string(r), 2);
   }
+  return text;
+}
+
+TEST(ProfileVolumeTable, EndToEndRatiosOne) {
+  const std::string text = tp2pp2dp2_log();
   const std::string log = test::write_temp("tp2pp2dp2.log", text);
   const std::string dir = test::temp_dir();
   const auto res = test::run_cli("profile nccl --log " + log + " --parallelism tp=2,pp=2,dp=2 --model layers=2,hidden=64,"
@@ -250,6 +255,33 @@ TEST(ProfileVolumeTable, EndToEndRatiosOne) {
     EXPECT_DOUBLE_EQ(row["ratio"].get<double>(), 1.0) << row.dump();
   }
   for (const auto& t : v["by_type"]) EXPECT_EQ(t["ranks"], 8) << t.dump();
+}
+
+// No --parallelism: the sizes come from the communicators (comm_infer.cpp infer_sizes). The log above has
+// point-to-point communicators of 2 ranks with one peer each → pp = 2; two collective communicators of 2 ranks
+// whose members, cut in rank order, are consecutive pairs → tp = 2 (the smallest); dp = 8 / (2 · 2) = 2. With these
+// the groups are those of the given case: TP pairs (r, r+1), DP (r, r+2) — the busier communicator (8 calls per
+// step against 1) is TP — and PP (r, r+4).
+TEST(ProfileCommInfer, SizesInferredWithoutParallelism) {
+  const ProfileResult r = profile_text(tp2pp2dp2_log(), "");
+  EXPECT_TRUE(r.parallelism_inferred);
+  EXPECT_EQ((std::vector<int>{r.parallelism.tp, r.parallelism.pp, r.parallelism.dp}), (std::vector<int>{2, 2, 2}));
+  std::vector<std::pair<std::string, std::vector<int>>> expect;
+  for (int g : {0, 1, 4, 5}) expect.push_back({"DP", {g, g + 2}});
+  for (int g : {0, 1, 2, 3}) expect.push_back({"PP", {g, g + 4}});
+  for (int g : {0, 2, 4, 6}) expect.push_back({"TP", {g, g + 1}});
+  std::sort(expect.begin(), expect.end());
+  EXPECT_EQ(groups(r), expect);
+  const auto s = summary_json(r);
+  EXPECT_EQ(s["parallelism_sizes"]["source"], "inferred");
+  EXPECT_EQ(s["parallelism_sizes"]["tp"], 2);
+  // Only world-sized all-reduces: §4.2.3's rule, the largest communicator is DP (dp = 4, nothing else).
+  std::string dp_only;
+  for (int k = 0; k < 3; ++k)
+    for (int rank = 0; rank < 4; ++rank) dp_only += call_line(rank, "AllReduce", k, 1000, 7, "0xd" + std::to_string(rank), 4);
+  const ProfileResult d = profile_text(dp_only, "");
+  EXPECT_EQ((std::vector<int>{d.parallelism.tp, d.parallelism.pp, d.parallelism.dp}), (std::vector<int>{0, 0, 4}));
+  EXPECT_EQ(groups(d), (std::vector<std::pair<std::string, std::vector<int>>>{{"DP", {0, 1, 2, 3}}}));
 }
 
 // The real torchtitan log (2 ranks on one host, TP): measured TP bytes as grep gives them (rank 0: 2 × 8388608 +

@@ -98,6 +98,50 @@ void classify(Unit& u, const std::vector<CommEntry>& e, int world, const Paralle
   if (u.candidates.size() == 1) u.parallelism = u.candidates.front();
 }
 
+// Members of a unit cut into groups of n in rank order: every group is n consecutive ranks starting at a multiple of
+// n (Megatron's tensor-parallel groups; an exact group is one such cut).
+bool consecutive_groups(const Unit& u, const std::vector<CommEntry>& e) {
+  std::vector<int> ranks;
+  for (size_t i : u.entries) ranks.push_back(e[i].rank);
+  std::sort(ranks.begin(), ranks.end());
+  if (u.n < 2 || ranks.size() % static_cast<size_t>(u.n) != 0) return false;
+  for (size_t j = 0; j < ranks.size(); ++j) {
+    const int first = ranks[j - j % static_cast<size_t>(u.n)];
+    if (first % u.n != 0 || ranks[j] != first + static_cast<int>(j % static_cast<size_t>(u.n))) return false;
+  }
+  return true;
+}
+
+// Sizes when the user gave none (§4.2.3 falls back to "the largest communicator is DP"; this goes one step
+// further with Megatron's rank order): pp = the size of the point-to-point communicators that talk to at most
+// two peers, tp = the smallest collective communicator below the world whose groups are consecutive ranks, and
+// dp = what is left of the world. Nothing fits (the product does not divide the world): dp = the largest
+// collective communicator, the thesis' rule.
+ParallelismSizes infer_sizes(const std::vector<Unit>& units, const std::vector<CommEntry>& e, int world) {
+  ParallelismSizes s;
+  int pp = 1, tp = 0, largest = 0;
+  for (const auto& u : units) {
+    if (u.p2p) {
+      int hi = 0;
+      for (size_t i : u.entries) hi = std::max(hi, e[i].peers);
+      if (hi <= 2 && u.n > 1) pp = std::max(pp, u.n);
+      continue;
+    }
+    largest = std::max(largest, u.n);
+    if (u.n < world && consecutive_groups(u, e) && (tp == 0 || u.n < tp)) tp = u.n;
+  }
+  tp = std::max(tp, 1);
+  if (world % (tp * pp) == 0) {
+    s.tp = tp > 1 ? tp : 0;
+    s.pp = pp > 1 ? pp : 0;
+    const int dp = world / (tp * pp);
+    s.dp = dp > 1 ? dp : 0;
+  } else if (largest > 1) {
+    s.dp = largest;
+  }
+  return s;
+}
+
 }  // namespace
 
 int megatron_stride(const std::string& dim, const ParallelismSizes& p) {
@@ -108,7 +152,7 @@ int megatron_stride(const std::string& dim, const ParallelismSizes& p) {
   return tp * cp * dp;  // PP
 }
 
-std::vector<InferredComm> infer_comms(std::vector<CommEntry> e, int world, const ParallelismSizes& p) {
+std::vector<InferredComm> infer_comms(std::vector<CommEntry> e, int world, ParallelismSizes& p) {
   std::vector<Unit> units;
   // Exact groups: one commId (NCCL's unique id hash) of the init lines, each rank once.
   std::map<std::pair<uint64_t, int>, std::vector<size_t>> by_id;
@@ -144,8 +188,9 @@ std::vector<InferredComm> infer_comms(std::vector<CommEntry> e, int world, const
     int64_t calls = 0;
     for (size_t i : u.entries) u.p2p = u.p2p && e[i].p2p, calls += e[i].calls;
     u.calls_per_entry = static_cast<double>(calls) / static_cast<double>(u.entries.size());
-    classify(u, e, world, p);
   }
+  if (!(p.tp || p.pp || p.dp || p.ep || p.cp)) p = infer_sizes(units, e, world);
+  for (auto& u : units) classify(u, e, world, p);
 
   // Still ambiguous (same size, no rank evidence): a rank is in one group per dimension, so groups of a rank take
   // distinct dimensions; the busiest takes the smallest stride (TP talks every layer, DP once per step).

@@ -36,6 +36,8 @@ struct InferredComm {
 // Megatron-Core rank order rank = tp + t·(cp + c·(dp + d·pp)): the stride of a dimension ("TP", …, "PP").
 int megatron_stride(const std::string& dim, const ParallelismSizes& p);
 
-std::vector<InferredComm> infer_comms(std::vector<CommEntry> entries, int world, const ParallelismSizes& p);
+// With no size given (`p` all 0), the sizes are inferred from the communicators first (infer_sizes) and `p` is set
+// to them; given sizes are used as they are.
+std::vector<InferredComm> infer_comms(std::vector<CommEntry> entries, int world, ParallelismSizes& p);
 
 }  // namespace stepsim::profile

@@ -122,6 +122,8 @@ ProfileResult run_profile(NcclLog log, std::vector<NsysDb> dbs, const ProfileOpt
   r.log = std::move(log);
   r.timing = !dbs.empty();
   r.parallelism = opt.parallelism;
+  r.parallelism_inferred = !(opt.parallelism.tp || opt.parallelism.pp || opt.parallelism.dp || opt.parallelism.ep ||
+                             opt.parallelism.cp);
   r.model = opt.model;
   for (auto& db : dbs) {
     for (auto& k : db.kernels) r.kernels.push_back(std::move(k));
@@ -268,7 +270,7 @@ ProfileResult run_profile(NcclLog log, std::vector<NsysDb> dbs, const ProfileOpt
       }
     }
   }
-  for (auto& ic : infer_comms(std::move(entries), static_cast<int>(r.ranks.size()), opt.parallelism)) {
+  for (auto& ic : infer_comms(std::move(entries), static_cast<int>(r.ranks.size()), r.parallelism)) {
     LogicalComm lc;
     lc.parallelism = ic.parallelism;
     lc.size = ic.size;

@@ -67,7 +67,8 @@ struct ProfileResult {
   std::vector<ProfiledCall> calls;  // one per log call, log order
   std::vector<int64_t> unmatched_kernels;
   int64_t matched = 0;
-  ParallelismSizes parallelism;     // as given
+  ParallelismSizes parallelism;     // as given, or inferred from the communicators when none was given
+  bool parallelism_inferred = false;
   std::optional<ModelShape> model;  // as given
 };
 

@@ -1,6 +1,7 @@
 #include "stepsim/profile/profile_outputs.hpp"
 
 #include <cstdio>
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -38,6 +39,10 @@ json summary_json(const ProfileResult& r) {
   s["files"] = L.files;
   s["nccl_version"] = L.nccl_version;
   s["timing"] = r.timing;
+  const ParallelismSizes& ps = r.parallelism;
+  s["parallelism_sizes"] = {{"tp", std::max(ps.tp, 1)}, {"pp", std::max(ps.pp, 1)}, {"dp", std::max(ps.dp, 1)},
+                            {"ep", std::max(ps.ep, 1)}, {"cp", std::max(ps.cp, 1)},
+                            {"source", r.parallelism_inferred ? "inferred" : "given"}};
   s["lines"] = L.lines;
   s["garbled_lines"] = L.garbled_lines;
   s["garbled_examples"] = L.garbled_examples;
@@ -263,7 +268,12 @@ std::string report_text(const ProfileResult& r) {
     o << "\n";
   }
   if (r.model) o << volume_vs_model_text(s["volume_vs_model"]);
-  o << "\ncommunicators:\n";
+  {
+    const ParallelismSizes& ps = r.parallelism;
+    o << "\ncommunicators (sizes " << (r.parallelism_inferred ? "inferred" : "given") << ": tp " << std::max(ps.tp, 1)
+      << " pp " << std::max(ps.pp, 1) << " dp " << std::max(ps.dp, 1) << " ep " << std::max(ps.ep, 1) << " cp "
+      << std::max(ps.cp, 1) << "):\n";
+  }
   for (const auto& c : r.comms) {
     o << "  " << c.name << " size " << c.size << " ranks";
     for (int k : c.ranks) o << " " << k;

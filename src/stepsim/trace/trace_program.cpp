@@ -16,16 +16,6 @@ using workload::Stream;
 
 constexpr size_t kMaxProgramNames = 65000;  // Program::names is indexed by uint16
 
-Stream stream_of(GroupKind g) {
-  switch (g) {
-    case GroupKind::Tp: return Stream::Tp;
-    case GroupKind::Cp: return Stream::Cp;
-    case GroupKind::Ep: return Stream::Ep;
-    case GroupKind::Pp: return Stream::Pp;
-    default: return Stream::Dp;
-  }
-}
-
 // S of nccl-tests: all-gather counts the gathered output, every other collective its input.
 int64_t message_bytes(CollType coll, const CollMeta& m, int group_size, int elem) {
   if (elem <= 0) return -1;

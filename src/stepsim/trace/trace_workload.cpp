@@ -26,19 +26,6 @@ std::string rank_list(const std::vector<int>& r) {
   return o.str();
 }
 
-Stream stream_of(GroupKind g) {
-  switch (g) {
-    case GroupKind::Tp: return Stream::Tp;
-    case GroupKind::Cp: return Stream::Cp;
-    case GroupKind::Ep: return Stream::Ep;
-    case GroupKind::Pp: return Stream::Pp;
-    case GroupKind::Dp:
-    case GroupKind::Edp:
-    case GroupKind::kCount: break;
-  }
-  return Stream::Dp;
-}
-
 // The Megatron group a communicator is, seen from `rank` under the job's layout; otherwise a guess by shape.
 GroupKind classify(const TracedOp& op, int rank, const RankLayout& layout) {
   if (op.kind == OpKind::P2P) return GroupKind::Pp;

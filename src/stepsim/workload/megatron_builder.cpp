@@ -18,19 +18,6 @@ namespace {
 using Ref = ProgramBuilder::Ref;
 using spec::Recompute;
 
-Stream stream_of(GroupKind g) {
-  switch (g) {
-    case GroupKind::Tp: return Stream::Tp;
-    case GroupKind::Cp: return Stream::Cp;
-    case GroupKind::Ep: return Stream::Ep;
-    case GroupKind::Pp: return Stream::Pp;
-    case GroupKind::Dp:
-    case GroupKind::Edp: return Stream::Dp;
-    case GroupKind::kCount: break;
-  }
-  return Stream::Dp;
-}
-
 // Units of a model chunk whose parameters get gradients together: the embedding, each layer, the head.
 constexpr int kEmbeddingUnit = -1;
 constexpr int kHeadUnit = 1 << 20;

@@ -14,6 +14,20 @@ constexpr int kNumStreams = static_cast<int>(Stream::kCount);
 // Process groups a collective can run on (rank-layout dimensions). Edp = expert-data-parallel group
 // that reduces expert gradients (data*context/expert ranks).
 enum class GroupKind : uint8_t { Tp = 0, Cp, Ep, Pp, Dp, Edp, kCount };
+// The stream a group's communication runs on: one per group kind, the expert-data-parallel gradients sharing
+// the data-parallel stream.
+constexpr Stream stream_of(GroupKind g) {
+  switch (g) {
+    case GroupKind::Tp: return Stream::Tp;
+    case GroupKind::Cp: return Stream::Cp;
+    case GroupKind::Ep: return Stream::Ep;
+    case GroupKind::Pp: return Stream::Pp;
+    case GroupKind::Dp:
+    case GroupKind::Edp:
+    case GroupKind::kCount: break;
+  }
+  return Stream::Dp;
+}
 constexpr int kNumGroupKinds = static_cast<int>(GroupKind::kCount);
 
 enum class OpKind : uint8_t { Compute, Collective, P2P };
