@@ -282,6 +282,12 @@ TEST(ProfileCommInfer, SizesInferredWithoutParallelism) {
   const ProfileResult d = profile_text(dp_only, "");
   EXPECT_EQ((std::vector<int>{d.parallelism.tp, d.parallelism.pp, d.parallelism.dp}), (std::vector<int>{0, 0, 4}));
   EXPECT_EQ(groups(d), (std::vector<std::pair<std::string, std::vector<int>>>{{"DP", {0, 1, 2, 3}}}));
+  // An excerpt: 2 ranks of a job whose communicator has 16 ([nranks=16]): the job's size is the communicator's.
+  std::string excerpt;
+  for (int rank = 0; rank < 2; ++rank) excerpt += call_line(rank, "AllReduce", 0, 1000, 7, "0xd" + std::to_string(rank), 16);
+  const ProfileResult x = profile_text(excerpt, "");
+  EXPECT_EQ(x.parallelism.dp, 16);
+  EXPECT_EQ(groups(x), (std::vector<std::pair<std::string, std::vector<int>>>{{"DP", {0, 1}}}));
 }
 
 // The real torchtitan log (2 ranks on one host, TP): measured TP bytes as grep gives them (rank 0: 2 × 8388608 +

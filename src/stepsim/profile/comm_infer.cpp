@@ -120,6 +120,8 @@ bool consecutive_groups(const Unit& u, const std::vector<CommEntry>& e) {
 ParallelismSizes infer_sizes(const std::vector<Unit>& units, const std::vector<CommEntry>& e, int world) {
   ParallelismSizes s;
   int pp = 1, tp = 0, largest = 0;
+  // A log of some ranks of a larger job (an excerpt) still says the job's size in its communicators' nranks.
+  for (const auto& u : units) world = std::max(world, u.n);
   for (const auto& u : units) {
     if (u.p2p) {
       int hi = 0;
