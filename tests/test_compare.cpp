@@ -11,8 +11,8 @@ namespace test = stepsim::test;
 namespace {
 
 // Rank 0 (us): gemm [0,100], elementwise [100,150], all_reduce posted at 150 and run [170,370] (20 us sync wait,
-// drawn as its own "wait:" slice), host gap [370,400], gemm [400,500]. Step = span = 500 us.
-// Rank 1 has one long op the comparison of rank 0 must not see.
+// drawn as its own "wait:" slice), host gap [370,400], gemm [400,500]. Step: 0 to the last event of any rank = 500 us.
+// Rank 1 has one op [0,450] the comparison of rank 0 must not count.
 std::string simulated_trace() {
   return R"J({"displayTimeUnit":"ns","otherData":{"generator":"stepsim","model":"hand","gpus":2},"traceEvents":[
 {"ph":"M","name":"process_name","pid":0,"args":{"name":"rank 0 (stage 0, tp 0, cp 0, dp 0)"}},
@@ -26,7 +26,7 @@ std::string simulated_trace() {
 {"ph":"X","name":"k_gemm","cat":"backward","pid":0,"tid":0,"ts":400.000,"dur":100.000,"args":{"kernel":"gemm"}},
 {"ph":"C","name":"memory_GiB","pid":0,"ts":0.000,"args":{"allocated":1.5}},
 {"ph":"M","name":"process_name","pid":1,"args":{"name":"rank 1 (stage 0, tp 0, cp 0, dp 1)"}},
-{"ph":"X","name":"k_gemm","cat":"forward","pid":1,"tid":0,"ts":0.000,"dur":10000.000,"args":{"kernel":"gemm"}}
+{"ph":"X","name":"k_gemm","cat":"forward","pid":1,"tid":0,"ts":0.000,"dur":450.000,"args":{"kernel":"gemm"}}
 ]}
 )J";
 }
@@ -160,12 +160,24 @@ TEST(Compare, ChoosesStepAndRank) {
   EXPECT_DOUBLE_EQ(j["step"]["measured_s"].get<double>(), 900e-6);
   EXPECT_DOUBLE_EQ(type_row(j, "gemm")["measured"]["total_s"].get<double>(), 500e-6);
 
+  // Rank 1's step is the job's (it ends with rank 0's last op): its 450 us gemm and 50 us idle.
   r = test::run_cli("compare " + sim + " " + meas + " --rank 1 --json " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   j = json::parse(test::read_file(out));
   EXPECT_EQ(j["rank"], 1);
   EXPECT_EQ(j["simulated"]["ops"], 1);
-  EXPECT_DOUBLE_EQ(j["step"]["simulated_s"].get<double>(), 10000e-6);
+  EXPECT_DOUBLE_EQ(j["step"]["simulated_s"].get<double>(), 500e-6);
+  EXPECT_DOUBLE_EQ(type_row(j, "idle")["simulated"]["total_s"].get<double>(), 50e-6);
+
+  // A trace that states the step time (otherData.step_time_s) is taken at its word.
+  std::string stated = simulated_trace();
+  stated.replace(stated.find("\"gpus\":2"), 8, "\"gpus\":2,\"step_time_s\":0.0006");
+  const std::string sim6 = test::write_temp("cmp-sim6.trace.json", stated);
+  r = test::run_cli("compare " + sim6 + " " + meas + " --json " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  j = json::parse(test::read_file(out));
+  EXPECT_DOUBLE_EQ(j["step"]["simulated_s"].get<double>(), 600e-6);
+  EXPECT_DOUBLE_EQ(type_row(j, "idle")["simulated"]["total_s"].get<double>(), 130e-6);
 }
 
 TEST(Compare, TwoSimulationsAgreeWithThemselves) {

@@ -90,6 +90,10 @@ std::string report_text(const StepTrace& sim, const StepTrace& meas, const Compa
   o += line(f3, {"kernel", "count", "sim ms", "meas ms", "error ms", "error"});
   for (size_t i = 0; i < c.kernels.size() && i < top; ++i) {
     const KernelRow& k = c.kernels[i];
+    if (k.error_ns() == 0) {
+      o += "  (the other " + std::to_string(c.kernels.size() - i) + " names take the same time on both sides)\n";
+      break;
+    }
     o += line(f3, {cut(k.name, 60), std::to_string(k.count), fmt("%.3f", ms(k.sim_ns)), fmt("%.3f", ms(k.meas_ns)),
                   fmt("%+.3f", ms(k.error_ns())), pct(relative(k.error_ns(), k.meas_ns))});
   }

@@ -60,10 +60,22 @@ TypeMap side_stats(const StepTrace& t) {
   return out;
 }
 
+// A kernel's name without "void " and its parameter list: the trailing balanced "(...)" (names hold parentheses
+// of their own, "(anonymous namespace)", "{lambda()#1}").
 std::string kernel_name(const std::string& n) {
   std::string_view s = n;
   if (s.substr(0, 5) == "void ") s.remove_prefix(5);
-  return std::string(s.substr(0, s.find('(')));
+  if (!s.empty() && s.back() == ')') {
+    int depth = 0;
+    for (size_t i = s.size(); i-- > 0;) {
+      depth += s[i] == ')' ? 1 : s[i] == '(' ? -1 : 0;
+      if (depth == 0) {
+        if (i > 0) s = s.substr(0, i);
+        break;
+      }
+    }
+  }
+  return std::string(s);
 }
 
 std::map<std::string, std::pair<int64_t, int64_t>> per_name(const StepTrace& t, int64_t& ops) {

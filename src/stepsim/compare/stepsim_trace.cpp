@@ -14,7 +14,7 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-constexpr size_t kMaxName = 1024;   // longer event names are cut (kernel names can be long, not this long)
+constexpr size_t kMaxName = 1 << 16;  // longer event names are cut (C++ kernel names reach a few KB, not this)
 constexpr size_t kMaxToken = 256;   // args values carried into the side-by-side trace
 constexpr double kMaxMicros = 9e12; // |ts| and dur below ~104 days in us: ns stay far from int64 overflow
 
@@ -97,6 +97,8 @@ class Reader {
     }
   }
 
+  void stated_step(int64_t ns) { step_ns_ = ns; }
+
   StepTrace finish() {
     if (!want_) throw InputError(t_.path + ": the trace has no rank (no event with a pid)");
     const std::string r = std::to_string(*want_);
@@ -109,15 +111,19 @@ class Reader {
     if (t_.events.empty()) throw InputError(t_.path + ": rank " + r + " has no complete events (ph X): an empty step");
     t_.rank = *want_;
     t_.format = "stepsim";
-    t_.label = "simulated step";
     std::stable_sort(t_.events.begin(), t_.events.end(),
                      [](const GpuEvent& a, const GpuEvent& b) { return a.start_ns < b.start_ns; });
-    t_.begin_ns = INT64_MAX;
-    t_.end_ns = INT64_MIN;
+    // Every rank's step starts at 0 and ends with the job's step: the step time the trace states, else the last
+    // event of any recorded rank (with all ranks recorded, the step time `stepsim simulate` reports).
+    t_.begin_ns = 0;
+    t_.end_ns = step_ns_ ? *step_ns_ : job_end_ns_;
     for (const GpuEvent& e : t_.events) {
       t_.begin_ns = std::min(t_.begin_ns, e.begin_ns());
       t_.end_ns = std::max(t_.end_ns, e.end_ns());
     }
+    t_.label = "simulated step";
+    if (step_ns_) t_.label.append(" (otherData.step_time_s)");
+    else t_.label.append(", to the last event of ").append(std::to_string(recorded_.size())).append(" recorded rank(s)");
     for (const GpuEvent& e : t_.events) {
       auto it = thread_names_.find(e.tid);
       t_.threads[e.tid] = it != thread_names_.end() ? it->second : "tid " + std::to_string(e.tid);
@@ -151,6 +157,10 @@ class Reader {
     if (!pid || *pid < 0 || *pid >= (1 << 24)) return;  // stepsim's pids are ranks; anything else is not ours
     const int rank = static_cast<int>(*pid);
     if (ph == "M" && name == "process_name") recorded_.insert(rank);
+    if (ph == "X" && ts && dur && *dur >= 0) {
+      job_end_ns_ = std::max(job_end_ns_, *ts + *dur);
+      recorded_.insert(rank);
+    }
     if (!want_ && (ph == "M" || ph == "X")) want_ = rank;  // the first rank listed
     if (rank != *want_) return;
     if (ph == "M" && name == "thread_name" && tid) {
@@ -158,7 +168,6 @@ class Reader {
       return;
     }
     if (ph != "X") return;  // counters, flow arrows
-    recorded_.insert(rank);
     if (!ts || !dur || *dur < 0)
       throw InputError(t_.path + ": a complete event (\"" + name.substr(0, 80) + "\") needs numeric ts and dur >= 0");
     GpuEvent e;
@@ -187,7 +196,9 @@ class Reader {
   }
 
   StepTrace t_;
+  std::optional<int64_t> step_ns_;  // otherData.step_time_s
   std::optional<int> want_;
+  int64_t job_end_ns_ = 0;
   std::set<int> recorded_;
   std::unordered_map<std::string, uint32_t> ids_;
   std::map<int64_t, std::string> thread_names_;
@@ -214,9 +225,12 @@ StepTrace parse_stepsim_trace(const trace::TextBuffer& text, const std::string& 
         od::object o;
         if (v.get_object().get(o)) continue;
         for (auto g : o) {
-          if (g.unescaped_key().value() != "generator") continue;
+          const std::string_view k = g.unescaped_key().value();
+          od::value gv = g.value();
           std::string_view s;
-          if (!g.value().get_string().get(s)) stepsim = s == "stepsim";
+          double d;
+          if (k == "generator" && !gv.get_string().get(s)) stepsim = s == "stepsim";
+          if (k == "step_time_s" && !gv.get_double().get(d) && d >= 0 && d < 9e6) reader.stated_step(std::llround(d * 1e9));
         }
       } else if (key == "traceEvents") {
         od::array a;
