@@ -38,6 +38,80 @@ std::string first_string_input(od::value inputs) {
   return {};
 }
 
+// A shape list: one entry per value, a list of integers for a tensor (anything else leaves dims_known false).
+std::vector<EtValue> shapes_of(od::value v) {
+  std::vector<EtValue> out;
+  od::array a;
+  if (v.get_array().get(a)) return out;
+  for (auto e : a) {
+    od::value ev;
+    throw_if(e.get(ev));
+    EtValue x;
+    od::array dims;
+    if (!ev.get_array().get(dims)) {
+      x.dims_known = true;
+      for (auto d : dims) {
+        od::value dv;
+        throw_if(d.get(dv));
+        const auto n = json::int_of(dv);
+        if (n && *n >= 0) x.dims.push_back(*n);
+        else x.dims_known = false;
+      }
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::vector<std::string> types_of(od::value v) {
+  std::vector<std::string> out;
+  od::array a;
+  if (v.get_array().get(a)) return out;
+  for (auto e : a) {
+    od::value ev;
+    throw_if(e.get(ev));
+    out.push_back(json::string_of(ev).value_or(""));
+  }
+  return out;
+}
+
+void set_types(std::vector<EtValue>& values, const std::vector<std::string>& types) {
+  if (values.size() < types.size()) values.resize(types.size());
+  for (size_t i = 0; i < types.size(); ++i) values[i].type = types[i];
+}
+
+// Chakra schemas: {"values": [...], "shapes": [...], "types": [...]}; the first string value names a collective.
+void read_io_object(od::object o, std::vector<EtValue>& values, std::string* first_string) {
+  std::vector<std::string> types;
+  for (auto f : o) {
+    std::string_view k;
+    throw_if(f.unescaped_key().get(k));
+    od::value v;
+    throw_if(f.value().get(v));
+    if (k == "shapes") {
+      std::vector<EtValue> s = shapes_of(v);
+      for (size_t i = 0; i < s.size(); ++i) {
+        if (i < values.size()) s[i].type = values[i].type;
+      }
+      values = std::move(s);
+    } else if (k == "types") {
+      types = types_of(v);
+    } else if (k == "values" && first_string) {
+      od::array a;
+      if (v.get_array().get(a)) continue;
+      for (auto e : a) {
+        od::value ev;
+        throw_if(e.get(ev));
+        if (auto s = json::string_of(ev)) {
+          *first_string = *s;
+          break;
+        }
+      }
+    }
+  }
+  set_types(values, types);
+}
+
 void read_attrs(od::value attrs, EtNode& n) {
   od::array a;
   if (attrs.get_array().get(a)) return;
@@ -64,6 +138,7 @@ void read_attrs(od::value attrs, EtNode& n) {
     }
     if (name == "rf_id" && ival) n.rf_id = *ival;
     else if (name == "collective_name" && sval) n.collective = *sval;
+    else if (name == "seq_id" && ival) n.seq_id = *ival;
   }
 }
 
@@ -92,6 +167,7 @@ bool EtReader::field(std::string_view key, od::value v) {
     EtNode n;
     std::string first_input;
     bool comms = false;
+    std::vector<std::string> in_types, out_types;
     for (auto f : o) {
       std::string_view k;
       throw_if(f.unescaped_key().get(k));
@@ -104,8 +180,20 @@ bool EtReader::field(std::string_view key, od::value v) {
       } else if (k == "rf_id") n.rf_id = json::int_of(fv).value_or(-1);
       else if (k == "parent" || k == "ctrl_deps") n.parent = json::int_of(fv).value_or(-1);
       else if (k == "attrs") read_attrs(fv, n);
-      else if (k == "inputs" && (comms || n.name.empty())) first_input = first_string_input(fv);
+      else if (k == "seq_id") n.seq_id = json::int_of(fv).value_or(-1);
+      else if (k == "input_shapes") n.inputs = shapes_of(fv);
+      else if (k == "input_types") in_types = types_of(fv);
+      else if (k == "output_shapes") n.outputs = shapes_of(fv);
+      else if (k == "output_types") out_types = types_of(fv);
+      else if (k == "inputs" || k == "outputs") {
+        od::object io;
+        const bool want_name = k == "inputs" && (comms || n.name.empty());
+        if (!fv.get_object().get(io)) read_io_object(io, k == "inputs" ? n.inputs : n.outputs, want_name ? &first_input : nullptr);
+        else if (want_name) first_input = first_string_input(fv);
+      }
     }
+    set_types(n.inputs, in_types);
+    set_types(n.outputs, out_types);
     if (n.id < 0) throw InputError(et_.path + ": node " + std::to_string(et_.nodes.size()) + " has no integer id >= 0");
     if (comms && n.collective.empty()) n.collective = first_input;
     if (!comms) n.collective.clear();

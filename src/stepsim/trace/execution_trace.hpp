@@ -11,12 +11,22 @@
 
 namespace stepsim::trace {
 
+// One input or output of a node as the trace records it: the element type ("Tensor(float)", "Int", ...) and, for
+// a tensor, its dimensions (empty for a 0-d tensor; `dims_known` false where the shape is not a list of integers).
+struct EtValue {
+  std::string type;
+  std::vector<int64_t> dims;
+  bool dims_known = false;
+};
+
 struct EtNode {
   int64_t id = -1;
   int64_t rf_id = -1;
   int64_t parent = -1;     // "parent" (1.0.1) or "ctrl_deps" (chakra schemas)
   std::string name;
   std::string collective;  // record_param_comms: attrs collective_name, else its first string input
+  int64_t seq_id = -1;     // autograd sequence number: a forward op and its *Backward node share it
+  std::vector<EtValue> inputs, outputs;  // shapes and types (input_shapes/input_types, or inputs.shapes/types)
 };
 
 struct ExecutionTrace {

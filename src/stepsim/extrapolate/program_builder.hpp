@@ -1,0 +1,50 @@
+#pragma once
+// One rank's extrapolated program: the resized kernels of its pipeline stage for every micro-batch in GPipe or
+// 1F1B order (Megatron-LM's non-interleaved schedules, with its batched send/recv pairs), the tensor-parallel
+// collectives after the layers that need them, DDP's bucket all-reduces in the last micro-batch's backward pass
+// and the optimizer tail after them. Dependencies are explicit (`after`), as the workload format allows.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "stepsim/extrapolate/ddp_buckets.hpp"
+#include "stepsim/extrapolate/source_step.hpp"
+#include "stepsim/extrapolate/tensor_parallel.hpp"
+#include "stepsim/trace/traced_rank.hpp"
+#include "stepsim/workload/op.hpp"
+#include "stepsim/workload/rank_layout.hpp"
+
+namespace stepsim::extrapolate {
+
+struct OutOp {
+  workload::OpKind kind = workload::OpKind::Compute;
+  std::string name;
+  workload::ComputeCategory category = workload::ComputeCategory::Elementwise;
+  workload::Phase phase = workload::Phase::Forward;
+  int64_t duration_ns = 0;
+  workload::CollType coll = workload::CollType::AllReduce;
+  workload::GroupKind group = workload::GroupKind::Dp;
+  uint64_t bytes = 0;
+  std::vector<int> group_ranks;
+  std::vector<trace::TracedTransfer> sends, recvs;
+  std::vector<int> after;
+};
+
+struct StepPlan {
+  const SourceStep* src = nullptr;
+  std::vector<int64_t> duration_ns;              // per source op, resized
+  std::vector<TpCollective> tp;                  // sorted by after_op
+  std::vector<std::vector<Bucket>> buckets;      // per stage
+  std::vector<int> stage_of_op;                  // per source op; -1 = the tail, run by every stage
+  std::vector<uint64_t> boundary_bytes;          // activation sent from stage s to s + 1 (and its gradient back)
+  int micro_batches = 1;
+  bool one_f_one_b = true;
+  bool dp_after_backward = false;                // all buckets after the backward pass instead of overlapped
+  bool host_gaps = true;                         // keep the trace's CPU-bound idle time (one micro-batch, one stage)
+  workload::RankLayout layout;
+};
+
+std::vector<OutOp> build_program(const StepPlan& plan, int tp_rank, int stage);
+
+}  // namespace stepsim::extrapolate
