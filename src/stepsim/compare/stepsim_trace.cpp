@@ -7,6 +7,7 @@
 
 #include <simdjson.h>
 
+#include "stepsim/compare/op_type.hpp"
 #include "stepsim/spec/input_error.hpp"
 
 namespace stepsim::compare {
@@ -183,7 +184,8 @@ class Reader {
     } else {
       // A kernel names its category; a collective its collective; send/recv neither (it has a group).
       e.type = !args.kernel.empty() ? args.kernel : !args.collective.empty() ? args.collective
-                                                    : !args.group.empty() ? "send_recv" : "other";
+                                                    : !args.group.empty() ? kSendRecv : "other";
+      if (e.type == kIdle) e.type = "other";  // "idle" is the step's time without ops, no op's type
       e.wait_ns = std::max<int64_t>(0, args.sync_wait_ns);
     }
     t_.events.push_back(std::move(e));
