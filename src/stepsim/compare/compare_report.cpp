@@ -1,5 +1,6 @@
 #include "stepsim/compare/compare_report.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -17,7 +18,11 @@ std::string fmt(const char* f, double v) {
 double ms(double ns) { return ns / 1e6; }
 double us(double ns) { return ns / 1e3; }
 
-std::string pct(std::optional<double> r) { return r ? fmt("%+.1f %%", *r * 100) : "-"; }
+std::string pct(std::optional<double> r) {
+  if (!r) return "-";
+  const double v = *r * 100;
+  return fmt("%+.1f %%", std::fabs(v) < 0.05 ? 0.0 : v);  // no "-0.0 %" from rounding residue
+}
 
 std::string mean_us(const SideStats& s) {
   return s.count ? fmt("%.1f", us(static_cast<double>(s.total_ns) / static_cast<double>(s.count))) : "-";
@@ -31,7 +36,8 @@ std::string line(const std::vector<size_t>& widths, const std::vector<std::strin
   for (size_t i = 0; i < cells.size(); ++i) {
     const std::string& s = cells[i];
     const std::string pad(s.size() < widths[i] ? widths[i] - s.size() : 0, ' ');
-    o += " " + (i == 0 ? s + pad : pad + s);
+    o += ' ';
+    o += i == 0 ? s + pad : pad + s;
   }
   return o + "\n";
 }
