@@ -52,7 +52,8 @@ std::string measured_trace() {
   t += launch(1, 10) + kernel("k_gemm", 7, 1, 50, 500);
   t += launch(2, 1010) + kernel("k_gemm", 7, 2, 1100, 120);
   t += launch(3, 1020) + kernel("k_add", 7, 3, 1220, 40);
-  t += launch(4, 1030) + kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", 20, 4, 1260, 200);
+  t += launch(4, 1030) +
+       kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", 20, 4, 1260, 200);
   t += launch(5, 1040) + kernel("k_gemm", 7, 5, 1400, 130);
   t += R"({"ph":"i","name":"marker","pid":10,"tid":10,"ts":5}]})";
   return t;
@@ -245,7 +246,8 @@ TEST(Compare, BadInputsExitTwoWithOneLine) {
   const std::string meas = test::write_temp("cmp-meas5.json", measured_trace());
   const std::string notjson = test::write_temp("cmp-bad.json", "{\"traceEvents\": [");
   const std::string other = test::write_temp("cmp-other.json", "{\"nodes\": []}");
-  const std::string nokernels = test::write_temp("cmp-nok.json", R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"x","pid":1,"tid":1,"ts":0,"dur":5}]})");
+  const std::string nokernels = test::write_temp(
+      "cmp-nok.json", R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"x","pid":1,"tid":1,"ts":0,"dur":5}]})");
   struct Case {
     std::string args, message;
   };

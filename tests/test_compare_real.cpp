@@ -26,7 +26,8 @@ std::string rank0_trace() {
 TEST(CompareReal, DlrmRankZero) {
   const std::string dir = test::temp_dir() + "cmp-dlrm";
   std::string args = "trace import --quiet --out " + dir;
-  for (const auto& e : std::filesystem::directory_iterator(real("param/dlrm_kineto"))) args.append(" ").append(e.path().string());
+  for (const auto& e : std::filesystem::directory_iterator(real("param/dlrm_kineto")))
+    args.append(" ").append(e.path().string());
   ASSERT_EQ(test::run_cli(args).code, 0);
   const std::string job = test::write_temp("cmp-dlrm8.yaml", test::small_gpt_yaml(1, 1, 8, 8));
   const std::string sim = test::temp_dir() + "cmp-dlrm.trace.json", sim_json = test::temp_dir() + "cmp-dlrm-sim.json";

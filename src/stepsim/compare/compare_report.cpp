@@ -64,10 +64,12 @@ std::string report_text(const StepTrace& sim, const StepTrace& meas, const Compa
   o += "#   measured   " + meas.path + " (" + meas.label + ", " + std::to_string(c.meas_ops) + " ops, rank " +
        std::to_string(meas.rank) + ")\n";
   const double step_err = static_cast<double>(c.step_error_ns());
-  o += "step time: simulated " + fmt("%.3f ms", ms(c.sim_step_ns)) + ", measured " + fmt("%.3f ms", ms(c.meas_step_ns)) +
+  o += "step time: simulated " + fmt("%.3f ms", ms(c.sim_step_ns)) + ", measured " +
+       fmt("%.3f ms", ms(c.meas_step_ns)) +
        ", error " + fmt("%+.3f ms", ms(step_err)) + " (" + pct(relative(step_err, c.meas_step_ns)) + ")\n\n";
 
-  o += "GPU time per op type (an op's duration; a simulated collective's includes its sync wait; idle: no op running)\n";
+  o += "GPU time per op type (an op's duration; a simulated collective's includes its sync wait; idle: no op "
+       "running)\n";
   const std::vector<size_t> f1{14, 11, 12, 12, 11, 9, 12, 12};
   o += line(f1, {"type", "count s/m", "sim ms", "meas ms", "error ms", "error", "mean sim us", "mean meas us"});
   for (const TypeRow& r : c.types) {

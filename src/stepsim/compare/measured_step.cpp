@@ -37,11 +37,13 @@ StepTrace measured_step(const trace::KinetoTrace& k, std::optional<int64_t> step
   const std::vector<int64_t> steps = kernel_steps(k);
   const bool has_steps = steps.front() >= 0;
   if (step && !has_steps)
-    throw InputError(k.path + ": --step " + std::to_string(*step) + ": the trace launches no kernel inside a ProfilerStep");
+    throw InputError(k.path + ": --step " + std::to_string(*step) +
+                     ": the trace launches no kernel inside a ProfilerStep");
   int64_t chosen = -1;
   if (has_steps) {
     chosen = step ? *step : *std::max_element(steps.begin(), steps.end());
-    auto span = std::find_if(k.steps.begin(), k.steps.end(), [&](const trace::ProfilerStep& s) { return s.number == chosen; });
+    auto span = std::find_if(k.steps.begin(), k.steps.end(),
+                             [&](const trace::ProfilerStep& s) { return s.number == chosen; });
     if (span == k.steps.end() || std::find(steps.begin(), steps.end(), chosen) == steps.end()) {
       std::string have;
       for (const trace::ProfilerStep& s : k.steps) have += (have.empty() ? "" : ", ") + std::to_string(s.number);

@@ -33,7 +33,8 @@ class Writer {
     while (t.threads.count(step_tid)) ++step_tid;
     const std::string st = std::to_string(step_tid);
     event("\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + p + ",\"tid\":" + st + ",\"args\":{\"name\":\"step\"}");
-    event("\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" + p + ",\"tid\":" + st + ",\"args\":{\"sort_index\":0}");
+    event("\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" + p + ",\"tid\":" + st +
+          ",\"args\":{\"sort_index\":0}");
     int sort = 1;
     for (const auto& [tid, name] : t.threads) {
       const std::string tt = std::to_string(tid);
@@ -45,7 +46,8 @@ class Writer {
     int64_t origin = t.begin_ns;
     for (const GpuEvent& e : t.events) origin = std::min({origin, e.begin_ns(), e.start_ns});
     event("\"ph\":\"X\",\"name\":" + quoted(t.label) + ",\"cat\":\"step\",\"pid\":" + p + ",\"tid\":" + st +
-          ",\"ts\":" + us(t.begin_ns - origin) + ",\"dur\":" + us(t.step_ns()) + ",\"args\":{\"type\":\"step\",\"source\":" +
+          ",\"ts\":" + us(t.begin_ns - origin) + ",\"dur\":" + us(t.step_ns()) +
+          ",\"args\":{\"type\":\"step\",\"source\":" +
           quoted(t.path) + "}");
     for (const GpuEvent& e : t.events) {
       const std::string type = e.role == EventRole::Sync ? "sync" : e.role == EventRole::HostGap ? "host gap" : e.type;

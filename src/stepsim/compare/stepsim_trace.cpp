@@ -24,7 +24,8 @@ void throw_if(simdjson::error_code e) {
 }
 
 std::string_view trimmed(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -124,7 +125,8 @@ class Reader {
     }
     t_.label = "simulated step";
     if (step_ns_) t_.label.append(" (otherData.step_time_s)");
-    else t_.label.append(", to the last event of ").append(std::to_string(recorded_.size())).append(" recorded rank(s)");
+    else
+      t_.label.append(", to the last event of ").append(std::to_string(recorded_.size())).append(" recorded rank(s)");
     for (const GpuEvent& e : t_.events) {
       auto it = thread_names_.find(e.tid);
       t_.threads[e.tid] = it != thread_names_.end() ? it->second : "tid " + std::to_string(e.tid);
@@ -210,7 +212,8 @@ class Reader {
 
 StepTrace parse_stepsim_trace(const trace::TextBuffer& text, const std::string& name, std::optional<int> rank) {
   if (text.size > trace::kMaxTraceBytes)
-    throw InputError(name + ": the trace is larger than the limit of " + std::to_string(trace::kMaxTraceBytes) + " bytes");
+    throw InputError(name + ": the trace is larger than the limit of " + std::to_string(trace::kMaxTraceBytes) +
+                     " bytes");
   Reader reader(name, rank);
   bool stepsim = false, events = false;
   try {
@@ -232,7 +235,8 @@ StepTrace parse_stepsim_trace(const trace::TextBuffer& text, const std::string& 
           std::string_view s;
           double d;
           if (k == "generator" && !gv.get_string().get(s)) stepsim = s == "stepsim";
-          if (k == "step_time_s" && !gv.get_double().get(d) && d >= 0 && d < 9e6) reader.stated_step(std::llround(d * 1e9));
+          if (k == "step_time_s" && !gv.get_double().get(d) && d >= 0 && d < 9e6)
+            reader.stated_step(std::llround(d * 1e9));
         }
       } else if (key == "traceEvents") {
         od::array a;

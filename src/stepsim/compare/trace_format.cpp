@@ -18,7 +18,8 @@ void throw_if(simdjson::error_code e) {
 
 TraceKind peek_trace_kind(const trace::TextBuffer& text, const std::string& name) {
   if (text.size > trace::kMaxTraceBytes)
-    throw InputError(name + ": the trace is larger than the limit of " + std::to_string(trace::kMaxTraceBytes) + " bytes");
+    throw InputError(name + ": the trace is larger than the limit of " + std::to_string(trace::kMaxTraceBytes) +
+                     " bytes");
   bool stepsim = false, events = false;
   try {
     od::parser parser(std::max<size_t>(text.size, 64));
