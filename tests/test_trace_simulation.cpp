@@ -259,6 +259,44 @@ TEST(TraceSimulation, RealMemoryTimelineAndSizelessCollectives) {
   EXPECT_NEAR(s["step_time_s"].get<double>(), 0.336328, 0.25 * 0.336328);
 }
 
+// Found by fuzz/fuzz_workload_dir.cpp: an ex-situ workload whose all-reduce lists rank 0 twice deadlocked the engine
+// (the communicator waited for a second member that never comes); it must be an input error naming the op.
+TEST(TraceSimulation, DuplicateGroupRankIsAnInputError) {
+  const json w = {{"format", "stepsim.workload"}, {"version", 1}, {"rank", 0}, {"world_size", 2}, {"device", "cpu"},
+                  {"comm", {{{"index", 0}, {"op", "all_reduce"}, {"group_ranks", {0, 0}}, {"bytes", 1024},
+                             {"dtype", "float32"}, {"async", false}}}},
+                  {"ops", {{{"id", 1}, {"name", "stepsim.comm#0"}, {"parent", nullptr}, {"start_us", 0}, {"dur_us", 10},
+                            {"comm_index", 0}}}}};
+  std::vector<TracedRank> ranks;
+  ranks.push_back(parse_traced_rank(w.dump(), "rank0.workload.json"));
+  try {
+    build_trace_workload(test::job_from_yaml(test::small_gpt_yaml(1, 1, 2, 2)), std::move(ranks));
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("list a rank twice"), std::string::npos) << e.what();
+  }
+}
+
+// Found by fuzz/fuzz_workload_dir.cpp: both ranks receive from each other before they send. Every send has its
+// receive (the matching check passes), but no run could complete in this order: exit 2, naming the directory.
+TEST(TraceSimulation, ReceiveBeforeSendOnBothSidesExitsTwo) {
+  auto part = [](const char* dir, int peer) {
+    return json{{"kind", "p2p"}, {"name", dir}, {dir, {{{"peer", peer}, {"bytes", 64}}}}};
+  };
+  std::vector<json> ranks;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<json> ops = {part("recvs", 1 - r), part("sends", 1 - r)};
+    ops[1]["after"] = {0};
+    ops[0]["after"] = json::array();
+    ranks.push_back(program(r, 2, ops));
+  }
+  const std::string dir = workload_dir("recvfirst", ranks);
+  const std::string job = test::write_temp("dp2r.yaml", test::small_gpt_yaml(1, 1, 2, 2));
+  const auto r = test::run_cli("simulate " + job + " --workload " + dir);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot complete in this order"), std::string::npos) << r.output;
+}
+
 TEST(TraceSimulation, BadWorkloadsExitTwo) {
   const std::string job = test::write_temp("dp2b.yaml", test::small_gpt_yaml(1, 1, 2, 2));
   const std::string dir = test::temp_dir() + "bad";

@@ -10,6 +10,7 @@
 #include "stepsim/report/chrome_trace.hpp"
 #include "stepsim/report/memory_series.hpp"
 #include "stepsim/report/summary.hpp"
+#include "stepsim/sim/engine.hpp"
 #include "stepsim/sim/simulation.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/rank_list.hpp"
@@ -55,7 +56,12 @@ sim::Simulation run_traced(const SimulateOptions& o, const spec::JobSpec& job, c
   info.world = job.cluster.num_gpus;
   info.host_gap_ops = tw.host_gap_ops;
   info.measured_comm_ops = tw.measured_comm_ops;
-  return sim::run_workload(std::move(tw.workload), record);
+  try {
+    return sim::run_workload(std::move(tw.workload), record);
+  } catch (const sim::DeadlockError& e) {
+    // The matching checks passed, but the order of the traced calls cannot complete (both peers receiving first).
+    throw InputError(o.workload_dir + ": the traced communication cannot complete in this order (" + e.what() + ")");
+  }
 }
 
 int run_simulate(const SimulateOptions& o) {

@@ -567,7 +567,7 @@ class Engine {
           msg << "engine: deadlock: rank " << r << " stream " << workload::name_of(static_cast<Stream>(s))
               << (ss.busy ? " waits in " : " cannot start ") << p.name(op) << " (micro-batch " << op.microbatch
               << ", layer " << op.layer << ")";
-          throw std::runtime_error(msg.str());
+          throw DeadlockError(msg.str());
         }
       }
     }

@@ -10,6 +10,7 @@
 //     whenever that set changes).
 // Time is integer nanoseconds; events are ordered by (time, sequence), so results are bit-identical.
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "stepsim/cost/collective_model.hpp"
@@ -35,6 +36,12 @@ struct EngineOptions {
 
 // Fills every compute op's duration_ns from the model (once per shared program).
 void assign_compute_durations(workload::Workload& w, const cost::ComputeModel& model);
+
+// Thrown when ops are left that can never start (a cycle of waits). A built-in workload that deadlocks is a bug;
+// a traced one records communication no real run could have done (e.g. both peers receive first).
+struct DeadlockError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 SimResult simulate(const workload::Workload& w, const cost::CollectiveModel& comm, const EngineOptions& opt);
 

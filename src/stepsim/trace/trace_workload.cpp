@@ -185,9 +185,12 @@ LocalProgram build_program(const TracedRank& tr, const RankLayout& layout, Trace
           throw InputError(where(i) + ": group_ranks " + rank_list(members) + " do not include the rank itself (" +
                            std::to_string(tr.rank) + ")");
         }
-        if (members.back() >= world) {
+        if (members.back() >= world || members.front() < 0) {
           throw InputError(where(i) + ": group_ranks " + rank_list(members) + " go beyond the job's " +
                            std::to_string(world) + " GPUs");
+        }
+        if (std::adjacent_find(members.begin(), members.end()) != members.end()) {
+          throw InputError(where(i) + ": group_ranks " + rank_list(members) + " list a rank twice");
         }
         auto [it, fresh] = comm_index.emplace(members, static_cast<int>(lp.comms.size()));
         if (fresh) lp.comms.push_back(members);
