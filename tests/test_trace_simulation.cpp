@@ -214,7 +214,7 @@ TEST(TraceSimulation, TracerWorkloadFormat) {
 // the measured ProfilerStep#10 of rank 0 (14.455 ms; -13% when this test was written).
 TEST(TraceSimulation, RealDlrmEightRanks) {
   std::string args = "trace import --quiet --out " + test::temp_dir() + "dlrm";
-  for (const auto& e : std::filesystem::directory_iterator(real("param/dlrm_kineto"))) args += " " + e.path().string();
+  for (const auto& e : std::filesystem::directory_iterator(real("param/dlrm_kineto"))) args.append(" ").append(e.path().string());
   ASSERT_EQ(test::run_cli(args).code, 0);
   const std::string yaml = test::small_gpt_yaml(1, 1, 8, 8);
   const std::string job = test::write_temp("dlrm8.yaml", yaml);

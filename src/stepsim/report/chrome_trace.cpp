@@ -40,8 +40,12 @@ void write_chrome_trace(std::ostream& out, const sim::Simulation& s) {
     out << (first ? "\n" : ",\n") << "{" << body << "}";
     first = false;
   };
+  // step_time_s: the job's step (every rank), which the recorded ranks' events alone may end before.
+  char step[40];
+  std::snprintf(step, sizeof step, "%.9f", static_cast<double>(s.result.step_ns) * 1e-9);
   out << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"stepsim\",\"model\":\""
-      << escape(w.job.model.name) << "\",\"gpus\":" << layout.world() << "},\"traceEvents\":[";
+      << escape(w.job.model.name) << "\",\"gpus\":" << layout.world() << ",\"step_time_s\":" << step
+      << "},\"traceEvents\":[";
   for (const sim::RankTimeline& tl : s.result.recorded) {
     const int r = tl.rank;
     const workload::RankCoord rc = layout.coord(r);
