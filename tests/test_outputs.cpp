@@ -55,6 +55,11 @@ TEST(Outputs, ChromeTraceOpensAsPerfettoExpects) {
   ASSERT_EQ(r.code, 0) << r.output;
   const json j = json::parse(test::read_file(tmp("t.trace.json")));
   ASSERT_TRUE(j["traceEvents"].is_array());
+  // The job's step, as the summary gives it (stepsim compare reads it).
+  const auto sj = test::run_cli("simulate " + kSmall + " --quiet --json " + tmp("t.summary.json"));
+  ASSERT_EQ(sj.code, 0) << sj.output;
+  EXPECT_NEAR(j["otherData"]["step_time_s"].get<double>(),
+              json::parse(test::read_file(tmp("t.summary.json")))["step_time_s"].get<double>(), 1e-9);
   std::set<int> pids;
   std::map<int, std::set<std::string>> thread_names;
   std::map<int64_t, int> flow_starts, flow_ends;
