@@ -4,9 +4,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
+#include <string_view>
 
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/trace/tracer_workload.hpp"
@@ -131,6 +132,19 @@ int select_step(std::vector<TracedOp>& ops, std::vector<int>& steps, const std::
   return chosen;
 }
 
+// "rank<r>.json" or "rank<r>.workload.json" -> r (at most 9 digits read); anything else -> none.
+std::optional<int> rank_file_rank(const std::string& name) {
+  constexpr std::string_view kPrefix = "rank";
+  if (name.compare(0, kPrefix.size(), kPrefix) != 0) return std::nullopt;
+  size_t i = kPrefix.size();
+  const size_t digits_begin = i;
+  while (i < name.size() && name[i] >= '0' && name[i] <= '9') ++i;
+  if (i == digits_begin) return std::nullopt;
+  const std::string_view rest = std::string_view(name).substr(i);
+  if (rest != ".json" && rest != ".workload.json") return std::nullopt;
+  return std::stoi(name.substr(digits_begin, std::min<size_t>(i - digits_begin, 9)));
+}
+
 TracedRank parse_program(const JsonField& root, const std::string& path, const WorkloadReadOptions& opt) {
   TracedRank r;
   r.path = path;
@@ -197,13 +211,12 @@ TracedRank read_traced_rank(const std::string& path, const WorkloadReadOptions& 
 std::vector<TracedRank> read_workload_dir(const std::string& dir, const WorkloadReadOptions& opt) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw InputError(dir + ": --workload must be a directory");
-  static const std::regex kRankFile(R"(rank(\d+)(\.workload)?\.json)");
   std::map<int, std::string> files;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::smatch m;
     const std::string name = e.path().filename().string();
-    if (!std::regex_match(name, m, kRankFile)) continue;
-    const int rank = std::stoi(m[1].str().substr(0, 9));
+    const std::optional<int> rank_of_name = rank_file_rank(name);
+    if (!rank_of_name) continue;
+    const int rank = *rank_of_name;
     auto [it, fresh] = files.emplace(rank, e.path().string());
     if (!fresh) throw InputError(dir + ": rank " + std::to_string(rank) + " has two files (" + it->second + ", " + name + ")");
   }
