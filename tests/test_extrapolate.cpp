@@ -122,7 +122,8 @@ TEST(Extrapolate, RegressionMapeAndNonNegativeIntercept) {
   std::vector<OpSample> s;
   const double t[] = {10, 20, 30, 45};
   for (int i = 0; i < 4; ++i) s.push_back({"aten::addmm", static_cast<double>(i + 1), 0, t[i]});
-  const TypeFit* f = OpRegression::fit(s).find("aten::addmm");
+  const OpRegression r = OpRegression::fit(s);  // find() points into it: keep it alive
+  const TypeFit* f = r.find("aten::addmm");
   ASSERT_NE(f, nullptr);
   ASSERT_TRUE(f->linear);
   EXPECT_NEAR(f->fixed_ns, 0.0, 1e-9);
