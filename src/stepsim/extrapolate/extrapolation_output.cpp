@@ -1,5 +1,6 @@
 // Files of `stepsim trace extrapolate` (rank<r>.json in the stepsim-trace-program format with explicit `after`,
 // summary.json, extrapolation.json) and its printed report.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -179,15 +180,20 @@ std::string report_text(const Extrapolation& x, const Options& opt, const std::s
     << L.world() << " GPUs); " << x.plan.micro_batches << " micro-batch(es), batch ratio " << fixed(x.batch_ratio, 3)
     << "; " << x.rescaled << " kernel(s) resized, " << x.kept << " kept (no shapes)\n";
   o << "# fit per op type: t = a*FLOPs + b*bytes + c (least squares, a, b, c >= 0); proportional below 3 distinct points\n";
-  o << "#   type                         n  model         a(ns/GFLOP)   b(ns/MB)     c(us)     R2   MAPE%\n";
+  // The type column is as wide as the longest op name (fbgemm's run past 50 characters).
+  int width = 28;
+  for (const TypeFit& f : x.regression.types()) width = std::max(width, static_cast<int>(std::min<size_t>(f.type.size(), 120)));
+  char head[256];
+  std::snprintf(head, sizeof head, "#   %-*s   n  model         a(ns/GFLOP)   b(ns/MB)     c(us)     R2   MAPE%%\n", width, "type");
+  o << head;
   for (const TypeFit& f : x.regression.types()) {
-    char line[256];
+    char line[384];
     if (f.linear) {
-      std::snprintf(line, sizeof line, "    %-28s %3d  linear       %11.2f %10.3f %9.3f %6.3f %7.1f\n", f.type.c_str(), f.n,
-                    f.ns_per_flop * 1e9, f.ns_per_byte * 1e6, f.fixed_ns * 1e-3, f.r2, f.mape * 100);
+      std::snprintf(line, sizeof line, "    %-*.*s %3d  linear       %11.2f %10.3f %9.3f %6.3f %7.1f\n", width, width,
+                    f.type.c_str(), f.n, f.ns_per_flop * 1e9, f.ns_per_byte * 1e6, f.fixed_ns * 1e-3, f.r2, f.mape * 100);
     } else {
-      std::snprintf(line, sizeof line, "    %-28s %3d  proportional %11s %10s %9s %6s %7s\n", f.type.c_str(), f.n, "-", "-",
-                    "-", "-", "-");
+      std::snprintf(line, sizeof line, "    %-*.*s %3d  proportional %11s %10s %9s %6s %7s\n", width, width, f.type.c_str(),
+                    f.n, "-", "-", "-", "-", "-");
     }
     o << line;
   }
