@@ -4,6 +4,8 @@
 #include <filesystem>
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "test_util.hpp"
@@ -48,8 +50,10 @@ TEST(CompareReal, DlrmRankZero) {
   // With every rank recorded the simulated step is the one `simulate` reports.
   const json s = json::parse(test::read_file(sim_json));
   EXPECT_DOUBLE_EQ(j["step"]["simulated_s"].get<double>(), s["step_time_s"].get<double>());
-  // The prediction is short by 13 % (12.56 vs 14.455 ms): mostly idle time (the CPU before the first kernel and
-  // between launches, which trace-driven simulation keeps only where a kernel waited on it), then the collectives.
+  // The prediction is short by 11 % (12.903 vs 14.455 ms when written). The host time before the first kernel is
+  // replayed (a leading host gap), so idle time nearly agrees; the error is in the collectives, above all the
+  // all-to-alls: in the real run rank 0's waited for ranks whose steps began up to 2 ms later, while the simulation
+  // starts every rank's step at 0.
   const double err = j["step"]["relative_error"];
   EXPECT_LT(err, -0.05);
   EXPECT_GT(err, -0.25);
@@ -71,13 +75,14 @@ TEST(CompareReal, DlrmRankZero) {
   // communication (modelled) and idle time.
   for (const char* t : {"gemm", "elementwise", "embedding"}) EXPECT_EQ(rows[t]["error_s"].get<double>(), 0.0) << t;
   EXPECT_LT(rows["all_reduce"]["error_s"].get<double>(), 0.0);
-  EXPECT_LT(rows["idle"]["exposed_error_s"].get<double>(), 0.0);
+  EXPECT_LT(rows["all_to_all"]["exposed_error_s"].get<double>(), rows["all_reduce"]["exposed_error_s"].get<double>());
+  EXPECT_LT(std::abs(rows["idle"]["exposed_error_s"].get<double>()), 0.05 * 0.014455);
   double shares = 0;
   for (const auto& [type, row] : rows) shares += row["share_of_step_error"].get<double>();
   EXPECT_NEAR(shares, 1.0, 1e-9);
-  // Same kernels on both sides: every op's name matches, the largest error is the all-reduce kernel.
+  // Same kernels on both sides: every op's name matches, the largest error is the all-to-all's SendRecv kernel.
   EXPECT_EQ(j["kernels"]["matched_ops"], 245);
-  EXPECT_EQ(j["kernels"]["top"][0]["name"], "ncclKernel_AllReduce_RING_LL_Sum_float");
+  EXPECT_EQ(j["kernels"]["top"][0]["name"], "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t");
 
   // Side by side: rank 0's events of the simulation (its ops, sync waits, host gaps) and the 245 kernels.
   const json st = json::parse(test::read_file(side));

@@ -96,8 +96,8 @@ SourceStep load_source_step(const std::string& trace_path, const std::string& et
   }
   for (int& st : steps) st = st < 0 ? first_known : st;
   s.step = first_known < 0 ? -1 : *std::max_element(steps.begin(), steps.end());
-  for (const auto& [number, span] : imp.steps) {
-    if (number == s.step) s.measured_step_s = static_cast<double>(span) * 1e-9;
+  for (const auto& span : imp.steps) {
+    if (span.number == s.step) s.measured_step_s = static_cast<double>(span.dur_ns) * 1e-9;
   }
 
   NodeIndex ix;

@@ -77,7 +77,8 @@ void write_rank_program(const RankImport& r, std::ostream& o) {
   if (r.memory_events) o << ",\"static_memory_bytes\":" << r.static_memory_bytes << ",\"memory_events\":" << r.memory_events;
   o << ",\n\"steps\":[";
   for (size_t i = 0; i < r.steps.size(); ++i) {
-    o << (i ? "," : "") << "{\"number\":" << r.steps[i].first << ",\"duration_ns\":" << r.steps[i].second << '}';
+    o << (i ? "," : "") << "{\"number\":" << r.steps[i].number << ",\"start_ns\":" << r.steps[i].start_ns
+      << ",\"duration_ns\":" << r.steps[i].dur_ns << '}';
   }
   o << ']';
   o << ",\n\"kernels\":" << r.kernels << ",\"nccl_kernels\":" << r.nccl_kernels << ",\n\"names\":[";

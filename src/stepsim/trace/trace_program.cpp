@@ -179,7 +179,7 @@ RankImport build_rank_import(const KinetoTrace& k, const ExecutionTrace* et, int
     r.step_time_s = sum / static_cast<double>(k.steps.size()) / 1e9;
   }
   r.profiler_steps = static_cast<int>(k.steps.size());
-  for (const ProfilerStep& s : k.steps) r.steps.push_back({s.number, s.dur_ns});
+  for (const ProfilerStep& s : k.steps) r.steps.push_back({s.number, s.start_ns - origin, s.dur_ns});
   return r;
 }
 

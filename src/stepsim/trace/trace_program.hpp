@@ -52,7 +52,12 @@ struct RankImport {
   double compute_busy_s = 0;          // union of compute-kernel intervals
   std::optional<double> step_time_s;  // mean ProfilerStep#N span
   int profiler_steps = 0;
-  std::vector<std::pair<int64_t, int64_t>> steps;  // (ProfilerStep number, span ns), in time order
+  struct StepSpan {
+    int64_t number = -1;
+    int64_t start_ns = 0;  // CPU start of the ProfilerStep, on the ops' clock (from the rank's first kernel)
+    int64_t dur_ns = 0;
+  };
+  std::vector<StepSpan> steps;        // ProfilerStep spans, in time order
   int64_t memory_events = 0;          // GPU allocator events charged to kernels (traces with profile_memory)
   int64_t static_memory_bytes = 0;    // allocated on the GPU before the first charged event
 };

@@ -98,8 +98,11 @@ TracedOp read_program_op(const JsonField& o, size_t index, const std::vector<std
 // step; they belong to the step of the kernel before them.
 // Memory allocated in the steps before the kept one stays allocated: it joins the static memory.
 // Returns the step kept (-1: the file has no step information).
+// The kept step starts at its ProfilerStep's CPU start (`step_start`, when the file gives it), or where the
+// previous step's kernels ended if that is later: the GPU idle until its first kernel is then a host gap, as in
+// the measured step (the data loader, the CPU ahead of the first launch).
 int select_step(std::vector<TracedOp>& ops, std::vector<int>& steps, const std::optional<int>& want,
-                const std::string& path, int64_t& static_memory) {
+                const std::string& path, int64_t& static_memory, const std::map<int, int64_t>& step_start) {
   int last = -1;
   for (int& s : steps) {
     if (s >= 0) last = s;
@@ -118,15 +121,24 @@ int select_step(std::vector<TracedOp>& ops, std::vector<int>& steps, const std::
   }
   const int chosen = want ? *want : *std::max_element(steps.begin(), steps.end());
   std::vector<TracedOp> kept;
+  int64_t previous_end = INT64_MIN;  // last end of an earlier step's kernel
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (steps[i] == chosen) kept.push_back(std::move(ops[i]));
-    else if (steps[i] < chosen) static_memory += ops[i].mem_alloc_bytes - ops[i].mem_free_bytes;
+    if (steps[i] == chosen) {
+      kept.push_back(std::move(ops[i]));
+    } else if (steps[i] < chosen) {
+      static_memory += ops[i].mem_alloc_bytes - ops[i].mem_free_bytes;
+      if (ops[i].start_ns >= 0) previous_end = std::max(previous_end, ops[i].start_ns + ops[i].duration_ns);
+    }
   }
   static_memory = std::max<int64_t>(0, static_memory);
   if (kept.empty()) throw InputError(path + ": --step " + std::to_string(chosen) + ": no op of this ProfilerStep");
-  const int64_t t0 = kept.front().start_ns;
+  const bool timed = kept.front().start_ns >= 0;  // -1: the file gives no start times
+  int64_t t0 = kept.front().start_ns;
+  if (auto it = step_start.find(chosen); it != step_start.end() && timed) {
+    t0 = std::min(t0, std::max(it->second, previous_end));
+  }
   for (TracedOp& op : kept) {
-    if (op.start_ns >= 0 && t0 >= 0) op.start_ns -= t0;
+    if (op.start_ns >= 0 && timed) op.start_ns -= t0;
   }
   ops = std::move(kept);
   return chosen;
@@ -165,12 +177,19 @@ TracedRank parse_program(const JsonField& root, const std::string& path, const W
   }
   if (r.explicit_deps && opt.step) root["ops"].fail("--step applies to imported traces; this file lists `after` dependencies");
   if (!r.explicit_deps) {
-    const int chosen = select_step(r.ops, steps, opt.step, path, r.static_memory_bytes);
-    const JsonField spans = root["steps"];  // measured ProfilerStep spans (stepsim trace import)
-    for (size_t i = 0; chosen >= 0 && !spans.absent() && i < spans.size(); ++i) {
-      if (spans.at(i)["number"].integer(INT64_MIN) == chosen) {
-        r.measured_step_s = static_cast<double>(spans.at(i)["duration_ns"].integer(0)) * 1e-9;
-      }
+    // Measured ProfilerStep spans (stepsim trace import): start on the ops' clock and duration.
+    std::map<int, int64_t> start_of, duration_of;
+    const JsonField spans = root["steps"];
+    for (size_t i = 0; !spans.absent() && i < spans.size(); ++i) {
+      const JsonField sp = spans.at(i);
+      const int64_t number = sp["number"].integer(INT32_MIN);
+      if (number > INT32_MAX) sp["number"].fail("must be below 2^31");
+      duration_of[static_cast<int>(number)] = sp["duration_ns"].integer(0);
+      if (!sp["start_ns"].absent()) start_of[static_cast<int>(number)] = sp["start_ns"].integer(INT64_MIN / 4);
+    }
+    const int chosen = select_step(r.ops, steps, opt.step, path, r.static_memory_bytes, start_of);
+    if (auto it = duration_of.find(chosen); chosen >= 0 && it != duration_of.end()) {
+      r.measured_step_s = static_cast<double>(it->second) * 1e-9;
     }
   }
   return r;
