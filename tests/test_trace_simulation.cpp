@@ -321,6 +321,19 @@ TEST(TraceSimulation, ReceiveBeforeSendOnBothSidesExitsTwo) {
   EXPECT_NE(r.output.find("cannot complete in this order"), std::string::npos) << r.output;
 }
 
+// Found by fuzz/fuzz_workload_dir.cpp (UBSan): a start time of 1.8e28 us overflowed the conversion to nanoseconds.
+TEST(TraceSimulation, HugeTracerTimesAreInputErrors) {
+  const json w = {{"format", "stepsim.workload"}, {"version", 1}, {"rank", 0}, {"world_size", 1}, {"device", "cpu"},
+                  {"comm", json::array()},
+                  {"ops", {{{"id", 1}, {"name", "opt"}, {"parent", nullptr}, {"start_us", 1.8e28}, {"dur_us", 30}}}}};
+  try {
+    parse_traced_rank(w.dump(), "rank0.workload.json");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("start_us: must be below 10^12 microseconds"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TraceSimulation, BadWorkloadsExitTwo) {
   const std::string job = test::write_temp("dp2b.yaml", test::small_gpt_yaml(1, 1, 2, 2));
   const std::string dir = test::temp_dir() + "bad";

@@ -30,6 +30,14 @@ struct ProfiledOp {
 
 int64_t us_to_ns(double us) { return std::llround(us * 1000.0); }
 
+// A time in microseconds of the profiled run: non-negative, and below 10^12 us (11.6 days) so that nanoseconds and
+// their sums stay far inside int64.
+int64_t field_ns(const JsonField& f) {
+  const double us = f.number_or(0, 0);
+  if (!(us < 1e12)) f.fail("must be below 10^12 microseconds");
+  return us_to_ns(us);
+}
+
 bool is_p2p(const std::string& op) { return op == "send" || op == "recv" || op == "isend" || op == "irecv"; }
 
 // torch.distributed call -> the collective whose time stands for it. gather/scatter move one rank's share to or
@@ -137,10 +145,12 @@ TracedRank parse_tracer_workload(const JsonField& root, const std::string& path)
     p.top = o["parent"].absent() || o["parent"].is_null();
     p.comm_index = static_cast<int>(o["comm_index"].integer_or(-1, 0));
     if (p.comm_index >= static_cast<int>(recs.size())) o["comm_index"].fail("names no record of `comm`");
-    p.start = us_to_ns(o["start_us"].number_or(0, 0));
-    p.end = p.start + us_to_ns(o["dur_us"].number_or(0, 0));
+    p.start = field_ns(o["start_us"]);
+    p.end = p.start + field_ns(o["dur_us"]);
     const JsonField ks = o["kernels"];
-    for (size_t k = 0; !ks.absent() && k < ks.size(); ++k) p.kernel_ns += us_to_ns(ks.at(k)["dur_us"].number_or(0, 0));
+    // Saturated: a hostile file's many huge kernels must not overflow the sum.
+    for (size_t k = 0; !ks.absent() && k < ks.size(); ++k)
+      p.kernel_ns = std::min<int64_t>(p.kernel_ns + field_ns(ks.at(k)["dur_us"]), int64_t{1} << 60);
     p.memory = o[gpu ? "device_memory_bytes" : "cpu_memory_bytes"].integer_or(0, INT64_MIN);
     ops.push_back(std::move(p));
   }
