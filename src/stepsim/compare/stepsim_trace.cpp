@@ -9,6 +9,7 @@
 
 #include "stepsim/compare/op_type.hpp"
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/trace/json_read.hpp"
 
 namespace stepsim::compare {
 namespace {
@@ -88,15 +89,7 @@ class Reader {
   Reader(std::string name, std::optional<int> rank) : want_(rank) { t_.path = std::move(name); }
 
   void events(od::array a) {
-    for (auto e : a) {
-      od::value ev;
-      throw_if(e.get(ev));
-      od::object o;
-      const auto err = ev.get_object().get(o);
-      if (err == simdjson::INCORRECT_TYPE) continue;  // not an event
-      throw_if(err);
-      event(o);
-    }
+    trace::json::for_each_event(a, [this](od::object o) { event(o); });
   }
 
   void stated_step(int64_t ns) { step_ns_ = ns; }
@@ -211,43 +204,27 @@ class Reader {
 }  // namespace
 
 StepTrace parse_stepsim_trace(const trace::TextBuffer& text, const std::string& name, std::optional<int> rank) {
-  if (text.size > trace::kMaxTraceBytes)
-    throw InputError(name + ": the trace is larger than the limit of " + std::to_string(trace::kMaxTraceBytes) +
-                     " bytes");
   Reader reader(name, rank);
   bool stepsim = false, events = false;
-  try {
-    od::parser parser(std::max<size_t>(text.size, 64));
-    od::document doc = parser.iterate(text.data.get(), text.size, text.capacity);
-    od::object root;
-    const auto err = doc.get_object().get(root);
-    if (err == simdjson::INCORRECT_TYPE) throw InputError(name + ": a trace must be a JSON object");
-    throw_if(err);
-    for (auto f : root) {
-      const std::string_view key = f.unescaped_key();
-      od::value v = f.value();
-      if (key == "otherData") {
-        od::object o;
-        if (v.get_object().get(o)) continue;
-        for (auto g : o) {
-          const std::string_view k = g.unescaped_key().value();
-          od::value gv = g.value();
-          std::string_view s;
-          double d;
-          if (k == "generator" && !gv.get_string().get(s)) stepsim = s == "stepsim";
-          if (k == "step_time_s" && !gv.get_double().get(d) && d >= 0 && d < 9e6)
-            reader.stated_step(std::llround(d * 1e9));
-        }
-      } else if (key == "traceEvents") {
-        od::array a;
-        if (v.get_array().get(a)) throw InputError(name + ": traceEvents must be an array");
-        events = true;
-        reader.events(a);
+  trace::json::for_each_root_field(text, name, [&](std::string_view key, od::value v) {
+    if (key == "otherData") {
+      od::object o;
+      if (v.get_object().get(o)) return;
+      for (auto g : o) {
+        const std::string_view k = g.unescaped_key().value();
+        od::value gv = g.value();
+        std::string_view s;
+        double d;
+        if (k == "generator" && !gv.get_string().get(s)) stepsim = s == "stepsim";
+        if (k == "step_time_s" && !gv.get_double().get(d) && d >= 0 && d < 9e6) reader.stated_step(std::llround(d * 1e9));
       }
+    } else if (key == "traceEvents") {
+      od::array a;
+      if (v.get_array().get(a)) throw InputError(name + ": traceEvents must be an array");
+      events = true;
+      reader.events(a);
     }
-  } catch (const simdjson::simdjson_error& e) {
-    throw InputError(name + ": not valid JSON (simdjson: " + e.what() + ")");
-  }
+  });
   if (!stepsim || !events)
     throw InputError(name + ": not a stepsim trace (otherData.generator \"stepsim\" and traceEvents; write one with "
                      "stepsim simulate --trace)");

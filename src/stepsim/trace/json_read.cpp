@@ -1,10 +1,45 @@
 #include "stepsim/trace/json_read.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <vector>
 
+#include "stepsim/spec/input_error.hpp"
+
 namespace stepsim::trace::json {
+
+void for_each_event(od::array events, const std::function<void(od::object)>& each) {
+  for (auto e : events) {
+    od::value ev;
+    if (const auto err = e.get(ev)) throw simdjson::simdjson_error(err);
+    od::object o;
+    const auto err = ev.get_object().get(o);
+    if (err == simdjson::INCORRECT_TYPE) continue;  // not an event
+    if (err) throw simdjson::simdjson_error(err);
+    each(o);
+  }
+}
+
+void for_each_root_field(const TextBuffer& text, const std::string& name,
+                         const std::function<void(std::string_view key, od::value v)>& field) {
+  if (text.size > kMaxTraceBytes)
+    throw InputError(name + ": the trace is larger than the limit of " + std::to_string(kMaxTraceBytes) + " bytes");
+  try {
+    od::parser parser(std::max<size_t>(text.size, 64));
+    od::document doc = parser.iterate(text.data.get(), text.size, text.capacity);
+    od::object root;
+    const auto err = doc.get_object().get(root);
+    if (err == simdjson::INCORRECT_TYPE) throw InputError(name + ": a trace must be a JSON object");
+    if (err) throw simdjson::simdjson_error(err);
+    for (auto f : root) {
+      const std::string_view key = f.unescaped_key();
+      field(key, f.value());
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    throw InputError(name + ": not valid JSON (simdjson: " + e.what() + ")");
+  }
+}
 
 std::optional<int64_t> int_of(od::value v) {
   od::json_type t;

@@ -1,14 +1,17 @@
 #pragma once
-// Internal to src/stepsim/trace/: simdjson On-Demand helpers shared by the Kineto and execution-trace readers.
+// simdjson On-Demand helpers shared by the trace readers (src/stepsim/trace/, src/stepsim/compare/).
 // Every accessor is lenient about types (a number where a string was expected yields the default) so that
 // unexpected but well-formed JSON is skipped, while malformed JSON still throws simdjson_error.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <simdjson.h>
+
+#include "stepsim/trace/text_buffer.hpp"
 
 namespace stepsim::trace::json {
 
@@ -26,5 +29,15 @@ std::optional<int64_t> micros_to_ns(od::value v);
 // "[0, 1, 2]" (PyTorch writes process-group ranks as a string) or a JSON array of integers; at most
 // `limit` entries are kept.
 std::vector<int> int_list_of(od::value v, size_t limit);
+
+// Calls each(object) for every object element of a Chrome trace's traceEvents array, skipping other elements
+// (viewers ignore them too); malformed JSON throws simdjson_error.
+void for_each_event(od::array events, const std::function<void(od::object)>& each);
+
+// Walks the root object of the document in `text` (padded, at most kMaxTraceBytes), calling field(key, value) for
+// each member in order. InputError naming `name` when the text is over the limit, not a JSON object, or not valid
+// JSON (a simdjson_error thrown by `field` included).
+void for_each_root_field(const TextBuffer& text, const std::string& name,
+                         const std::function<void(std::string_view key, od::value v)>& field);
 
 }  // namespace stepsim::trace::json

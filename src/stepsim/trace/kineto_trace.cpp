@@ -129,15 +129,7 @@ bool KinetoReader::field(std::string_view key, od::value v) {
   od::array events;
   if (v.get_array().get(events)) throw InputError(t_.path + ": traceEvents must be an array");
   saw_events_ = true;
-  for (auto e : events) {
-    od::value ev;
-    throw_if(e.get(ev));
-    od::object o;
-    const auto err = ev.get_object().get(o);
-    if (err == simdjson::INCORRECT_TYPE) continue;  // not an event
-    throw_if(err);
-    event(o);
-  }
+  json::for_each_event(events, [this](od::object o) { event(o); });
   return true;
 }
 
