@@ -18,7 +18,7 @@ namespace od = simdjson::ondemand;
 
 constexpr size_t kMaxName = 1 << 16;  // longer event names are cut (C++ kernel names reach a few KB, not this)
 constexpr size_t kMaxToken = 256;   // args values carried into the side-by-side trace
-constexpr double kMaxMicros = 9e12; // |ts| and dur below ~104 days in us: ns stay far from int64 overflow
+constexpr int64_t kMaxNanos = int64_t{9} << 50;  // |ts| and dur below ~104 days: sums stay far from overflow
 
 void throw_if(simdjson::error_code e) {
   if (e) throw simdjson::simdjson_error(e);
@@ -30,17 +30,12 @@ std::string_view trimmed(std::string_view s) {
   return s;
 }
 
-// The writer prints microseconds with three decimals: rounding to the nanosecond recovers its integers.
+// Microseconds as the writer prints them (three decimals), read exactly to the nanosecond by the importer's
+// reader; bounded so that sums of times stay far from int64 overflow.
 std::optional<int64_t> micros(od::value v) {
-  double d;
-  if (v.get_double().get(d) || !std::isfinite(d) || std::fabs(d) > kMaxMicros) return std::nullopt;
-  return std::llround(d * 1000.0);
-}
-
-std::optional<int64_t> integer(od::value v) {
-  int64_t i;
-  if (v.get_int64().get(i)) return std::nullopt;
-  return i;
+  const std::optional<int64_t> ns = trace::json::micros_to_ns(v);
+  if (!ns || *ns > kMaxNanos || *ns < -kMaxNanos) return std::nullopt;
+  return ns;
 }
 
 std::string text_of(od::value v) {
@@ -141,8 +136,8 @@ class Reader {
       if (k == "ph") { if (v.get_string().get(ph)) ph = {}; }
       else if (k == "cat") { if (v.get_string().get(cat)) cat = {}; }
       else if (k == "name") name = text_of(v);
-      else if (k == "pid") pid = integer(v);
-      else if (k == "tid") tid = integer(v);
+      else if (k == "pid") pid = trace::json::int_of(v);
+      else if (k == "tid") tid = trace::json::int_of(v);
       else if (k == "ts") ts = micros(v);
       else if (k == "dur") dur = micros(v);
       else if (k == "args") {
