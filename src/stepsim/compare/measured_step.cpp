@@ -11,18 +11,12 @@
 namespace stepsim::compare {
 namespace {
 
-// Kernels whose launch fell outside every ProfilerStep belong to the step of the kernel before them (the first
-// ones to the first known step): the rule `stepsim simulate --workload` uses to cut a step from an import.
-std::vector<int64_t> kernel_steps(const trace::KinetoTrace& k) {
-  std::vector<int64_t> s(k.kernels.size(), -1);
-  int64_t last = -1, first = -1;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (k.kernels[i].step >= 0) last = k.kernels[i].step;
-    if (first < 0) first = last;
-    s[i] = last;
-  }
-  for (int64_t& x : s)
-    if (x < 0) x = first;
+// The step of every kernel, cut as `stepsim simulate --workload` cuts a step from an import.
+std::vector<int> kernel_steps(const trace::KinetoTrace& k) {
+  std::vector<int> s;
+  s.reserve(k.kernels.size());
+  for (const trace::Kernel& kn : k.kernels) s.push_back(kn.step);
+  trace::fill_unknown_steps(s);
   return s;
 }
 
@@ -34,7 +28,7 @@ StepTrace measured_step(const trace::KinetoTrace& k, std::optional<int64_t> step
   t.format = "kineto";
   t.rank = rank;
   if (k.kernels.empty()) throw InputError(k.path + ": no GPU kernels (cat \"kernel\"): an empty step");
-  const std::vector<int64_t> steps = kernel_steps(k);
+  const std::vector<int> steps = kernel_steps(k);
   const bool has_steps = steps.front() >= 0;
   if (step && !has_steps)
     throw InputError(k.path + ": --step " + std::to_string(*step) +

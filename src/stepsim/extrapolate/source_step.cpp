@@ -89,13 +89,7 @@ SourceStep load_source_step(const std::string& trace_path, const std::string& et
   // One ProfilerStep (the last), as `stepsim simulate --workload` replays imports.
   std::vector<int> steps;
   for (const auto& op : imp.ops) steps.push_back(op.step);
-  int last = -1, first_known = -1;
-  for (int& st : steps) {
-    if (st >= 0) last = st, first_known = first_known < 0 ? st : first_known;
-    else st = last;
-  }
-  for (int& st : steps) st = st < 0 ? first_known : st;
-  s.step = first_known < 0 ? -1 : *std::max_element(steps.begin(), steps.end());
+  s.step = trace::fill_unknown_steps(steps) ? *std::max_element(steps.begin(), steps.end()) : -1;
   for (const auto& span : imp.steps) {
     if (span.number == s.step) s.measured_step_s = static_cast<double>(span.dur_ns) * 1e-9;
   }

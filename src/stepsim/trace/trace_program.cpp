@@ -79,6 +79,17 @@ GroupKind guess_group(bool p2p, CollType coll, const std::vector<int>& ranks, in
   return GroupKind::Dp;
 }
 
+bool fill_unknown_steps(std::vector<int>& steps) {
+  const auto first = std::find_if(steps.begin(), steps.end(), [](int s) { return s >= 0; });
+  if (first == steps.end()) return false;
+  int last = *first;
+  for (int& s : steps) {
+    if (s >= 0) last = s;
+    else s = last;
+  }
+  return true;
+}
+
 RankImport build_rank_import(const KinetoTrace& k, const ExecutionTrace* et, int rank) {
   RankImport r;
   r.rank = rank;

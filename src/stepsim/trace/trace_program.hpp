@@ -65,6 +65,11 @@ struct RankImport {
 // `rank` is the rank to give the program (distributedInfo.rank, or 0 for a lone trace without one); `et` may be null.
 RankImport build_rank_import(const KinetoTrace& k, const ExecutionTrace* et, int rank);
 
+// Kernels launched outside every ProfilerStep window (step < 0) belong to the step of the kernel before them, and
+// those before the first known step to it: the one rule by which import consumers (simulate --workload,
+// extrapolate, compare) cut a step. Returns false, leaving `steps` as it was, when no kernel has a step.
+bool fill_unknown_steps(std::vector<int>& steps);
+
 // The group a collective runs on, guessed from its ranks (docs/TRACES.md): all-to-all -> ep, p2p -> pp, ranks
 // consecutive and fewer than the world -> tp, anything else -> dp.
 workload::GroupKind guess_group(bool p2p, workload::CollType coll, const std::vector<int>& ranks, int world_size);

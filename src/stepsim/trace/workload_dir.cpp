@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/trace/trace_program.hpp"
 #include "stepsim/trace/tracer_workload.hpp"
 #include "stepsim/trace/workload_json.hpp"
 
@@ -94,8 +95,7 @@ TracedOp read_program_op(const JsonField& o, size_t index, const std::vector<std
   return op;
 }
 
-// Imported traces may span several ProfilerSteps: keep one. Kernels whose launch fell outside the window have no
-// step; they belong to the step of the kernel before them.
+// Imported traces may span several ProfilerSteps: keep one (steps cut by fill_unknown_steps).
 // Memory allocated in the steps before the kept one stays allocated: it joins the static memory.
 // Returns the step kept (-1: the file has no step information).
 // The kept step starts at its ProfilerStep's CPU start (`step_start`, when the file gives it), or where the
@@ -103,22 +103,7 @@ TracedOp read_program_op(const JsonField& o, size_t index, const std::vector<std
 // the measured step (the data loader, the CPU ahead of the first launch).
 int select_step(std::vector<TracedOp>& ops, std::vector<int>& steps, const std::optional<int>& want,
                 const std::string& path, int64_t& static_memory, const std::map<int, int64_t>& step_start) {
-  int last = -1;
-  for (int& s : steps) {
-    if (s >= 0) last = s;
-    else s = last;
-  }
-  if (last < 0) return -1;  // no step information at all: the whole file is the step
-  int first_known = -1;
-  for (int s : steps) {
-    if (s >= 0) {
-      first_known = s;
-      break;
-    }
-  }
-  for (int& s : steps) {
-    if (s < 0) s = first_known;
-  }
+  if (!fill_unknown_steps(steps)) return -1;  // no step information at all: the whole file is the step
   const int chosen = want ? *want : *std::max_element(steps.begin(), steps.end());
   std::vector<TracedOp> kept;
   int64_t previous_end = INT64_MIN;  // last end of an earlier step's kernel
