@@ -37,7 +37,7 @@ struct Extrapolation {
   double batch_ratio = 1;
   int rescaled = 0, kept = 0;
   std::vector<int> roles;                       // ranks written (dp = 0, cp = 0: one per stage and tensor rank)
-  std::vector<std::vector<OutOp>> programs;     // per role
+  std::vector<std::vector<trace::TracedOp>> programs;     // per role
 };
 
 // InputError (exit 2) naming the file or flag and the rule.

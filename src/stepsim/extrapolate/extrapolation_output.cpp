@@ -23,7 +23,7 @@ json transfers(const std::vector<trace::TracedTransfer>& v) {
   return a;
 }
 
-json op_json(const OutOp& o) {
+json op_json(const trace::TracedOp& o) {
   json j;
   j["kind"] = o.kind == OpKind::Compute ? "compute" : o.kind == OpKind::P2P ? "p2p" : "collective";
   j["name"] = o.name;
@@ -33,7 +33,7 @@ json op_json(const OutOp& o) {
     j["phase"] = workload::name_of(o.phase);
   } else if (o.kind == OpKind::Collective) {
     j["coll"] = workload::name_of(o.coll);
-    j["group"] = workload::name_of(o.group);
+    j["group"] = workload::name_of(o.group.value_or(workload::GroupKind::Dp));
     j["bytes"] = o.bytes;
     j["group_ranks"] = o.group_ranks;
   } else {
@@ -89,7 +89,7 @@ void write_extrapolation(const Extrapolation& x, const spec::JobSpec& job, const
     json ops = json::array();
     int64_t compute = 0, comm = 0;
     double busy_ns = 0;
-    for (const OutOp& o : x.programs[i]) {
+    for (const trace::TracedOp& o : x.programs[i]) {
       ops.push_back(op_json(o));
       if (o.kind == OpKind::Compute && o.category != workload::ComputeCategory::Host) ++compute, busy_ns += o.duration_ns;
       else if (o.kind != OpKind::Compute) ++comm;

@@ -13,10 +13,10 @@ namespace {
 
 class Emitter {
  public:
-  std::vector<OutOp> ops;
+  std::vector<trace::TracedOp> ops;
 
   int compute(const std::string& name, workload::ComputeCategory c, Phase ph, int64_t ns) {
-    OutOp o;
+    trace::TracedOp o;
     o.name = name;
     o.category = c;
     o.phase = ph;
@@ -30,7 +30,7 @@ class Emitter {
   // Issued after the compute op `after` (-1: the latest); `blocking`: the next compute op waits for it.
   int collective(CollType c, GroupKind g, uint64_t bytes, const std::vector<int>& ranks, const std::string& name,
                  int after, bool blocking) {
-    OutOp o;
+    trace::TracedOp o;
     o.kind = OpKind::Collective;
     o.name = name;
     o.coll = c;
@@ -47,7 +47,7 @@ class Emitter {
   // Megatron's (non-overlapped) p2p_communicate does.
   void p2p(std::vector<trace::TracedTransfer> sends, std::vector<trace::TracedTransfer> recvs, const std::string& name) {
     if (sends.empty() && recvs.empty()) return;
-    OutOp o;
+    trace::TracedOp o;
     o.kind = OpKind::P2P;
     o.group = GroupKind::Pp;
     o.name = name;
@@ -59,7 +59,7 @@ class Emitter {
   void wait_for(const std::vector<int>& ops_) { waits_.insert(waits_.end(), ops_.begin(), ops_.end()); }
 
  private:
-  int push(OutOp o) {
+  int push(trace::TracedOp o) {
     ops.push_back(std::move(o));
     return static_cast<int>(ops.size()) - 1;
   }
@@ -69,7 +69,7 @@ class Emitter {
 
 }  // namespace
 
-std::vector<OutOp> build_program(const StepPlan& plan, int tp_rank, int stage) {
+std::vector<trace::TracedOp> build_program(const StepPlan& plan, int tp_rank, int stage) {
   const SourceStep& src = *plan.src;
   const workload::RankLayout& L = plan.layout;
   const int p = L.pipeline(), m = plan.micro_batches;

@@ -17,20 +17,6 @@
 
 namespace stepsim::extrapolate {
 
-struct OutOp {
-  workload::OpKind kind = workload::OpKind::Compute;
-  std::string name;
-  workload::ComputeCategory category = workload::ComputeCategory::Elementwise;
-  workload::Phase phase = workload::Phase::Forward;
-  int64_t duration_ns = 0;
-  workload::CollType coll = workload::CollType::AllReduce;
-  workload::GroupKind group = workload::GroupKind::Dp;
-  uint64_t bytes = 0;
-  std::vector<int> group_ranks;
-  std::vector<trace::TracedTransfer> sends, recvs;
-  std::vector<int> after;
-};
-
 struct StepPlan {
   const SourceStep* src = nullptr;
   std::vector<int64_t> duration_ns;              // per source op, resized
@@ -45,6 +31,7 @@ struct StepPlan {
   workload::RankLayout layout;
 };
 
-std::vector<OutOp> build_program(const StepPlan& plan, int tp_rank, int stage);
+// Ops in the trace-driven format (trace::TracedOp), dependencies as `after`.
+std::vector<trace::TracedOp> build_program(const StepPlan& plan, int tp_rank, int stage);
 
 }  // namespace stepsim::extrapolate
