@@ -332,7 +332,7 @@ TEST(Extrapolate, BadInputExitsTwo) {
 // DDP buckets from the execution trace's AccumulateGrad nodes, and simulated on an 8-V100 job. The gradients add up
 // to the 2,485,252 B the trace's own three all-reduces carried (1,576,964 + 448 + 907,840); the first bucket is
 // exactly the trace's first all-reduce. The step lands within 15% of the measured ProfilerStep#10 (14.455 ms):
-// 12.686 ms (-12.2%) when this test was written, against 12.903 ms for the replay of all 8 imported ranks; the rest
+// 12.686 ms (-12.2%) when this test was written, against 13.136 ms for the replay of all 8 imported ranks on this job; the rest
 // is the other ranks' straggling, which rank 0's NCCL kernels waited for and one rank's trace cannot show.
 TEST(Extrapolate, RealDlrmRankZeroToEightGpus) {
   const std::string yaml =
