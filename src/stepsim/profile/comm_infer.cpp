@@ -66,8 +66,7 @@ std::vector<std::string> by_rank_evidence(const Unit& u, const std::vector<CommE
   return keep.empty() ? u.candidates : keep;
 }
 
-void classify(Unit& u, const std::vector<CommEntry>& e, int world, const ParallelismSizes& p) {
-  const bool given = p.tp || p.pp || p.dp || p.ep || p.cp;
+void classify(Unit& u, const std::vector<CommEntry>& e, const ParallelismSizes& p) {
   if (u.p2p) {
     // All-to-all runs as grouped Send/Recv to every peer; a pipeline rank talks to at most its two neighbours.
     int lo = u.n, hi = 0;
@@ -86,7 +85,8 @@ void classify(Unit& u, const std::vector<CommEntry>& e, int world, const Paralle
   for (const auto& d : kDims)
     if (size_of(d, p) == u.n) u.candidates.push_back(d);
   if (u.candidates.empty()) {
-    u.parallelism = !given && u.n == world && world > 1 ? "DP" : "collective";  // §4.2.3: the largest is DP
+    // No dimension of this size (with sizes inferred, §4.2.3's largest-is-DP rule has already made dp one).
+    u.parallelism = "collective";
     return;
   }
   if (u.candidates.size() > 1) u.candidates = by_rank_evidence(u, e, p);
@@ -191,8 +191,8 @@ std::vector<InferredComm> infer_comms(std::vector<CommEntry> e, int world, Paral
     for (size_t i : u.entries) u.p2p = u.p2p && e[i].p2p, calls += e[i].calls;
     u.calls_per_entry = static_cast<double>(calls) / static_cast<double>(u.entries.size());
   }
-  if (!(p.tp || p.pp || p.dp || p.ep || p.cp)) p = infer_sizes(units, e, world);
-  for (auto& u : units) classify(u, e, world, p);
+  if (!p.any()) p = infer_sizes(units, e, world);
+  for (auto& u : units) classify(u, e, p);
 
   // Still ambiguous (same size, no rank evidence): a rank is in one group per dimension, so groups of a rank take
   // distinct dimensions; the busiest takes the smallest stride (TP talks every layer, DP once per step).
@@ -220,7 +220,7 @@ std::vector<InferredComm> infer_comms(std::vector<CommEntry> e, int world, Paral
   }
 
   // Split each set into groups of n: along the dimension's stride when sizes are given, else consecutively.
-  const bool given = p.tp || p.pp || p.dp || p.ep || p.cp;
+  const bool given = p.any();
   std::vector<InferredComm> out;
   for (const auto& u : units) {
     std::map<int, std::vector<std::pair<int, uint64_t>>> split;

@@ -122,8 +122,7 @@ ProfileResult run_profile(NcclLog log, std::vector<NsysDb> dbs, const ProfileOpt
   r.log = std::move(log);
   r.timing = !dbs.empty();
   r.parallelism = opt.parallelism;
-  r.parallelism_inferred = !(opt.parallelism.tp || opt.parallelism.pp || opt.parallelism.dp || opt.parallelism.ep ||
-                             opt.parallelism.cp);
+  r.parallelism_inferred = !opt.parallelism.any();
   r.model = opt.model;
   for (auto& db : dbs) {
     for (auto& k : db.kernels) r.kernels.push_back(std::move(k));
