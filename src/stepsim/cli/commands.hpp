@@ -15,6 +15,7 @@ Action add_calibrate(CLI::App& app);
 Action add_whatif(CLI::App& app);
 Action add_reliability(CLI::App& app);
 Action add_compare(CLI::App& app);  // cmd_compare.cpp (docs/COMPARE.md)
+Action add_validate(CLI::App& app);  // cmd_validate.cpp (docs/VALIDATION.md)
 
 // Options every job-taking command shares: JOB.yaml | --megatron-args + --cluster, and --set overrides.
 struct JobOptions {

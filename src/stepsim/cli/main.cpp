@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   actions.push_back(stepsim::cli::add_profile(app));
   actions.push_back(stepsim::cli::add_trace(app));
   actions.push_back(stepsim::cli::add_compare(app));
+  actions.push_back(stepsim::cli::add_validate(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/spec/pipeline_split.hpp"
 
 namespace stepsim::report {
 
@@ -109,6 +110,10 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   j["comm_calls_per_rank"] = calls;
   j["rank"] = s.rank;
   j["num_microbatches"] = job.num_microbatches();
+  if (!job.parallelism.pipeline_layers.empty()) {
+    j["pipeline_layers"] = job.parallelism.pipeline_layers;
+    j["pipeline_split"] = job.parallelism.pipeline_split_rule;
+  }
   j["simulation"] = {{"ranks", s.ranks},
                      {"events", s.events},
                      {"wall_s", s.wall_s},
@@ -126,7 +131,11 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
     << (p.virtual_stages > 1 ? " x" + std::to_string(p.virtual_stages) : std::string()) << ")\n";
   o << "  micro-batch " << job.training.micro_batch_size << ", global batch " << job.training.global_batch_size
     << " (" << job.num_microbatches() << " micro-batches per pipeline), seq " << job.model.seq_length << ", "
-    << spec::name_of(job.training.precision) << ", recompute " << spec::name_of(job.training.recompute) << "\n\n";
+    << spec::name_of(job.training.precision) << ", recompute " << spec::name_of(job.training.recompute) << "\n";
+  if (!p.pipeline_layers.empty()) {
+    o << "  layers per model chunk: " << spec::describe_layers(p.pipeline_layers) << " (" << p.pipeline_split_rule << ")\n";
+  }
+  o << "\n";
   std::snprintf(line, sizeof line, "  step time      %s\n  tokens/s       %.0f\n", format_seconds(s.step_time_s).c_str(),
                 s.tokens_per_s);
   o << line;

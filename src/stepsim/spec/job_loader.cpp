@@ -200,6 +200,10 @@ ParallelismSpec read_parallelism(StrictSection s) {
       {{"gpipe", PipelineSchedule::GPipe}, {"1f1b", PipelineSchedule::OneFOneB},
        {"interleaved-1f1b", PipelineSchedule::Interleaved1F1B}});
   for (int64_t x : s.get_int_list("pipeline_layers", 1, 100000)) p.pipeline_layers.push_back(static_cast<int>(x));
+  p.first_stage_layers = static_cast<int>(s.get_int("first_stage_layers", 0, 1, 100000));
+  p.last_stage_layers = static_cast<int>(s.get_int("last_stage_layers", 0, 1, 100000));
+  p.account_for_embedding_in_pipeline_split = s.get_bool("account_for_embedding_in_pipeline_split", false);
+  p.account_for_loss_in_pipeline_split = s.get_bool("account_for_loss_in_pipeline_split", false);
   const bool interleaved = p.schedule == PipelineSchedule::Interleaved1F1B;
   p.overlap_p2p_comm = s.get_bool("overlap_p2p_comm", interleaved);
   if (p.overlap_p2p_comm && !interleaved) {

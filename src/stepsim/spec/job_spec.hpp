@@ -81,6 +81,14 @@ struct ParallelismSpec {
   bool overlap_p2p_comm = false;
   // Uneven stages: layers of each model chunk in layer order (pipeline*virtual_stages entries). Empty = even.
   std::vector<int> pipeline_layers;
+  // Uneven-split requests (Megatron's --decoder-first/last-pipeline-num-layers and
+  // --account-for-embedding/loss-in-pipeline-split); validate() turns them, or its automatic rule when the layers do
+  // not divide the chunks, into pipeline_layers and says how in pipeline_split_rule.
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
+  std::string pipeline_split_rule = "even";
 };
 
 struct TrainingSpec {

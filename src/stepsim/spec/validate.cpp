@@ -6,6 +6,7 @@
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/job_loader.hpp"
+#include "stepsim/spec/pipeline_split.hpp"
 
 namespace stepsim::spec {
 
@@ -113,7 +114,6 @@ void validate(JobSpec& job) {
   }
 
   // Pipeline stages and model chunks.
-  const int64_t chunks = int64_t{p.pipeline} * p.virtual_stages;
   if (p.virtual_stages > 1 && p.schedule != PipelineSchedule::Interleaved1F1B) {
     fail("parallelism.schedule", "virtual_stages " + s(p.virtual_stages) + " needs schedule interleaved-1f1b");
   }
@@ -123,18 +123,19 @@ void validate(JobSpec& job) {
   if (p.schedule == PipelineSchedule::Interleaved1F1B && p.pipeline < 2) {
     fail("parallelism.pipeline", "interleaved-1f1b needs pipeline >= 2");
   }
-  if (!p.pipeline_layers.empty()) {
-    if (static_cast<int64_t>(p.pipeline_layers.size()) != chunks) {
-      fail("parallelism.pipeline_layers", "has " + s(p.pipeline_layers.size()) + " entries, needs pipeline x virtual_stages = " + s(chunks));
-    }
-    const int64_t sum = std::accumulate(p.pipeline_layers.begin(), p.pipeline_layers.end(), int64_t{0});
-    if (sum != m.num_layers) {
-      fail("parallelism.pipeline_layers", "sums to " + s(sum) + ", must equal model.num_layers " + s(m.num_layers));
-    }
-  } else if (m.num_layers % chunks != 0) {
-    fail("parallelism.pipeline", "pipeline " + s(p.pipeline) + " x virtual_stages " + s(p.virtual_stages) +
-                                     " does not divide model.num_layers " + s(m.num_layers) +
-                                     " (give parallelism.pipeline_layers for uneven stages)");
+  {
+    PipelineSplitRequest req;
+    req.num_layers = m.num_layers;
+    req.pipeline = p.pipeline;
+    req.virtual_stages = p.virtual_stages;
+    req.pipeline_layers = p.pipeline_layers;
+    req.first_stage_layers = p.first_stage_layers;
+    req.last_stage_layers = p.last_stage_layers;
+    req.account_for_embedding = p.account_for_embedding_in_pipeline_split;
+    req.account_for_loss = p.account_for_loss_in_pipeline_split;
+    PipelineSplit split = make_pipeline_split(req, src);
+    p.pipeline_layers = std::move(split.layers);
+    p.pipeline_split_rule = split.rule;
   }
 
   // --- training

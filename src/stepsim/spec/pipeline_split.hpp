@@ -1,0 +1,32 @@
+#pragma once
+// Layers per model chunk when they do not divide pipeline x virtual_stages (Megatron-Core's uneven pipeline split):
+// an explicit list, Megatron's --decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-pipeline-
+// split, or stepsim's automatic rule. docs/MODEL.md ("Pipeline split") states each rule.
+#include <string>
+#include <vector>
+
+namespace stepsim::spec {
+
+struct PipelineSplitRequest {
+  int num_layers = 0;
+  int pipeline = 1;
+  int virtual_stages = 1;
+  std::vector<int> pipeline_layers;  // explicit, model-chunk order (chunk * pipeline + stage)
+  int first_stage_layers = 0;        // 0 = not given
+  int last_stage_layers = 0;
+  bool account_for_embedding = false;
+  bool account_for_loss = false;
+};
+
+struct PipelineSplit {
+  std::vector<int> layers;  // per model chunk in layer order; empty = even (num_layers / chunks each)
+  std::string rule;         // how it was made, for the summary ("even", "automatic: ...", ...)
+};
+
+// Throws InputError "<source>: key parallelism.<key>: <rule>" when the request cannot be met.
+PipelineSplit make_pipeline_split(const PipelineSplitRequest& r, const std::string& source);
+
+// "7, 8 x 14, 7": a split in a line.
+std::string describe_layers(const std::vector<int>& layers);
+
+}  // namespace stepsim::spec

@@ -1,0 +1,172 @@
+// Reader of published-runs CSV files: strict about numbers (a typo in a measured figure must not become a silent
+// zero), lenient about column order and extra columns.
+#include "stepsim/validate/published_run.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <cmath>
+#include <limits>
+
+#include "stepsim/cost/csv_table.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/job_loader.hpp"
+
+namespace stepsim::validate {
+namespace {
+
+constexpr size_t kMaxRows = 100000;
+
+class RowReader {
+ public:
+  RowReader(const cost::CsvTable& t, const cost::CsvTable::Row& r, const std::string& source)
+      : t_(t), r_(r), source_(source) {}
+
+  std::string text(const char* col) const {
+    const int i = t_.column(col);
+    return i < 0 ? std::string() : r_.fields[static_cast<size_t>(i)];
+  }
+  [[noreturn]] void fail(const char* col, const std::string& rule) const {
+    throw InputError(source_ + ":" + std::to_string(r_.line) + ": column " + col + ": " + rule);
+  }
+  std::optional<double> number(const char* col, double lo, double hi) const {
+    const std::string s = text(col);
+    if (s.empty()) return std::nullopt;
+    double v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) fail(col, "'" + s + "' is not a number");
+    if (v < lo || v > hi) fail(col, "'" + s + "' is outside " + fmt(lo) + " .. " + fmt(hi));
+    return v;
+  }
+  std::optional<int64_t> integer(const char* col, int64_t lo, int64_t hi) const {
+    const std::optional<double> v = number(col, static_cast<double>(lo), static_cast<double>(hi));
+    if (!v) return std::nullopt;
+    if (*v != std::floor(*v)) fail(col, "'" + text(col) + "' is not a whole number");
+    return static_cast<int64_t>(*v);
+  }
+  int64_t required(const char* col, int64_t lo, int64_t hi) const {
+    const std::optional<int64_t> v = integer(col, lo, hi);
+    if (!v) fail(col, "is required");
+    return *v;
+  }
+  std::optional<int> small(const char* col, int lo, int hi) const {
+    const std::optional<int64_t> v = integer(col, lo, hi);
+    return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
+  }
+  std::optional<bool> boolean(const char* col) const {
+    const std::string s = text(col);
+    if (s.empty()) return std::nullopt;
+    if (s == "true" || s == "yes" || s == "1") return true;
+    if (s == "false" || s == "no" || s == "0") return false;
+    fail(col, "'" + s + "' is not true/false");
+  }
+
+ private:
+  static std::string fmt(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return buf;
+  }
+  const cost::CsvTable& t_;
+  const cost::CsvTable::Row& r_;
+  const std::string& source_;
+};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& source) {
+  const cost::CsvTable t = cost::parse_csv(text);
+  if (t.header.empty()) throw InputError(source + ": no header line (a published-runs CSV starts with its column names)");
+  for (const char* col : {"id", "layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len", "gpu", "num_gpus", "tp",
+                          "pp", "global_batch"}) {
+    if (t.column(col) < 0) {
+      throw InputError(source + ":" + std::to_string(t.header_line) + ": column " + col + ": is required in the header");
+    }
+  }
+  if (!t.bad_lines.empty()) {
+    throw InputError(source + ":" + std::to_string(t.bad_lines.front()) + ": has " +
+                     "another number of fields than the header (or an unterminated quote)");
+  }
+  if (t.rows.size() > kMaxRows) {
+    throw InputError(source + ": " + std::to_string(t.rows.size()) + " rows, more than the limit of " +
+                     std::to_string(kMaxRows));
+  }
+  constexpr int64_t kBig = int64_t{1} << 30;
+  std::vector<PublishedRun> runs;
+  for (const auto& row : t.rows) {
+    const RowReader r(t, row, source);
+    PublishedRun run;
+    run.line = row.line;
+    run.id = r.text("id");
+    if (run.id.empty()) r.fail("id", "is required");
+    run.source = r.text("source");
+    run.model = r.text("model");
+    run.layers = static_cast<int>(r.required("layers", 1, 100000));
+    run.hidden = r.required("hidden", 1, kBig);
+    run.heads = static_cast<int>(r.required("heads", 1, 1 << 16));
+    run.kv_heads = r.small("kv_heads", 1, 1 << 16).value_or(0);
+    run.ffn_hidden = r.required("ffn_hidden", 1, kBig);
+    run.vocab = r.required("vocab", 1, kBig);
+    run.seq_len = r.required("seq_len", 1, kBig);
+    run.moe_experts = r.small("moe_experts", 1, 1 << 16).value_or(0);
+    run.moe_topk = r.small("moe_topk", 1, 1 << 16).value_or(0);
+    run.moe_ffn_hidden = r.integer("moe_ffn_hidden", 1, kBig).value_or(0);
+    if ((run.moe_experts > 0) != (run.moe_topk > 0)) r.fail("moe_topk", "moe_experts and moe_topk are given together");
+    run.gpu = r.text("gpu");
+    if (run.gpu.empty()) r.fail("gpu", "is required");
+    run.num_gpus = static_cast<int>(r.required("num_gpus", 1, 1 << 20));
+    run.gpus_per_node = r.small("gpus_per_node", 1, 1 << 16);
+    run.intra_node_bw_GBps = r.number("intra_node_bw_GBps", 1e-3, 1e6);
+    run.inter_node_bw_Gbps_per_gpu = r.number("inter_node_bw_Gbps_per_gpu", 1e-3, 1e6);
+    run.tp = static_cast<int>(r.required("tp", 1, 1 << 20));
+    run.pp = static_cast<int>(r.required("pp", 1, 1 << 20));
+    run.cp = r.small("cp", 1, 1 << 20).value_or(1);
+    run.ep = r.small("ep", 1, 1 << 20).value_or(1);
+    run.dp = r.small("dp", 1, 1 << 20);
+    run.vp = r.small("vp", 1, 4096);
+    run.micro_batch = r.small("micro_batch", 1, 1 << 16);
+    run.global_batch = r.required("global_batch", 1, kBig);
+    run.precision = lower(r.text("precision"));
+    if (!run.precision.empty() && run.precision != "fp16" && run.precision != "bf16" && run.precision != "fp8" &&
+        run.precision != "16bit" && run.precision != "fp32") {
+      r.fail("precision", "'" + run.precision + "' is not fp16, bf16, fp8, fp32 or 16bit");
+    }
+    run.recompute = lower(r.text("recompute"));
+    if (!run.recompute.empty() && run.recompute != "full" && run.recompute != "selective" && run.recompute != "none") {
+      r.fail("recompute", "'" + run.recompute + "' is not full, selective, none or blank");
+    }
+    run.dist_optimizer = r.text("dist_optimizer");
+    run.step_time_s = r.number("step_time_s", 1e-9, 1e9);
+    run.tflops_per_gpu = r.number("tflops_per_gpu", 1e-9, 1e9);
+    run.mfu = r.number("mfu", 1e-9, 1.0);
+    run.tokens_per_s_per_gpu = r.number("tokens_per_s_per_gpu", 1e-9, 1e12);
+    if (!run.step_time_s && !run.tflops_per_gpu && !run.mfu && !run.tokens_per_s_per_gpu) {
+      r.fail("step_time_s", "the row gives no measurement (step_time_s, tflops_per_gpu, mfu or tokens_per_s_per_gpu)");
+    }
+    run.notes = r.text("notes");
+    run.flop_convention = lower(r.text("flop_convention"));
+    if (!run.flop_convention.empty() && run.flop_convention != "model" && run.flop_convention != "hardware") {
+      r.fail("flop_convention", "'" + run.flop_convention + "' is not model or hardware");
+    }
+    run.sequence_parallel = r.boolean("sequence_parallel");
+    run.tp_comm_overlap = r.boolean("tp_comm_overlap");
+    run.attention_backend = lower(r.text("attention_backend"));
+    if (!run.attention_backend.empty() && run.attention_backend != "flash" && run.attention_backend != "unfused") {
+      r.fail("attention_backend", "'" + run.attention_backend + "' is not flash or unfused");
+    }
+    runs.push_back(std::move(run));
+  }
+  if (runs.empty()) throw InputError(source + ": no rows");
+  return runs;
+}
+
+std::vector<PublishedRun> read_published_runs(const std::string& path) {
+  return parse_published_runs(spec::read_text_file(path, "published-runs CSV"), path);
+}
+
+}  // namespace stepsim::validate

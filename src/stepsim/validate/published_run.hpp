@@ -1,0 +1,52 @@
+#pragma once
+// A published, measured training run as ../shared/data/published-runs/published_runs.csv describes it: the model,
+// the cluster, the parallel plan and what the source measured (step time, TFLOP/s per GPU, MFU or tokens/s).
+// Blank cells stay unknown here (std::optional); what the simulator assumes for them is decided in run_job.cpp.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stepsim::validate {
+
+struct PublishedRun {
+  int line = 0;  // line in the CSV, for messages
+  std::string id, source, model;
+  // Model
+  int layers = 0;
+  int64_t hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;  // 0 = same as heads
+  int64_t ffn_hidden = 0;
+  int64_t vocab = 0;
+  int64_t seq_len = 0;
+  int moe_experts = 0, moe_topk = 0;
+  int64_t moe_ffn_hidden = 0;
+  // Cluster
+  std::string gpu;
+  int num_gpus = 0;
+  std::optional<int> gpus_per_node;
+  std::optional<double> intra_node_bw_GBps, inter_node_bw_Gbps_per_gpu;
+  // Parallel plan (dp is derived and only checked)
+  int tp = 1, pp = 1, cp = 1, ep = 1;
+  std::optional<int> dp, vp, micro_batch;
+  int64_t global_batch = 0;
+  std::string precision;  // fp16 | bf16 | fp8 | 16bit
+  std::string recompute;  // full | selective | "" (not stated)
+  std::string dist_optimizer;  // free text: none, yes, ZeRO-1, ZeRO-3, FSDP-style ...
+  // Measured (at least one is given)
+  std::optional<double> step_time_s, tflops_per_gpu, mfu, tokens_per_s_per_gpu;
+  std::string notes;
+  // Optional columns beyond the published format (explicit answers to what a source leaves implicit):
+  std::string flop_convention;     // model | hardware
+  std::optional<bool> sequence_parallel, tp_comm_overlap;
+  std::string attention_backend;   // flash | unfused
+};
+
+// Reads a published-runs CSV (header names as in the shared file; column order free; unknown columns ignored).
+// Throws InputError "<file>:<line>: column <name>: <rule>" for a missing required column, a malformed number or a
+// row that gives no measurement. Limits: 16 MiB, 100,000 rows.
+std::vector<PublishedRun> read_published_runs(const std::string& path);
+std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& source);
+
+}  // namespace stepsim::validate

@@ -1,0 +1,285 @@
+// Published run -> job tree, FLOP conventions and measured step time. Every rule for a setting the source leaves
+// unstated is here, and docs/VALIDATION-RULES.md states it; each use is reported as an assumption of the row.
+#include "stepsim/validate/run_job.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/spec/input_error.hpp"
+
+namespace stepsim::validate {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool contains(const std::string& haystack, const char* needle) { return lower(haystack).find(needle) != std::string::npos; }
+
+bool starts_with_any(const std::string& s, std::initializer_list<const char*> prefixes) {
+  const std::string l = lower(s);
+  for (const char* p : prefixes) {
+    if (l.rfind(p, 0) == 0) return true;
+  }
+  return false;
+}
+
+// Architecture families by model name: what the CSV's columns do not say (gated MLP, norms, positions, MLA).
+struct Family {
+  bool gated = false, rmsnorm = false, rope = false, bias = true;
+  bool mla = false;
+  int64_t shared_expert_ffn = 0;  // x moe_ffn_hidden
+  int first_dense = 0;
+  const char* name = "GPT";
+};
+
+Family family_of(const PublishedRun& r) {
+  const std::string n = lower(r.model);
+  Family f;
+  auto llama_like = [&](const char* name) {
+    f.gated = f.rmsnorm = f.rope = true;
+    f.bias = false;
+    f.name = name;
+  };
+  if (n.find("deepseek-v3") != std::string::npos || n.find("deepseek-v2") != std::string::npos) {
+    llama_like("DeepSeek (MLA, shared expert, dense first layers)");
+    f.mla = true;
+    f.shared_expert_ffn = n.find("deepseek-v3") != std::string::npos ? 1 : 2;
+    f.first_dense = n.find("deepseek-v3") != std::string::npos ? 3 : 1;
+  } else if (n.find("llama") != std::string::npos || n.find("mistral") != std::string::npos ||
+             n.find("mixtral") != std::string::npos || n.find("qwen") != std::string::npos ||
+             n.find("deepseek") != std::string::npos || n.find("nemotron") != std::string::npos ||
+             n.find("gemma") != std::string::npos) {
+    llama_like("Llama (SwiGLU, RMSNorm, RoPE, no biases)");
+  } else if (n.find("bloom") != std::string::npos) {
+    f.rope = true;  // ALiBi: no position-embedding table, like RoPE for time and memory
+    f.name = "BLOOM (GeLU, LayerNorm, ALiBi, biases)";
+  } else if (r.ffn_hidden != 4 * r.hidden && n.find("gpt") == std::string::npos && n.find("nlg") == std::string::npos) {
+    llama_like("unknown name, FFN != 4h: Llama-like (SwiGLU, RMSNorm, RoPE, no biases)");
+  } else {
+    f.name = "GPT (GeLU, LayerNorm, learned positions, biases)";
+  }
+  return f;
+}
+
+std::string gpu_name(const std::string& g) {
+  // "H100-SXM5-80GB (700W)" -> "H100-SXM5-80GB": the parenthesis describes the system, not the part.
+  std::string s = g.substr(0, g.find('('));
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+const hw::GpuSpec& gpu_of(const PublishedRun& r) {
+  try {
+    return hw::GpuCatalog::builtin().find(gpu_name(r.gpu));
+  } catch (const InputError& e) {
+    throw InputError("column gpu: " + std::string(e.what()));
+  }
+}
+
+// Per-token forward FLOPs of one layer's linear weights (x 2 for multiply-add), its MLP counted for MoE layers as
+// the top-k routed experts plus shared experts.
+double layer_linear_flops(const PublishedRun& r, bool moe_layer) {
+  const Family f = family_of(r);
+  const double h = static_cast<double>(r.hidden);
+  const double kv = r.kv_heads > 0 ? r.kv_heads : r.heads;
+  const double hd = h / r.heads;
+  double attn = 0;
+  if (f.mla) {
+    // DeepSeek-V2/V3 MLA (q_lora 1536, kv_lora 512, nope 128, rope 64, v 128).
+    const double q_lora = 1536, kv_lora = 512, nope = 128, rope = 64, v = 128, heads = r.heads;
+    attn = h * q_lora + q_lora * heads * (nope + rope) + h * (kv_lora + rope) + kv_lora * heads * (nope + v) +
+           heads * v * h;
+  } else {
+    attn = h * (r.heads * hd + 2 * kv * hd) + r.heads * hd * h;
+  }
+  const double mats = f.gated ? 3 : 2;
+  double mlp = mats * h * static_cast<double>(r.ffn_hidden);
+  if (moe_layer) {
+    const double fe = static_cast<double>(r.moe_ffn_hidden > 0 ? r.moe_ffn_hidden : r.ffn_hidden);
+    mlp = mats * h * fe * (r.moe_topk + f.shared_expert_ffn) + h * r.moe_experts;  // + router
+  }
+  return 2.0 * (attn + mlp);
+}
+
+double attention_width(const PublishedRun& r) {
+  // Q·Kᵀ and ·V widths: heads x head dim (MLA: 192 for the scores, 128 for the values; mean 160).
+  return family_of(r).mla ? r.heads * 160.0 : static_cast<double>(r.hidden);
+}
+
+}  // namespace
+
+bool is_2021_megatron(const PublishedRun& r) {
+  return starts_with_any(r.source, {"narayanan2021", "mtnlg", "bloom"}) || starts_with_any(r.id, {"nar21", "mtnlg", "bloom"});
+}
+
+FlopConvention flop_convention(const PublishedRun& r) {
+  if (r.flop_convention == "hardware") return FlopConvention::Hardware;
+  if (r.flop_convention == "model") return FlopConvention::Model;
+  return is_2021_megatron(r) ? FlopConvention::Hardware : FlopConvention::Model;
+}
+
+double step_flops(const PublishedRun& r, FlopConvention c) {
+  const Family f = family_of(r);
+  const double s = static_cast<double>(r.seq_len);
+  double layers = 0;
+  for (int l = 0; l < r.layers; ++l) {
+    const bool moe = r.moe_experts > 0 && l >= f.first_dense;
+    layers += s * layer_linear_flops(r, moe) + 4.0 * s * s * attention_width(r);
+  }
+  const double logits = 2.0 * s * static_cast<double>(r.hidden) * static_cast<double>(r.vocab);
+  const double per_seq = (c == FlopConvention::Hardware ? 4.0 : 3.0) * layers + 3.0 * logits;
+  return per_seq * static_cast<double>(r.global_batch);
+}
+
+double mfu_peak_tflops(const PublishedRun& r) {
+  const hw::GpuSpec& g = gpu_of(r);
+  return g.peak_flops(r.precision == "fp32" ? spec::Precision::Fp32 : spec::Precision::Bf16) / 1e12;
+}
+
+double measured_step_time_s(const PublishedRun& r, std::string* how) {
+  auto say = [&](const std::string& s) {
+    if (how) *how = s;
+  };
+  const double gpus = r.num_gpus;
+  if (r.step_time_s) {
+    say("step_time_s");
+    return *r.step_time_s;
+  }
+  const FlopConvention c = flop_convention(r);
+  const char* conv = c == FlopConvention::Hardware ? "hardware FLOPs (recompute counted)" : "model FLOPs";
+  if (r.tflops_per_gpu) {
+    say(std::string("tflops_per_gpu, ") + conv);
+    return step_flops(r, c) / (*r.tflops_per_gpu * 1e12 * gpus);
+  }
+  if (r.mfu) {
+    say(std::string("mfu x ") + std::to_string(static_cast<int>(mfu_peak_tflops(r))) + " TFLOP/s, " + conv);
+    return step_flops(r, c) / (*r.mfu * mfu_peak_tflops(r) * 1e12 * gpus);
+  }
+  say("tokens_per_s_per_gpu");
+  return static_cast<double>(r.global_batch) * static_cast<double>(r.seq_len) / (*r.tokens_per_s_per_gpu * gpus);
+}
+
+RunJob job_for_run(const PublishedRun& r) {
+  RunJob out;
+  auto assume = [&](const std::string& s) { out.assumptions.push_back(s); };
+  const bool old = is_2021_megatron(r);
+  const Family f = family_of(r);
+  const hw::GpuSpec& gpu = gpu_of(r);
+  YAML::Node root(YAML::NodeType::Map);
+
+  YAML::Node m(YAML::NodeType::Map);
+  m["name"] = r.model.empty() ? r.id : r.model;
+  m["num_layers"] = r.layers;
+  m["hidden_size"] = r.hidden;
+  m["num_attention_heads"] = r.heads;
+  if (r.kv_heads > 0 && r.kv_heads != r.heads) {
+    m["num_query_groups"] = r.kv_heads;
+    m["attention"]["type"] = "gqa";
+  }
+  m["ffn_hidden_size"] = r.ffn_hidden;
+  m["activation"] = f.gated ? "swiglu" : "gelu";
+  m["normalization"] = f.rmsnorm ? "rmsnorm" : "layernorm";
+  m["add_bias_linear"] = f.bias;
+  m["position_embedding"] = f.rope ? "rope" : "learned";
+  m["vocab_size"] = r.vocab;
+  m["seq_length"] = r.seq_len;
+  assume(std::string("architecture from the model name: ") + f.name);
+  if (f.mla) {
+    YAML::Node a(YAML::NodeType::Map);
+    a["type"] = "mla";
+    a["q_lora_rank"] = 1536;
+    a["kv_lora_rank"] = 512;
+    a["qk_nope_head_dim"] = 128;
+    a["qk_rope_head_dim"] = 64;
+    a["v_head_dim"] = 128;
+    m["attention"] = a;
+  }
+  if (r.moe_experts > 0) {
+    YAML::Node e(YAML::NodeType::Map);
+    e["num_experts"] = r.moe_experts;
+    e["topk"] = r.moe_topk;
+    const int64_t fe = r.moe_ffn_hidden > 0 ? r.moe_ffn_hidden : r.ffn_hidden;
+    e["ffn_hidden_size"] = fe;
+    if (f.shared_expert_ffn > 0) e["shared_expert_ffn_hidden_size"] = f.shared_expert_ffn * fe;
+    if (f.first_dense > 0) e["first_k_dense"] = f.first_dense;
+    m["moe"] = e;
+  }
+  root["model"] = m;
+
+  YAML::Node p(YAML::NodeType::Map);
+  p["tensor"] = r.tp;
+  p["pipeline"] = r.pp;
+  p["context"] = r.cp;
+  if (r.ep > 1) p["expert"] = r.ep;
+  const bool sp = r.sequence_parallel.value_or(!old && r.tp > 1);
+  p["sequence_parallel"] = sp;
+  if (!r.sequence_parallel && r.tp > 1) {
+    assume(sp ? "sequence parallelism on (Megatron-Core era, TP > 1)" : "no sequence parallelism (Megatron-LM 2021-22)");
+  }
+  if (r.vp && *r.vp > 1) {
+    p["virtual_stages"] = *r.vp;
+    p["schedule"] = "interleaved-1f1b";
+  } else if (!r.vp && r.pp > 1) {
+    assume("vp not stated: plain 1F1B (no interleaving)");
+  }
+  root["parallelism"] = p;
+
+  YAML::Node t(YAML::NodeType::Map);
+  t["micro_batch_size"] = r.micro_batch.value_or(1);
+  if (!r.micro_batch) assume("micro_batch not stated: 1");
+  t["global_batch_size"] = r.global_batch;
+  std::string prec = r.precision.empty() ? "bf16" : r.precision;
+  if (prec == "16bit") {
+    prec = old ? "fp16" : "bf16";
+    assume("16bit: " + prec);
+  } else if (r.precision.empty()) {
+    assume("precision not stated: bf16");
+  }
+  t["precision"] = prec;
+  if (!r.recompute.empty()) t["recompute"] = r.recompute;
+  // (an unstated recompute is decided by validation.cpp: the least recompute that fits in memory)
+  const std::string dopt = lower(r.dist_optimizer);
+  bool dist = !old;
+  if (dopt.find("zero-3") != std::string::npos || dopt.find("zero3") != std::string::npos ||
+      dopt.find("zero stage 3") != std::string::npos) {
+    t["zero_stage"] = 3;
+    dist = false;
+  } else if (dopt.rfind("none", 0) == 0 || dopt == "no" || dopt == "false") {
+    dist = false;
+  } else if (!dopt.empty()) {
+    dist = true;  // yes, ZeRO-1/2, FSDP-style sharding of optimizer states and gradients
+  } else {
+    assume(std::string("dist_optimizer not stated: ") + (dist ? "distributed optimizer" : "none"));
+  }
+  if (!t["zero_stage"]) t["distributed_optimizer"] = dist;
+  if (!old) {
+    t["overlap_grad_reduce"] = true;
+    if (dist) t["overlap_param_gather"] = true;
+  }
+  const bool notes_overlap = contains(r.notes, "tp-comm-overlap") && !contains(r.notes, "no-tp-comm-overlap");
+  if (r.tp_comm_overlap.value_or(notes_overlap) && r.tp > 1) t["tp_comm_overlap"] = true;
+  root["training"] = t;
+
+  YAML::Node c(YAML::NodeType::Map);
+  c["gpu"] = gpu.name;
+  c["num_gpus"] = r.num_gpus;
+  const int gpn = std::min(r.gpus_per_node.value_or(8), r.num_gpus);
+  c["gpus_per_node"] = gpn;
+  if (!r.gpus_per_node) assume("gpus_per_node not stated: 8");
+  const bool hopper_or_later = gpu.arch == "hopper" || gpu.arch == "blackwell";
+  const double intra = r.intra_node_bw_GBps.value_or(gpu.arch == "blackwell" ? 900 : hopper_or_later ? 450 : 300);
+  const double inter = r.inter_node_bw_Gbps_per_gpu.value_or(hopper_or_later ? 400 : 200);
+  if (!r.intra_node_bw_GBps) assume("intra_node_bw not stated: " + std::to_string(static_cast<int>(intra)) + " GB/s (NVLink of the GPU)");
+  if (!r.inter_node_bw_Gbps_per_gpu) assume("inter_node_bw not stated: " + std::to_string(static_cast<int>(inter)) + " Gb/s per GPU");
+  c["intra_node"]["bandwidth_GBps"] = intra;
+  c["inter_node"]["bandwidth_Gbps"] = inter;
+  root["cluster"] = c;
+  out.root = root;
+  return out;
+}
+
+}  // namespace stepsim::validate

@@ -1,0 +1,98 @@
+#include "stepsim/validate/validation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "stepsim/report/summary.hpp"
+#include "stepsim/sim/engine.hpp"
+#include "stepsim/sim/simulation.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/validate/run_job.hpp"
+
+namespace stepsim::validate {
+namespace {
+
+struct Simulated {
+  report::Summary summary;
+  std::string recompute;
+};
+
+Simulated simulate_row(const PublishedRun& run, const RunJob& rj, const ValidationOptions& o) {
+  const std::string source = "row " + run.id;
+  // Recompute not stated: the least that fits, as the run's authors had to choose.
+  std::vector<std::string> choices;
+  if (rj.root["training"]["recompute"]) choices.push_back(rj.root["training"]["recompute"].as<std::string>());
+  else choices = {"none", "selective", "full"};
+  Simulated out;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    YAML::Node root = YAML::Clone(rj.root);
+    root["training"]["recompute"] = choices[i];
+    spec::apply_overrides(root, o.overrides);
+    const spec::JobSpec job = spec::job_from_node(root, source);
+    const sim::Simulation s = sim::run_simulation(job, {0});
+    out.summary = report::summarize(s, 0);
+    out.recompute = spec::name_of(job.training.recompute);
+    if (!out.summary.oom) break;
+  }
+  return out;
+}
+
+void add_stats(SourceStats& s, double err) {
+  ++s.rows;
+  s.mape += std::fabs(err);
+  s.mean_signed_error += err;
+}
+
+void finish_stats(SourceStats& s) {
+  if (s.rows == 0) return;
+  s.mape /= s.rows;
+  s.mean_signed_error /= s.rows;
+}
+
+}  // namespace
+
+ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const ValidationOptions& o) {
+  ValidationResult res;
+  for (const std::string& id : o.only_ids) {
+    if (std::none_of(runs.begin(), runs.end(), [&](const PublishedRun& r) { return r.id == id; })) {
+      throw InputError("--only " + id + ": no row has this id");
+    }
+  }
+  SourceStats all;
+  for (const PublishedRun& run : runs) {
+    if (!o.only_ids.empty() && std::find(o.only_ids.begin(), o.only_ids.end(), run.id) == o.only_ids.end()) continue;
+    try {
+      RowResult row;
+      row.id = run.id;
+      row.source = run.source;
+      row.line = run.line;
+      row.measured_step_time_s = measured_step_time_s(run, &row.measured_from);
+      const RunJob rj = job_for_run(run);
+      row.assumptions = rj.assumptions;
+      const Simulated sim = simulate_row(run, rj, o);
+      if (!rj.root["training"]["recompute"]) row.assumptions.push_back("recompute not stated: " + sim.recompute + " (least that fits)");
+      row.recompute = sim.recompute;
+      row.predicted_step_time_s = sim.summary.step_time_s;
+      row.predicted_mfu = sim.summary.mfu;
+      row.oom = sim.summary.oom;
+      row.breakdown = sim.summary.breakdown;
+      row.error = (row.predicted_step_time_s - row.measured_step_time_s) / row.measured_step_time_s;
+      add_stats(res.by_source[row.source], row.error);
+      add_stats(all, row.error);
+      res.rows.push_back(std::move(row));
+    } catch (const std::exception& e) {
+      // InputError (a refused configuration), DeadlockError or a cost model's refusal: the row is reported, the
+      // others still run.
+      res.failed.push_back({run.id, run.line, e.what()});
+    }
+  }
+  for (auto& [name, s] : res.by_source) finish_stats(s);
+  finish_stats(all);
+  res.mape = all.mape;
+  res.mean_signed_error = all.mean_signed_error;
+  return res;
+}
+
+}  // namespace stepsim::validate

@@ -1,0 +1,54 @@
+#pragma once
+// Simulating every published run of a CSV and comparing with what was measured: per-row error, MAPE per source and
+// overall, mean signed error. Errors are fractions, signed: negative = stepsim predicted a faster step.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "stepsim/report/breakdown.hpp"
+#include "stepsim/validate/published_run.hpp"
+
+namespace stepsim::validate {
+
+struct RowResult {
+  std::string id, source;
+  int line = 0;
+  double measured_step_time_s = 0;
+  std::string measured_from;  // which column the measured step came from (and the FLOP convention)
+  double predicted_step_time_s = 0;
+  double error = 0;           // (predicted - measured) / measured
+  double predicted_mfu = 0;   // model FLOPs as stepsim counts them (3 x forward) / peak
+  std::string recompute;      // what was simulated
+  bool oom = false;           // the simulated plan does not fit the GPU memory even with full recompute
+  report::Breakdown breakdown;  // rank 0
+  std::vector<std::string> assumptions;
+};
+
+struct FailedRow {
+  std::string id;
+  int line = 0;
+  std::string message;
+};
+
+struct SourceStats {
+  int rows = 0;
+  double mape = 0, mean_signed_error = 0;
+};
+
+struct ValidationResult {
+  std::vector<RowResult> rows;
+  std::vector<FailedRow> failed;
+  std::map<std::string, SourceStats> by_source;
+  double mape = 0, mean_signed_error = 0;
+};
+
+struct ValidationOptions {
+  std::vector<std::string> overrides;  // --set key=value applied to every row's job
+  std::vector<std::string> only_ids;   // simulate these rows only (empty = all)
+};
+
+// Simulates each row (rows the simulator refuses go to `failed` with the reason). A row whose recompute is not
+// stated runs with the least recompute that fits the GPU memory (none, selective, full), as its authors must have.
+ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const ValidationOptions& o = {});
+
+}  // namespace stepsim::validate

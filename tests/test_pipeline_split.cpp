@@ -1,0 +1,107 @@
+// Uneven pipeline splits (issue 13 item 1b): the automatic rule on the issue's own examples, Megatron's
+// account-for-embedding/loss and first/last-stage keys, and the errors that name the key.
+#include <gtest/gtest.h>
+
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/pipeline_split.hpp"
+#include "test_util.hpp"
+
+namespace stepsim::spec {
+namespace {
+
+PipelineSplit split(int layers, int p, int v) {
+  PipelineSplitRequest r;
+  r.num_layers = layers;
+  r.pipeline = p;
+  r.virtual_stages = v;
+  return make_pipeline_split(r, "job.yaml");
+}
+
+std::vector<int> repeat(std::initializer_list<std::pair<int, int>> runs) {
+  std::vector<int> out;
+  for (auto [value, count] : runs) out.insert(out.end(), static_cast<size_t>(count), value);
+  return out;
+}
+
+TEST(PipelineSplit, EvenLayersStayEven) {
+  const PipelineSplit s = split(96, 16, 1);
+  EXPECT_TRUE(s.layers.empty());
+  EXPECT_EQ(s.rule, "even");
+}
+
+TEST(PipelineSplit, Llama405BOnEightByEightChunks) {
+  // 126 + embedding + loss = 128 = 64 x 2: one layer on the first and last chunk, two elsewhere.
+  const PipelineSplit s = split(126, 8, 8);
+  EXPECT_EQ(s.layers, repeat({{1, 1}, {2, 62}, {1, 1}}));
+  EXPECT_NE(s.rule.find("embedding and loss"), std::string::npos);
+}
+
+TEST(PipelineSplit, BloomSeventyLayersOnTwelveStages) {
+  EXPECT_EQ(split(70, 12, 1).layers, repeat({{5, 1}, {6, 10}, {5, 1}}));
+}
+
+TEST(PipelineSplit, OtherwiseAsEvenAsPossibleLighterAtTheEnds) {
+  // 61 on 16: 61 + 2 = 63 does not divide; 13 chunks of 4 and 3 of 3, the 3s at chunk 0, 15 and 1.
+  const PipelineSplit s = split(61, 16, 1);
+  EXPECT_EQ(s.layers, repeat({{3, 2}, {4, 13}, {3, 1}}));
+  int sum = 0;
+  for (int x : s.layers) sum += x;
+  EXPECT_EQ(sum, 61);
+  EXPECT_NE(s.rule.find("as even as possible"), std::string::npos);
+  EXPECT_EQ(describe_layers(s.layers), "3 x 2, 4 x 13, 3");
+}
+
+TEST(PipelineSplit, AccountForEmbeddingAndLoss) {
+  PipelineSplitRequest r;
+  r.num_layers = 30;
+  r.pipeline = 4;
+  r.virtual_stages = 2;
+  r.account_for_embedding = r.account_for_loss = true;
+  EXPECT_EQ(make_pipeline_split(r, "j").layers, (std::vector<int>{3, 4, 4, 4, 4, 4, 4, 3}));
+  r.account_for_loss = false;  // 31 does not divide 8
+  try {
+    make_pipeline_split(r, "j.yaml");
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("j.yaml: key parallelism.account_for_embedding_in_pipeline_split"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PipelineSplit, FirstAndLastStageLayersAsMegatron) {
+  // Megatron-Core: stage layers 6, 8, 8, 8 with two virtual chunks each, in layer order (chunk * p + stage).
+  PipelineSplitRequest r;
+  r.num_layers = 30;
+  r.pipeline = 4;
+  r.virtual_stages = 2;
+  r.first_stage_layers = 6;
+  r.last_stage_layers = 8;
+  EXPECT_EQ(make_pipeline_split(r, "j").layers, (std::vector<int>{3, 4, 4, 4, 3, 4, 4, 4}));
+  r.first_stage_layers = 5;  // not divisible by 2 virtual chunks
+  EXPECT_THROW(make_pipeline_split(r, "j"), InputError);
+}
+
+TEST(PipelineSplit, ExplicitListMustSumAndMatchTheChunks) {
+  PipelineSplitRequest r;
+  r.num_layers = 9;
+  r.pipeline = 2;
+  r.pipeline_layers = {4, 5};
+  EXPECT_EQ(make_pipeline_split(r, "j").layers, (std::vector<int>{4, 5}));
+  r.pipeline_layers = {4, 4};
+  EXPECT_THROW(make_pipeline_split(r, "j"), InputError);
+  r.pipeline_layers = {4, 5};
+  r.account_for_loss = true;
+  EXPECT_THROW(make_pipeline_split(r, "j"), InputError);
+}
+
+TEST(PipelineSplit, JobWithUnevenLayersSimulatesAndSaysHow) {
+  // 9 layers on PP 2: 9 + 2 = 11 odd -> as even: 4 on the first chunk, 5 on the last. The summary prints it.
+  std::string yaml = test::small_gpt_yaml(2, 2, 2, 16);
+  yaml.replace(yaml.find("num_layers: 8"), 13, "num_layers: 9");
+  const std::string path = test::write_temp("uneven_auto.yaml", yaml);
+  const auto r = test::run_cli("simulate " + path);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("layers per model chunk: 4, 5 (automatic: as even as possible"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace stepsim::spec

@@ -1,0 +1,154 @@
+// stepsim validate (issue 13 item 3): the published-runs reader on the real shared CSV, the FLOP conventions against
+// the README's closed forms, the rules for unstated settings, and the command end to end on small rows (JSON keys,
+// exit codes, bad input naming line and column).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/validate/published_run.hpp"
+#include "stepsim/validate/run_job.hpp"
+#include "test_util.hpp"
+
+namespace stepsim::validate {
+namespace {
+
+std::string shared_csv() { return std::string(STEPSIM_SHARED_DIR) + "/data/published-runs/published_runs.csv"; }
+
+const PublishedRun& row(const std::vector<PublishedRun>& runs, const std::string& id) {
+  for (const auto& r : runs) {
+    if (r.id == id) return r;
+  }
+  throw std::runtime_error("no row " + id);
+}
+
+TEST(Validate, ReadsEverySharedRow) {
+  const auto runs = read_published_runs(shared_csv());
+  EXPECT_EQ(runs.size(), 37u);
+  const PublishedRun& r = row(runs, "LLAMA3-T4-3");
+  EXPECT_EQ(r.layers, 126);
+  EXPECT_EQ(r.kv_heads, 8);
+  EXPECT_EQ(r.cp, 16);
+  EXPECT_EQ(r.seq_len, 131072);
+  EXPECT_FALSE(r.micro_batch.has_value());
+  EXPECT_DOUBLE_EQ(*r.tflops_per_gpu, 380);
+  const PublishedRun& d = row(runs, "DGXC-DSV3-bf16-1024");
+  EXPECT_EQ(d.moe_experts, 256);
+  EXPECT_EQ(d.moe_topk, 8);
+  EXPECT_EQ(d.ep, 64);
+  EXPECT_DOUBLE_EQ(*d.step_time_s, 52.04);
+}
+
+TEST(Validate, FlopConventionsFollowTheReadmeClosedForms) {
+  const auto runs = read_published_runs(shared_csv());
+  // Narayanan 2021 counts the recompute forward: 96·B·s·l·h²·(1 + s/6h + V/16lh).
+  const PublishedRun& n = row(runs, "NAR21-T1-01");
+  EXPECT_EQ(flop_convention(n), FlopConvention::Hardware);
+  const double B = 512, s = 2048, l = 24, h = 2304, V = 51200;
+  const double hw = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  EXPECT_NEAR(step_flops(n, FlopConvention::Hardware) / hw, 1.0, 1e-12);
+  EXPECT_NEAR(measured_step_time_s(n), hw / (137e12 * 32), 1e-9);  // 3.528 s
+  // Megatron 2024 counts model FLOPs: 72·B·s·l·h²·(1 + s/6h + V/12lh).
+  const PublishedRun& m = row(runs, "MLM24-H100-1.7B");
+  EXPECT_EQ(flop_convention(m), FlopConvention::Model);
+  const double B2 = 192, s2 = 4096, l2 = 24, h2 = 2048, V2 = 131072;
+  const double model = 72 * B2 * s2 * l2 * h2 * h2 * (1 + s2 / (6 * h2) + V2 / (12 * l2 * h2));
+  EXPECT_NEAR(step_flops(m, FlopConvention::Model) / model, 1.0, 1e-12);
+  std::string how;
+  EXPECT_NEAR(measured_step_time_s(m, &how), model / (408.8e12 * 48), 1e-9);  // 0.452 s
+  EXPECT_NE(how.find("model FLOPs"), std::string::npos);
+  // A measured step time is used as it is.
+  EXPECT_DOUBLE_EQ(measured_step_time_s(row(runs, "MTNLG-2240")), 60.1);
+}
+
+TEST(Validate, UnstatedSettingsFollowTheDocumentedRules) {
+  const auto runs = read_published_runs(shared_csv());
+  // Megatron-LM 2021: no sequence parallelism, fp16 for "16bit", no distributed optimizer.
+  RunJob j = job_for_run(row(runs, "NAR21-T1-05"));
+  EXPECT_FALSE(j.root["parallelism"]["sequence_parallel"].as<bool>());
+  EXPECT_EQ(j.root["training"]["precision"].as<std::string>(), "fp16");
+  EXPECT_EQ(j.root["training"]["micro_batch_size"].as<int>(), 1);
+  EXPECT_FALSE(j.root["training"]["distributed_optimizer"].as<bool>());
+  // Llama 3.1: GQA, SwiGLU, RMSNorm; the 126 layers on 16 stages split automatically (7, 8 x 14, 7).
+  j = job_for_run(row(runs, "LLAMA3-T4-1"));
+  EXPECT_EQ(j.root["model"]["activation"].as<std::string>(), "swiglu");
+  EXPECT_EQ(j.root["model"]["num_query_groups"].as<int>(), 8);
+  EXPECT_TRUE(j.root["parallelism"]["sequence_parallel"].as<bool>());
+  j.root["training"]["recompute"] = "full";
+  const spec::JobSpec job = spec::job_from_node(j.root, "row");
+  EXPECT_EQ(job.parallelism.pipeline_layers.front(), 7);
+  EXPECT_EQ(job.parallelism.pipeline_layers.back(), 7);
+  EXPECT_EQ(job.cluster.gpu, "H100-SXM");
+  // Megatron 2024's notes name --tp-comm-overlap.
+  EXPECT_TRUE(job_for_run(row(runs, "MLM24-H100-7.1B")).root["training"]["tp_comm_overlap"].as<bool>());
+  // Every row names what it assumed.
+  EXPECT_FALSE(j.assumptions.empty());
+}
+
+const char* kHeader =
+    "id,source,model,layers,hidden,heads,kv_heads,ffn_hidden,vocab,seq_len,moe_experts,moe_topk,moe_ffn_hidden,params_b,"
+    "gpu,num_gpus,gpus_per_node,intra_node_bw_GBps,inter_node_bw_Gbps_per_gpu,tp,pp,dp,cp,ep,vp,micro_batch,"
+    "global_batch,precision,recompute,dist_optimizer,step_time_s,tflops_per_gpu,mfu,tokens_per_s_per_gpu,notes\n";
+
+TEST(Validate, BadCellsNameLineAndColumn) {
+  const std::string good = "a,S,GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,2,2,2,1,1,,1,16,bf16,,,1.0,,,,\n";
+  EXPECT_EQ(parse_published_runs(std::string(kHeader) + good, "r.csv").size(), 1u);
+  auto message = [&](const std::string& text) {
+    try {
+      parse_published_runs(text, "r.csv");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string bad = good;
+  bad.replace(bad.find("1024,16"), 4, "10x4");
+  EXPECT_EQ(message(std::string(kHeader) + bad), "r.csv:2: column hidden: '10x4' is not a number");
+  bad = good;
+  bad.replace(bad.find(",1.0,"), 5, ",,");
+  EXPECT_NE(message(std::string(kHeader) + bad).find("r.csv:2: column step_time_s: the row gives no measurement"),
+            std::string::npos);
+  EXPECT_NE(message("id,layers\n").find("column hidden: is required"), std::string::npos);
+}
+
+TEST(Validate, CommandReportsRowsErrorsAndFailures) {
+  // Row a: a small job measured at 2x what stepsim predicts for it (the test reads the prediction back and checks
+  // the error arithmetic); row b: a TP of 3 on 8 GPUs -> failed, exit 1.
+  const std::string rows = std::string(kHeader) +
+      "a,S,GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,2,2,2,1,1,,1,16,bf16,full,,1.0,,,,\n"
+      "b,T,GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,3,1,,1,1,,1,16,bf16,full,,1.0,,,,\n";
+  const std::string csv = test::write_temp("runs.csv", rows);
+  const std::string out = test::write_temp("runs.json", "");
+  const auto r = test::run_cli("validate " + csv + " --json " + out);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("1 row(s) could not be simulated"), std::string::npos) << r.output;
+  std::ifstream in(out);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["rows"].size(), 1u);
+  const auto& a = j["rows"][0];
+  EXPECT_EQ(a["id"], "a");
+  EXPECT_DOUBLE_EQ(a["measured_step_time_s"].get<double>(), 1.0);
+  const double p = a["predicted_step_time_s"].get<double>();
+  EXPECT_GT(p, 0);
+  EXPECT_DOUBLE_EQ(a["error"].get<double>(), p - 1.0);
+  EXPECT_DOUBLE_EQ(j["mape"].get<double>(), std::fabs(p - 1.0));
+  EXPECT_DOUBLE_EQ(j["mean_signed_error"].get<double>(), p - 1.0);
+  ASSERT_EQ(j["failed"].size(), 1u);
+  EXPECT_EQ(j["failed"][0]["id"], "b");
+  EXPECT_NE(j["failed"][0]["message"].get<std::string>().find("key parallelism"), std::string::npos);
+  // The same step as `simulate` gives for the same job.
+  const auto only = test::run_cli("validate " + csv + " --only a");
+  EXPECT_EQ(only.code, 0) << only.output;
+  // Bad input: exit 2, one line naming the file.
+  const std::string broken = test::write_temp("broken.csv", std::string(kHeader) + "x,S,G,4\n");
+  const auto b = test::run_cli("validate " + broken);
+  EXPECT_EQ(b.code, 2) << b.output;
+  EXPECT_NE(b.output.find("broken.csv:2"), std::string::npos) << b.output;
+}
+
+}  // namespace
+}  // namespace stepsim::validate
