@@ -33,7 +33,8 @@ class RooflineModel final : public ComputeModel {
         hbm_Bps_(gpu.hbm_bandwidth_Bps),
         precision_scale_(table_.gemm_precision_scale[static_cast<int>(precision)]),
         floor_s_(table_.kernel_floor_us * 1e-6),
-        h2d_Bps_(table_.host_to_device_GBps * 1e9) {
+        h2d_Bps_(table_.host_to_device_GBps * 1e9),
+        sm_count_(std::max(gpu.sm_count, 1)) {
     if (!(gemm_peak_ > 0) || !(attention_peak_ > 0) || !(vector_peak_ > 0) || !(hbm_Bps_ > 0) || !(h2d_Bps_ > 0))
       throw std::invalid_argument("roofline model: GPU '" + gpu.name +
                                   "' needs positive peak FLOP/s, HBM and host bandwidth");
@@ -43,7 +44,9 @@ class RooflineModel final : public ComputeModel {
     if (!std::isfinite(op.flops) || op.flops < 0)
       throw std::invalid_argument("roofline model: op FLOPs must be finite and >= 0");
     if (op.flops == 0 && op.bytes == 0) return 0;
-    const double t = std::max(seconds(op), floor_s_);
+    // Kernels beside userbuffers communication run on the SMs left to them.
+    const double share = op.comm_sms > 0 ? std::max(1.0 - static_cast<double>(op.comm_sms) / sm_count_, 0.05) : 1.0;
+    const double t = std::max(seconds(op) / share, floor_s_);
     return std::max<int64_t>(1, std::llround(t * 1e9));
   }
 
@@ -96,6 +99,7 @@ class RooflineModel final : public ComputeModel {
   double precision_scale_;
   double floor_s_;
   double h2d_Bps_;
+  int sm_count_;
 };
 
 }  // namespace

@@ -157,8 +157,7 @@ const Table& table() {
     // Change the step but cannot be expressed in a job: refused rather than silently dropped.
     add(t, {"--pipeline-model-parallel-layout"}, Kind::Value, Use::Reject,
         "custom layouts are not modelled; use --decoder-first/last-pipeline-num-layers");
-    add(t, {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}, Kind::Flag,
-        Use::Reject, "counting embedding/loss as pipeline layers is not modelled");
+    add(t, {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}, Kind::Flag, Use::Map);
     add(t, {"--use-torch-fsdp2", "--use-megatron-fsdp"}, Kind::Flag, Use::Reject, "FSDP is not modelled");
     add(t, {"--mtp-num-layers"}, Kind::Value, Use::Reject, "multi-token prediction layers are not modelled");
     add(t, {"--fp4-format"}, Kind::Value, Use::Reject, "FP4 training is not modelled");
@@ -719,6 +718,8 @@ YAML::Node build(const Args& a) {
            "the interleaved schedule needs --pipeline-model-parallel-size >= " + std::to_string(min_pp));
   }
   par["virtual_stages"] = vs;
+  if (a.has("--account-for-embedding-in-pipeline-split")) par["account_for_embedding_in_pipeline_split"] = true;
+  if (a.has("--account-for-loss-in-pipeline-split")) par["account_for_loss_in_pipeline_split"] = true;
   par["schedule"] = vs > 1 ? "interleaved-1f1b" : "1f1b";
   // Megatron overlaps p2p with compute in the interleaved schedule unless told not to.
   if (vs > 1) par["overlap_p2p_comm"] = !a.has("--no-overlap-p2p-communication");

@@ -202,7 +202,10 @@ void validate(JobSpec& job) {
   }
 
   // Features whose effect this version does not model are refused rather than silently ignored.
-  if (t.tp_comm_overlap) fail("training.tp_comm_overlap", "TP communication overlap is not modelled in this version; set false");
+  if (t.tp_comm_overlap && p.tensor > 1 && !p.sequence_parallel) {
+    fail("training.tp_comm_overlap", "needs parallelism.sequence_parallel: true (Megatron-LM asserts it: userbuffers "
+                                     "overlap the sequence-parallel all-gathers and reduce-scatters)");
+  }
   if (t.optimizer_offload) fail("training.optimizer_offload", "CPU optimizer offload is not modelled in this version; set false");
   if (t.activation_offload) fail("training.activation_offload", "activation offload is not modelled in this version; set false");
 

@@ -18,6 +18,14 @@ namespace {
 using Ref = ProgramBuilder::Ref;
 using spec::Recompute;
 
+// Transformer Engine userbuffers (training.tp_comm_overlap): SMs its communication kernels hold beside the GEMM they
+// overlap, and the chunks of the pipelined reduce-scatter. TE's defaults and NeMo's H100 configurations
+// (userbuffers_*_h100_*): ring exchange 1 SM, bulk 2 SMs, pipeline 16 SMs in 4 splits (docs/MODEL.md).
+constexpr uint16_t kRingExchangeSms = 1;
+constexpr uint16_t kBulkSms = 2;
+constexpr uint16_t kPipelineSms = 16;
+constexpr int64_t kPipelineSplits = 4;
+
 // Units of a model chunk whose parameters get gradients together: the embedding, each layer, the head.
 constexpr int kEmbeddingUnit = -1;
 constexpr int kHeadUnit = 1 << 20;
@@ -46,6 +54,7 @@ class StageBuilder {
     grad_bytes_ = (fp32_grads || job.training.precision == spec::Precision::Fp32) ? 4 : beta_;
     weight_bytes_ = spec::bytes_of(job.training.precision);
     cf_ = job.model.moe && job.model.moe->capacity_factor ? *job.model.moe->capacity_factor : 1.0;
+    tpo_ = job.training.tp_comm_overlap && d.sp;
     // Layers of every model chunk of this stage (model chunk index = chunk * p + stage).
     std::vector<int> per_chunk(static_cast<size_t>(p_) * v_);
     const auto& pl = par.pipeline_layers;
@@ -148,6 +157,10 @@ class StageBuilder {
   Ref moe_fwd(Ref in);
   Ref moe_bwd(Ref in);
   Ref column_parallel_bwd(const std::string& name, int64_t m, int64_t n, int64_t k, Ref in, bool input_sharded);
+  Ref gathered_gemm(const std::string& ag_name, Op g, const std::string& name, Ref in, int64_t saved);
+  Ref scattered_gemm(Op g, const std::string& name, Ref in, int64_t saved, const std::string& reduce_name);
+  Ref grad_gathered_gemms(const std::string& ag_name, Op dgrad, const std::string& dgrad_name, int64_t wk, int64_t wn,
+                           const std::string& wgrad_name, Ref in);
 
   void forward_step(int mb, int chunk, Ref in);
   void backward_step(int mb, int chunk, Ref in);
@@ -177,6 +190,7 @@ class StageBuilder {
   int p_ = 1, v_ = 1, m_ = 1;
   int64_t beta_ = 2, grad_bytes_ = 4, weight_bytes_ = 2;
   double cf_ = 1.0;
+  bool tpo_ = false;  // TP communication overlapped with the GEMMs (userbuffers)
   std::vector<int> chunk_first_layer_, chunk_layers_;
 
   // Current position, for tagging ops.
@@ -249,11 +263,52 @@ Ref StageBuilder::column_parallel_bwd(const std::string& name, int64_t m, int64_
                                       bool input_sharded) {
   Ref regather = input_sharded ? coll(CollType::AllGather, GroupKind::Tp, beta_ * m * k, name + "_input_all_gather", in)
                                : Ref{};
-  Ref dg = compute(gemm(m, k, n), name + "_dgrad", {in});
+  Op dgo = gemm(m, k, n);
+  if (tpo_) dgo.comm_sms = kBulkSms;  // bulk overlap: the input all-gather runs beside the dgrad GEMM
+  Ref dg = compute(dgo, name + "_dgrad", {in});
   Ref r = coll(d_.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * m * k,
                name + (d_.sp ? "_grad_reduce_scatter" : "_grad_all_reduce"), dg);
   wgrad(k, n, m, name + "_wgrad", {regather});
+  if (tpo_) pb_.back().comm_sms = kBulkSms;  // bulk overlap: the dgrad reduce-scatter runs beside the wgrad GEMM
   return r.count ? r : dg;
+}
+
+// A sequence-parallel all-gather feeding a column-parallel GEMM (qkv, fc1). With userbuffers' ring exchange the GEMM
+// works on each chunk as it arrives: both run together and what follows the GEMM waits for both.
+Ref StageBuilder::gathered_gemm(const std::string& ag_name, Op g, const std::string& name, Ref in, int64_t saved) {
+  if (!d_.sp) return compute(g, name, {in}, saved);
+  const Ref ag = coll(CollType::AllGather, GroupKind::Tp, beta_ * d_.tokens * d_.h, ag_name, in);
+  if (!tpo_) return compute(g, name, {ag}, saved);
+  g.comm_sms = kRingExchangeSms;
+  const Ref r = compute(g, name, {in}, saved);
+  extra_deps_.push_back(ag);
+  return r;
+}
+
+// A row-parallel GEMM (attention proj, fc2) whose output is reduce-scattered (all-reduced without SP). With
+// userbuffers' pipelined split the GEMM runs in kPipelineSplits chunks, each reduce-scattered while the next computes:
+// only the last chunk's reduce-scatter is left after the GEMM.
+Ref StageBuilder::scattered_gemm(Op g, const std::string& name, Ref in, int64_t saved, const std::string& reduce_name) {
+  const int64_t bytes = beta_ * d_.tokens * d_.h;
+  if (!tpo_) {
+    const Ref o = compute(g, name, {in}, saved);
+    return coll(d_.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, bytes, reduce_name, o);
+  }
+  g.comm_sms = kPipelineSms;
+  coll(CollType::ReduceScatter, GroupKind::Tp, bytes - bytes / kPipelineSplits, reduce_name, in);
+  const Ref o = compute(g, name, {in}, saved);
+  return coll(CollType::ReduceScatter, GroupKind::Tp, bytes / kPipelineSplits, reduce_name + "_last_chunk", o);
+}
+
+// Backward of a row-parallel GEMM (attention proj, fc2) under SP: the output gradient is all-gathered for both the
+// dgrad and the wgrad GEMM. With userbuffers' ring exchange the dgrad GEMM overlaps the all-gather; the wgrad waits.
+Ref StageBuilder::grad_gathered_gemms(const std::string& ag_name, Op dgrad, const std::string& dgrad_name, int64_t wk,
+                                       int64_t wn, const std::string& wgrad_name, Ref in) {
+  const Ref g = d_.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d_.tokens * d_.h, ag_name, in) : in;
+  if (tpo_) dgrad.comm_sms = kRingExchangeSms;
+  const Ref dg = compute(dgrad, dgrad_name, {tpo_ ? in : g});
+  wgrad(wk, wn, d_.tokens, wgrad_name, {g});
+  return dg;
 }
 
 // ---------------------------------------------------------------- transformer layer
@@ -288,8 +343,7 @@ Ref StageBuilder::attention_fwd(Ref in) {
     }
     qkv = compute(gemm(d.tokens, kv_up, a.kv_lora_rank), "kv_up_proj", {lat}, beta_ * d.tokens * a.kv_lora_rank);
   } else {
-    Ref x = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "qkv_all_gather", n) : n;
-    qkv = compute(gemm(d.tokens, d.q_width + d.kv_width, d.h), "qkv_proj", {x}, in_saved);
+    qkv = gathered_gemm("qkv_all_gather", gemm(d.tokens, d.q_width + d.kv_width, d.h), "qkv_proj", n, in_saved);
   }
   // Flash attention, causal: half of the s_loc x s score matrix; stores Q, K, V and the softmax statistics.
   const double flops = 2.0 * d.b * d.heads_loc * d.s_loc * d.s * (d.d_qk + d.d_v) * 0.5;
@@ -310,9 +364,8 @@ Ref StageBuilder::attention_fwd(Ref in) {
     a.flops = flops;
     core = compute(a, "core_attention", {qkv}, attn_saved);
   }
-  Ref o = compute(gemm(d.tokens, d.h, d.attn_out_width), "attention_proj", {core}, beta_ * d.tokens * d.attn_out_width);
-  Ref r = coll(d.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
-               d.sp ? "attention_reduce_scatter" : "attention_all_reduce", o);
+  Ref r = scattered_gemm(gemm(d.tokens, d.h, d.attn_out_width), "attention_proj", core, beta_ * d.tokens * d.attn_out_width,
+                         d.sp ? "attention_reduce_scatter" : "attention_all_reduce");
   return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "attention_bias_dropout_add",
                  {r}, d.tokens_sp * d.h);
 }
@@ -321,9 +374,8 @@ Ref StageBuilder::attention_bwd(Ref in) {
   const auto& d = d_;
   const auto& m = job_.model;
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "attention_bias_dropout_add_bwd", {in});
-  Ref g = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "attention_proj_grad_all_gather", b) : b;
-  Ref dg = compute(gemm(d.tokens, d.attn_out_width, d.h), "attention_proj_dgrad", {g});
-  wgrad(d.attn_out_width, d.h, d.tokens, "attention_proj_wgrad", {g});
+  const Ref dg = grad_gathered_gemms("attention_proj_grad_all_gather", gemm(d.tokens, d.attn_out_width, d.h),
+                                     "attention_proj_dgrad", d.attn_out_width, d.h, "attention_proj_wgrad", b);
   const double flops = 2.0 * d.b * d.heads_loc * d.s_loc * d.s * (d.d_qk + d.d_v) * 0.5;
   const int64_t attn_bytes = beta_ * d.tokens * (d.q_width + d.kv_width + d.attn_out_width);
   if (job_.training.recompute == Recompute::Selective) {
@@ -379,14 +431,13 @@ Ref StageBuilder::mlp_fwd(Ref in) {
   const auto& d = d_;
   Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm", {in},
                   beta_ * d.tokens_sp * d.h);
-  Ref x = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "fc1_all_gather", n) : n;
-  Ref f1 = compute(gemm(d.tokens, d.ffn_in / d.t, d.h), "fc1", {x}, beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h);
+  Ref f1 = gathered_gemm("fc1_all_gather", gemm(d.tokens, d.ffn_in / d.t, d.h), "fc1", n,
+                         beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h);
   Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (d.ffn_in + d.ffn) / d.t),
                   job_.model.activation == spec::Activation::Swiglu ? "swiglu" : "gelu", {f1},
                   beta_ * d.tokens * d.ffn_in / d.t);
-  Ref f2 = compute(gemm(d.tokens, d.h, d.ffn / d.t), "fc2", {a}, beta_ * d.tokens * d.ffn / d.t);
-  Ref r = coll(d.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
-               d.sp ? "mlp_reduce_scatter" : "mlp_all_reduce", f2);
+  Ref r = scattered_gemm(gemm(d.tokens, d.h, d.ffn / d.t), "fc2", a, beta_ * d.tokens * d.ffn / d.t,
+                         d.sp ? "mlp_reduce_scatter" : "mlp_all_reduce");
   return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add", {r},
                  d.tokens_sp * d.h);
 }
@@ -394,9 +445,7 @@ Ref StageBuilder::mlp_fwd(Ref in) {
 Ref StageBuilder::mlp_bwd(Ref in) {
   const auto& d = d_;
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add_bwd", {in});
-  Ref g = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "fc2_grad_all_gather", b) : b;
-  compute(gemm(d.tokens, d.ffn / d.t, d.h), "fc2_dgrad", {g});
-  wgrad(d.ffn / d.t, d.h, d.tokens, "fc2_wgrad");
+  grad_gathered_gemms("fc2_grad_all_gather", gemm(d.tokens, d.ffn / d.t, d.h), "fc2_dgrad", d.ffn / d.t, d.h, "fc2_wgrad", b);
   Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (2 * d.ffn_in + d.ffn) / d.t),
                   job_.model.activation == spec::Activation::Swiglu ? "swiglu_bwd" : "gelu_bwd", {});
   Ref r = column_parallel_bwd("fc1", d.tokens, d.ffn_in / d.t, d.h, a, d.sp);

@@ -75,6 +75,9 @@ struct Op {
   uint64_t bytes = 0;         // compute: HBM traffic; collective: message size S (nccl-tests convention)
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;  // GEMM shape (per expert for GroupedGemm)
   int32_t gemm_batch = 1;                      // experts in a grouped GEMM
+  // SMs that communication kernels hold while this kernel runs (Transformer Engine's userbuffers under
+  // training.tp_comm_overlap); the compute model runs the kernel on the GPU's remaining SMs.
+  uint16_t comm_sms = 0;
 
   // P2P: bytes sent to / received from the previous and next pipeline stage (ring order).
   uint64_t send_prev = 0, send_next = 0, recv_prev = 0, recv_next = 0;

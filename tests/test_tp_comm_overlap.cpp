@@ -1,0 +1,102 @@
+// TP communication overlap (issue 13 item 1a, Transformer Engine userbuffers): which collective overlaps which GEMM
+// per layer and direction, the SMs the communication takes from the GEMM (closed form), and the step it gives.
+#include <gtest/gtest.h>
+
+#include "stepsim/cost/compute_model.hpp"
+#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/sim/simulation.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
+#include "test_util.hpp"
+
+namespace stepsim {
+namespace {
+
+using workload::Op;
+using workload::OpKind;
+using workload::Program;
+using workload::Stream;
+
+const Op* find(const Program& p, const std::string& name, workload::Phase phase) {
+  for (const Op& op : p.ops) {
+    if (p.name(op) == name && op.phase == phase) return &op;
+  }
+  return nullptr;
+}
+
+// True when `op` waits on the TP stream (for a collective issued before it).
+bool waits_on_tp(const Program& p, const Op& op) {
+  for (uint32_t i = op.wait_begin; i < op.wait_begin + op.wait_count; ++i) {
+    if (p.waits[i].stream == Stream::Tp) return true;
+  }
+  return false;
+}
+
+spec::JobSpec job(bool overlap) {
+  return test::job_from_yaml(test::small_gpt_yaml(4, 1, 2, 16, ", sequence_parallel: true",
+                                                  overlap ? ", tp_comm_overlap: true" : ""));
+}
+
+TEST(TpCommOverlap, WhichCollectiveOverlapsWhichGemm) {
+  const workload::Workload off = workload::build_megatron_workload(job(false));
+  const workload::Workload on = workload::build_megatron_workload(job(true));
+  const Program& a = off.programs[0];
+  const Program& b = on.programs[0];
+  using workload::Phase;
+  // Forward, ring exchange: qkv and fc1 no longer wait for their all-gather; they hold 1 SM.
+  for (const char* g : {"qkv_proj", "fc1"}) {
+    ASSERT_NE(find(a, g, Phase::Forward), nullptr);
+    EXPECT_TRUE(waits_on_tp(a, *find(a, g, Phase::Forward))) << g;
+    EXPECT_FALSE(waits_on_tp(b, *find(b, g, Phase::Forward))) << g;
+    EXPECT_EQ(find(b, g, Phase::Forward)->comm_sms, 1) << g;
+  }
+  // Forward, pipelined: attention proj and fc2 hold 16 SMs; only a quarter of their reduce-scatter follows them.
+  for (const char* g : {"attention_proj", "fc2"}) EXPECT_EQ(find(b, g, Phase::Forward)->comm_sms, 16) << g;
+  const Op* last = find(b, "mlp_reduce_scatter_last_chunk", Phase::Forward);
+  const Op* whole = find(a, "mlp_reduce_scatter", Phase::Forward);
+  ASSERT_NE(last, nullptr);
+  ASSERT_NE(whole, nullptr);
+  EXPECT_EQ(last->bytes * 4, whole->bytes);
+  EXPECT_EQ(find(b, "mlp_reduce_scatter", Phase::Forward)->bytes, whole->bytes - whole->bytes / 4);
+  // Backward, ring exchange: the dgrad GEMMs of proj and fc2 run beside the gradient all-gather.
+  for (const char* g : {"attention_proj_dgrad", "fc2_dgrad"}) {
+    EXPECT_TRUE(waits_on_tp(a, *find(a, g, Phase::Backward))) << g;
+    EXPECT_FALSE(waits_on_tp(b, *find(b, g, Phase::Backward))) << g;
+  }
+  // Backward, bulk: qkv/fc1 dgrad beside the input all-gather and wgrad beside the reduce-scatter, 2 SMs each.
+  for (const char* g : {"qkv_proj_dgrad", "qkv_proj_wgrad", "fc1_dgrad", "fc1_wgrad"}) {
+    EXPECT_EQ(find(b, g, Phase::Backward)->comm_sms, 2) << g;
+    EXPECT_EQ(find(a, g, Phase::Backward)->comm_sms, 0) << g;
+  }
+}
+
+TEST(TpCommOverlap, GemmBesideCommunicationRunsOnTheRemainingSms) {
+  // H100 SXM has 132 SMs: a GEMM with 16 held runs 132/116 as long (to the nanosecond rounding).
+  const hw::GpuSpec& h100 = hw::GpuCatalog::builtin().find("H100-SXM");
+  const auto model = cost::make_roofline_model(h100, spec::Precision::Bf16);
+  Op g;
+  g.category = workload::ComputeCategory::Gemm;
+  g.gemm_m = 8192;
+  g.gemm_n = 8192;
+  g.gemm_k = 8192;
+  g.flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  g.bytes = 2ull * 3 * 8192 * 8192;
+  const double alone = static_cast<double>(model->duration_ns(g));
+  g.comm_sms = 16;
+  EXPECT_NEAR(static_cast<double>(model->duration_ns(g)), alone * 132.0 / 116.0, 1.0);
+}
+
+TEST(TpCommOverlap, OverlapShortensTheStepAndNeedsSequenceParallelism) {
+  const double off = static_cast<double>(sim::run_simulation(job(false), {0}).result.step_ns);
+  const double on = static_cast<double>(sim::run_simulation(job(true), {0}).result.step_ns);
+  EXPECT_LT(on, off);
+  try {
+    test::job_from_yaml(test::small_gpt_yaml(4, 1, 2, 16, "", ", tp_comm_overlap: true"));
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("training.tp_comm_overlap: needs parallelism.sequence_parallel"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace stepsim
