@@ -464,11 +464,13 @@ TEST(MegatronArgs, ShellQuotingAndEquals) {
 TEST(MegatronArgs, EmitsOnlySchemaKeys) {
   static const std::set<std::string> kSections = {"model", "parallelism", "training"};
   static const std::set<std::string> kPar = {"tensor", "pipeline", "data", "context", "expert", "sequence_parallel",
-                                             "virtual_stages", "schedule", "pipeline_layers"};
+                                             "virtual_stages", "schedule", "pipeline_layers",
+                                             "account_for_embedding_in_pipeline_split",
+                                             "account_for_loss_in_pipeline_split"};
   static const std::set<std::string> kTrain = {
       "micro_batch_size", "global_batch_size", "precision", "recompute", "distributed_optimizer",
       "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "optimizer_offload", "activation_offload",
-      "grad_reduce_in_fp32", "bucket_size"};
+      "grad_reduce_in_fp32", "bucket_size", "attention_backend", "zero_stage"};
   for (const YAML::Node& j : {megatron_args_to_job_node(kGpt3_175B), megatron_args_to_job_node(kLlama3_8B)}) {
     for (const auto& kv : j) EXPECT_TRUE(kSections.count(kv.first.as<std::string>()));
     for (const auto& kv : j["parallelism"]) EXPECT_TRUE(kPar.count(kv.first.as<std::string>())) << kv.first;

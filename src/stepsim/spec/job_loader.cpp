@@ -224,9 +224,12 @@ TrainingSpec read_training(StrictSection s) {
                                       {{"none", Recompute::None}, {"selective", Recompute::Selective},
                                        {"full", Recompute::Full}});
   t.distributed_optimizer = s.get_bool("distributed_optimizer", false);
+  t.zero_stage = static_cast<int>(s.get_int("zero_stage", 0, 0, 3));
   t.overlap_grad_reduce = s.get_bool("overlap_grad_reduce", false);
   t.overlap_param_gather = s.get_bool("overlap_param_gather", false);
   t.tp_comm_overlap = s.get_bool("tp_comm_overlap", false);
+  t.attention_backend = s.get_enum<AttentionBackend>(
+      "attention_backend", AttentionBackend::Flash, {{"flash", AttentionBackend::Flash}, {"unfused", AttentionBackend::Unfused}});
   t.optimizer_offload = s.get_bool("optimizer_offload", false);
   t.activation_offload = s.get_bool("activation_offload", false);
   if (s.has("grad_reduce_in_fp32")) t.grad_reduce_in_fp32 = s.get_bool("grad_reduce_in_fp32", true);

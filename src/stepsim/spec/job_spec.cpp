@@ -54,6 +54,7 @@ const char* name_of(CommModel m) {
   }
   return "?";
 }
+const char* name_of(AttentionBackend b) { return b == AttentionBackend::Flash ? "flash" : "unfused"; }
 const char* name_of(OverlapModel m) {
   switch (m) {
     case OverlapModel::None: return "none";

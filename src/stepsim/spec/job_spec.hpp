@@ -20,6 +20,9 @@ enum class Recompute { None, Selective, Full };
 enum class PipelineSchedule { GPipe, OneFOneB, Interleaved1F1B };
 enum class CommModel { AlphaBeta, Nccl, Flow };
 enum class OverlapModel { None, Coefficients, XGBoost };
+// How the attention core runs: FlashAttention-style fused kernels, or Megatron-LM's pre-2022 unfused path (QKᵀ as a
+// batched GEMM, fused scale-mask-softmax, dropout, ·V, with the s x s probabilities stored for backward).
+enum class AttentionBackend { Flash, Unfused };
 
 // Multi-head latent attention (DeepSeek-V2/V3). q_lora_rank == 0 means queries are not compressed.
 struct MlaSpec {
@@ -97,9 +100,14 @@ struct TrainingSpec {
   Precision precision = Precision::Bf16;
   Recompute recompute = Recompute::None;
   bool distributed_optimizer = false;
+  // ZeRO stage (DeepSpeed / FSDP): 1 shards the optimizer states (= distributed_optimizer), 2 also the gradients,
+  // 3 also the parameters, all-gathered per layer before forward and backward. validate() sets
+  // distributed_optimizer for stage >= 1 and raises zero_stage to 1 when only distributed_optimizer is given.
+  int zero_stage = 0;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool tp_comm_overlap = false;
+  AttentionBackend attention_backend = AttentionBackend::Flash;
   bool optimizer_offload = false;
   bool activation_offload = false;
   // Megatron-LM reduces gradients in fp32 under bf16 (accumulate_allreduce_grads_in_fp32).
@@ -158,5 +166,6 @@ const char* name_of(Activation a);
 const char* name_of(AttentionType a);
 const char* name_of(CommModel m);
 const char* name_of(OverlapModel m);
+const char* name_of(AttentionBackend b);
 
 }  // namespace stepsim::spec

@@ -144,7 +144,7 @@ const Table& table() {
             "--decoder-last-pipeline-num-layers", "--micro-batch-size", "--global-batch-size", "--fp8-format",
             "--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--ddp-bucket-size",
             "--cpu-offloading-num-layers", "--num-distributed-optimizer-instances", "--optimizer",
-            "--position-embedding-type"},
+            "--position-embedding-type", "--attention-backend"},
         Kind::Value, Use::Map);
     add(t, {"--group-query-attention", "--swiglu", "--squared-relu", "--quick-geglu", "--disable-bias-linear",
             "--untie-embeddings-and-output-weights", "--multi-latent-attention", "--sequence-parallel", "--bf16",
@@ -230,7 +230,7 @@ const Table& table() {
             "--no-gradient-reduce-div-fusion", "--no-async-tensor-model-parallel-allreduce",
             "--reuse-grad-buf-for-mxfp8-param-ag", "--bert-no-binary-head"},
         Kind::Flag, Use::Ignore);
-    add(t, {"--attention-backend", "--transformer-impl", "--rotary-base",
+    add(t, {"--transformer-impl", "--rotary-base",
             "--rotary-percent", "--rotary-seq-len-interpolation-factor", "--rope-scaling-factor", "--rope-type",
             "--rotary-scaling-factor", "--mscale", "--mscale-all-dim", "--no-rope-freq", "--softmax-type",
             "--relative-attention-num-buckets", "--relative-attention-max-distance", "--norm-epsilon",
@@ -786,6 +786,10 @@ YAML::Node build(const Args& a) {
   tr["overlap_grad_reduce"] = a.has("--overlap-grad-reduce");
   tr["overlap_param_gather"] = a.has("--overlap-param-gather");
   tr["tp_comm_overlap"] = a.has("--tp-comm-overlap");
+  // Megatron-Core's unfused ("local") attention is QK^T, softmax and ·V as separate kernels; the others are fused.
+  if (auto be = a.opt_choice("--attention-backend", {"flash", "fused", "unfused", "local", "auto"})) {
+    tr["attention_backend"] = (*be == "unfused" || *be == "local") ? "unfused" : "flash";
+  }
   // --optimizer-offload-fraction below 1 is not modelled: offload means all optimizer state.
   tr["optimizer_offload"] = a.has("--optimizer-cpu-offload");
   // Megatron's activation offloading is per layer; any offloaded layer counts as offloading on.

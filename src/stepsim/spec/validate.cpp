@@ -202,6 +202,16 @@ void validate(JobSpec& job) {
   }
 
   // Features whose effect this version does not model are refused rather than silently ignored.
+  if (t.zero_stage >= 1) t.distributed_optimizer = true;
+  else if (t.distributed_optimizer) t.zero_stage = 1;
+  if (t.zero_stage == 3 && t.overlap_param_gather) {
+    fail("training.overlap_param_gather", "does not apply to zero_stage 3 (its parameters are gathered per layer, "
+                                          "prefetched one layer ahead); set false");
+  }
+  if (t.attention_backend == AttentionBackend::Unfused && p.context > 1) {
+    fail("training.attention_backend", "unfused attention cannot run with context parallelism (Megatron's context "
+                                       "parallelism runs on Transformer Engine's fused attention); use flash");
+  }
   if (t.tp_comm_overlap && p.tensor > 1 && !p.sequence_parallel) {
     fail("training.tp_comm_overlap", "needs parallelism.sequence_parallel: true (Megatron-LM asserts it: userbuffers "
                                      "overlap the sequence-parallel all-gathers and reduce-scatters)");

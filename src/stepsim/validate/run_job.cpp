@@ -240,8 +240,18 @@ RunJob job_for_run(const PublishedRun& r) {
     assume("precision not stated: bf16");
   }
   t["precision"] = prec;
-  if (!r.recompute.empty()) t["recompute"] = r.recompute;
-  // (an unstated recompute is decided by validation.cpp: the least recompute that fits in memory)
+  if (!r.recompute.empty()) {
+    t["recompute"] = r.recompute;
+  } else if (old) {
+    t["recompute"] = "full";  // Megatron-LM 2021-22 checkpointed every layer (Narayanan 2021 §3.5, MT-NLG, BLOOM)
+    assume("recompute not stated: full (Megatron-LM 2021-22)");
+  }
+  // (a modern run's unstated recompute is decided by validation.cpp: the least recompute that fits in memory)
+  const std::string backend = !r.attention_backend.empty() ? r.attention_backend : old ? "unfused" : "flash";
+  t["attention_backend"] = backend;
+  if (r.attention_backend.empty()) {
+    assume(old ? "attention unfused (Megatron-LM before FlashAttention)" : "attention: flash (fused kernels)");
+  }
   const std::string dopt = lower(r.dist_optimizer);
   bool dist = !old;
   if (dopt.find("zero-3") != std::string::npos || dopt.find("zero3") != std::string::npos ||

@@ -55,6 +55,7 @@ class StageBuilder {
     weight_bytes_ = spec::bytes_of(job.training.precision);
     cf_ = job.model.moe && job.model.moe->capacity_factor ? *job.model.moe->capacity_factor : 1.0;
     tpo_ = job.training.tp_comm_overlap && d.sp;
+    zero3_ = job.training.zero_stage == 3;
     // Layers of every model chunk of this stage (model chunk index = chunk * p + stage).
     std::vector<int> per_chunk(static_cast<size_t>(p_) * v_);
     const auto& pl = par.pipeline_layers;
@@ -151,6 +152,14 @@ class StageBuilder {
   Ref layer_fwd(int layer, Ref in);
   Ref layer_bwd(int layer, Ref in);
   Ref attention_fwd(Ref in);
+  Ref unfused_attention_fwd(Ref qkv, bool recompute);
+  Ref unfused_attention_bwd(Ref in);
+  Op batched_gemm(int64_t batch, int64_t m, int64_t n, int64_t k) const {
+    // One strided-batched kernel (cuBLAS): efficiency follows its total size, so the batch is folded into m.
+    Op op = gemm(m * batch, n, k);
+    op.bytes = static_cast<uint64_t>(beta_ * batch * (m * k + k * n + m * n));
+    return op;
+  }
   Ref attention_bwd(Ref in);
   Ref mlp_fwd(Ref in);
   Ref mlp_bwd(Ref in);
@@ -169,6 +178,11 @@ class StageBuilder {
   void unit_grads_ready(int chunk, int unit);
   int64_t sequence_parallel_params(int layer) const;
   void wait_param_gather(int chunk, int unit);
+  std::vector<int> units_of(int chunk, bool forward) const;
+  void params_ready(int chunk, const std::vector<int>& units, size_t i);
+  void zero3_gather(int unit, Ref dep);
+  void zero3_reduce_scatter(int unit);
+  int64_t unit_params(int unit, bool expert) const;
   static int64_t key(int mb, int unit);
   bool first_model_chunk(int chunk) const { return stage_ == 0 && chunk == 0; }
   bool last_model_chunk(int chunk) const { return stage_ == p_ - 1 && chunk == v_ - 1; }
@@ -191,6 +205,8 @@ class StageBuilder {
   int64_t beta_ = 2, grad_bytes_ = 4, weight_bytes_ = 2;
   double cf_ = 1.0;
   bool tpo_ = false;  // TP communication overlapped with the GEMMs (userbuffers)
+  bool zero3_ = false;  // ZeRO-3 / FSDP: parameters sharded over DP, gathered per unit and pass
+  std::unordered_map<int, Ref> z3_gathers_;  // unit -> its all-gather in the current pass
   std::vector<int> chunk_first_layer_, chunk_layers_;
 
   // Current position, for tagging ops.
@@ -359,6 +375,8 @@ Ref StageBuilder::attention_fwd(Ref in) {
     Op remote = memop(ComputeCategory::Attention, attn_bytes - attn_bytes / d.c);
     remote.flops = flops - flops / d.c;
     core = compute(remote, "core_attention_remote", {kv});
+  } else if (job_.training.attention_backend == spec::AttentionBackend::Unfused) {
+    core = unfused_attention_fwd(qkv, false);
   } else {
     Op a = memop(ComputeCategory::Attention, attn_bytes);
     a.flops = flops;
@@ -370,6 +388,46 @@ Ref StageBuilder::attention_fwd(Ref in) {
                  {r}, d.tokens_sp * d.h);
 }
 
+// Megatron-LM's unfused core attention (before FlashAttention), forward: QKᵀ as a strided-batched GEMM over the
+// micro-batch x local heads, fused scale-mask-softmax, dropout, ·V. The causal mask is applied to the full s x s
+// scores, so none of it is skipped. Stored for backward: Q, K, V, the probabilities (β bytes), the dropout mask
+// (1 byte) and the dropped probabilities (β): 5·a·s²·b bytes per layer at β = 2 (Korthikanti et al. 2022), unless
+// selective recompute re-creates them in backward.
+Ref StageBuilder::unfused_attention_fwd(Ref qkv, bool recompute) {
+  const auto& d = d_;
+  const int64_t batch = d.b * d.heads_loc;
+  const int64_t scores = batch * d.s_loc * d.s;
+  const bool keep = !recompute && job_.training.recompute != Recompute::Selective;
+  Ref qk = compute(batched_gemm(batch, d.s_loc, d.s, d.d_qk), "attention_scores", {qkv},
+                   recompute ? 0 : beta_ * d.tokens * (d.q_width + d.kv_width));
+  Ref sm = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * scores), "scale_mask_softmax", {qk},
+                   keep ? beta_ * scores : 0);
+  Ref dr = compute(memop(ComputeCategory::Elementwise, (2 * beta_ + 1) * scores), "attention_dropout", {sm},
+                   keep ? (beta_ + 1) * scores : 0);
+  if (recompute) return dr;  // the backward needs the probabilities, not the context again
+  return compute(batched_gemm(batch, d.s_loc, d.d_v, d.s), "attention_context", {dr});
+}
+
+// Its backward: dV = Pᵀ·dO and dP = dO·Vᵀ, dropout and softmax backward over the s x s scores, dQ = dS·K and
+// dK = dSᵀ·Q: twice the forward's GEMM FLOPs. Selective recompute first re-runs the scores, softmax and dropout.
+Ref StageBuilder::unfused_attention_bwd(Ref in) {
+  const auto& d = d_;
+  const int64_t batch = d.b * d.heads_loc;
+  const int64_t scores = batch * d.s_loc * d.s;
+  if (job_.training.recompute == Recompute::Selective) {
+    const Phase keep = phase_;
+    phase_ = Phase::Recompute;
+    in = unfused_attention_fwd(in, true);
+    phase_ = keep;
+  }
+  compute(batched_gemm(batch, d.s, d.d_v, d.s_loc), "attention_context_dgrad_v", {in});
+  compute(batched_gemm(batch, d.s_loc, d.s, d.d_v), "attention_context_dgrad_probs", {});
+  compute(memop(ComputeCategory::Elementwise, (2 * beta_ + 1) * scores), "attention_dropout_bwd", {});
+  compute(memop(ComputeCategory::Elementwise, 3 * beta_ * scores), "scale_mask_softmax_bwd", {});
+  compute(batched_gemm(batch, d.s_loc, d.d_qk, d.s), "attention_scores_dgrad_q", {});
+  return compute(batched_gemm(batch, d.s, d.d_qk, d.s_loc), "attention_scores_dgrad_k", {});
+}
+
 Ref StageBuilder::attention_bwd(Ref in) {
   const auto& d = d_;
   const auto& m = job_.model;
@@ -378,20 +436,25 @@ Ref StageBuilder::attention_bwd(Ref in) {
                                      "attention_proj_dgrad", d.attn_out_width, d.h, "attention_proj_wgrad", b);
   const double flops = 2.0 * d.b * d.heads_loc * d.s_loc * d.s * (d.d_qk + d.d_v) * 0.5;
   const int64_t attn_bytes = beta_ * d.tokens * (d.q_width + d.kv_width + d.attn_out_width);
-  if (job_.training.recompute == Recompute::Selective) {
-    // Megatron's selective recompute re-runs the core attention forward before its backward.
-    const Phase keep = phase_;
-    phase_ = Phase::Recompute;
-    Op a = memop(ComputeCategory::Attention, attn_bytes);
-    a.flops = flops;
-    compute(a, "core_attention_recompute", {dg});
-    phase_ = keep;
+  Ref core{};
+  if (job_.training.attention_backend == spec::AttentionBackend::Unfused) {
+    core = unfused_attention_bwd(dg);
+  } else {
+    if (job_.training.recompute == Recompute::Selective) {
+      // Megatron's selective recompute re-runs the core attention forward before its backward.
+      const Phase keep = phase_;
+      phase_ = Phase::Recompute;
+      Op a = memop(ComputeCategory::Attention, attn_bytes);
+      a.flops = flops;
+      compute(a, "core_attention_recompute", {dg});
+      phase_ = keep;
+    }
+    Ref kv = d.c > 1 ? coll(CollType::AllGather, GroupKind::Cp, beta_ * d.b * d.s * d.kv_width, "cp_kv_all_gather", dg) : dg;
+    // Flash-attention backward: 5 matmuls of the forward's 2, i.e. 2.5x its FLOPs.
+    Op ab = memop(ComputeCategory::Attention, 2 * attn_bytes);
+    ab.flops = 2.5 * flops;
+    core = compute(ab, "core_attention_bwd", {kv});
   }
-  Ref kv = d.c > 1 ? coll(CollType::AllGather, GroupKind::Cp, beta_ * d.b * d.s * d.kv_width, "cp_kv_all_gather", dg) : dg;
-  // Flash-attention backward: 5 matmuls of the forward's 2, i.e. 2.5x its FLOPs.
-  Op ab = memop(ComputeCategory::Attention, 2 * attn_bytes);
-  ab.flops = 2.5 * flops;
-  Ref core = compute(ab, "core_attention_bwd", {kv});
   Ref dkv = d.c > 1 ? coll(CollType::ReduceScatter, GroupKind::Cp, beta_ * d.b * d.s * d.kv_width, "cp_dkv_reduce_scatter", core)
                     : core;
   Ref r;
@@ -607,7 +670,7 @@ void StageBuilder::unit_grads_ready(int chunk, int unit) {
   if (mb_ != m_ - 1) return;
   if (unit == kHeadUnit) sp_params_ += d_.params_final_norm;
   else if (unit != kEmbeddingUnit) sp_params_ += sequence_parallel_params(unit);
-  if (!job_.training.overlap_grad_reduce) return;
+  if (zero3_ || !job_.training.overlap_grad_reduce) return;
   const Phase keep = phase_;
   for (const Bucket& b : buckets_) {
     if (b.chunk == chunk && b.close_unit == unit) reduce_bucket(b);
@@ -641,6 +704,58 @@ void StageBuilder::wait_param_gather(int chunk, int unit) {
   }
 }
 
+// Units (embedding, layers, head) of a model chunk in the order a pass visits them.
+std::vector<int> StageBuilder::units_of(int chunk, bool forward) const {
+  std::vector<int> u;
+  if (first_model_chunk(chunk)) u.push_back(kEmbeddingUnit);
+  for (int i = 0; i < chunk_layers_[chunk]; ++i) u.push_back(chunk_first_layer_[chunk] + i);
+  if (last_model_chunk(chunk)) u.push_back(kHeadUnit);
+  if (!forward) std::reverse(u.begin(), u.end());
+  return u;
+}
+
+// Parameters of a unit on this rank (dense ones on the DP group, routed experts on the expert-DP group).
+int64_t StageBuilder::unit_params(int unit, bool expert) const {
+  if (unit == kEmbeddingUnit) return expert ? 0 : d_.params_embedding;
+  if (unit == kHeadUnit) return expert ? 0 : d_.params_output + d_.params_final_norm;
+  const bool moe = job_.model.is_moe_layer(unit);
+  return expert ? (moe ? d_.params_moe_experts : 0) : d_.layer_params_dense(moe);
+}
+
+void StageBuilder::zero3_gather(int unit, Ref dep) {
+  if (z3_gathers_.count(unit)) return;
+  const Phase keep = phase_;
+  Ref last = coll(CollType::AllGather, GroupKind::Dp, unit_params(unit, false) * weight_bytes_, "zero3_param_all_gather", dep);
+  if (unit_params(unit, true) > 0) {
+    last = coll(CollType::AllGather, GroupKind::Edp, unit_params(unit, true) * weight_bytes_, "zero3_expert_param_all_gather", dep);
+  }
+  phase_ = keep;
+  z3_gathers_[unit] = last;
+}
+
+// Before the i-th unit of a pass computes: its parameters (ZeRO-3: all-gathered, the next unit's gather issued now
+// so that it runs while this unit computes, as DeepSpeed's and FSDP's prefetch do; else the distributed optimizer's
+// overlapped all-gather of the previous step).
+void StageBuilder::params_ready(int chunk, const std::vector<int>& units, size_t i) {
+  if (!zero3_) {
+    if (phase_ == Phase::Forward) wait_param_gather(chunk, units[i]);
+    return;
+  }
+  const Ref before = pb_.last(Stream::Compute);
+  zero3_gather(units[i], before);
+  if (i + 1 < units.size()) zero3_gather(units[i + 1], before);
+  extra_deps_.push_back(z3_gathers_[units[i]]);
+}
+
+// ZeRO-3: a unit's gradients are reduce-scattered to their owners after its backward, every micro-batch.
+void StageBuilder::zero3_reduce_scatter(int unit) {
+  const Ref dep = pb_.last(Stream::Compute);
+  coll(CollType::ReduceScatter, GroupKind::Dp, unit_params(unit, false) * grad_bytes_, "zero3_grad_reduce_scatter", dep);
+  if (unit_params(unit, true) > 0) {
+    coll(CollType::ReduceScatter, GroupKind::Edp, unit_params(unit, true) * grad_bytes_, "zero3_expert_grad_reduce_scatter", dep);
+  }
+}
+
 // ---------------------------------------------------------------- pipeline steps
 
 int64_t StageBuilder::key(int mb, int unit) { return int64_t{mb} * (kHeadUnit + 2) + unit + 1; }
@@ -649,27 +764,23 @@ void StageBuilder::forward_step(int mb, int chunk, Ref in) {
   mb_ = mb;
   chunk_ = chunk;
   phase_ = Phase::Forward;
+  z3_gathers_.clear();
+  const std::vector<int> units = units_of(chunk, true);
   Ref x = in;
-  if (first_model_chunk(chunk)) {
-    layer_ = -1;
+  for (size_t i = 0; i < units.size(); ++i) {
+    const int unit = units[i];
     unit_saved_ = 0;
-    wait_param_gather(chunk, kEmbeddingUnit);
-    x = embedding_fwd(x);
-    saved_[key(mb, kEmbeddingUnit)] = unit_saved_;
-  }
-  for (int i = 0; i < chunk_layers_[chunk]; ++i) {
-    const int layer = chunk_first_layer_[chunk] + i;
-    unit_saved_ = 0;
-    wait_param_gather(chunk, layer);
-    x = layer_fwd(layer, x);
-    saved_[key(mb, layer)] = unit_saved_;
-  }
-  if (last_model_chunk(chunk)) {
-    layer_ = -1;
-    unit_saved_ = 0;
-    wait_param_gather(chunk, kHeadUnit);
-    x = head_fwd(x);
-    saved_[key(mb, kHeadUnit)] = unit_saved_;
+    params_ready(chunk, units, i);
+    if (unit == kEmbeddingUnit) {
+      layer_ = -1;
+      x = embedding_fwd(x);
+    } else if (unit == kHeadUnit) {
+      layer_ = -1;
+      x = head_fwd(x);
+    } else {
+      x = layer_fwd(unit, x);
+    }
+    saved_[key(mb, unit)] = unit_saved_;
   }
   chunk_started_[chunk] = true;
 }
@@ -678,6 +789,7 @@ void StageBuilder::backward_step(int mb, int chunk, Ref in) {
   mb_ = mb;
   chunk_ = chunk;
   phase_ = Phase::Backward;
+  z3_gathers_.clear();
   auto take = [&](int unit) {
     auto it = saved_.find(key(mb, unit));
     if (it == saved_.end()) return int64_t{0};
@@ -685,26 +797,25 @@ void StageBuilder::backward_step(int mb, int chunk, Ref in) {
     saved_.erase(it);
     return v;
   };
+  const std::vector<int> units = units_of(chunk, false);
   Ref x = in;
-  if (last_model_chunk(chunk)) {
-    layer_ = -1;
-    x = head_bwd(x);
-    release_unit(take(kHeadUnit));
-    unit_grads_ready(chunk, kHeadUnit);
-  }
-  for (int i = chunk_layers_[chunk] - 1; i >= 0; --i) {
-    const int layer = chunk_first_layer_[chunk] + i;
+  for (size_t i = 0; i < units.size(); ++i) {
+    const int unit = units[i];
     unit_saved_ = 0;
-    x = layer_bwd(layer, x);
+    params_ready(chunk, units, i);
+    if (unit == kEmbeddingUnit) {
+      layer_ = -1;
+      x = embedding_bwd(x);
+    } else if (unit == kHeadUnit) {
+      layer_ = -1;
+      x = head_bwd(x);
+    } else {
+      x = layer_bwd(unit, x);
+    }
     // Activations re-created by full recompute are released with the layer's backward too.
-    release_unit(take(layer) + unit_saved_);
-    unit_grads_ready(chunk, layer);
-  }
-  if (first_model_chunk(chunk)) {
-    layer_ = -1;
-    x = embedding_bwd(x);
-    release_unit(take(kEmbeddingUnit));
-    unit_grads_ready(chunk, kEmbeddingUnit);
+    release_unit(take(unit) + unit_saved_);
+    if (zero3_) zero3_reduce_scatter(unit);
+    unit_grads_ready(chunk, unit);
   }
 }
 
@@ -783,7 +894,7 @@ void StageBuilder::build() {
   mb_ = -1;
   layer_ = -1;
   chunk_ = 0;
-  if (!tr.overlap_grad_reduce) {
+  if (!tr.overlap_grad_reduce && !zero3_) {
     for (const Bucket& b : buckets_) reduce_bucket(b);
   }
   if (d_.sp && sp_params_ > 0) {
@@ -801,7 +912,7 @@ void StageBuilder::build() {
   const int64_t adam_bytes = tr.precision == spec::Precision::Fp32 ? 28 : 30;
   Ref opt = compute(memop(ComputeCategory::Optimizer, opt_params * adam_bytes), "optimizer_step",
                     {pb_.last(Stream::Dp), pb_.last(Stream::Tp)});
-  if (dist && !tr.overlap_param_gather) {
+  if (dist && !tr.overlap_param_gather && !zero3_) {
     for (size_t i = buckets_.size(); i-- > 0;) {
       coll(CollType::AllGather, buckets_[i].group, buckets_[i].params * weight_bytes_, "dp_param_all_gather", opt);
     }

@@ -18,8 +18,14 @@ StaticMemory static_memory(const spec::JobSpec& job, int64_t dense_params, int64
   const BytesPerParam b = bytes_per_param(job.training);
   StaticMemory m;
   const int64_t params = dense_params + expert_params;
-  m.weights = params * b.weight;
-  m.gradients = params * b.gradient;
+  // ZeRO-2 shards the gradients and ZeRO-3 the weights too, over the (expert-)data-parallel group.
+  const int zero = job.training.zero_stage;
+  auto shard = [&](int64_t bytes_per_param, bool sharded) {
+    return sharded ? dense_params * bytes_per_param / dp_shards + expert_params * bytes_per_param / edp_shards
+                   : params * bytes_per_param;
+  };
+  m.weights = shard(b.weight, zero >= 3);
+  m.gradients = shard(b.gradient, zero >= 2);
   if (job.training.distributed_optimizer) {
     m.optimizer = dense_params * b.optimizer / dp_shards + expert_params * b.optimizer / edp_shards;
   } else {

@@ -1,0 +1,97 @@
+// ZeRO-3 / FSDP (issue 13 item 1g): parameters sharded over data parallelism, all-gathered per unit (embedding,
+// layer, head) before its forward and again before its backward, gradients reduce-scattered after each unit's
+// backward; weights, gradients and optimizer states divided by DP. Hand-computed counts and bytes.
+#include <gtest/gtest.h>
+
+#include "stepsim/sim/simulation.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
+#include "stepsim/workload/model_dims.hpp"
+#include "stepsim/workload/static_memory.hpp"
+#include "test_util.hpp"
+
+namespace stepsim {
+namespace {
+
+std::string zero_job(int stage, int gbs) {
+  return "model: {name: g, num_layers: 4, hidden_size: 1024, num_attention_heads: 16, ffn_hidden_size: 4096,"
+         " vocab_size: 32000, seq_length: 1024}\n"
+         "parallelism: {tensor: 1, pipeline: 1}\n"
+         "training: {micro_batch_size: 1, global_batch_size: " + std::to_string(gbs) +
+         ", precision: fp16, zero_stage: " + std::to_string(stage) + "}\n"
+         "cluster: {gpu: A100-80GB, num_gpus: 16, gpus_per_node: 8, intra_node: {bandwidth_GBps: 300},"
+         " inter_node: {bandwidth_Gbps: 200}}\n";
+}
+
+TEST(Zero3, GathersPerUnitAndPassReduceScattersPerMicrobatch) {
+  const spec::JobSpec job = test::job_from_yaml(zero_job(3, 32));  // DP 16, 2 micro-batches
+  const workload::Workload w = workload::build_megatron_workload(job);
+  const workload::Program& p = w.programs[0];
+  // Units: embedding, 4 layers, head = 6. Per micro-batch: 6 gathers forward, 6 backward, 6 reduce-scatters.
+  int gathers = 0, scatters = 0, other_dp = 0;
+  uint64_t gather_bytes = 0, scatter_bytes = 0;
+  for (const auto& op : p.ops) {
+    if (op.kind != workload::OpKind::Collective || op.group != workload::GroupKind::Dp) continue;
+    if (p.name(op) == "zero3_param_all_gather") {
+      ++gathers;
+      gather_bytes += op.bytes;
+    } else if (p.name(op) == "zero3_grad_reduce_scatter") {
+      ++scatters;
+      scatter_bytes += op.bytes;
+    } else {
+      ++other_dp;
+    }
+  }
+  EXPECT_EQ(gathers, 2 * 12);
+  EXPECT_EQ(scatters, 2 * 6);
+  EXPECT_EQ(other_dp, 0);  // no bucketed reduction, no end-of-step parameter all-gather
+  // Every parameter gathered twice per micro-batch (fp16: 2 bytes) and its gradient reduced once (fp16: 2 bytes).
+  const int64_t params = p.dense_parameters;
+  EXPECT_EQ(params, workload::total_parameters(job.model));
+  EXPECT_EQ(gather_bytes, static_cast<uint64_t>(2 * 2 * 2 * params));
+  EXPECT_EQ(scatter_bytes, static_cast<uint64_t>(2 * 2 * params));
+  // A layer's forward waits for its gather: the first compute op of layer 0 has a wait on the dp stream.
+  bool waited = false;
+  for (const auto& op : p.ops) {
+    if (op.kind == workload::OpKind::Compute && op.layer == 0 && op.phase == workload::Phase::Forward) {
+      for (uint32_t i = op.wait_begin; i < op.wait_begin + op.wait_count; ++i) {
+        waited |= p.waits[i].stream == workload::Stream::Dp;
+      }
+      break;
+    }
+  }
+  EXPECT_TRUE(waited);
+}
+
+TEST(Zero3, ShardsWeightsGradientsAndOptimizerOverDp) {
+  const workload::Workload z0 = workload::build_megatron_workload(test::job_from_yaml(zero_job(0, 16)));
+  const workload::Workload z1 = workload::build_megatron_workload(test::job_from_yaml(zero_job(1, 16)));
+  const workload::Workload z3 = workload::build_megatron_workload(test::job_from_yaml(zero_job(3, 16)));
+  const auto& a = z0.programs[0].static_memory;
+  const auto& b = z1.programs[0].static_memory;
+  const auto& c = z3.programs[0].static_memory;
+  const int64_t P = z0.programs[0].dense_parameters;
+  EXPECT_EQ(a.weights, 2 * P);
+  EXPECT_EQ(a.gradients, 2 * P);
+  EXPECT_EQ(a.optimizer, 16 * P);  // fp16: fp32 master + m + v + fp32 gradient copy
+  EXPECT_EQ(b.optimizer, 16 * P / 16);
+  EXPECT_EQ(b.weights, 2 * P);
+  EXPECT_EQ(c.weights, 2 * P / 16);
+  EXPECT_EQ(c.gradients, 2 * P / 16);
+  EXPECT_EQ(c.optimizer, 16 * P / 16);
+}
+
+TEST(Zero3, RefusesTheDistributedOptimizersOverlappedGather) {
+  std::string yaml = zero_job(3, 16);
+  yaml.replace(yaml.find("zero_stage: 3"), 13, "zero_stage: 3, overlap_param_gather: true");
+  try {
+    test::job_from_yaml(yaml);
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("training.overlap_param_gather"), std::string::npos) << e.what();
+  }
+  EXPECT_GT(sim::run_simulation(test::job_from_yaml(zero_job(3, 16)), {0}).result.step_ns, 0);
+}
+
+}  // namespace
+}  // namespace stepsim
