@@ -193,6 +193,7 @@ ParallelismSpec read_parallelism(StrictSection s) {
   p.data = static_cast<int>(s.get_int("data", 0, 1, kMaxDeg));
   p.context = static_cast<int>(s.get_int("context", 1, 1, kMaxDeg));
   p.expert = static_cast<int>(s.get_int("expert", 1, 1, kMaxDeg));
+  p.expert_tensor = static_cast<int>(s.get_int("expert_tensor", 0, 1, kMaxDeg));
   p.sequence_parallel = s.get_bool("sequence_parallel", false);
   p.virtual_stages = static_cast<int>(s.get_int("virtual_stages", 1, 1, 4096));
   p.schedule = s.get_enum<PipelineSchedule>(

@@ -75,7 +75,10 @@ struct ParallelismSpec {
   int pipeline = 1;
   int data = 0;        // 0 = derive from cluster.num_gpus
   int context = 1;
-  int expert = 1;      // folded into data (x context): must divide data*context
+  int expert = 1;      // expert parallel size: expert x expert_tensor must divide tensor x context x data
+  // Expert tensor parallel size (Megatron-Core's --expert-tensor-parallel-size); 0 in input = tensor. MoE parallel
+  // folding: expert groups are formed over the tensor x context x data ranks of a stage, so EP may exceed DP.
+  int expert_tensor = 0;
   bool sequence_parallel = false;
   int virtual_stages = 1;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;

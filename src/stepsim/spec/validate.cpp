@@ -101,16 +101,31 @@ void validate(JobSpec& job) {
     if (m.moe->num_experts % p.expert != 0) {
       fail("parallelism.expert", s(p.expert) + " does not divide model.moe.num_experts " + s(m.moe->num_experts));
     }
-    if ((int64_t{p.data} * p.context) % p.expert != 0) {
-      fail("parallelism.expert", s(p.expert) + " does not divide data x context " + s(int64_t{p.data} * p.context) +
-                                     " (experts are folded into the data-parallel ranks)");
-    }
     if (p.tensor > 1 && !p.sequence_parallel) {
       fail("parallelism.sequence_parallel", "must be true when expert and tensor parallelism are combined");
     }
   }
-  if (m.moe && m.moe->ffn_hidden_size % p.tensor != 0) {
-    fail("parallelism.tensor", s(p.tensor) + " does not divide model.moe.ffn_hidden_size " + s(m.moe->ffn_hidden_size));
+  // Expert tensor parallel size: 0 means tensor (not written back: the planner re-validates jobs with other TP).
+  const int et = p.expert_tensor > 0 ? p.expert_tensor : p.tensor;
+  if (et != p.tensor && p.expert_tensor != 1) {
+    fail("parallelism.expert_tensor", s(et) + " must be 1 or equal parallelism.tensor " + s(p.tensor) +
+                                          " in this version");
+  }
+  if (et != p.tensor && p.tensor > 1 && !p.sequence_parallel) {
+    fail("parallelism.sequence_parallel", "must be true when expert_tensor differs from tensor (the tokens of a "
+                                          "tensor-parallel group are dispatched from their sequence shards)");
+  }
+  {
+    const int64_t stage_ranks = int64_t{p.tensor} * p.context * p.data;
+    if (stage_ranks % (int64_t{p.expert} * et) != 0) {
+      fail(et != p.tensor ? "parallelism.expert_tensor" : "parallelism.expert",
+           "expert " + s(p.expert) + " x expert_tensor " + s(et) + " does not divide tensor x context x "
+           "data " + s(stage_ranks) + " (expert groups are formed from the ranks of a pipeline stage)");
+    }
+  }
+  if (m.moe && m.moe->ffn_hidden_size % et != 0) {
+    fail(et != p.tensor ? "parallelism.expert_tensor" : "parallelism.tensor",
+         s(et) + " does not divide model.moe.ffn_hidden_size " + s(m.moe->ffn_hidden_size));
   }
 
   // Pipeline stages and model chunks.

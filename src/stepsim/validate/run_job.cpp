@@ -215,6 +215,15 @@ RunJob job_for_run(const PublishedRun& r) {
   p["pipeline"] = r.pp;
   p["context"] = r.cp;
   if (r.ep > 1) p["expert"] = r.ep;
+  // Megatron-Core MoE recipes fold EP into tensor x data ranks with expert tensor parallel size 1 when EP does not
+  // fit in data x context (DeepSeek-V3: TP 2, EP 64, DP 32, ETP 1).
+  if (r.ep > 1 && r.moe_experts > 0 && r.tp > 1) {
+    const int64_t dc = static_cast<int64_t>(r.num_gpus) / (int64_t{r.tp} * r.pp * r.cp) * r.cp;
+    if (dc % r.ep != 0) {
+      p["expert_tensor"] = 1;
+      assume("expert_tensor 1 (EP " + std::to_string(r.ep) + " > data x context: parallel folding)");
+    }
+  }
   const bool sp = r.sequence_parallel.value_or(!old && r.tp > 1);
   p["sequence_parallel"] = sp;
   if (!r.sequence_parallel && r.tp > 1) {

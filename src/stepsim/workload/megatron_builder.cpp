@@ -524,7 +524,9 @@ Ref StageBuilder::moe_fwd(Ref in) {
   const auto& moe = *job_.model.moe;
   const int64_t E = moe.num_experts, k = moe.topk, e_loc = E / d.e;
   const int64_t routed_sp = static_cast<int64_t>(static_cast<double>(d.tokens_sp * k) * cf_);  // tokens leaving this rank
-  const int64_t routed = static_cast<int64_t>(static_cast<double>(d.tokens * k) * cf_);        // tokens its experts process
+  // Tokens its experts process: gathered over the expert-tensor group (= TP) when experts are TP-split; with expert
+  // tensor parallel size 1 (parallel folding) each rank's experts see only what the all-to-all brought.
+  const int64_t routed = d.et > 1 ? static_cast<int64_t>(static_cast<double>(d.tokens * k) * cf_) : routed_sp;
   const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
   Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm", {in},
                   beta_ * d.tokens_sp * d.h);
@@ -533,14 +535,15 @@ Ref StageBuilder::moe_fwd(Ref in) {
   Ref tk = compute(memop(ComputeCategory::Elementwise, 8 * d.tokens_sp * E), "router_topk", {rt}, 4 * d.tokens_sp * E);
   Ref pm = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_permute", {tk});
   Ref disp = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_dispatch_all_to_all", pm);
-  Ref g = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_gather", disp) : disp;
+  Ref g = d.sp && d.et > 1 ? coll(CollType::AllGather, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_gather", disp) : disp;
   const int64_t per_expert = std::max<int64_t>(1, routed / e_loc);
-  Ref f1 = compute(gemm(per_expert, fe_in / d.t, d.h, static_cast<int>(e_loc)), "expert_fc1", {g}, beta_ * routed * d.h);
-  Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * routed * (fe_in + fe) / d.t), "expert_act", {f1},
-                  beta_ * routed * fe_in / d.t);
-  Ref f2 = compute(gemm(per_expert, d.h, fe / d.t, static_cast<int>(e_loc)), "expert_fc2", {a}, beta_ * routed * fe / d.t);
-  Ref rs = d.sp ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_reduce_scatter", f2)
-                : coll(CollType::AllReduce, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_reduce", f2);
+  Ref f1 = compute(gemm(per_expert, fe_in / d.et, d.h, static_cast<int>(e_loc)), "expert_fc1", {g}, beta_ * routed * d.h);
+  Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * routed * (fe_in + fe) / d.et), "expert_act", {f1},
+                  beta_ * routed * fe_in / d.et);
+  Ref f2 = compute(gemm(per_expert, d.h, fe / d.et, static_cast<int>(e_loc)), "expert_fc2", {a}, beta_ * routed * fe / d.et);
+  Ref rs = d.et == 1 ? f2
+           : d.sp   ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_reduce_scatter", f2)
+                    : coll(CollType::AllReduce, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_reduce", f2);
   Ref comb = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_combine_all_to_all", rs);
   Ref out = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_unpermute", {comb});
   if (moe.shared_expert_ffn_hidden_size > 0) {
@@ -562,7 +565,7 @@ Ref StageBuilder::moe_bwd(Ref in) {
   const auto& moe = *job_.model.moe;
   const int64_t E = moe.num_experts, k = moe.topk, e_loc = E / d.e;
   const int64_t routed_sp = static_cast<int64_t>(static_cast<double>(d.tokens_sp * k) * cf_);
-  const int64_t routed = static_cast<int64_t>(static_cast<double>(d.tokens * k) * cf_);
+  const int64_t routed = d.et > 1 ? static_cast<int64_t>(static_cast<double>(d.tokens * k) * cf_) : routed_sp;
   const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add_bwd", {in});
   Ref shared{};
@@ -577,17 +580,18 @@ Ref StageBuilder::moe_bwd(Ref in) {
   }
   Ref up = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_unpermute_bwd", {b});
   Ref comb = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_combine_all_to_all_bwd", up);
-  Ref g = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_gather_bwd", comb) : comb;
+  Ref g = d.sp && d.et > 1 ? coll(CollType::AllGather, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_gather_bwd", comb) : comb;
   const int64_t per_expert = std::max<int64_t>(1, routed / e_loc);
   const int batch = static_cast<int>(e_loc);
   // The grouped MLP's backward (input and weight gradients) completes before its input's collectives run.
-  compute(gemm(per_expert, fe / d.t, d.h, batch), "expert_fc2_dgrad", {g});
-  wgrad(fe / d.t, d.h, per_expert, "expert_fc2_wgrad", {}, batch);
-  compute(memop(ComputeCategory::Elementwise, beta_ * routed * (2 * fe_in + fe) / d.t), "expert_act_bwd", {});
-  compute(gemm(per_expert, d.h, fe_in / d.t, batch), "expert_fc1_dgrad", {});
-  Ref f1 = wgrad(d.h, fe_in / d.t, per_expert, "expert_fc1_wgrad", {}, batch);
-  Ref rs = d.sp ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_reduce_scatter_bwd", f1)
-                : coll(CollType::AllReduce, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_reduce_bwd", f1);
+  compute(gemm(per_expert, fe / d.et, d.h, batch), "expert_fc2_dgrad", {g});
+  wgrad(fe / d.et, d.h, per_expert, "expert_fc2_wgrad", {}, batch);
+  compute(memop(ComputeCategory::Elementwise, beta_ * routed * (2 * fe_in + fe) / d.et), "expert_act_bwd", {});
+  compute(gemm(per_expert, d.h, fe_in / d.et, batch), "expert_fc1_dgrad", {});
+  Ref f1 = wgrad(d.h, fe_in / d.et, per_expert, "expert_fc1_wgrad", {}, batch);
+  Ref rs = d.et == 1 ? f1
+           : d.sp   ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_reduce_scatter_bwd", f1)
+                    : coll(CollType::AllReduce, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_reduce_bwd", f1);
   Ref disp = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_dispatch_all_to_all_bwd", rs);
   Ref pm = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_permute_bwd", {disp});
   Ref rt = compute(gemm(d.tokens_sp, d.h, E), "router_dgrad", {pm});
@@ -937,7 +941,7 @@ Workload build_megatron_workload(const spec::JobSpec& job) {
   Workload w;
   w.job = job;
   w.layout = RankLayout(par.tensor, par.context, par.data, par.pipeline, par.expert,
-                        std::min(job.cluster.gpus_per_node, job.cluster.num_gpus));
+                        std::min(job.cluster.gpus_per_node, job.cluster.num_gpus), par.expert_tensor);
   const ModelDims d = make_dims(job);
   // Refuse before building: a stage runs every micro-batch through its layers (forward, backward, and
   // recompute), about 40 ops per layer (60 for MoE) plus embedding, head and exchanges.

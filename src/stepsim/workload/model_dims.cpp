@@ -91,7 +91,9 @@ ModelDims make_dims(const spec::JobSpec& job) {
   d.params_norms = lp.norms;
   d.params_dense_mlp = lp.dense_mlp;
   d.params_moe_router = lp.router;
-  d.params_moe_experts = lp.experts_total / d.e;
+  // Routed experts are split over the expert-tensor group (MoE parallel folding: may differ from tensor).
+  d.et = par.expert_tensor > 0 ? par.expert_tensor : par.tensor;
+  d.params_moe_experts = (d.et == d.t ? lp.experts_total : layer_params(m, d.et).experts_total) / d.e;
   d.params_moe_shared = lp.shared;
   const int64_t norm = m.normalization == spec::Normalization::LayerNorm ? 2 * d.h : d.h;
   d.params_final_norm = norm;

@@ -17,6 +17,7 @@ struct ModelDims {
   int64_t tokens_sp = 0;  // tokens held between TP regions: T / t under sequence parallelism, else T
   int64_t h = 0;
   int t = 1, c = 1, e = 1;
+  int et = 1;             // expert tensor parallel size
   bool sp = false;
   int64_t act_bytes = 2;  // bytes per activation element
   // Attention.

@@ -4,8 +4,13 @@
 
 namespace stepsim::workload {
 
-RankLayout::RankLayout(int tensor, int context, int data, int pipeline, int expert, int gpus_per_node)
-    : t_(tensor), c_(context), d_(data), p_(pipeline), e_(expert), gpn_(gpus_per_node) {}
+RankLayout::RankLayout(int tensor, int context, int data, int pipeline, int expert, int gpus_per_node,
+                       int expert_tensor)
+    : t_(tensor), c_(context), d_(data), p_(pipeline), e_(expert), gpn_(gpus_per_node),
+      et_(expert_tensor > 0 ? expert_tensor : tensor) {}
+
+// Expert groups (Megatron-Core's expert rank generator, order tp-ep-dp): a stage's ranks v = tp + t*(cp + c*dp) are
+// re-split as v = etp + et*(ep + e*edp). With et = t this is EP folded into context x data, as before.
 
 RankCoord RankLayout::coord(int rank) const {
   RankCoord rc;
@@ -25,7 +30,7 @@ int RankLayout::group_size(GroupKind g) const {
     case GroupKind::Ep: return e_;
     case GroupKind::Pp: return p_;
     case GroupKind::Dp: return c_ * d_;
-    case GroupKind::Edp: return c_ * d_ / e_;
+    case GroupKind::Edp: return t_ * c_ * d_ / (et_ * e_);
     case GroupKind::kCount: break;
   }
   return 1;
@@ -39,8 +44,14 @@ int RankLayout::group_id(GroupKind g, int rank) const {
     case GroupKind::Cp: return rc.tp + t_ * (rc.dp + d_ * rc.pp);
     case GroupKind::Dp: return rc.tp + t_ * rc.pp;
     case GroupKind::Pp: return rank % (t_ * c_ * d_);
-    case GroupKind::Ep: return rc.tp + t_ * (u / e_ + (c_ * d_ / e_) * rc.pp);
-    case GroupKind::Edp: return rc.tp + t_ * (u % e_ + e_ * rc.pp);
+    case GroupKind::Ep: {
+      const int v = rc.tp + t_ * u, edp_n = t_ * c_ * d_ / (et_ * e_);
+      return v % et_ + et_ * (v / (et_ * e_) + edp_n * rc.pp);
+    }
+    case GroupKind::Edp: {
+      const int v = rc.tp + t_ * u;
+      return v % et_ + et_ * ((v / et_) % e_ + e_ * rc.pp);
+    }
     case GroupKind::kCount: break;
   }
   return 0;
@@ -54,8 +65,8 @@ int RankLayout::index_in_group(GroupKind g, int rank) const {
     case GroupKind::Cp: return rc.cp;
     case GroupKind::Dp: return u;
     case GroupKind::Pp: return rc.pp;
-    case GroupKind::Ep: return u % e_;
-    case GroupKind::Edp: return u / e_;
+    case GroupKind::Ep: return ((rc.tp + t_ * u) / et_) % e_;
+    case GroupKind::Edp: return (rc.tp + t_ * u) / (et_ * e_);
     case GroupKind::kCount: break;
   }
   return 0;
@@ -75,14 +86,15 @@ int RankLayout::member(GroupKind g, int gid, int index) const {
     }
     case GroupKind::Pp: return gid + t_ * cd * index;
     case GroupKind::Ep: {
-      const int tp = gid % t_, rest = gid / t_;
-      const int edp = rest % (cd / e_), pp = rest / (cd / e_);
-      return tp + t_ * (index + e_ * edp + cd * pp);
+      const int edp_n = t_ * cd / (et_ * e_);
+      const int etp = gid % et_, rest = gid / et_;
+      const int edp = rest % edp_n, pp = rest / edp_n;
+      return etp + et_ * (index + e_ * edp) + t_ * cd * pp;
     }
     case GroupKind::Edp: {
-      const int tp = gid % t_, rest = gid / t_;
+      const int etp = gid % et_, rest = gid / et_;
       const int ep = rest % e_, pp = rest / e_;
-      return tp + t_ * (ep + e_ * index + cd * pp);
+      return etp + et_ * (ep + e_ * index) + t_ * cd * pp;
     }
     case GroupKind::kCount: break;
   }

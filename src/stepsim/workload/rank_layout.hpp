@@ -17,7 +17,8 @@ struct RankCoord {
 class RankLayout {
  public:
   RankLayout() = default;
-  RankLayout(int tensor, int context, int data, int pipeline, int expert, int gpus_per_node);
+  // expert_tensor 0 = tensor (experts split like the dense layers); else MoE parallel folding.
+  RankLayout(int tensor, int context, int data, int pipeline, int expert, int gpus_per_node, int expert_tensor = 0);
 
   int world() const { return t_ * c_ * d_ * p_; }
   int tensor() const { return t_; }
@@ -25,6 +26,7 @@ class RankLayout {
   int data() const { return d_; }
   int pipeline() const { return p_; }
   int expert() const { return e_; }
+  int expert_tensor() const { return et_; }
   int gpus_per_node() const { return gpn_; }
 
   RankCoord coord(int rank) const;
@@ -43,7 +45,7 @@ class RankLayout {
   int prev_stage_rank(int rank) const;
 
  private:
-  int t_ = 1, c_ = 1, d_ = 1, p_ = 1, e_ = 1, gpn_ = 1;
+  int t_ = 1, c_ = 1, d_ = 1, p_ = 1, e_ = 1, gpn_ = 1, et_ = 1;
 };
 
 }  // namespace stepsim::workload
