@@ -139,9 +139,10 @@ TEST(Roofline, BigGemmOnH100IsComputeBoundAtTheCurvePlateau) {
   // Published large-GEMM BF16 rates on H100: ~0.7-0.8 of the dense peak (data/efficiency.yaml cites them).
   EXPECT_GE(eff, 0.70);
   EXPECT_LE(eff, 0.85);
-  const double expected_ns = op.flops / (989.5e12 * eff) * 1e9;  // 2^40 / (989.5e12 * 0.77) = 1.443 ms
+  // The calibrated sustained clock (data/efficiency.yaml, hopper 0.821) scales the microbenchmark curve.
+  const double expected_ns = op.flops / (989.5e12 * eff * table.sustained_clock) * 1e9;  // 1.443 ms / 0.821
   EXPECT_NEAR(static_cast<double>(model->duration_ns(op)), expected_ns, 1.0);
-  EXPECT_NEAR(expected_ns, 1.443e6, 1e3);
+  EXPECT_NEAR(expected_ns * table.sustained_clock, 1.443e6, 1e3);
 }
 
 TEST(Roofline, TinyGemmIsLaunchBound) {
@@ -183,7 +184,7 @@ TEST(Roofline, PrecisionChangesThePeak) {
   EXPECT_NEAR(fp32 / bf16, 989.5 / 494.5, 1e-6);  // TF32 peak: half of BF16's, as rounded on the datasheet
   const double fp8_scale =
       EfficiencyCatalog::builtin().resolve(h100).gemm_precision_scale[static_cast<int>(Precision::Fp8)];
-  EXPECT_NEAR(bf16 / fp8, 2.0 * fp8_scale, 1e-6);  // FP8 peak doubles, MAMF-derived scale 0.883
+  EXPECT_NEAR(bf16 / fp8, 2.0 * fp8_scale, 2e-6);  // FP8 peak doubles, MAMF-derived scale 0.883 (ns rounding)
   const GpuSpec& a100 = cat.find("A100-80GB");
   EXPECT_EQ(make_roofline_model(a100, Precision::Fp8)->duration_ns(op),
             make_roofline_model(a100, Precision::Bf16)->duration_ns(op));  // no FP8 on Ampere

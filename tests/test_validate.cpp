@@ -73,15 +73,18 @@ TEST(Validate, UnstatedSettingsFollowTheDocumentedRules) {
   EXPECT_EQ(j.root["training"]["precision"].as<std::string>(), "fp16");
   EXPECT_EQ(j.root["training"]["micro_batch_size"].as<int>(), 1);
   EXPECT_FALSE(j.root["training"]["distributed_optimizer"].as<bool>());
-  // Llama 3.1: GQA, SwiGLU, RMSNorm; the 126 layers on 16 stages split automatically (7, 8 x 14, 7).
+  // Llama 3.1: GQA, SwiGLU, RMSNorm; the notes say interleaved, so 4 chunks per stage; the 126 layers on 16 x 4
+  // chunks split automatically with embedding and loss counted (1, 2 x 62, 1).
   j = job_for_run(row(runs, "LLAMA3-T4-1"));
   EXPECT_EQ(j.root["model"]["activation"].as<std::string>(), "swiglu");
   EXPECT_EQ(j.root["model"]["num_query_groups"].as<int>(), 8);
   EXPECT_TRUE(j.root["parallelism"]["sequence_parallel"].as<bool>());
   j.root["training"]["recompute"] = "full";
   const spec::JobSpec job = spec::job_from_node(j.root, "row");
-  EXPECT_EQ(job.parallelism.pipeline_layers.front(), 7);
-  EXPECT_EQ(job.parallelism.pipeline_layers.back(), 7);
+  EXPECT_EQ(job.parallelism.virtual_stages, 4);
+  EXPECT_EQ(job.parallelism.pipeline_layers.front(), 1);
+  EXPECT_EQ(job.parallelism.pipeline_layers.back(), 1);
+  EXPECT_EQ(job.parallelism.pipeline_layers[1], 2);
   EXPECT_EQ(job.cluster.gpu, "H100-SXM");
   // Megatron 2024's notes name --tp-comm-overlap.
   EXPECT_TRUE(job_for_run(row(runs, "MLM24-H100-7.1B")).root["training"]["tp_comm_overlap"].as<bool>());

@@ -14,14 +14,6 @@
 namespace stepsim::cli {
 namespace {
 
-std::string now_iso() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::vector<hw::CalibrationRow> store_rows(const CalibrationInput& in, const cost::NcclCalibrationResult& r,
                                            const std::string& created) {
@@ -68,7 +60,7 @@ int run_calibrate_comm(const CalibrateOptions& o) {
   }
   std::cout << calibration_text(in, profile, result);
 
-  const std::vector<hw::CalibrationRow> rows = store_rows(in, result, now_iso());
+  const std::vector<hw::CalibrationRow> rows = store_rows(in, result, utc_now_iso());
   std::vector<int64_t> ids;
   if (store) {
     ids = store->insert(rows);
@@ -122,11 +114,13 @@ Action add_calibrate(CLI::App& app) {
   comm->add_option("--json", o->json_path, "write the fit (every point, parameters, errors) as JSON here");
   comm->add_flag("--dry-run", o->dry_run, "fit and print, store nothing");
 
+  const Action compute = add_calibrate_compute(*cal);
   CLI::App* list = cal->add_subcommand("list", "print the rows of the calibration store");
   list->add_option("--store", *list_store, "calibration store (default: $STEPSIM_CALIBRATION_DB, else ~/.cache/stepsim/calibration.sqlite)");
 
-  return [comm, list, o, list_store]() {
+  return [comm, list, o, list_store, compute]() {
     if (comm->parsed()) return run_calibrate_comm(*o);
+    if (const int rc = compute(); rc != -1) return rc;
     if (list->parsed()) return run_calibrate_list(*list_store);
     return -1;
   };

@@ -15,7 +15,8 @@ Action add_calibrate(CLI::App& app);
 Action add_whatif(CLI::App& app);
 Action add_reliability(CLI::App& app);
 Action add_compare(CLI::App& app);  // cmd_compare.cpp (docs/COMPARE.md)
-Action add_validate(CLI::App& app);  // cmd_validate.cpp (docs/VALIDATION.md)
+Action add_validate(CLI::App& app);
+Action add_calibrate_compute(CLI::App& calibrate);  // cmd_calibrate_compute.cpp: `calibrate compute`  // cmd_validate.cpp (docs/VALIDATION.md)
 
 // Options every job-taking command shares: JOB.yaml | --megatron-args + --cluster, and --set overrides.
 struct JobOptions {
@@ -28,5 +29,8 @@ void add_job_options(CLI::App& cmd, JobOptions& o);
 
 // Writes `text` to `path`; InputError naming the path and `what` when it cannot.
 void write_output_file(const std::string& path, const std::string& text, const std::string& what);
+
+// Now, UTC, ISO 8601 ("2026-11-25T18:03:45Z"): the `created` of calibration rows.
+std::string utc_now_iso();
 
 }  // namespace stepsim::cli

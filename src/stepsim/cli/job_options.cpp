@@ -1,5 +1,6 @@
 #include "stepsim/cli/commands.hpp"
 
+#include <ctime>
 #include <fstream>
 
 #include "stepsim/spec/input_error.hpp"
@@ -18,6 +19,19 @@ void write_output_file(const std::string& path, const std::string& text, const s
   if (!out) throw InputError(path + ": cannot write " + what);
   out << text;
   if (!out) throw InputError(path + ": error while writing " + what);
+}
+
+}  // namespace stepsim::cli
+
+namespace stepsim::cli {
+
+std::string utc_now_iso() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace stepsim::cli

@@ -23,6 +23,8 @@ struct EfficiencyCatalog::Partial {
   std::optional<double> attention_forward, attention_backward;
   std::array<std::optional<double>, static_cast<int>(MemoryClass::kCount)> memory;
   std::optional<double> kernel_floor_us, host_to_device_GBps;
+  std::optional<double> sustained_clock, kernel_gap_us;
+  std::optional<std::array<double, 2>> prediction_interval;
 };
 
 namespace {
@@ -129,7 +131,8 @@ class Parser {
     if (n.IsNull()) return t;
     const auto present = keys(n, key,
                               {"gemm_curve", "gemm_precision_scale", "grouped_gemm_scale", "attention",
-                               "memory_efficiency", "kernel_floor_us", "host_to_device_GBps"});
+                               "memory_efficiency", "kernel_floor_us", "host_to_device_GBps", "sustained_clock",
+                               "kernel_gap_us", "prediction_interval"});
     if (present.count("gemm_curve")) t.gemm_curve = curve(n["gemm_curve"], key + ".gemm_curve");
     if (present.count("gemm_precision_scale")) {
       const YAML::Node s = n["gemm_precision_scale"];
@@ -160,6 +163,20 @@ class Parser {
       if (v < 0 || v > 1e6) fail(key + ".kernel_floor_us", "must be in [0, 1e6] microseconds, got " + fmt(v));
       t.kernel_floor_us = v;
     }
+    if (present.count("prediction_interval")) {
+      const YAML::Node pi = n["prediction_interval"];
+      const std::string k = key + ".prediction_interval";
+      if (!pi.IsSequence() || pi.size() != 2) fail(k, "must be [low, high] signed fractions");
+      const double lo = number(pi[0], k + "[0]"), hi = number(pi[1], k + "[1]");
+      if (!(lo > -1 && lo <= hi && hi < 10)) fail(k, "needs -1 < low <= high < 10, got [" + fmt(lo) + ", " + fmt(hi) + "]");
+      t.prediction_interval = std::array<double, 2>{lo, hi};
+    }
+    if (present.count("sustained_clock")) t.sustained_clock = fraction(n["sustained_clock"], key + ".sustained_clock");
+    if (present.count("kernel_gap_us")) {
+      const double v = number(n["kernel_gap_us"], key + ".kernel_gap_us");
+      if (v < 0 || v > 1e4) fail(key + ".kernel_gap_us", "must be in [0, 1e4] microseconds, got " + fmt(v));
+      t.kernel_gap_us = v;
+    }
     if (present.count("host_to_device_GBps")) {
       const double v = number(n["host_to_device_GBps"], key + ".host_to_device_GBps");
       if (!(v > 0)) fail(key + ".host_to_device_GBps", "must be > 0 GB/s, got " + fmt(v));
@@ -187,6 +204,9 @@ Partial merge(const Partial& base, const Partial& over) {
   for (size_t i = 0; i < r.memory.size(); ++i) take(r.memory[i], over.memory[i]);
   take(r.kernel_floor_us, over.kernel_floor_us);
   take(r.host_to_device_GBps, over.host_to_device_GBps);
+  take(r.sustained_clock, over.sustained_clock);
+  take(r.kernel_gap_us, over.kernel_gap_us);
+  take(r.prediction_interval, over.prediction_interval);
   return r;
 }
 
@@ -216,6 +236,9 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   t.kernel_floor_us = *p.kernel_floor_us;
   need(p.host_to_device_GBps.has_value(), "host_to_device_GBps");
   t.host_to_device_GBps = *p.host_to_device_GBps;
+  t.sustained_clock = p.sustained_clock.value_or(1.0);
+  t.kernel_gap_us = p.kernel_gap_us.value_or(0.0);
+  t.prediction_interval = p.prediction_interval;
   return t;
 }
 

@@ -5,6 +5,7 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,9 +34,20 @@ struct EfficiencyTable {
   std::array<double, static_cast<int>(MemoryClass::kCount)> memory{};
   double kernel_floor_us = 0;                     // shortest kernel duration
   double host_to_device_GBps = 0;                 // PCIe rate for Offload ops, GB/s
+  // Fraction of the datasheet tensor-core rate sustained in a training job (power-limited clocks, the model's real
+  // shapes vs the microbenchmark's best): multiplies the GEMM and attention efficiencies. Fitted per architecture by
+  // `stepsim calibrate compute` on measured runs; 1 = the microbenchmark curves as they are.
+  double sustained_clock = 1.0;
+  // GPU idle between consecutive kernels of a stream even when the CPU is ahead (launch latency), added to each
+  // compute op. Optional in the file (0 when absent).
+  double kernel_gap_us = 0;
+  // Signed relative errors (predicted - measured) / measured bounding 80% of the calibration runs of this
+  // architecture (10th and 90th percentile), for the step-time prediction interval; absent = not calibrated.
+  std::optional<std::array<double, 2>> prediction_interval;
 
   // Curve value at the given FLOPs of one GEMM: piecewise linear in log2(flops), constant beyond both ends.
   double gemm_efficiency(double flops) const;
+  double tensor_efficiency_scale() const { return sustained_clock; }
   double memory_efficiency(MemoryClass c) const { return memory[static_cast<int>(c)]; }
 };
 

@@ -34,7 +34,9 @@ class RooflineModel final : public ComputeModel {
         precision_scale_(table_.gemm_precision_scale[static_cast<int>(precision)]),
         floor_s_(table_.kernel_floor_us * 1e-6),
         h2d_Bps_(table_.host_to_device_GBps * 1e9),
-        sm_count_(std::max(gpu.sm_count, 1)) {
+        sm_count_(std::max(gpu.sm_count, 1)),
+        tensor_scale_(table_.tensor_efficiency_scale()),
+        gap_s_(table_.kernel_gap_us * 1e-6) {
     if (!(gemm_peak_ > 0) || !(attention_peak_ > 0) || !(vector_peak_ > 0) || !(hbm_Bps_ > 0) || !(h2d_Bps_ > 0))
       throw std::invalid_argument("roofline model: GPU '" + gpu.name +
                                   "' needs positive peak FLOP/s, HBM and host bandwidth");
@@ -46,7 +48,7 @@ class RooflineModel final : public ComputeModel {
     if (op.flops == 0 && op.bytes == 0) return 0;
     // Kernels beside userbuffers communication run on the SMs left to them.
     const double share = op.comm_sms > 0 ? std::max(1.0 - static_cast<double>(op.comm_sms) / sm_count_, 0.05) : 1.0;
-    const double t = std::max(seconds(op) / share, floor_s_);
+    const double t = std::max(seconds(op) / share, floor_s_) + gap_s_;
     return std::max<int64_t>(1, std::llround(t * 1e9));
   }
 
@@ -58,16 +60,17 @@ class RooflineModel final : public ComputeModel {
   double seconds(const workload::Op& op) const {
     switch (op.category) {
       case ComputeCategory::Gemm: {
-        const double eff = table_.gemm_efficiency(one_gemm_flops(op)) * precision_scale_;
+        const double eff = table_.gemm_efficiency(one_gemm_flops(op)) * precision_scale_ * tensor_scale_;
         return std::max(op.flops / (gemm_peak_ * eff), memory_time(op, MemoryClass::Stream));
       }
       case ComputeCategory::GroupedGemm: {
-        const double eff = table_.gemm_efficiency(one_gemm_flops(op)) * precision_scale_ * table_.grouped_gemm_scale;
+        const double eff =
+            table_.gemm_efficiency(one_gemm_flops(op)) * precision_scale_ * table_.grouped_gemm_scale * tensor_scale_;
         return std::max(op.flops / (gemm_peak_ * eff), memory_time(op, MemoryClass::Stream));
       }
       case ComputeCategory::Attention: {
         const double eff =
-            op.phase == workload::Phase::Backward ? table_.attention_backward : table_.attention_forward;
+            (op.phase == workload::Phase::Backward ? table_.attention_backward : table_.attention_forward) * tensor_scale_;
         return std::max(op.flops / (attention_peak_ * eff), memory_time(op, MemoryClass::Stream));
       }
       // Memory-bound kernels: their arithmetic runs on CUDA cores, so the compute roof is the non-tensor FP32
@@ -100,6 +103,8 @@ class RooflineModel final : public ComputeModel {
   double floor_s_;
   double h2d_Bps_;
   int sm_count_;
+  double tensor_scale_;  // sustained clock: GEMM and attention kernels
+  double gap_s_;
 };
 
 }  // namespace

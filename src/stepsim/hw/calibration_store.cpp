@@ -44,6 +44,22 @@ CREATE TABLE nccl_calibration (
 CREATE INDEX nccl_calibration_key ON nccl_calibration (gpu, interconnect, nodes);
 )sql";
 
+// Added after schema version 1 without changing it: created if missing, absent tables read as empty.
+constexpr const char* kComputeSchema = R"sql(
+CREATE TABLE IF NOT EXISTS compute_calibration (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  arch TEXT NOT NULL,
+  sustained_clock REAL NOT NULL,
+  runs INTEGER NOT NULL,
+  mape_pct REAL NOT NULL,
+  loo_mape_pct REAL NOT NULL,
+  interval_low REAL NOT NULL,
+  interval_high REAL NOT NULL,
+  source TEXT NOT NULL,
+  created TEXT NOT NULL
+);
+)sql";
+
 constexpr const char* kColumns =
     "id, gpu, interconnect, nodes, gpus_per_node, nccl_version, collective, chunk_bytes, alpha_us, beta_us, gamma_us, "
     "intra_efficiency, inter_efficiency, reduce_GBps, fitted, points, mean_abs_error_pct, max_abs_error_pct, "
@@ -206,7 +222,53 @@ CalibrationStore CalibrationStore::open(const std::string& path) {
       throw;
     }
   }
+  exec(store.db_, kComputeSchema, path, "cannot create");
   return store;
+}
+
+int64_t CalibrationStore::insert_compute(const ComputeCalibrationRow& r) {
+  Stmt s(db_,
+         "INSERT INTO compute_calibration (arch, sustained_clock, runs, mape_pct, loo_mape_pct, interval_low, "
+         "interval_high, source, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+         path_);
+  s.bind(1, r.arch);
+  s.bind(2, r.sustained_clock);
+  s.bind(3, static_cast<int64_t>(r.runs));
+  s.bind(4, r.mape_pct);
+  s.bind(5, r.loo_mape_pct);
+  s.bind(6, r.interval_low);
+  s.bind(7, r.interval_high);
+  s.bind(8, r.source);
+  s.bind(9, r.created);
+  s.step(path_, "cannot write");
+  return sqlite3_last_insert_rowid(db_);
+}
+
+std::optional<ComputeCalibrationRow> CalibrationStore::lookup_compute(const std::string& arch) const {
+  const std::vector<std::string> tables = table_names(db_, path_);
+  if (std::find(tables.begin(), tables.end(), "compute_calibration") == tables.end()) return std::nullopt;
+  Stmt s(db_,
+         "SELECT id, arch, sustained_clock, runs, mape_pct, loo_mape_pct, interval_low, interval_high, source, created "
+         "FROM compute_calibration WHERE arch = ?1 ORDER BY id DESC LIMIT 1",
+         path_);
+  s.bind(1, arch);
+  if (!s.step(path_, "cannot read")) return std::nullopt;
+  ComputeCalibrationRow r;
+  r.id = sqlite3_column_int64(s.get(), 0);
+  r.arch = s.text(1);
+  r.sustained_clock = sqlite3_column_double(s.get(), 2);
+  r.runs = sqlite3_column_int(s.get(), 3);
+  r.mape_pct = sqlite3_column_double(s.get(), 4);
+  r.loo_mape_pct = sqlite3_column_double(s.get(), 5);
+  r.interval_low = sqlite3_column_double(s.get(), 6);
+  r.interval_high = sqlite3_column_double(s.get(), 7);
+  r.source = s.text(8);
+  r.created = s.text(9);
+  if (!(r.sustained_clock > 0 && r.sustained_clock <= 2)) {
+    throw InputError(path_ + ": compute_calibration row " + std::to_string(r.id) + " has sustained_clock " +
+                     fmt(r.sustained_clock) + ", outside (0, 2]");
+  }
+  return r;
 }
 
 std::optional<CalibrationStore> CalibrationStore::open_existing(const std::string& path) {

@@ -33,6 +33,20 @@ struct CalibrationRow {
   std::string created;             // ISO 8601 time, given by the caller
 };
 
+// A compute-model calibration of one GPU architecture (`stepsim calibrate compute`): the sustained tensor-core clock
+// fraction fitted to measured runs, its errors, and the prediction interval its residuals give.
+struct ComputeCalibrationRow {
+  int64_t id = 0;
+  std::string arch;              // ampere | hopper | ...
+  double sustained_clock = 1;
+  int runs = 0;                  // measured runs it was fitted on
+  double mape_pct = 0;           // in-sample, after the fit
+  double loo_mape_pct = 0;       // leave-one-out
+  double interval_low = 0, interval_high = 0;  // residual quantiles (signed fractions) for step_time_interval_s
+  std::string source;            // the runs file
+  std::string created;
+};
+
 class CalibrationStore {
  public:
   // Opens or creates the store (and its directories). InputError naming the path for a file that is not SQLite,
@@ -61,6 +75,11 @@ class CalibrationStore {
                                        const std::string& nccl_version = "", const std::string& collective = "all",
                                        uint64_t chunk_bytes = 0) const;
   const std::string& path() const { return path_; }
+
+  // Compute calibrations (table compute_calibration, created when a store is opened for writing).
+  int64_t insert_compute(const ComputeCalibrationRow& row);
+  // The newest row of an architecture; nullopt when none (or a store from before the table existed).
+  std::optional<ComputeCalibrationRow> lookup_compute(const std::string& arch) const;
 
  private:
   CalibrationStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}

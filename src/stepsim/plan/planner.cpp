@@ -117,7 +117,7 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
   r.estimated = count;
 
   // Cost models, one set per worker (models may cache internally).
-  const auto compute = cost::make_roofline_model(gpu, base.training.precision);
+  const auto compute = sim::make_compute_model(base);
   std::vector<std::unique_ptr<cost::CollectiveModel>> comms;
   for (int w = 0; w < threads; ++w) comms.push_back(sim::make_collective_model(base));
 

@@ -37,6 +37,11 @@ Summary summarize(const sim::Simulation& s, int rank) {
   Summary out;
   out.rank = rank;
   out.step_time_s = static_cast<double>(res.step_ns) * 1e-9;
+  out.calibration_source = s.calibration.source;
+  if (s.calibration.interval && out.step_time_s > 0) {
+    const auto& e = *s.calibration.interval;
+    out.step_time_interval_s = std::array<double, 2>{out.step_time_s / (1 + e[1]), out.step_time_s / (1 + e[0])};
+  }
   const double tokens = static_cast<double>(job.training.global_batch_size) * static_cast<double>(job.model.seq_length);
   const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
   if (out.step_time_s > 0) {
@@ -77,6 +82,7 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   using nlohmann::json;
   json j;
   j["step_time_s"] = s.step_time_s;
+  if (s.step_time_interval_s) j["step_time_interval_s"] = {(*s.step_time_interval_s)[0], (*s.step_time_interval_s)[1]};
   j["tokens_per_s"] = s.tokens_per_s;
   j["tflops_per_gpu"] = s.tflops_per_gpu;
   j["mfu"] = s.mfu;
@@ -136,8 +142,15 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
     o << "  layers per model chunk: " << spec::describe_layers(p.pipeline_layers) << " (" << p.pipeline_split_rule << ")\n";
   }
   o << "\n";
-  std::snprintf(line, sizeof line, "  step time      %s\n  tokens/s       %.0f\n", format_seconds(s.step_time_s).c_str(),
-                s.tokens_per_s);
+  std::snprintf(line, sizeof line, "  step time      %s\n", format_seconds(s.step_time_s).c_str());
+  o << line;
+  if (s.step_time_interval_s) {
+    std::snprintf(line, sizeof line, "  80%% interval   %s .. %s (compute calibration: %s)\n",
+                  format_seconds((*s.step_time_interval_s)[0]).c_str(), format_seconds((*s.step_time_interval_s)[1]).c_str(),
+                  s.calibration_source.c_str());
+    o << line;
+  }
+  std::snprintf(line, sizeof line, "  tokens/s       %.0f\n", s.tokens_per_s);
   o << line;
   if (s.tflops_per_gpu > 0) {
     std::snprintf(line, sizeof line, "  TFLOP/s/GPU    %.1f\n  MFU            %.1f %%\n\n", s.tflops_per_gpu, 100.0 * s.mfu);

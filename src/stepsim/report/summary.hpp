@@ -2,6 +2,7 @@
 // The summary of one simulated step: the JSON contract of docs/ARCHITECTURE.md and a readable text form.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct StageMemory {
 struct Summary {
   int rank = 0;  // the rank the breakdown and communication figures are for
   double step_time_s = 0, tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
+  // 80% prediction interval of the step time from the compute calibration's residuals: measured = predicted /
+  // (1 + error), error between the calibration runs' 10th and 90th percentile. Empty when not calibrated.
+  std::optional<std::array<double, 2>> step_time_interval_s;
+  std::string calibration_source;
   Breakdown breakdown;
   int64_t peak_bytes_max = 0;
   int64_t capacity_bytes = 0;

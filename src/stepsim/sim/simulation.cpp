@@ -1,5 +1,7 @@
 #include "stepsim/sim/simulation.hpp"
 
+#include "stepsim/cost/efficiency_table.hpp"
+
 #include <string>
 
 #include "stepsim/cost/flow_collectives.hpp"
@@ -55,12 +57,43 @@ std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job)
                    spec::name_of(job.simulation.overlap_model) + "'");
 }
 
+// Sustained clock, in order: the job's own value; the newest `calibrate compute` row of the GPU's architecture in
+// the calibration store (unless simulation.calibration_store is "none"); data/efficiency.yaml.
+std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job, ComputeCalibration* calibration) {
+  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
+  cost::EfficiencyTable table = cost::EfficiencyCatalog::builtin().resolve(gpu);
+  ComputeCalibration cal;
+  cal.sustained_clock = table.sustained_clock;
+  cal.source = "data/efficiency.yaml";
+  cal.interval = table.prediction_interval;
+  if (job.simulation.sustained_clock > 0) {
+    cal.sustained_clock = job.simulation.sustained_clock;
+    cal.source = "job (simulation.sustained_clock)";
+    cal.interval.reset();  // the shipped residuals do not describe a value the user chose
+  } else if (job.simulation.calibration_store != "none") {
+    const std::string path = job.simulation.calibration_store.empty() ? hw::default_calibration_store_path()
+                                                                      : job.simulation.calibration_store;
+    if (const auto store = hw::CalibrationStore::open_existing(path)) {
+      if (const auto row = store->lookup_compute(gpu.arch)) {
+        cal.sustained_clock = row->sustained_clock;
+        cal.source = "store " + path;
+        cal.interval = std::array<double, 2>{row->interval_low, row->interval_high};
+      }
+    }
+  }
+  table.sustained_clock = cal.sustained_clock;
+  if (calibration) *calibration = cal;
+  return cost::make_roofline_model(gpu, job.training.precision, table);
+}
+
 Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks) {
   workload::Workload w = workload::build_megatron_workload(job);
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
-  const auto compute = cost::make_roofline_model(gpu, job.training.precision);
+  ComputeCalibration cal;
+  const auto compute = make_compute_model(job, &cal);
   assign_compute_durations(w, *compute);
-  return run_workload(std::move(w), record_ranks);
+  Simulation s = run_workload(std::move(w), record_ranks);
+  s.calibration = cal;
+  return s;
 }
 
 Simulation run_workload(workload::Workload w, const std::vector<int>& record_ranks) {

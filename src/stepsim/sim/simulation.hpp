@@ -1,7 +1,9 @@
 #pragma once
 // One call from a validated job to a simulated step: builds the Megatron workload, picks the cost
 // models the job asks for, fills compute times and runs the engine.
+#include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,9 +13,18 @@
 
 namespace stepsim::sim {
 
+// Where the compute model's calibration comes from and the step-time error it implies.
+struct ComputeCalibration {
+  double sustained_clock = 1;
+  std::string source;  // "job (simulation.sustained_clock)", "store <path>", "data/efficiency.yaml"
+  // Signed relative errors of the calibration runs (10th, 90th percentile); absent when not calibrated.
+  std::optional<std::array<double, 2>> interval;
+};
+
 struct Simulation {
   workload::Workload workload;
   SimResult result;
+  ComputeCalibration calibration;  // of the compute model that timed the step (job-built workloads)
 };
 
 // Where the NCCL model's parameters come from (simulation.calibration_store, simulation.nccl_version).
@@ -27,6 +38,10 @@ struct CommSettings {
 std::unique_ptr<cost::CollectiveModel> make_collective_model(spec::CommModel model, const spec::ClusterSpec& cluster,
                                                              const CommSettings& settings = {});
 std::unique_ptr<cost::CollectiveModel> make_collective_model(const spec::JobSpec& job);
+
+// The roofline compute model of the job's GPU and precision, with the job's sustained-clock override if any.
+std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
+                                                       ComputeCalibration* calibration = nullptr);
 
 // The overlap model a job asks for (simulation.overlap_model, overlap_file); null for none.
 std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job);

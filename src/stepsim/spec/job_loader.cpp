@@ -286,6 +286,7 @@ SimulationSpec read_simulation(StrictSection s) {
   sim.calibration_store = s.get_string("calibration_store", "");
   sim.nccl_version = s.get_string("nccl_version", "");
   sim.overlap_file = s.get_string("overlap_file", "");
+  sim.sustained_clock = s.get_double("sustained_clock", 0.0, 0.01, 2.0);
   s.finish();
   return sim;
 }

@@ -144,6 +144,9 @@ struct SimulationSpec {
   std::string nccl_version;
   // overlap_model coefficients: a coefficient file ("" = data/overlap.yaml); xgboost: the trained model.
   std::string overlap_file;
+  // Sustained tensor-core clock fraction for this job's GPU (0 = the calibrated value in data/efficiency.yaml);
+  // `stepsim calibrate compute` fits it, a user may set it for a cluster with other power limits.
+  double sustained_clock = 0;
 };
 
 struct JobSpec {

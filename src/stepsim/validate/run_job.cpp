@@ -232,6 +232,20 @@ RunJob job_for_run(const PublishedRun& r) {
   if (r.vp && *r.vp > 1) {
     p["virtual_stages"] = *r.vp;
     p["schedule"] = "interleaved-1f1b";
+  } else if (!r.vp && r.pp > 1 && contains(r.notes, "interleav") && !old) {
+    // The source says it interleaved but not how deeply: the deepest of 4 and 2 chunks per stage that keeps two
+    // layers a chunk on average (embedding and loss counted) and fits the micro-batches (a multiple of pipeline).
+    const int64_t dp = static_cast<int64_t>(r.num_gpus) / (int64_t{r.tp} * r.pp * r.cp);
+    const int64_t m = dp > 0 ? r.global_batch / (dp * r.micro_batch.value_or(1)) : 0;
+    int v = 1;
+    for (int c : {4, 2}) {
+      if (v == 1 && (r.layers + 2) >= 2 * r.pp * c && m % r.pp == 0) v = c;
+    }
+    if (v > 1) {
+      p["virtual_stages"] = v;
+      p["schedule"] = "interleaved-1f1b";
+    }
+    assume("vp not stated, the source says interleaved: " + std::to_string(v) + " chunks per stage");
   } else if (!r.vp && r.pp > 1) {
     assume("vp not stated: plain 1F1B (no interleaving)");
   }

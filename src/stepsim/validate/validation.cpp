@@ -1,6 +1,9 @@
 #include "stepsim/validate/validation.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <optional>
+#include <thread>
 #include <cmath>
 #include <stdexcept>
 
@@ -60,33 +63,59 @@ ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const Vali
       throw InputError("--only " + id + ": no row has this id");
     }
   }
-  SourceStats all;
+  std::vector<const PublishedRun*> todo;
   for (const PublishedRun& run : runs) {
-    if (!o.only_ids.empty() && std::find(o.only_ids.begin(), o.only_ids.end(), run.id) == o.only_ids.end()) continue;
-    try {
-      RowResult row;
-      row.id = run.id;
-      row.source = run.source;
-      row.line = run.line;
-      row.measured_step_time_s = measured_step_time_s(run, &row.measured_from);
-      const RunJob rj = job_for_run(run);
-      row.assumptions = rj.assumptions;
-      const Simulated sim = simulate_row(run, rj, o);
-      if (!rj.root["training"]["recompute"]) row.assumptions.push_back("recompute not stated: " + sim.recompute + " (least that fits)");
-      row.recompute = sim.recompute;
-      row.predicted_step_time_s = sim.summary.step_time_s;
-      row.predicted_mfu = sim.summary.mfu;
-      row.oom = sim.summary.oom;
-      row.breakdown = sim.summary.breakdown;
-      row.error = (row.predicted_step_time_s - row.measured_step_time_s) / row.measured_step_time_s;
-      add_stats(res.by_source[row.source], row.error);
-      add_stats(all, row.error);
-      res.rows.push_back(std::move(row));
-    } catch (const std::exception& e) {
-      // InputError (a refused configuration), DeadlockError or a cost model's refusal: the row is reported, the
-      // others still run.
-      res.failed.push_back({run.id, run.line, e.what()});
+    if (o.only_ids.empty() || std::find(o.only_ids.begin(), o.only_ids.end(), run.id) != o.only_ids.end()) {
+      todo.push_back(&run);
     }
+  }
+  // Rows are independent: simulated on several threads, collected in file order (the output does not depend on
+  // the thread count).
+  std::vector<std::optional<RowResult>> done(todo.size());
+  std::vector<std::optional<FailedRow>> failed(todo.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&]() {
+    for (size_t i = next++; i < todo.size(); i = next++) {
+      const PublishedRun& run = *todo[i];
+      try {
+        RowResult row;
+        row.id = run.id;
+        row.source = run.source;
+        row.line = run.line;
+        row.measured_step_time_s = measured_step_time_s(run, &row.measured_from);
+        const RunJob rj = job_for_run(run);
+        row.assumptions = rj.assumptions;
+        const Simulated sim = simulate_row(run, rj, o);
+        if (!rj.root["training"]["recompute"]) {
+          row.assumptions.push_back("recompute not stated: " + sim.recompute + " (least that fits)");
+        }
+        row.recompute = sim.recompute;
+        row.predicted_step_time_s = sim.summary.step_time_s;
+        row.predicted_mfu = sim.summary.mfu;
+        row.oom = sim.summary.oom;
+        row.breakdown = sim.summary.breakdown;
+        row.error = (row.predicted_step_time_s - row.measured_step_time_s) / row.measured_step_time_s;
+        done[i] = std::move(row);
+      } catch (const std::exception& e) {
+        // InputError (a refused configuration), DeadlockError or a cost model's refusal: the row is reported, the
+        // others still run.
+        failed[i] = FailedRow{run.id, run.line, e.what()};
+      }
+    }
+  };
+  const unsigned threads = std::max(1u, std::min<unsigned>(o.threads > 0 ? o.threads : std::thread::hardware_concurrency(),
+                                                           static_cast<unsigned>(todo.size())));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  SourceStats all;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (failed[i]) res.failed.push_back(*failed[i]);
+    if (!done[i]) continue;
+    add_stats(res.by_source[done[i]->source], done[i]->error);
+    add_stats(all, done[i]->error);
+    res.rows.push_back(std::move(*done[i]));
   }
   for (auto& [name, s] : res.by_source) finish_stats(s);
   finish_stats(all);

@@ -1,0 +1,92 @@
+// stepsim calibrate compute --runs RUNS.csv: fits the sustained tensor-core clock of each GPU architecture in the
+// runs, prints the fit with in-sample and leave-one-out errors, and writes it to the calibration store that later
+// simulations read (docs/CALIBRATION.md, "Compute").
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "stepsim/cli/commands.hpp"
+#include "stepsim/hw/calibration_store.hpp"
+#include "stepsim/validate/compute_fit.hpp"
+#include "stepsim/validate/published_run.hpp"
+
+namespace stepsim::cli {
+namespace {
+
+struct CalibrateComputeOptions {
+  std::string runs, store, json_path, exclude;
+  std::vector<std::string> overrides;
+  bool dry_run = false;
+};
+
+
+int run_calibrate_compute(const CalibrateComputeOptions& o) {
+  const auto runs = validate::read_published_runs(o.runs);
+  validate::ValidationOptions vo;
+  vo.overrides = o.overrides;
+  for (size_t b = 0; b < o.exclude.size();) {
+    size_t e = o.exclude.find(',', b);
+    if (e == std::string::npos) e = o.exclude.size();
+    if (e > b) vo.exclude_ids.push_back(o.exclude.substr(b, e - b));
+    b = e + 1;
+  }
+  const validate::ComputeFit fit = validate::fit_compute(runs, vo);
+  char buf[256];
+  std::cout << "sustained tensor-core clock per architecture (step(k) = a + b/k per run, k minimising mean |log error|)\n";
+  std::snprintf(buf, sizeof buf, "  %-10s %5s %9s %12s %12s %12s %10s  %s\n", "arch", "runs", "clock", "MAPE before",
+                "MAPE after", "leave-1-out", "signed", "80% of errors");
+  std::cout << buf;
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& a : fit.archs) {
+    std::snprintf(buf, sizeof buf, "  %-10s %5d %9.3f %11.1f%% %11.1f%% %11.1f%% %+9.1f%%  %+.1f%% .. %+.1f%%\n", a.arch.c_str(),
+                  a.runs, a.sustained_clock, 100 * a.mape_before, 100 * a.mape_after, 100 * a.loo_mape,
+                  100 * a.mean_signed_after, 100 * a.interval_low, 100 * a.interval_high);
+    std::cout << buf;
+    nlohmann::json errors = nlohmann::json::object();
+    for (const auto& [id, e] : a.errors) errors[id] = e;
+    j.push_back({{"arch", a.arch}, {"runs", a.runs}, {"sustained_clock", a.sustained_clock},
+                 {"mape_before", a.mape_before}, {"mape_after", a.mape_after}, {"loo_mape", a.loo_mape},
+                 {"mean_signed_error_after", a.mean_signed_after},
+                 {"prediction_interval", {a.interval_low, a.interval_high}}, {"errors", errors}});
+  }
+  for (const auto& f : fit.failed) std::cout << "  not used: " << f.id << " (line " << f.line << "): " << f.message << "\n";
+  if (!o.json_path.empty()) write_output_file(o.json_path, nlohmann::json{{"archs", j}}.dump(2) + "\n", "calibration JSON");
+  if (o.dry_run || fit.archs.empty()) return fit.archs.empty() ? 1 : 0;
+  const std::string path = o.store.empty() ? hw::default_calibration_store_path() : o.store;
+  hw::CalibrationStore store = hw::CalibrationStore::open(path);
+  const std::string created = utc_now_iso();
+  for (const auto& a : fit.archs) {
+    hw::ComputeCalibrationRow row;
+    row.arch = a.arch;
+    row.sustained_clock = a.sustained_clock;
+    row.runs = a.runs;
+    row.mape_pct = 100 * a.mape_after;
+    row.loo_mape_pct = 100 * a.loo_mape;
+    row.interval_low = a.interval_low;
+    row.interval_high = a.interval_high;
+    row.source = o.runs;
+    row.created = created;
+    store.insert_compute(row);
+  }
+  std::cout << "stored in " << path << " (simulations of these architectures use it unless simulation.calibration_store is none)\n";
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_calibrate_compute(CLI::App& calibrate) {
+  auto o = std::make_shared<CalibrateComputeOptions>();
+  CLI::App* cmd = calibrate.add_subcommand("compute", "fit the compute model's sustained clock per GPU architecture to measured runs");
+  cmd->add_option("--runs", o->runs, "published-runs CSV (format of shared/data/published-runs)")->required();
+  cmd->add_option("--store", o->store, "calibration store (default: $STEPSIM_CALIBRATION_DB, else ~/.cache/stepsim/calibration.sqlite)");
+  cmd->add_option("--set", o->overrides, "key=value applied to every run's job");
+  cmd->add_option("--json", o->json_path, "write the fit (per architecture, per run errors) as JSON here");
+  cmd->add_option("--exclude", o->exclude, "comma-separated run ids left out of the fit (say why in your notes)");
+  cmd->add_flag("--dry-run", o->dry_run, "fit and print, store nothing");
+  return [cmd, o]() { return cmd->parsed() ? run_calibrate_compute(*o) : -1; };
+}
+
+}  // namespace stepsim::cli
