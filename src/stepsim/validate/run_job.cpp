@@ -3,6 +3,7 @@
 #include "stepsim/validate/run_job.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <stdexcept>
 
@@ -112,6 +113,8 @@ double attention_width(const PublishedRun& r) {
 
 }  // namespace
 
+double measured_step_time_raw(const PublishedRun& r, std::string* how);
+
 bool is_2021_megatron(const PublishedRun& r) {
   return starts_with_any(r.source, {"narayanan2021", "mtnlg", "bloom"}) || starts_with_any(r.id, {"nar21", "mtnlg", "bloom"});
 }
@@ -141,6 +144,15 @@ double mfu_peak_tflops(const PublishedRun& r) {
 }
 
 double measured_step_time_s(const PublishedRun& r, std::string* how) {
+  const double t = measured_step_time_raw(r, how);
+  if (!std::isfinite(t) || !(t > 0)) {
+    throw InputError("line " + std::to_string(r.line) + ": row " + r.id + ": the measurement gives no finite positive "
+                     "step time (" + std::to_string(t) + " s)");
+  }
+  return t;
+}
+
+double measured_step_time_raw(const PublishedRun& r, std::string* how) {
   auto say = [&](const std::string& s) {
     if (how) *how = s;
   };

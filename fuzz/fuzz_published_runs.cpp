@@ -1,0 +1,41 @@
+// libFuzzer target for the published-runs CSV reader and the row -> job conversion of `stepsim validate`. A bad
+// cell must be an InputError naming the line and column; a row that parses must give a finite, positive measured
+// step time, and its job either validates or is refused with an InputError (never another exception or a crash).
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/validate/published_run.hpp"
+#include "stepsim/validate/run_job.hpp"
+
+#include "fuzz_support.hpp"
+
+using fuzz_support::require;
+using namespace stepsim;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > (1u << 20)) return 0;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  std::vector<validate::PublishedRun> runs;
+  try {
+    runs = validate::parse_published_runs(text, "fuzz.csv");
+  } catch (const InputError& e) {
+    require(std::string(e.what()).rfind("fuzz.csv", 0) == 0);
+    return 0;
+  }
+  require(!runs.empty());
+  for (const auto& r : runs) {
+    require(r.line >= 2 && !r.id.empty() && r.layers >= 1 && r.num_gpus >= 1);
+    try {
+      const double t = validate::measured_step_time_s(r);
+      require(std::isfinite(t) && t > 0);
+      validate::RunJob j = validate::job_for_run(r);
+      j.root["training"]["recompute"] = "full";
+      spec::job_from_node(j.root, "fuzz row");
+    } catch (const InputError&) {
+    }
+  }
+  return 0;
+}
