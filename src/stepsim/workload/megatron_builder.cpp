@@ -171,6 +171,7 @@ class StageBuilder {
   Ref grad_gathered_gemms(const std::string& ag_name, Op dgrad, const std::string& dgrad_name, int64_t wk, int64_t wn,
                            const std::string& wgrad_name, Ref in);
 
+  Ref unit_pass(int unit, Ref x, bool forward);
   void forward_step(int mb, int chunk, Ref in);
   void backward_step(int mb, int chunk, Ref in);
   void plan_buckets();
@@ -764,6 +765,14 @@ void StageBuilder::zero3_reduce_scatter(int unit) {
 
 int64_t StageBuilder::key(int mb, int unit) { return int64_t{mb} * (kHeadUnit + 2) + unit + 1; }
 
+// One unit's forward or backward (the layer's, with its recompute, for a transformer layer).
+Ref StageBuilder::unit_pass(int unit, Ref x, bool forward) {
+  if (unit == kEmbeddingUnit || unit == kHeadUnit) layer_ = -1;
+  if (unit == kEmbeddingUnit) return forward ? embedding_fwd(x) : embedding_bwd(x);
+  if (unit == kHeadUnit) return forward ? head_fwd(x) : head_bwd(x);
+  return forward ? layer_fwd(unit, x) : layer_bwd(unit, x);
+}
+
 void StageBuilder::forward_step(int mb, int chunk, Ref in) {
   mb_ = mb;
   chunk_ = chunk;
@@ -775,15 +784,7 @@ void StageBuilder::forward_step(int mb, int chunk, Ref in) {
     const int unit = units[i];
     unit_saved_ = 0;
     params_ready(chunk, units, i);
-    if (unit == kEmbeddingUnit) {
-      layer_ = -1;
-      x = embedding_fwd(x);
-    } else if (unit == kHeadUnit) {
-      layer_ = -1;
-      x = head_fwd(x);
-    } else {
-      x = layer_fwd(unit, x);
-    }
+    x = unit_pass(unit, x, true);
     saved_[key(mb, unit)] = unit_saved_;
   }
   chunk_started_[chunk] = true;
@@ -807,15 +808,7 @@ void StageBuilder::backward_step(int mb, int chunk, Ref in) {
     const int unit = units[i];
     unit_saved_ = 0;
     params_ready(chunk, units, i);
-    if (unit == kEmbeddingUnit) {
-      layer_ = -1;
-      x = embedding_bwd(x);
-    } else if (unit == kHeadUnit) {
-      layer_ = -1;
-      x = head_bwd(x);
-    } else {
-      x = layer_bwd(unit, x);
-    }
+    x = unit_pass(unit, x, false);
     // Activations re-created by full recompute are released with the layer's backward too.
     release_unit(take(unit) + unit_saved_);
     if (zero3_) zero3_reduce_scatter(unit);
