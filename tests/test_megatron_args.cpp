@@ -393,6 +393,18 @@ TEST(MegatronArgs, MlaDefaults) {
   EXPECT_EQ(i64(a, "v_head_dim"), 128);
 }
 
+TEST(MegatronArgs, Issue13FlagsMap) {
+  // MoE parallel folding, unfused attention, embedding/loss counted in the split.
+  const YAML::Node j = job("--tensor-model-parallel-size 2 --sequence-parallel --num-experts 8 "
+                           "--expert-model-parallel-size 4 --expert-tensor-parallel-size 1 --attention-backend local "
+                           "--pipeline-model-parallel-size 2 --account-for-embedding-in-pipeline-split");
+  EXPECT_EQ(i64(j["parallelism"], "expert_tensor"), 1);
+  EXPECT_EQ(str(j["training"], "attention_backend"), "unfused");
+  EXPECT_TRUE(flag(j["parallelism"], "account_for_embedding_in_pipeline_split"));
+  EXPECT_EQ(str(job("--attention-backend flash")["training"], "attention_backend"), "flash");
+  EXPECT_FALSE(job("--tensor-model-parallel-size 2 --num-experts 8 --expert-tensor-parallel-size 2")["parallelism"]["expert_tensor"]);
+}
+
 TEST(MegatronArgs, UnevenStagesWithVirtualStages) {
   const YAML::Node p = megatron_args_to_job_node(
       "--num-layers 30 --hidden-size 256 --num-attention-heads 8 --seq-length 1024 --micro-batch-size 1 "
@@ -466,7 +478,7 @@ TEST(MegatronArgs, EmitsOnlySchemaKeys) {
   static const std::set<std::string> kPar = {"tensor", "pipeline", "data", "context", "expert", "sequence_parallel",
                                              "virtual_stages", "schedule", "pipeline_layers",
                                              "account_for_embedding_in_pipeline_split",
-                                             "account_for_loss_in_pipeline_split"};
+                                             "account_for_loss_in_pipeline_split", "expert_tensor"};
   static const std::set<std::string> kTrain = {
       "micro_batch_size", "global_batch_size", "precision", "recompute", "distributed_optimizer",
       "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "optimizer_offload", "activation_offload",

@@ -660,8 +660,10 @@ YAML::Node build(const Args& a) {
     if (experts % ep != 0) fail("--expert-model-parallel-size", "must divide --num-experts (" + std::to_string(experts) + ")");
     if (a.has("--fp16")) fail("--expert-model-parallel-size", "expert parallelism is not supported with --fp16");
   }
-  if (auto etp = a.opt_int("--expert-tensor-parallel-size"); etp && *etp != tp)
-    fail("--expert-tensor-parallel-size", "only a value equal to --tensor-model-parallel-size is modelled");
+  // Megatron-Core's expert tensor parallel size: 1 (MoE parallel folding) or equal to TP are modelled.
+  const auto etp = a.opt_int("--expert-tensor-parallel-size");
+  if (etp && *etp != tp && *etp != 1)
+    fail("--expert-tensor-parallel-size", "must be 1 or equal to --tensor-model-parallel-size in this version");
   if (experts > 0) {
     const LayerFreq lf = moe_layer_freq(a, layers);
     const int64_t topk = a.opt_int("--moe-router-topk").value_or(2);
@@ -687,6 +689,7 @@ YAML::Node build(const Args& a) {
   par["pipeline"] = pp;
   par["context"] = cp;
   par["expert"] = ep;
+  if (etp && *etp != tp) par["expert_tensor"] = *etp;
   // Megatron turns sequence parallelism off when tensor parallelism is 1.
   const bool sp = a.has("--sequence-parallel") && tp > 1;
   par["sequence_parallel"] = sp;
