@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "stepsim/plan/plan_space.hpp"
+#include "stepsim/spec/job_loader.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {
@@ -95,6 +96,25 @@ TEST(PlanSpace, UnevenStagesFollowMegatronsEmbeddingAndLossAccounting) {
   EXPECT_TRUE(ok);
   plan::chunk_layers(126, 5, ok);
   EXPECT_FALSE(ok);
+}
+
+TEST(PlanSpace, PlanJobsDoNotInheritTheBaseJobsSplitOrZeroStage) {
+  // A base job with the distributed optimizer (validated: zero_stage 1) and an account-for-embedding split: a plan
+  // without the distributed optimizer and with another pipeline must get neither.
+  spec::JobSpec base = test::job_from_yaml(test::small_gpt_yaml(
+      1, 3, 2, 16, ", account_for_embedding_in_pipeline_split: true", ", distributed_optimizer: true"));
+  ASSERT_EQ(base.training.zero_stage, 1);
+  ASSERT_EQ(base.parallelism.pipeline_layers, (std::vector<int>{2, 3, 3}));
+  plan::Plan p;
+  p.tensor = 1;
+  p.pipeline = 2;
+  p.data = 3;
+  p.micro_batch_size = 1;
+  p.distributed_optimizer = false;
+  spec::JobSpec j = plan::job_for(base, p, 6, 12);
+  spec::validate(j);
+  EXPECT_FALSE(j.training.distributed_optimizer);
+  EXPECT_TRUE(j.parallelism.pipeline_layers.empty());  // 8 layers on 2 stages: even
 }
 
 }  // namespace

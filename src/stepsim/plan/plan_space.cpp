@@ -101,11 +101,16 @@ spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_
   par.overlap_p2p_comm = p.virtual_stages > 1;
   bool ok = true;
   par.pipeline_layers = chunk_layers(j.model.num_layers, p.pipeline * p.virtual_stages, ok);
+  // The plan's own split replaces the base job's split requests (validate() made them into pipeline_layers).
+  par.first_stage_layers = par.last_stage_layers = 0;
+  par.account_for_embedding_in_pipeline_split = par.account_for_loss_in_pipeline_split = false;
   auto& tr = j.training;
   tr.micro_batch_size = p.micro_batch_size;
   tr.global_batch_size = global_batch;
   tr.recompute = p.recompute;
   tr.distributed_optimizer = p.distributed_optimizer;
+  // ZeRO-3 is kept from the base job (not searched); stages 1-2 follow the plan's distributed-optimizer choice.
+  if (tr.zero_stage != 3) tr.zero_stage = 0;
   tr.overlap_grad_reduce = p.overlap_grad_reduce;
   tr.overlap_param_gather = p.overlap_param_gather;
   j.cluster.num_gpus = gpus;

@@ -252,7 +252,8 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
     }
     notes.push_back(line);
   }
-  notes.push_back("not searched: TP communication overlap (tp_comm_overlap; the job's own setting is kept); not modelled "
+  notes.push_back("not searched: TP communication overlap (tp_comm_overlap), ZeRO-3 (zero_stage), expert_tensor, "
+                  "attention_backend (the job's own settings are kept); not modelled "
                   "in this version: CPU optimizer offload (optimizer_offload), activation offload (activation_offload)");
   notes.push_back("every plan uses all " + std::to_string(n) + " GPUs (eq. 42 allows fewer; not searched); sequence "
                   "parallelism is on whenever TP > 1; VP > 1 uses interleaved 1F1B with overlapped p2p");
