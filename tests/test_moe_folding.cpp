@@ -92,5 +92,13 @@ TEST(MoeFolding, BadExpertTensorNamesTheKey) {
             std::string::npos);
 }
 
+TEST(MoeFolding, FirstDenseLayersIsTheSameKeyUnderItsRecipeName) {
+  std::string yaml = moe_job(8, 1);
+  yaml.replace(yaml.find("ffn_hidden_size: 512}"), 21, "ffn_hidden_size: 512, first_dense_layers: 1}");
+  EXPECT_EQ(test::job_from_yaml(yaml).model.moe->first_k_dense, 1);
+  yaml.replace(yaml.find("first_dense_layers: 1"), 21, "first_dense_layers: 1, first_k_dense: 1");
+  EXPECT_THROW(test::job_from_yaml(yaml), InputError);
+}
+
 }  // namespace
 }  // namespace stepsim

@@ -171,7 +171,13 @@ ModelSpec read_model(StrictSection s) {
     moe.ffn_hidden_size = e.get_int("ffn_hidden_size", m.ffn_hidden_size, 1, kMaxDim);
     moe.shared_expert_ffn_hidden_size = e.get_int("shared_expert_ffn_hidden_size", 0, 0, kMaxDim);
     moe.layer_freq = static_cast<int>(e.get_int("layer_freq", 1, 1, 100000));
+    // first_dense_layers is the (and NeMo's) name for the same count; one of the two.
+    if (e.has("first_k_dense") && e.has("first_dense_layers")) {
+      e.fail("first_dense_layers", "give first_dense_layers or first_k_dense, not both");
+    }
     moe.first_k_dense = static_cast<int>(e.get_int("first_k_dense", 0, 0, 100000));
+    if (e.has("first_dense_layers")) moe.first_k_dense = static_cast<int>(e.get_int("first_dense_layers", 0, 0, 100000));
+    else e.mark("first_dense_layers");
     if (e.has("capacity_factor")) moe.capacity_factor = e.get_double("capacity_factor", 1.0, 0.01, 1000.0);
     else e.mark("capacity_factor");
     if (moe.topk > moe.num_experts) e.fail("topk", "must not exceed moe.num_experts");
