@@ -482,7 +482,7 @@ TEST(MegatronArgs, EmitsOnlySchemaKeys) {
   static const std::set<std::string> kTrain = {
       "micro_batch_size", "global_batch_size", "precision", "recompute", "distributed_optimizer",
       "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "optimizer_offload", "activation_offload",
-      "grad_reduce_in_fp32", "bucket_size", "attention_backend", "zero_stage"};
+      "grad_reduce_in_fp32", "bucket_size", "attention_backend", "zero_stage", "fp8_recipe", "fp8_param_gather"};
   for (const YAML::Node& j : {megatron_args_to_job_node(kGpt3_175B), megatron_args_to_job_node(kLlama3_8B)}) {
     for (const auto& kv : j) EXPECT_TRUE(kSections.count(kv.first.as<std::string>()));
     for (const auto& kv : j["parallelism"]) EXPECT_TRUE(kPar.count(kv.first.as<std::string>())) << kv.first;

@@ -32,6 +32,8 @@ class RooflineModel final : public ComputeModel {
         vector_peak_(gpu.fp32_flops),
         hbm_Bps_(gpu.hbm_bandwidth_Bps),
         precision_scale_(table_.gemm_precision_scale[static_cast<int>(precision)]),
+        bf16_scale_(precision == spec::Precision::Fp8 ? table_.gemm_precision_scale[static_cast<int>(spec::Precision::Bf16)]
+                                                      : precision_scale_),
         floor_s_(table_.kernel_floor_us * 1e-6),
         h2d_Bps_(table_.host_to_device_GBps * 1e9),
         sm_count_(std::max(gpu.sm_count, 1)),
@@ -53,6 +55,10 @@ class RooflineModel final : public ComputeModel {
   }
 
  private:
+  // GEMMs run in the training precision, except those Transformer Engine keeps in bf16 under fp8.
+  double peak_of(const workload::Op& op) const { return op.keep_bf16 ? attention_peak_ : gemm_peak_; }
+  double scale_of(const workload::Op& op) const { return op.keep_bf16 ? bf16_scale_ : precision_scale_; }
+
   double memory_time(const workload::Op& op, MemoryClass c) const {
     return static_cast<double>(op.bytes) / (hbm_Bps_ * table_.memory_efficiency(c));
   }
@@ -60,13 +66,13 @@ class RooflineModel final : public ComputeModel {
   double seconds(const workload::Op& op) const {
     switch (op.category) {
       case ComputeCategory::Gemm: {
-        const double eff = table_.gemm_efficiency(one_gemm_flops(op)) * precision_scale_ * tensor_scale_;
-        return std::max(op.flops / (gemm_peak_ * eff), memory_time(op, MemoryClass::Stream));
+        const double eff = table_.gemm_efficiency(one_gemm_flops(op)) * scale_of(op) * tensor_scale_;
+        return std::max(op.flops / (peak_of(op) * eff), memory_time(op, MemoryClass::Stream));
       }
       case ComputeCategory::GroupedGemm: {
         const double eff =
-            table_.gemm_efficiency(one_gemm_flops(op)) * precision_scale_ * table_.grouped_gemm_scale * tensor_scale_;
-        return std::max(op.flops / (gemm_peak_ * eff), memory_time(op, MemoryClass::Stream));
+            table_.gemm_efficiency(one_gemm_flops(op)) * scale_of(op) * table_.grouped_gemm_scale * tensor_scale_;
+        return std::max(op.flops / (peak_of(op) * eff), memory_time(op, MemoryClass::Stream));
       }
       case ComputeCategory::Attention: {
         const double eff =
@@ -100,6 +106,7 @@ class RooflineModel final : public ComputeModel {
   double vector_peak_;
   double hbm_Bps_;
   double precision_scale_;
+  double bf16_scale_;
   double floor_s_;
   double h2d_Bps_;
   int sm_count_;

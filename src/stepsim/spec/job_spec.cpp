@@ -54,6 +54,15 @@ const char* name_of(CommModel m) {
   }
   return "?";
 }
+const char* name_of(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::Delayed: return "delayed";
+    case Fp8Recipe::Current: return "current";
+    case Fp8Recipe::Blockwise: return "blockwise";
+    case Fp8Recipe::Mxfp8: return "mxfp8";
+  }
+  return "?";
+}
 const char* name_of(AttentionBackend b) { return b == AttentionBackend::Flash ? "flash" : "unfused"; }
 const char* name_of(OverlapModel m) {
   switch (m) {

@@ -23,6 +23,10 @@ enum class OverlapModel { None, Coefficients, XGBoost };
 // How the attention core runs: FlashAttention-style fused kernels, or Megatron-LM's pre-2022 unfused path (QKᵀ as a
 // batched GEMM, fused scale-mask-softmax, dropout, ·V, with the s x s probabilities stored for backward).
 enum class AttentionBackend { Flash, Unfused };
+// Transformer Engine's fp8 scaling recipe (training.fp8_recipe): delayed (amax history), current (per-tensor amax of
+// the tensor being cast: one more read), blockwise (1x128 / 128x128 blocks, Hopper), mxfp8 (32-element blocks with
+// e8m0 scales, Blackwell only).
+enum class Fp8Recipe { Delayed, Current, Blockwise, Mxfp8 };
 
 // Multi-head latent attention (DeepSeek-V2/V3). q_lora_rank == 0 means queries are not compressed.
 struct MlaSpec {
@@ -111,6 +115,8 @@ struct TrainingSpec {
   bool overlap_param_gather = false;
   bool tp_comm_overlap = false;
   AttentionBackend attention_backend = AttentionBackend::Flash;
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // fp8 only
+  bool fp8_param_gather = false;              // fp8 only: parameters kept and all-gathered in fp8 (no bf16 copy)
   bool optimizer_offload = false;
   bool activation_offload = false;
   // Megatron-LM reduces gradients in fp32 under bf16 (accumulate_allreduce_grads_in_fp32).
@@ -173,5 +179,6 @@ const char* name_of(AttentionType a);
 const char* name_of(CommModel m);
 const char* name_of(OverlapModel m);
 const char* name_of(AttentionBackend b);
+const char* name_of(Fp8Recipe r);
 
 }  // namespace stepsim::spec

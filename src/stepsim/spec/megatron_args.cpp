@@ -144,14 +144,14 @@ const Table& table() {
             "--decoder-last-pipeline-num-layers", "--micro-batch-size", "--global-batch-size", "--fp8-format",
             "--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--ddp-bucket-size",
             "--cpu-offloading-num-layers", "--num-distributed-optimizer-instances", "--optimizer",
-            "--position-embedding-type", "--attention-backend"},
+            "--position-embedding-type", "--attention-backend", "--fp8-recipe"},
         Kind::Value, Use::Map);
     add(t, {"--group-query-attention", "--swiglu", "--squared-relu", "--quick-geglu", "--disable-bias-linear",
             "--untie-embeddings-and-output-weights", "--multi-latent-attention", "--sequence-parallel", "--bf16",
             "--fp16", "--recompute-activations", "--use-distributed-optimizer", "--overlap-grad-reduce",
             "--overlap-param-gather", "--tp-comm-overlap", "--optimizer-cpu-offload",
             "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--no-overlap-p2p-communication",
-            "--use-rotary-position-embeddings", "--no-position-embedding"},
+            "--use-rotary-position-embeddings", "--no-position-embedding", "--fp8-param-gather"},
         Kind::Flag, Use::Map);
 
     // Change the step but cannot be expressed in a job: refused rather than silently dropped.
@@ -192,7 +192,7 @@ const Table& table() {
             "--moe-router-padding-for-fp8", "--moe-per-layer-logging", "--moe-pad-expert-input-to-capacity",
             "--moe-shared-expert-overlap", "--moe-enable-deepep", "--moe-apply-probs-on-input",
             "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute", "--moe-use-upcycling", "--moe-extended-tp",
-            "--fp8-param-gather", "--first-last-layers-bf16", "--no-fp8-wgrad", "--te-rng-tracker",
+            "--first-last-layers-bf16", "--no-fp8-wgrad", "--te-rng-tracker",
             "--inference-rng-tracker", "--overlap-param-gather-with-optimizer-step", "--no-align-param-gather",
             "--no-align-grad-reduce", "--ddp-pad-buckets-for-high-nccl-busbw",
             "--ddp-reduce-scatter-with-fp32-accumulation", "--ddp-average-in-collective",
@@ -254,7 +254,7 @@ const Table& table() {
             "--num-dataset-builder-threads", "--object-storage-cache-path", "--mid-level-dataset-surplus",
             "--dataloader-type", "--distributed-backend", "--distributed-timeout-minutes",
             "--distributed-timeout-seconds-after-init", "--local-rank", "--loss-scale", "--initial-loss-scale",
-            "--min-loss-scale", "--loss-scale-window", "--hysteresis", "--fp8-recipe", "--fp8-margin", "--fp8-interval",
+            "--min-loss-scale", "--loss-scale-window", "--hysteresis", "--fp8-margin", "--fp8-interval",
             "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-quantizer-factory",
             "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16", "--moe-router-dtype",
             "--moe-router-score-function", "--moe-router-num-groups", "--moe-router-group-topk",
@@ -765,6 +765,15 @@ YAML::Node build(const Args& a) {
   if (a.has("--bf16") && a.has("--fp16")) fail("--bf16", "cannot be combined with --fp16");
   const auto fp8 = a.opt_choice("--fp8-format", {"e4m3", "hybrid"});
   tr["precision"] = fp8 ? "fp8" : a.has("--bf16") ? "bf16" : a.has("--fp16") ? "fp16" : "fp32";
+  if (fp8) {
+    // Megatron-Core's --fp8-recipe: delayed (default), tensorwise (current scaling), blockwise, mxfp8.
+    if (auto r = a.opt_choice("--fp8-recipe", {"delayed", "tensorwise", "blockwise", "mxfp8"})) {
+      tr["fp8_recipe"] = *r == "tensorwise" ? "current" : *r;
+    }
+    if (a.has("--fp8-param-gather")) tr["fp8_param_gather"] = true;
+  } else if (a.has("--fp8-param-gather")) {
+    fail("--fp8-param-gather", "needs --fp8-format");
+  }
 
   std::string recompute = a.opt_choice("--recompute-granularity", {"full", "selective"}).value_or("none");
   if (a.has("--recompute-activations")) recompute = "selective";  // Megatron's override

@@ -164,6 +164,12 @@ void validate(JobSpec& job) {
                                            s(job.num_microbatches()) + ") to be a multiple of pipeline " +
                                            s(p.pipeline));
   }
+  if (t.precision != Precision::Fp8 && (t.fp8_param_gather || t.fp8_recipe != Fp8Recipe::Delayed)) {
+    fail(t.fp8_param_gather ? "training.fp8_param_gather" : "training.fp8_recipe", "needs training.precision: fp8");
+  }
+  if (t.fp8_recipe == Fp8Recipe::Mxfp8 && gpu.arch != "blackwell") {
+    fail("training.fp8_recipe", "mxfp8 needs a Blackwell GPU (" + gpu.name + " is " + gpu.arch + ")");
+  }
   if (t.precision == Precision::Fp8 && gpu.fp8_flops <= 0) {
     fail("training.precision", "fp8 is not supported by GPU " + gpu.name);
   }

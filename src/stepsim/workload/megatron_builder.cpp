@@ -56,6 +56,10 @@ class StageBuilder {
     cf_ = job.model.moe && job.model.moe->capacity_factor ? *job.model.moe->capacity_factor : 1.0;
     tpo_ = job.training.tp_comm_overlap && d.sp;
     zero3_ = job.training.zero_stage == 3;
+    fp8_ = job.training.precision == spec::Precision::Fp8;
+    fp8_cast_bytes_ = beta_ + 2 + (job.training.fp8_recipe == spec::Fp8Recipe::Current ? beta_ : 0);
+    // fp8_param_gather: the parameters live (and are all-gathered) in fp8.
+    if (fp8_ && job.training.fp8_param_gather) weight_bytes_ = 1;
     // Layers of every model chunk of this stage (model chunk index = chunk * p + stage).
     std::vector<int> per_chunk(static_cast<size_t>(p_) * v_);
     const auto& pl = par.pipeline_layers;
@@ -95,7 +99,10 @@ class StageBuilder {
   Ref wgrad(int64_t k, int64_t n, int64_t m, const std::string& name, std::vector<Ref> deps = {}, int batch = 1) {
     Op op = gemm(k, n, m, batch);
     op.bytes = static_cast<uint64_t>((beta_ * (k * m + m * n) + 2 * grad_bytes_ * k * n) * batch);
-    return compute(op, name, std::move(deps));
+    in_wgrad_ = true;  // its fp8 operands are the transposed copies the forward casts made
+    const Ref r = compute(op, name, std::move(deps));
+    in_wgrad_ = false;
+    return r;
   }
   static Op memop(ComputeCategory cat, int64_t bytes) {
     Op op;
@@ -105,6 +112,17 @@ class StageBuilder {
   }
   // Emits a compute op tagged with the current position; stores `saved` bytes for backward.
   Ref compute(Op op, const std::string& name, std::vector<Ref> deps, int64_t saved = 0) {
+    if (fp8_ && (op.category == ComputeCategory::Gemm || op.category == ComputeCategory::GroupedGemm)) {
+      // Transformer Engine runs the linear layers in fp8 and keeps the output layer and the router in bf16.
+      if (name.rfind("output_layer", 0) == 0 || name.rfind("router", 0) == 0) op.keep_bf16 = true;
+      // Its A operand (the input forward, the output gradient for dgrad) is cast to fp8 with a transposed copy
+      // for the later wgrad: one memory-bound kernel reading β and writing 2 x 1 byte per element (current scaling
+      // reads once more for the amax).
+      if (!op.keep_bf16 && !in_wgrad_) {
+        const int64_t elements = op.gemm_m * op.gemm_k * std::max<int32_t>(op.gemm_batch, 1);
+        compute(memop(ComputeCategory::Elementwise, fp8_cast_bytes_ * elements), name + "_fp8_cast", deps);
+      }
+    }
     op.kind = OpKind::Compute;
     op.stream = Stream::Compute;
     tag(op);
@@ -158,6 +176,7 @@ class StageBuilder {
     // One strided-batched kernel (cuBLAS): efficiency follows its total size, so the batch is folded into m.
     Op op = gemm(m * batch, n, k);
     op.bytes = static_cast<uint64_t>(beta_ * batch * (m * k + k * n + m * n));
+    op.keep_bf16 = true;  // attention stays in bf16 under fp8
     return op;
   }
   Ref attention_bwd(Ref in);
@@ -207,6 +226,9 @@ class StageBuilder {
   double cf_ = 1.0;
   bool tpo_ = false;  // TP communication overlapped with the GEMMs (userbuffers)
   bool zero3_ = false;  // ZeRO-3 / FSDP: parameters sharded over DP, gathered per unit and pass
+  bool fp8_ = false;     // fp8 training: linear-layer GEMMs in fp8 behind cast kernels
+  int64_t fp8_cast_bytes_ = 4;
+  bool in_wgrad_ = false;
   std::unordered_map<int, Ref> z3_gathers_;  // unit -> its all-gather in the current pass
   std::vector<int> chunk_first_layer_, chunk_layers_;
 

@@ -6,7 +6,10 @@ BytesPerParam bytes_per_param(const spec::TrainingSpec& t) {
   BytesPerParam b;
   using spec::Precision;
   if (t.precision == Precision::Fp32) return BytesPerParam{4, 4, 8};  // weights, grads, Adam m and v
-  b.weight = 2;  // fp16/bf16 (fp8 training keeps bf16 weights; fp8 is a GEMM input format)
+  b.weight = 2;  // fp16/bf16
+  // fp8: Transformer Engine's fp8 weight and transpose caches are not counted yet (issue 13 item 5, transient
+  // buffers); with fp8_param_gather the parameters are fp8 (1 byte) and all-gathered in fp8.
+  if (t.precision == Precision::Fp8 && t.fp8_param_gather) b.weight = 1;
   const bool fp32_grads = t.grad_reduce_in_fp32.value_or(t.precision != Precision::Fp16);
   b.gradient = fp32_grads ? 4 : 2;
   b.optimizer = fp32_grads ? 12 : 16;  // master + m + v (+ an fp32 copy of fp16 gradients)

@@ -1,0 +1,87 @@
+// fp8 as Transformer Engine runs it (issue 13 item 1d, first part): the linear layers' GEMMs in fp8 behind a cast
+// kernel per A operand (input forward, output gradient for dgrad; wgrad uses the transposed copies), the output
+// layer, router and attention in bf16; recipes change the cast's bytes. Hand-computed bytes.
+#include <gtest/gtest.h>
+
+#include "stepsim/cost/compute_model.hpp"
+#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
+#include "test_util.hpp"
+
+namespace stepsim {
+namespace {
+
+using workload::Op;
+using workload::Phase;
+using workload::Program;
+
+const Op* find(const Program& p, const std::string& name, Phase phase) {
+  for (const Op& op : p.ops) {
+    if (p.name(op) == name && op.phase == phase) return &op;
+  }
+  return nullptr;
+}
+
+Program program(const std::string& training_extra) {
+  // TP 1, micro-batch 1, seq 1024, h 1024, ffn 4096: 1024 tokens.
+  const spec::JobSpec job = test::job_from_yaml(test::small_gpt_yaml(1, 1, 1, 2, "", ", precision: fp8" + training_extra));
+  return workload::build_megatron_workload(job).programs[0];
+}
+
+TEST(Fp8, CastBeforeEachLinearGemmNotBeforeWgradOrBf16Gemms) {
+  const Program p = program("");
+  // Delayed scaling: read 2 bytes, write fp8 and its transpose, per element of the A operand.
+  const Op* qkv = find(p, "qkv_proj_fp8_cast", Phase::Forward);
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->bytes, 4u * 1024 * 1024);  // tokens x h
+  const Op* fc2 = find(p, "fc2_fp8_cast", Phase::Forward);
+  ASSERT_NE(fc2, nullptr);
+  EXPECT_EQ(fc2->bytes, 4u * 1024 * 4096);  // tokens x ffn
+  const Op* fc1_dgrad = find(p, "fc1_dgrad_fp8_cast", Phase::Backward);
+  ASSERT_NE(fc1_dgrad, nullptr);
+  EXPECT_EQ(fc1_dgrad->bytes, 4u * 1024 * 4096);  // the output gradient, tokens x ffn
+  EXPECT_EQ(find(p, "fc1_wgrad_fp8_cast", Phase::Backward), nullptr);
+  EXPECT_EQ(find(p, "output_layer_fp8_cast", Phase::Forward), nullptr);
+  EXPECT_TRUE(find(p, "output_layer", Phase::Forward)->keep_bf16);
+  EXPECT_FALSE(find(p, "fc1", Phase::Forward)->keep_bf16);
+}
+
+TEST(Fp8, CurrentScalingReadsOnceMore) {
+  EXPECT_EQ(find(program(", fp8_recipe: current"), "qkv_proj_fp8_cast", Phase::Forward)->bytes, 6u * 1024 * 1024);
+  EXPECT_EQ(find(program(", fp8_recipe: blockwise"), "qkv_proj_fp8_cast", Phase::Forward)->bytes, 4u * 1024 * 1024);
+}
+
+TEST(Fp8, Bf16GemmsInAnFp8JobRunAtTheBf16Rate) {
+  const hw::GpuSpec& h100 = hw::GpuCatalog::builtin().find("H100-SXM");
+  Op g;
+  g.category = workload::ComputeCategory::Gemm;
+  g.gemm_m = g.gemm_n = g.gemm_k = 8192;
+  g.flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  g.bytes = 2ull * 3 * 8192 * 8192;
+  const auto fp8 = cost::make_roofline_model(h100, spec::Precision::Fp8);
+  const auto bf16 = cost::make_roofline_model(h100, spec::Precision::Bf16);
+  EXPECT_LT(fp8->duration_ns(g), bf16->duration_ns(g));
+  g.keep_bf16 = true;
+  EXPECT_EQ(fp8->duration_ns(g), bf16->duration_ns(g));
+}
+
+TEST(Fp8, RecipeKeysNeedFp8AndMxfp8NeedsBlackwell) {
+  auto error = [](const std::string& extra, const std::string& gpu = "H100-SXM") {
+    std::string yaml = test::small_gpt_yaml(1, 1, 1, 2, "", extra);
+    yaml.replace(yaml.find("H100-SXM"), 8, gpu);
+    try {
+      test::job_from_yaml(yaml);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error(", fp8_param_gather: true").find("training.fp8_param_gather: needs training.precision: fp8"),
+            std::string::npos);
+  EXPECT_NE(error(", precision: fp8, fp8_recipe: mxfp8").find("mxfp8 needs a Blackwell GPU"), std::string::npos);
+  EXPECT_EQ(error(", precision: fp8, fp8_recipe: mxfp8", "B200"), "no error");
+}
+
+}  // namespace
+}  // namespace stepsim
