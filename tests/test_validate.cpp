@@ -116,6 +116,16 @@ TEST(Validate, BadCellsNameLineAndColumn) {
   EXPECT_NE(message(std::string(kHeader) + bad).find("r.csv:2: column step_time_s: the row gives no measurement"),
             std::string::npos);
   EXPECT_NE(message("id,layers\n").find("column hidden: is required"), std::string::npos);
+  // Precision and recompute as sources write them: the first known name decides; an unknown one names the cell.
+  bad = good;
+  bad.replace(bad.find(",bf16,"), 6, ",BF16 mixed,full (uniform),");
+  bad.replace(bad.find(",,1.0,"), 6, ",1.0,");  // the recompute cell above took the place of an empty one
+  const auto runs = parse_published_runs(std::string(kHeader) + bad, "r.csv");
+  EXPECT_EQ(runs[0].precision, "bf16");
+  EXPECT_EQ(runs[0].recompute, "full");
+  bad = good;
+  bad.replace(bad.find(",bf16,"), 6, ",int8,");
+  EXPECT_EQ(message(std::string(kHeader) + bad), "r.csv:2: column precision: 'int8' names none of fp8, bf16, fp16, 16bit, fp32/tf32");
 }
 
 TEST(Validate, CommandReportsRowsErrorsAndFailures) {

@@ -77,6 +77,29 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Sources write precision and recompute in many ways ("BF16", "bf16 mixed", "FP8 (delayed)", "full (uniform)"): the
+// first known name in the cell decides, the most specific first; "?" when none is there.
+std::string precision_of(const std::string& cell) {
+  if (cell.empty()) return "";
+  for (const char* name : {"fp8", "bf16", "fp16", "fp32", "tf32", "16bit", "16-bit"}) {
+    if (cell.find(name) != std::string::npos) {
+      const std::string n = name;
+      return n == "tf32" ? "fp32" : n == "16-bit" ? "16bit" : n;
+    }
+  }
+  return "?";
+}
+
+std::string recompute_of(const std::string& cell) {
+  if (cell.empty() || cell == "no" || cell.find("none") != std::string::npos) return cell.empty() ? "" : "none";
+  if (cell.find("selective") != std::string::npos) return "selective";
+  if (cell.find("full") != std::string::npos || cell.find("uniform") != std::string::npos ||
+      cell.find("block") != std::string::npos || cell == "yes") {
+    return "full";
+  }
+  return "?";
+}
+
 }  // namespace
 
 std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& source) {
@@ -131,14 +154,11 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
     run.vp = r.small("vp", 1, 4096);
     run.micro_batch = r.small("micro_batch", 1, 1 << 16);
     run.global_batch = r.required("global_batch", 1, kBig);
-    run.precision = lower(r.text("precision"));
-    if (!run.precision.empty() && run.precision != "fp16" && run.precision != "bf16" && run.precision != "fp8" &&
-        run.precision != "16bit" && run.precision != "fp32") {
-      r.fail("precision", "'" + run.precision + "' is not fp16, bf16, fp8, fp32 or 16bit");
-    }
-    run.recompute = lower(r.text("recompute"));
-    if (!run.recompute.empty() && run.recompute != "full" && run.recompute != "selective" && run.recompute != "none") {
-      r.fail("recompute", "'" + run.recompute + "' is not full, selective, none or blank");
+    run.precision = precision_of(lower(r.text("precision")));
+    if (run.precision == "?") r.fail("precision", "'" + r.text("precision") + "' names none of fp8, bf16, fp16, 16bit, fp32/tf32");
+    run.recompute = recompute_of(lower(r.text("recompute")));
+    if (run.recompute == "?") {
+      r.fail("recompute", "'" + r.text("recompute") + "' names none of full (uniform, block), selective, none or blank");
     }
     run.dist_optimizer = r.text("dist_optimizer");
     run.step_time_s = r.number("step_time_s", 1e-9, 1e9);
