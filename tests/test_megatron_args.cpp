@@ -403,6 +403,12 @@ TEST(MegatronArgs, Issue13FlagsMap) {
   EXPECT_TRUE(flag(j["parallelism"], "account_for_embedding_in_pipeline_split"));
   EXPECT_EQ(str(job("--attention-backend flash")["training"], "attention_backend"), "flash");
   EXPECT_FALSE(job("--tensor-model-parallel-size 2 --num-experts 8 --expert-tensor-parallel-size 2")["parallelism"]["expert_tensor"]);
+  // --overlap-p2p-communication is Megatron's default for the interleaved schedule; with its negation it is an error.
+  const YAML::Node p = job("--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2 "
+                           "--overlap-p2p-communication")["parallelism"];
+  EXPECT_TRUE(flag(p, "overlap_p2p_comm"));
+  expect_base_error("--overlap-p2p-communication --no-overlap-p2p-communication",
+                    {"--overlap-p2p-communication", "cannot be combined"});
 }
 
 TEST(MegatronArgs, UnevenStagesWithVirtualStages) {

@@ -151,7 +151,8 @@ const Table& table() {
             "--fp16", "--recompute-activations", "--use-distributed-optimizer", "--overlap-grad-reduce",
             "--overlap-param-gather", "--tp-comm-overlap", "--optimizer-cpu-offload",
             "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--no-overlap-p2p-communication",
-            "--use-rotary-position-embeddings", "--no-position-embedding", "--fp8-param-gather"},
+            "--use-rotary-position-embeddings", "--no-position-embedding", "--fp8-param-gather",
+            "--overlap-p2p-communication"},
         Kind::Flag, Use::Map);
 
     // Change the step but cannot be expressed in a job: refused rather than silently dropped.
@@ -725,6 +726,10 @@ YAML::Node build(const Args& a) {
   if (a.has("--account-for-loss-in-pipeline-split")) par["account_for_loss_in_pipeline_split"] = true;
   par["schedule"] = vs > 1 ? "interleaved-1f1b" : "1f1b";
   // Megatron overlaps p2p with compute in the interleaved schedule unless told not to.
+  // --overlap-p2p-communication states Megatron's default (overlap in the interleaved schedule; the plain 1F1B
+  // schedule does not overlap p2p, so there it changes nothing).
+  if (a.has("--overlap-p2p-communication") && a.has("--no-overlap-p2p-communication"))
+    fail("--overlap-p2p-communication", "cannot be combined with --no-overlap-p2p-communication");
   if (vs > 1) par["overlap_p2p_comm"] = !a.has("--no-overlap-p2p-communication");
 
   if (first || last) {
