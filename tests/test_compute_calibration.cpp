@@ -19,8 +19,8 @@ using validate::RunResponse;
 
 TEST(ComputeCalibration, FitRecoversTheClockOfRunsThatScaleWithCompute) {
   // Three runs of pure compute (a = 0) measured 1/0.8 slower than predicted at clock 1: the fit is 0.8 exactly.
-  std::vector<RunResponse> runs;
-  for (double t : {1.0, 3.0, 10.0}) runs.push_back({"r" + std::to_string(t), "hopper", t / 0.8, 0.0, t});
+  const std::vector<RunResponse> runs = {
+      {"r1", "hopper", 1.0 / 0.8, 0.0, 1.0}, {"r3", "hopper", 3.0 / 0.8, 0.0, 3.0}, {"r10", "hopper", 10.0 / 0.8, 0.0, 10.0}};
   EXPECT_NEAR(validate::fit_sustained_clock(runs), 0.8, 1e-9);
   // A run with a fixed part: step(k) = 2 + 1/k, measured 4.5 -> k = 0.4.
   EXPECT_NEAR(validate::fit_sustained_clock({{"x", "ampere", 4.5, 2.0, 1.0}}), 0.4, 1e-9);
@@ -28,8 +28,8 @@ TEST(ComputeCalibration, FitRecoversTheClockOfRunsThatScaleWithCompute) {
 
 TEST(ComputeCalibration, FitIsTheMedianInLogSpace) {
   // Mean |log error| is minimised at the median of the runs' own clocks (0.5, 0.7, 0.9 -> 0.7).
-  std::vector<RunResponse> runs;
-  for (double k : {0.5, 0.9, 0.7}) runs.push_back({"k" + std::to_string(k), "ampere", 1.0 / k, 0.0, 1.0});
+  const std::vector<RunResponse> runs = {
+      {"k5", "ampere", 1.0 / 0.5, 0.0, 1.0}, {"k9", "ampere", 1.0 / 0.9, 0.0, 1.0}, {"k7", "ampere", 1.0 / 0.7, 0.0, 1.0}};
   EXPECT_NEAR(validate::fit_sustained_clock(runs), 0.7, 1e-9);
 }
 

@@ -153,7 +153,7 @@ TEST(Validate, CommandReportsRowsErrorsAndFailures) {
   ASSERT_EQ(j["failed"].size(), 1u);
   EXPECT_EQ(j["failed"][0]["id"], "b");
   EXPECT_NE(j["failed"][0]["message"].get<std::string>().find("key parallelism"), std::string::npos);
-  // The same step as `simulate` gives for the same job.
+  // --only simulates the listed row alone (row b, which is refused, is not run: exit 0).
   const auto only = test::run_cli("validate " + csv + " --only a");
   EXPECT_EQ(only.code, 0) << only.output;
   // Bad input: exit 2, one line naming the file.

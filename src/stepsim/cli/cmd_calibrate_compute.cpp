@@ -17,7 +17,8 @@ namespace stepsim::cli {
 namespace {
 
 struct CalibrateComputeOptions {
-  std::string runs, store, json_path, exclude;
+  std::string runs, store, json_path;
+  std::vector<std::string> exclude;
   std::vector<std::string> overrides;
   bool dry_run = false;
 };
@@ -27,12 +28,7 @@ int run_calibrate_compute(const CalibrateComputeOptions& o) {
   const auto runs = validate::read_published_runs(o.runs);
   validate::ValidationOptions vo;
   vo.overrides = o.overrides;
-  for (size_t b = 0; b < o.exclude.size();) {
-    size_t e = o.exclude.find(',', b);
-    if (e == std::string::npos) e = o.exclude.size();
-    if (e > b) vo.exclude_ids.push_back(o.exclude.substr(b, e - b));
-    b = e + 1;
-  }
+  vo.exclude_ids = o.exclude;
   const validate::ComputeFit fit = validate::fit_compute(runs, vo);
   char buf[256];
   std::cout << "sustained tensor-core clock per architecture (step(k) = a + b/k per run, k minimising mean |log error|)\n";
@@ -84,7 +80,8 @@ std::function<int()> add_calibrate_compute(CLI::App& calibrate) {
   cmd->add_option("--store", o->store, "calibration store (default: $STEPSIM_CALIBRATION_DB, else ~/.cache/stepsim/calibration.sqlite)");
   cmd->add_option("--set", o->overrides, "key=value applied to every run's job");
   cmd->add_option("--json", o->json_path, "write the fit (per architecture, per run errors) as JSON here");
-  cmd->add_option("--exclude", o->exclude, "comma-separated run ids left out of the fit (say why in your notes)");
+  cmd->add_option("--exclude", o->exclude, "comma-separated run ids left out of the fit (say why in your notes)")
+      ->delimiter(',');
   cmd->add_flag("--dry-run", o->dry_run, "fit and print, store nothing");
   return [cmd, o]() { return cmd->parsed() ? run_calibrate_compute(*o) : -1; };
 }

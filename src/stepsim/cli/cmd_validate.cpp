@@ -17,20 +17,12 @@ namespace stepsim::cli {
 namespace {
 
 struct ValidateOptions {
-  std::string csv, json_path, only, markdown_path;
+  std::string csv, json_path, markdown_path;
+  std::vector<std::string> only;
   std::vector<std::string> overrides;
   bool verbose = false;
   unsigned jobs = 0;
 };
-
-std::vector<std::string> split_ids(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string id; std::getline(ss, id, ',');) {
-    if (!id.empty()) out.push_back(id);
-  }
-  return out;
-}
 
 nlohmann::json to_json(const validate::ValidationResult& r) {
   nlohmann::json rows = nlohmann::json::array();
@@ -141,7 +133,7 @@ int run_validate(const ValidateOptions& o) {
   const std::vector<validate::PublishedRun> runs = validate::read_published_runs(o.csv);
   validate::ValidationOptions vo;
   vo.overrides = o.overrides;
-  vo.only_ids = split_ids(o.only);
+  vo.only_ids = o.only;
   vo.threads = o.jobs;
   const validate::ValidationResult r = validate::validate_runs(runs, vo);
   std::cout << to_text(r, o.verbose);
@@ -159,7 +151,7 @@ Action add_validate(CLI::App& app) {
   cmd->add_option("runs", o->csv, "published-runs CSV (format of shared/data/published-runs)")->required();
   cmd->add_option("--json", o->json_path, "write rows, MAPE, mean signed error and failures as JSON here");
   cmd->add_option("--set", o->overrides, "key=value applied to every row's job, e.g. simulation.comm_model=nccl");
-  cmd->add_option("--only", o->only, "comma-separated row ids to simulate (default: all)");
+  cmd->add_option("--only", o->only, "comma-separated row ids to simulate (default: all)")->delimiter(',');
   cmd->add_option("--markdown", o->markdown_path, "write the report as Markdown here (docs/VALIDATION.md is made this way)");
   cmd->add_flag("--verbose", o->verbose, "print each row's assumptions and rank 0's breakdown");
   cmd->add_option("--jobs", o->jobs, "rows simulated at once (default: one per hardware thread); the output does not depend on it");

@@ -23,7 +23,7 @@ struct EfficiencyCatalog::Partial {
   std::optional<double> attention_forward, attention_backward;
   std::array<std::optional<double>, static_cast<int>(MemoryClass::kCount)> memory;
   std::optional<double> kernel_floor_us, host_to_device_GBps;
-  std::optional<double> sustained_clock, kernel_gap_us;
+  std::optional<double> sustained_clock;
   std::optional<std::array<double, 2>> prediction_interval;
 };
 
@@ -132,7 +132,7 @@ class Parser {
     const auto present = keys(n, key,
                               {"gemm_curve", "gemm_precision_scale", "grouped_gemm_scale", "attention",
                                "memory_efficiency", "kernel_floor_us", "host_to_device_GBps", "sustained_clock",
-                               "kernel_gap_us", "prediction_interval"});
+                               "prediction_interval"});
     if (present.count("gemm_curve")) t.gemm_curve = curve(n["gemm_curve"], key + ".gemm_curve");
     if (present.count("gemm_precision_scale")) {
       const YAML::Node s = n["gemm_precision_scale"];
@@ -172,11 +172,6 @@ class Parser {
       t.prediction_interval = std::array<double, 2>{lo, hi};
     }
     if (present.count("sustained_clock")) t.sustained_clock = fraction(n["sustained_clock"], key + ".sustained_clock");
-    if (present.count("kernel_gap_us")) {
-      const double v = number(n["kernel_gap_us"], key + ".kernel_gap_us");
-      if (v < 0 || v > 1e4) fail(key + ".kernel_gap_us", "must be in [0, 1e4] microseconds, got " + fmt(v));
-      t.kernel_gap_us = v;
-    }
     if (present.count("host_to_device_GBps")) {
       const double v = number(n["host_to_device_GBps"], key + ".host_to_device_GBps");
       if (!(v > 0)) fail(key + ".host_to_device_GBps", "must be > 0 GB/s, got " + fmt(v));
@@ -205,7 +200,6 @@ Partial merge(const Partial& base, const Partial& over) {
   take(r.kernel_floor_us, over.kernel_floor_us);
   take(r.host_to_device_GBps, over.host_to_device_GBps);
   take(r.sustained_clock, over.sustained_clock);
-  take(r.kernel_gap_us, over.kernel_gap_us);
   take(r.prediction_interval, over.prediction_interval);
   return r;
 }
@@ -237,7 +231,6 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   need(p.host_to_device_GBps.has_value(), "host_to_device_GBps");
   t.host_to_device_GBps = *p.host_to_device_GBps;
   t.sustained_clock = p.sustained_clock.value_or(1.0);
-  t.kernel_gap_us = p.kernel_gap_us.value_or(0.0);
   t.prediction_interval = p.prediction_interval;
   return t;
 }

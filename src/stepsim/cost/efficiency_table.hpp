@@ -38,16 +38,12 @@ struct EfficiencyTable {
   // shapes vs the microbenchmark's best): multiplies the GEMM and attention efficiencies. Fitted per architecture by
   // `stepsim calibrate compute` on measured runs; 1 = the microbenchmark curves as they are.
   double sustained_clock = 1.0;
-  // GPU idle between consecutive kernels of a stream even when the CPU is ahead (launch latency), added to each
-  // compute op. Optional in the file (0 when absent).
-  double kernel_gap_us = 0;
   // Signed relative errors (predicted - measured) / measured bounding 80% of the calibration runs of this
   // architecture (10th and 90th percentile), for the step-time prediction interval; absent = not calibrated.
   std::optional<std::array<double, 2>> prediction_interval;
 
   // Curve value at the given FLOPs of one GEMM: piecewise linear in log2(flops), constant beyond both ends.
   double gemm_efficiency(double flops) const;
-  double tensor_efficiency_scale() const { return sustained_clock; }
   double memory_efficiency(MemoryClass c) const { return memory[static_cast<int>(c)]; }
 };
 

@@ -37,8 +37,7 @@ class RooflineModel final : public ComputeModel {
         floor_s_(table_.kernel_floor_us * 1e-6),
         h2d_Bps_(table_.host_to_device_GBps * 1e9),
         sm_count_(std::max(gpu.sm_count, 1)),
-        tensor_scale_(table_.tensor_efficiency_scale()),
-        gap_s_(table_.kernel_gap_us * 1e-6) {
+        tensor_scale_(table_.sustained_clock) {
     if (!(gemm_peak_ > 0) || !(attention_peak_ > 0) || !(vector_peak_ > 0) || !(hbm_Bps_ > 0) || !(h2d_Bps_ > 0))
       throw std::invalid_argument("roofline model: GPU '" + gpu.name +
                                   "' needs positive peak FLOP/s, HBM and host bandwidth");
@@ -50,7 +49,7 @@ class RooflineModel final : public ComputeModel {
     if (op.flops == 0 && op.bytes == 0) return 0;
     // Kernels beside userbuffers communication run on the SMs left to them.
     const double share = op.comm_sms > 0 ? std::max(1.0 - static_cast<double>(op.comm_sms) / sm_count_, 0.05) : 1.0;
-    const double t = std::max(seconds(op) / share, floor_s_) + gap_s_;
+    const double t = std::max(seconds(op) / share, floor_s_);
     return std::max<int64_t>(1, std::llround(t * 1e9));
   }
 
@@ -111,7 +110,6 @@ class RooflineModel final : public ComputeModel {
   double h2d_Bps_;
   int sm_count_;
   double tensor_scale_;  // sustained clock: GEMM and attention kernels
-  double gap_s_;
 };
 
 }  // namespace

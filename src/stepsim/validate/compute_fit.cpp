@@ -5,8 +5,6 @@
 #include <map>
 
 #include "stepsim/cost/efficiency_table.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/spec/input_error.hpp"
 #include "stepsim/validate/run_job.hpp"
 
 namespace stepsim::validate {
@@ -36,12 +34,6 @@ double fit(const std::vector<RunResponse>& runs, const std::string& skip) {
   return best_k;
 }
 
-std::string arch_of(const PublishedRun& r) {
-  std::string g = r.gpu.substr(0, r.gpu.find('('));
-  while (!g.empty() && g.back() == ' ') g.pop_back();
-  return hw::GpuCatalog::builtin().find(g).arch;
-}
-
 }  // namespace
 
 double quantile(std::vector<double> v, double q) {
@@ -57,20 +49,11 @@ double fit_sustained_clock(const std::vector<RunResponse>& runs) { return fit(ru
 
 ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOptions& o) {
   ComputeFit out;
-  std::vector<PublishedRun> kept;
-  for (const std::string& id : o.exclude_ids) {
-    if (std::none_of(runs.begin(), runs.end(), [&](const PublishedRun& r) { return r.id == id; })) {
-      throw InputError("--exclude " + id + ": no run has this id");
-    }
-  }
-  for (const auto& r : runs) {
-    if (std::find(o.exclude_ids.begin(), o.exclude_ids.end(), r.id) == o.exclude_ids.end()) kept.push_back(r);
-  }
   ValidationOptions hi = o, lo = o;
   hi.overrides.push_back("simulation.sustained_clock=1.0");
   lo.overrides.push_back("simulation.sustained_clock=0.5");
-  const ValidationResult r1 = validate_runs(kept, hi);
-  const ValidationResult r2 = validate_runs(kept, lo);
+  const ValidationResult r1 = validate_runs(runs, hi);
+  const ValidationResult r2 = validate_runs(runs, lo);
   out.failed = r1.failed;
   std::map<std::string, const PublishedRun*> by_id;
   for (const auto& r : runs) by_id[r.id] = &r;
@@ -80,7 +63,7 @@ ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOp
     if (it == r2.rows.end()) continue;
     RunResponse rr;
     rr.id = x.id;
-    rr.arch = arch_of(*by_id.at(x.id));
+    rr.arch = gpu_of(*by_id.at(x.id)).arch;
     rr.measured = x.measured_step_time_s;
     // T(1) = a + b, T(0.5) = a + 2b.
     rr.b = it->predicted_step_time_s - x.predicted_step_time_s;

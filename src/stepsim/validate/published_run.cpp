@@ -72,11 +72,6 @@ class RowReader {
   const std::string& source_;
 };
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // Sources write precision and recompute in many ways ("BF16", "bf16 mixed", "FP8 (delayed)", "full (uniform)"): the
 // first known name in the cell decides, the most specific first; "?" when none is there.
 std::string precision_of(const std::string& cell) {
@@ -154,9 +149,9 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
     run.vp = r.small("vp", 1, 4096);
     run.micro_batch = r.small("micro_batch", 1, 1 << 16);
     run.global_batch = r.required("global_batch", 1, kBig);
-    run.precision = precision_of(lower(r.text("precision")));
+    run.precision = precision_of(lower_case(r.text("precision")));
     if (run.precision == "?") r.fail("precision", "'" + r.text("precision") + "' names none of fp8, bf16, fp16, 16bit, fp32/tf32");
-    run.recompute = recompute_of(lower(r.text("recompute")));
+    run.recompute = recompute_of(lower_case(r.text("recompute")));
     if (run.recompute == "?") {
       r.fail("recompute", "'" + r.text("recompute") + "' names none of full (uniform, block), selective, none or blank");
     }
@@ -169,13 +164,13 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
       r.fail("step_time_s", "the row gives no measurement (step_time_s, tflops_per_gpu, mfu or tokens_per_s_per_gpu)");
     }
     run.notes = r.text("notes");
-    run.flop_convention = lower(r.text("flop_convention"));
+    run.flop_convention = lower_case(r.text("flop_convention"));
     if (!run.flop_convention.empty() && run.flop_convention != "model" && run.flop_convention != "hardware") {
       r.fail("flop_convention", "'" + run.flop_convention + "' is not model or hardware");
     }
     run.sequence_parallel = r.boolean("sequence_parallel");
     run.tp_comm_overlap = r.boolean("tp_comm_overlap");
-    run.attention_backend = lower(r.text("attention_backend"));
+    run.attention_backend = lower_case(r.text("attention_backend"));
     if (!run.attention_backend.empty() && run.attention_backend != "flash" && run.attention_backend != "unfused") {
       r.fail("attention_backend", "'" + run.attention_backend + "' is not flash or unfused");
     }
@@ -183,6 +178,12 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
   }
   if (runs.empty()) throw InputError(source + ": no rows");
   return runs;
+}
+
+std::string lower_case(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 std::vector<PublishedRun> read_published_runs(const std::string& path) {

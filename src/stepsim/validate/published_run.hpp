@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace stepsim::validate {
@@ -47,6 +48,9 @@ struct PublishedRun {
 // Throws InputError "<file>:<line>: column <name>: <rule>" for a missing required column, a malformed number or a
 // row that gives no measurement. Limits: 16 MiB, 100,000 rows.
 std::vector<PublishedRun> read_published_runs(const std::string& path);
+
+// ASCII lower case (the reader's and the row rules' case-insensitive matching).
+std::string lower_case(std::string_view s);
 std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& source);
 
 }  // namespace stepsim::validate

@@ -13,20 +13,18 @@
 namespace stepsim::validate {
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-bool contains(const std::string& haystack, const char* needle) { return lower(haystack).find(needle) != std::string::npos; }
+bool contains(const std::string& haystack, const char* needle) { return lower_case(haystack).find(needle) != std::string::npos; }
 
 bool starts_with_any(const std::string& s, std::initializer_list<const char*> prefixes) {
-  const std::string l = lower(s);
+  const std::string l = lower_case(s);
   for (const char* p : prefixes) {
     if (l.rfind(p, 0) == 0) return true;
   }
   return false;
 }
+
+// DeepSeek-V2/V3 multi-latent attention (their config.json): q_lora, kv_lora, nope, rope, v head dims.
+constexpr spec::MlaSpec kDeepSeekMla{1536, 512, 128, 64, 128};
 
 // Architecture families by model name: what the CSV's columns do not say (gated MLP, norms, positions, MLA).
 struct Family {
@@ -38,7 +36,7 @@ struct Family {
 };
 
 Family family_of(const PublishedRun& r) {
-  const std::string n = lower(r.model);
+  const std::string n = lower_case(r.model);
   Family f;
   auto llama_like = [&](const char* name) {
     f.gated = f.rmsnorm = f.rope = true;
@@ -73,25 +71,19 @@ std::string gpu_name(const std::string& g) {
   return s;
 }
 
-const hw::GpuSpec& gpu_of(const PublishedRun& r) {
-  try {
-    return hw::GpuCatalog::builtin().find(gpu_name(r.gpu));
-  } catch (const InputError& e) {
-    throw InputError("column gpu: " + std::string(e.what()));
-  }
-}
 
 // Per-token forward FLOPs of one layer's linear weights (x 2 for multiply-add), its MLP counted for MoE layers as
 // the top-k routed experts plus shared experts.
-double layer_linear_flops(const PublishedRun& r, bool moe_layer) {
-  const Family f = family_of(r);
+double layer_linear_flops(const PublishedRun& r, const Family& f, bool moe_layer) {
   const double h = static_cast<double>(r.hidden);
   const double kv = r.kv_heads > 0 ? r.kv_heads : r.heads;
   const double hd = h / r.heads;
   double attn = 0;
   if (f.mla) {
-    // DeepSeek-V2/V3 MLA (q_lora 1536, kv_lora 512, nope 128, rope 64, v 128).
-    const double q_lora = 1536, kv_lora = 512, nope = 128, rope = 64, v = 128, heads = r.heads;
+    const spec::MlaSpec& a = kDeepSeekMla;
+    const double q_lora = static_cast<double>(a.q_lora_rank), kv_lora = static_cast<double>(a.kv_lora_rank);
+    const double nope = static_cast<double>(a.qk_nope_head_dim), rope = static_cast<double>(a.qk_rope_head_dim);
+    const double v = static_cast<double>(a.v_head_dim), heads = r.heads;
     attn = h * q_lora + q_lora * heads * (nope + rope) + h * (kv_lora + rope) + kv_lora * heads * (nope + v) +
            heads * v * h;
   } else {
@@ -106,14 +98,22 @@ double layer_linear_flops(const PublishedRun& r, bool moe_layer) {
   return 2.0 * (attn + mlp);
 }
 
-double attention_width(const PublishedRun& r) {
-  // Q·Kᵀ and ·V widths: heads x head dim (MLA: 192 for the scores, 128 for the values; mean 160).
-  return family_of(r).mla ? r.heads * 160.0 : static_cast<double>(r.hidden);
+double attention_width(const PublishedRun& r, const Family& f) {
+  // Q·Kᵀ and ·V widths: heads x head dim (MLA: nope + rope = 192 for the scores, v = 128 for the values; mean 160).
+  const spec::MlaSpec& a = kDeepSeekMla;
+  return f.mla ? r.heads * static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim) / 2
+               : static_cast<double>(r.hidden);
 }
 
 }  // namespace
 
-double measured_step_time_raw(const PublishedRun& r, std::string* how);
+const hw::GpuSpec& gpu_of(const PublishedRun& r) {
+  try {
+    return hw::GpuCatalog::builtin().find(gpu_name(r.gpu));
+  } catch (const InputError& e) {
+    throw InputError("column gpu: " + std::string(e.what()));
+  }
+}
 
 bool is_2021_megatron(const PublishedRun& r) {
   return starts_with_any(r.source, {"narayanan2021", "mtnlg", "bloom"}) || starts_with_any(r.id, {"nar21", "mtnlg", "bloom"});
@@ -131,7 +131,7 @@ double step_flops(const PublishedRun& r, FlopConvention c) {
   double layers = 0;
   for (int l = 0; l < r.layers; ++l) {
     const bool moe = r.moe_experts > 0 && l >= f.first_dense;
-    layers += s * layer_linear_flops(r, moe) + 4.0 * s * s * attention_width(r);
+    layers += s * layer_linear_flops(r, f, moe) + 4.0 * s * s * attention_width(r, f);
   }
   const double logits = 2.0 * s * static_cast<double>(r.hidden) * static_cast<double>(r.vocab);
   const double per_seq = (c == FlopConvention::Hardware ? 4.0 : 3.0) * layers + 3.0 * logits;
@@ -143,15 +143,9 @@ double mfu_peak_tflops(const PublishedRun& r) {
   return g.peak_flops(r.precision == "fp32" ? spec::Precision::Fp32 : spec::Precision::Bf16) / 1e12;
 }
 
-double measured_step_time_s(const PublishedRun& r, std::string* how) {
-  const double t = measured_step_time_raw(r, how);
-  if (!std::isfinite(t) || !(t > 0)) {
-    throw InputError("line " + std::to_string(r.line) + ": row " + r.id + ": the measurement gives no finite positive "
-                     "step time (" + std::to_string(t) + " s)");
-  }
-  return t;
-}
+namespace {
 
+// The step time the row's measurement gives, unchecked.
 double measured_step_time_raw(const PublishedRun& r, std::string* how) {
   auto say = [&](const std::string& s) {
     if (how) *how = s;
@@ -174,6 +168,18 @@ double measured_step_time_raw(const PublishedRun& r, std::string* how) {
   say("tokens_per_s_per_gpu");
   return static_cast<double>(r.global_batch) * static_cast<double>(r.seq_len) / (*r.tokens_per_s_per_gpu * gpus);
 }
+
+}  // namespace
+
+double measured_step_time_s(const PublishedRun& r, std::string* how) {
+  const double t = measured_step_time_raw(r, how);
+  if (!std::isfinite(t) || !(t > 0)) {
+    throw InputError("line " + std::to_string(r.line) + ": row " + r.id + ": the measurement gives no finite positive "
+                     "step time (" + std::to_string(t) + " s)");
+  }
+  return t;
+}
+
 
 RunJob job_for_run(const PublishedRun& r) {
   RunJob out;
@@ -203,11 +209,11 @@ RunJob job_for_run(const PublishedRun& r) {
   if (f.mla) {
     YAML::Node a(YAML::NodeType::Map);
     a["type"] = "mla";
-    a["q_lora_rank"] = 1536;
-    a["kv_lora_rank"] = 512;
-    a["qk_nope_head_dim"] = 128;
-    a["qk_rope_head_dim"] = 64;
-    a["v_head_dim"] = 128;
+    a["q_lora_rank"] = kDeepSeekMla.q_lora_rank;
+    a["kv_lora_rank"] = kDeepSeekMla.kv_lora_rank;
+    a["qk_nope_head_dim"] = kDeepSeekMla.qk_nope_head_dim;
+    a["qk_rope_head_dim"] = kDeepSeekMla.qk_rope_head_dim;
+    a["v_head_dim"] = kDeepSeekMla.v_head_dim;
     m["attention"] = a;
   }
   if (r.moe_experts > 0) {
@@ -287,7 +293,7 @@ RunJob job_for_run(const PublishedRun& r) {
   if (r.attention_backend.empty()) {
     assume(old ? "attention unfused (Megatron-LM before FlashAttention)" : "attention: flash (fused kernels)");
   }
-  const std::string dopt = lower(r.dist_optimizer);
+  const std::string dopt = lower_case(r.dist_optimizer);
   bool dist = !old;
   if (dopt.find("zero-3") != std::string::npos || dopt.find("zero3") != std::string::npos ||
       dopt.find("zero stage 3") != std::string::npos) {

@@ -7,6 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/validate/published_run.hpp"
 
 namespace stepsim::validate {
@@ -29,6 +30,10 @@ double step_flops(const PublishedRun& r, FlopConvention c);
 // Peak dense TFLOP/s the source's MFU refers to (the row's precision on its GPU; fp8 rows' MFU is taken against
 // the bf16 peak, as NeMo and Megatron report it).
 double mfu_peak_tflops(const PublishedRun& r);
+
+// The catalog GPU of the row's `gpu` cell, without a trailing parenthesis ("H100-SXM5-80GB (700W)" -> H100-SXM).
+// InputError "column gpu: ..." when the catalog does not know it.
+const hw::GpuSpec& gpu_of(const PublishedRun& r);
 
 // Measured step time: step_time_s if given, else from tflops_per_gpu (with the source's convention), else from
 // mfu, else from tokens_per_s_per_gpu. `how` says which.

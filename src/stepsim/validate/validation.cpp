@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <optional>
-#include <thread>
 #include <cmath>
-#include <stdexcept>
+#include <thread>
 
 #include "stepsim/report/summary.hpp"
-#include "stepsim/sim/engine.hpp"
 #include "stepsim/sim/simulation.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/job_loader.hpp"
@@ -58,25 +56,28 @@ void finish_stats(SourceStats& s) {
 
 ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const ValidationOptions& o) {
   ValidationResult res;
-  for (const std::string& id : o.only_ids) {
-    if (std::none_of(runs.begin(), runs.end(), [&](const PublishedRun& r) { return r.id == id; })) {
-      throw InputError("--only " + id + ": no row has this id");
+  auto listed = [](const std::vector<std::string>& ids, const std::string& id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  for (const auto& [flag, ids] : {std::pair{"--only", &o.only_ids}, std::pair{"--exclude", &o.exclude_ids}}) {
+    for (const std::string& id : *ids) {
+      if (std::none_of(runs.begin(), runs.end(), [&](const PublishedRun& r) { return r.id == id; })) {
+        throw InputError(std::string(flag) + " " + id + ": no row has this id");
+      }
     }
   }
-  std::vector<const PublishedRun*> todo;
+  std::vector<const PublishedRun*> selected;
   for (const PublishedRun& run : runs) {
-    if (o.only_ids.empty() || std::find(o.only_ids.begin(), o.only_ids.end(), run.id) != o.only_ids.end()) {
-      todo.push_back(&run);
-    }
+    if ((o.only_ids.empty() || listed(o.only_ids, run.id)) && !listed(o.exclude_ids, run.id)) selected.push_back(&run);
   }
   // Rows are independent: simulated on several threads, collected in file order (the output does not depend on
   // the thread count).
-  std::vector<std::optional<RowResult>> done(todo.size());
-  std::vector<std::optional<FailedRow>> failed(todo.size());
+  std::vector<std::optional<RowResult>> done(selected.size());
+  std::vector<std::optional<FailedRow>> failed(selected.size());
   std::atomic<size_t> next{0};
   auto worker = [&]() {
-    for (size_t i = next++; i < todo.size(); i = next++) {
-      const PublishedRun& run = *todo[i];
+    for (size_t i = next++; i < selected.size(); i = next++) {
+      const PublishedRun& run = *selected[i];
       try {
         RowResult row;
         row.id = run.id;
@@ -104,13 +105,13 @@ ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const Vali
     }
   };
   const unsigned threads = std::max(1u, std::min<unsigned>(o.threads > 0 ? o.threads : std::thread::hardware_concurrency(),
-                                                           static_cast<unsigned>(todo.size())));
+                                                           static_cast<unsigned>(selected.size())));
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
   SourceStats all;
-  for (size_t i = 0; i < todo.size(); ++i) {
+  for (size_t i = 0; i < selected.size(); ++i) {
     if (failed[i]) res.failed.push_back(*failed[i]);
     if (!done[i]) continue;
     add_stats(res.by_source[done[i]->source], done[i]->error);

@@ -45,7 +45,7 @@ struct ValidationResult {
 struct ValidationOptions {
   std::vector<std::string> overrides;  // --set key=value applied to every row's job
   std::vector<std::string> only_ids;   // simulate these rows only (empty = all)
-  std::vector<std::string> exclude_ids;  // calibrate compute: leave these rows out of the fit
+  std::vector<std::string> exclude_ids;  // leave these rows out (calibrate compute --exclude)
   unsigned threads = 0;                // rows simulated at once (0 = one per hardware thread)
 };
 

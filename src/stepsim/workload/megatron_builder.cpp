@@ -92,7 +92,16 @@ class StageBuilder {
     op.gemm_batch = batch;
     op.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * batch;
     op.bytes = static_cast<uint64_t>(beta_ * (m * k + k * n + m * n) * batch);
+    op.keep_bf16 = in_bf16_scope_;
     return op;
+  }
+  // Transformer Engine keeps the output layer and the router in bf16 under fp8: their GEMMs are built in here.
+  template <class Build>
+  Ref bf16_gemms(Build&& build) {
+    in_bf16_scope_ = true;
+    const Ref r = build();
+    in_bf16_scope_ = false;
+    return r;
   }
   // Weight gradient dW (k x n) = X^T dY over m tokens, accumulated into the fp32 main_grad buffer
   // (Megatron's gradient-accumulation fusion): reads X and dY, reads and writes main_grad.
@@ -113,11 +122,9 @@ class StageBuilder {
   // Emits a compute op tagged with the current position; stores `saved` bytes for backward.
   Ref compute(Op op, const std::string& name, std::vector<Ref> deps, int64_t saved = 0) {
     if (fp8_ && (op.category == ComputeCategory::Gemm || op.category == ComputeCategory::GroupedGemm)) {
-      // Transformer Engine runs the linear layers in fp8 and keeps the output layer and the router in bf16.
-      if (name.rfind("output_layer", 0) == 0 || name.rfind("router", 0) == 0) op.keep_bf16 = true;
-      // Its A operand (the input forward, the output gradient for dgrad) is cast to fp8 with a transposed copy
-      // for the later wgrad: one memory-bound kernel reading β and writing 2 x 1 byte per element (current scaling
-      // reads once more for the amax).
+      // A linear layer's A operand (the input forward, the output gradient for dgrad) is cast to fp8 with a
+      // transposed copy for the later wgrad: one memory-bound kernel reading β and writing 2 x 1 byte per element
+      // (current scaling reads once more for the amax).
       if (!op.keep_bf16 && !in_wgrad_) {
         const int64_t elements = op.gemm_m * op.gemm_k * std::max<int32_t>(op.gemm_batch, 1);
         compute(memop(ComputeCategory::Elementwise, fp8_cast_bytes_ * elements), name + "_fp8_cast", deps);
@@ -229,6 +236,7 @@ class StageBuilder {
   bool fp8_ = false;     // fp8 training: linear-layer GEMMs in fp8 behind cast kernels
   int64_t fp8_cast_bytes_ = 4;
   bool in_wgrad_ = false;
+  bool in_bf16_scope_ = false;  // see bf16_gemms()
   std::unordered_map<int, Ref> z3_gathers_;  // unit -> its all-gather in the current pass
   std::vector<int> chunk_first_layer_, chunk_layers_;
 
@@ -275,7 +283,8 @@ Ref StageBuilder::head_fwd(Ref in) {
   Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "final_layernorm", {in},
                   beta_ * d.tokens_sp * d.h);
   Ref x = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "output_all_gather", n) : n;
-  Ref o = compute(gemm(d.tokens, vloc, d.h), "output_layer", {x}, beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h);
+  Ref o = bf16_gemms(
+      [&] { return compute(gemm(d.tokens, vloc, d.h), "output_layer", {x}, beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h); });
   // Vocab-parallel cross-entropy (fp32 softmax): all-reduce of the max, of the sum of exponentials and of
   // the target logits across the tensor-parallel group.
   Ref c1 = compute(memop(ComputeCategory::Loss, (beta_ + 4) * d.tokens * vloc), "cross_entropy_max", {o},
@@ -290,7 +299,7 @@ Ref StageBuilder::head_bwd(Ref in) {
   const auto& d = d_;
   const int64_t vloc = d.vocab_pad / d.t;
   Ref c = compute(memop(ComputeCategory::Loss, (4 + beta_) * d.tokens * vloc), "cross_entropy_bwd", {in});
-  Ref r = column_parallel_bwd("output_layer", d.tokens, vloc, d.h, c, d.sp);
+  Ref r = bf16_gemms([&] { return column_parallel_bwd("output_layer", d.tokens, vloc, d.h, c, d.sp); });
   return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "final_layernorm_bwd", {r});
 }
 
@@ -554,7 +563,7 @@ Ref StageBuilder::moe_fwd(Ref in) {
   Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm", {in},
                   beta_ * d.tokens_sp * d.h);
   // The router (and the shared expert) keep the normalized input for their weight gradients.
-  Ref rt = compute(gemm(d.tokens_sp, E, d.h), "router", {n}, beta_ * d.tokens_sp * d.h);
+  Ref rt = bf16_gemms([&] { return compute(gemm(d.tokens_sp, E, d.h), "router", {n}, beta_ * d.tokens_sp * d.h); });
   Ref tk = compute(memop(ComputeCategory::Elementwise, 8 * d.tokens_sp * E), "router_topk", {rt}, 4 * d.tokens_sp * E);
   Ref pm = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_permute", {tk});
   Ref disp = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_dispatch_all_to_all", pm);
@@ -617,8 +626,11 @@ Ref StageBuilder::moe_bwd(Ref in) {
                     : coll(CollType::AllReduce, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_reduce_bwd", f1);
   Ref disp = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_dispatch_all_to_all_bwd", rs);
   Ref pm = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_permute_bwd", {disp});
-  Ref rt = compute(gemm(d.tokens_sp, d.h, E), "router_dgrad", {pm});
-  wgrad(d.h, E, d.tokens_sp, "router_wgrad");
+  Ref rt = bf16_gemms([&] {
+    const Ref dg = compute(gemm(d.tokens_sp, d.h, E), "router_dgrad", {pm});
+    wgrad(d.h, E, d.tokens_sp, "router_wgrad");
+    return dg;
+  });
   return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm_bwd", {rt, shared});
 }
 

@@ -78,8 +78,8 @@ struct Op {
   // SMs that communication kernels hold while this kernel runs (Transformer Engine's userbuffers under
   // training.tp_comm_overlap); the compute model runs the kernel on the GPU's remaining SMs.
   uint16_t comm_sms = 0;
-  // A GEMM Transformer Engine keeps in bf16 when the job trains in fp8 (output layer, router, MLA-free attention
-  // GEMMs of the unfused path): timed at the bf16 peak.
+  // A GEMM Transformer Engine keeps in bf16 when the job trains in fp8 (output layer, router, the unfused
+  // attention's batched GEMMs): timed at the bf16 peak.
   bool keep_bf16 = false;
 
   // P2P: bytes sent to / received from the previous and next pipeline stage (ring order).
