@@ -411,6 +411,16 @@ TEST(MegatronArgs, Issue13FlagsMap) {
                     {"--overlap-p2p-communication", "cannot be combined"});
 }
 
+TEST(MegatronArgs, CpCommType) {
+  EXPECT_EQ(str(job("--context-parallel-size 2 --cp-comm-type a2a")["parallelism"], "cp_comm_type"), "a2a");
+  // One value per layer is Megatron's list form: the same type everywhere is that type.
+  EXPECT_EQ(str(job("--context-parallel-size 2 --cp-comm-type p2p p2p")["parallelism"], "cp_comm_type"), "p2p");
+  EXPECT_FALSE(job("--context-parallel-size 2")["parallelism"]["cp_comm_type"]);  // the job's default: p2p
+  expect_base_error("--context-parallel-size 2 --cp-comm-type p2p a2a", {"--cp-comm-type", "per layer"});
+  expect_base_error("--context-parallel-size 2 --cp-comm-type a2a+p2p", {"--cp-comm-type", "not modelled"});
+  expect_base_error("--context-parallel-size 2 --cp-comm-type ring", {"--cp-comm-type", "'ring'"});
+}
+
 TEST(MegatronArgs, UnevenStagesWithVirtualStages) {
   const YAML::Node p = megatron_args_to_job_node(
       "--num-layers 30 --hidden-size 256 --num-attention-heads 8 --seq-length 1024 --micro-batch-size 1 "

@@ -83,7 +83,7 @@ TEST(RankLayout, ContextParallelKvExchangeVolume) {
   const spec::JobSpec job = test::job_from_yaml(
       "model: {name: gqa, num_layers: 4, hidden_size: 1024, num_attention_heads: 16, num_query_groups: 4,"
       " ffn_hidden_size: 4096, vocab_size: 32000, seq_length: 4096}\n"
-      "parallelism: {context: 4, data: 1}\ntraining: {micro_batch_size: 1, global_batch_size: 2}\n"
+      "parallelism: {context: 4, data: 1, cp_comm_type: all_gather}\ntraining: {micro_batch_size: 1, global_batch_size: 2}\n"
       "cluster: {gpu: H100-SXM, num_gpus: 4, gpus_per_node: 4}\n");
   const workload::Workload w = workload::build_megatron_workload(job);
   const report::CommBytes cb = report::comm_bytes(w, 0);

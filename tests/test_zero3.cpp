@@ -93,5 +93,56 @@ TEST(Zero3, RefusesTheDistributedOptimizersOverlappedGather) {
   EXPECT_GT(sim::run_simulation(test::job_from_yaml(zero_job(3, 16)), {0}).result.step_ns, 0);
 }
 
+// DeepSpeed before 0.4.3 (zero3_param_fetch: blocking): one all-gather per parameter tensor (a GPT layer has 12:
+// two LayerNorms' weight and bias, four linears' weight and bias), each followed by the host's copy-back of the
+// dp per-rank views (dp x 7.3 us), nothing prefetched; full recompute re-gathers a layer inside its backward.
+TEST(Zero3, BlockingFetchGathersEachTensorAndCopiesBackPerRank) {
+  std::string yaml = zero_job(3, 16);  // DP 16, one micro-batch
+  yaml.replace(yaml.find("zero_stage: 3"), 13, "zero_stage: 3, zero3_param_fetch: blocking, recompute: full");
+  const spec::JobSpec job = test::job_from_yaml(yaml);
+  const workload::Workload w = workload::build_megatron_workload(job);
+  const workload::Program& p = w.programs[0];
+  int gathers = 0, copies = 0, qkv = 0;
+  uint64_t gather_bytes = 0;
+  int64_t copy_ns = 0;
+  for (const auto& op : p.ops) {
+    if (p.name(op) == "zero3_param_all_gather") {
+      ++gathers;
+      gather_bytes += op.bytes;
+      if (op.bytes == 2u * 1024 * 3 * 1024) ++qkv;  // linear_qkv: h x 3h in fp16
+    } else if (p.name(op) == "zero3_gather_copy_back") {
+      ++copies;
+      copy_ns += op.duration_ns;
+      EXPECT_EQ(op.category, workload::ComputeCategory::Host);
+    }
+  }
+  // Forward: embedding 1 + 4 layers x 12 + head 1; backward: the same plus each layer's recompute re-gather.
+  EXPECT_EQ(gathers, 50 + 98);
+  EXPECT_EQ(copies, gathers);
+  EXPECT_EQ(qkv, 4 * 3);
+  const int64_t P = p.dense_parameters;
+  const int64_t layers = 4 * (2 * 2 * 1024 + 1024 * 3 * 1024 + 3 * 1024 + 1024 * 1024 + 1024 +
+                              2 * 1024 * 4096 + 4096 + 1024);
+  EXPECT_EQ(gather_bytes, static_cast<uint64_t>(2 * (2 * P + layers)));
+  EXPECT_EQ(copy_ns, int64_t{148} * 16 * 7300);
+  // Nothing overlaps: the step is at least compute + every gather + every copy-back, so slower than prefetch.
+  std::string pre = zero_job(3, 16);
+  pre.replace(pre.find("zero_stage: 3"), 13, "zero_stage: 3, recompute: full");
+  const int64_t blocking = sim::run_simulation(job, {0}).result.step_ns;
+  const int64_t prefetch = sim::run_simulation(test::job_from_yaml(pre), {0}).result.step_ns;
+  EXPECT_GT(blocking, prefetch + copy_ns);
+}
+
+TEST(Zero3, BlockingFetchNeedsStage3) {
+  std::string yaml = zero_job(1, 16);
+  yaml.replace(yaml.find("zero_stage: 1"), 13, "zero_stage: 1, zero3_param_fetch: blocking");
+  try {
+    test::job_from_yaml(yaml);
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("training.zero3_param_fetch"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace stepsim

@@ -10,7 +10,7 @@ int order_of(const std::string& t) {
   using workload::ComputeCategory;
   for (int c = 0; c <= static_cast<int>(ComputeCategory::Host); ++c)
     if (t == workload::name_of(static_cast<ComputeCategory>(c))) return c;
-  for (int c = 0; c <= static_cast<int>(CollType::Reduce); ++c)
+  for (int c = 0; c <= static_cast<int>(CollType::SendRecv); ++c)
     if (t == workload::name_of(static_cast<CollType>(c))) return 100 + c;
   if (t == kSendRecv) return 200;
   if (t == kIdle) return 400;

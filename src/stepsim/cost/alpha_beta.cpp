@@ -40,6 +40,8 @@ class AlphaBetaModel final : public CollectiveModel {
 
   int64_t collective_ns(CollType coll, uint64_t bytes, const GroupGeometry& geometry) const override {
     if (geometry.ranks <= 1 || bytes == 0) return 0;  // nothing moves; NCCL returns at once for count 0
+    // A ring exchange: every member's send/recv at once, each over its own link; the slowest hop sets the time.
+    if (coll == CollType::SendRecv) return p2p_ns(bytes, geometry.nodes <= 1);
     const Geometry g = normalize(geometry);
     const double S = static_cast<double>(bytes);
     double t = 0;
@@ -55,6 +57,7 @@ class AlphaBetaModel final : public CollectiveModel {
       case CollType::AllToAll:
         t = alltoall(S, g);
         break;
+      case CollType::SendRecv: break;  // returned above
       case CollType::Broadcast:
       case CollType::Reduce:
         // Pipelined chain: the message streams through n-1 hops; bandwidth term S once.

@@ -145,6 +145,20 @@ void ring_phases(hw::Router& router, const Layout& L, double S, double steps, st
   }
 }
 
+// Ring exchange: every member sends S to its successor at once (one ring per NIC channel across nodes, each
+// carrying S / channels; one ring inside a node, where context parallelism's K/V ring goes one way).
+void sendrecv_phases(hw::Router& router, const Layout& L, double S, std::vector<FlowPhase>& out) {
+  const int n = L.size();
+  const int rings = L.members.size() == 1 ? 1 : L.channels;
+  for (int c = 0; c < rings; ++c) {
+    const Cycle cy = cycle_of(L, c);
+    PhaseBuilder b(router, S / rings, true);
+    double lat = 0;
+    for (int i = 0; i < n; ++i) lat = std::max(lat, b.hop(cy.order[i], cy.order[(i + 1) % n], cy.head[i]));
+    out.push_back(b.finish(lat));
+  }
+}
+
 // Pipelined chain from the root (broadcast) or to it (reduce), one per NIC channel, each carrying S / channels.
 void chain_phases(hw::Router& router, const Layout& L, double S, int root, bool toward_root,
                   std::vector<FlowPhase>& out) {
@@ -312,6 +326,7 @@ std::vector<FlowPhase> collective_phases(hw::Router& router, CollType coll, uint
     case CollType::Broadcast: chain_phases(router, L, S, ranks[0], false, out); break;
     case CollType::Reduce: chain_phases(router, L, S, ranks[0], true, out); break;
     case CollType::AllToAll: alltoall_phases(router, ranks, S, out); break;
+    case CollType::SendRecv: sendrecv_phases(router, L, S, out); break;
   }
   return out;
 }

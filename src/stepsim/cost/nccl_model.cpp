@@ -315,6 +315,10 @@ class NcclModel final : public CollectiveModel {
 
   CollectiveEstimate estimate(CollType coll, uint64_t bytes, const GroupGeometry& geometry,
                               Algorithm algo) const override {
+    if (coll == CollType::SendRecv) {  // a ring exchange: one send/recv pair over the group's slowest hop
+      if (algo != Algorithm::Auto) throw InputError("--algo: send_recv has no algorithm choice");
+      return {geometry.ranks <= 1 ? 0 : p2p_ns(bytes, geometry.nodes <= 1), Algorithm::Direct, Protocol::Simple, 0};
+    }
     const NcclTerms t = nccl_terms(hw_, coll, bytes, geometry, algo);
     const GroupGeometry g = normalized(geometry);
     if (g.ranks <= 1 || bytes == 0) return {0, t.algorithm, t.protocol, t.channels};

@@ -46,6 +46,8 @@ class RooflineModel final : public ComputeModel {
   int64_t duration_ns(const workload::Op& op) const override {
     if (!std::isfinite(op.flops) || op.flops < 0)
       throw std::invalid_argument("roofline model: op FLOPs must be finite and >= 0");
+    // Host-bound time the workload states itself (a traced CPU gap, a modelled loop of host launches).
+    if (op.category == ComputeCategory::Host) return std::max<int64_t>(op.duration_ns, 0);
     if (op.flops == 0 && op.bytes == 0) return 0;
     // Kernels beside userbuffers communication run on the SMs left to them.
     const double share = op.comm_sms > 0 ? std::max(1.0 - static_cast<double>(op.comm_sms) / sm_count_, 0.05) : 1.0;
@@ -94,7 +96,7 @@ class RooflineModel final : public ComputeModel {
         // A host<->device copy: only the PCIe link matters.
         return static_cast<double>(op.bytes) / h2d_Bps_;
       case ComputeCategory::Host:
-        return 0.0;  // a measured CPU gap of a traced workload: nothing for the GPU to do
+        return 0.0;  // timed by duration_ns() from the op's own duration
     }
     throw std::invalid_argument("roofline model: unknown compute category");
   }

@@ -75,7 +75,8 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
     if (op.kind == OpKind::Compute) {
       part->compute_s += static_cast<double>(op.duration_ns) * kNs;
       if (fwd) out.forward_flops += op.flops;
-      if (op.layer >= 0 && name.rfind("core_attention_local", 0) == 0) {
+      // Attention that runs beside the CP exchange: the all-gather's local block, every ring step.
+      if (op.layer >= 0 && (name.rfind("core_attention_local", 0) == 0 || name.rfind("core_attention_ring", 0) == 0)) {
         (fwd ? local_attn_fwd : local_attn_bwd)[op.layer] += static_cast<double>(op.duration_ns) * kNs;
       }
     } else if (op.kind == OpKind::Collective) {

@@ -198,6 +198,9 @@ ParallelismSpec read_parallelism(StrictSection s) {
   p.pipeline = static_cast<int>(s.get_int("pipeline", 1, 1, kMaxDeg));
   p.data = static_cast<int>(s.get_int("data", 0, 1, kMaxDeg));
   p.context = static_cast<int>(s.get_int("context", 1, 1, kMaxDeg));
+  p.cp_comm_type = s.get_enum<CpCommType>("cp_comm_type", CpCommType::P2P,
+                                          {{"p2p", CpCommType::P2P}, {"all_gather", CpCommType::AllGather},
+                                           {"a2a", CpCommType::A2A}});
   p.expert = static_cast<int>(s.get_int("expert", 1, 1, kMaxDeg));
   p.expert_tensor = static_cast<int>(s.get_int("expert_tensor", 0, 1, kMaxDeg));
   p.sequence_parallel = s.get_bool("sequence_parallel", false);
@@ -232,6 +235,8 @@ TrainingSpec read_training(StrictSection s) {
                                        {"full", Recompute::Full}});
   t.distributed_optimizer = s.get_bool("distributed_optimizer", false);
   t.zero_stage = static_cast<int>(s.get_int("zero_stage", 0, 0, 3));
+  t.zero3_param_fetch = s.get_enum<Zero3Fetch>("zero3_param_fetch", Zero3Fetch::Prefetch,
+                                               {{"prefetch", Zero3Fetch::Prefetch}, {"blocking", Zero3Fetch::Blocking}});
   t.overlap_grad_reduce = s.get_bool("overlap_grad_reduce", false);
   t.overlap_param_gather = s.get_bool("overlap_param_gather", false);
   t.tp_comm_overlap = s.get_bool("tp_comm_overlap", false);

@@ -74,11 +74,17 @@ struct ModelSpec {
   }
 };
 
+// How context parallelism exchanges K/V (Megatron-Core's --cp-comm-type): p2p = ring attention, K/V blocks passed
+// around the CP ring while the previous block computes (the default); all_gather = K/V all-gathered, the local block
+// computed meanwhile; a2a = DeepSpeed-Ulysses, Q/K/V all-to-all from sequence to head shards and back.
+enum class CpCommType { P2P, AllGather, A2A };
+
 struct ParallelismSpec {
   int tensor = 1;
   int pipeline = 1;
   int data = 0;        // 0 = derive from cluster.num_gpus
   int context = 1;
+  CpCommType cp_comm_type = CpCommType::P2P;
   int expert = 1;      // expert parallel size: expert x expert_tensor must divide tensor x context x data
   // Expert tensor parallel size (Megatron-Core's --expert-tensor-parallel-size); 0 in input = tensor. MoE parallel
   // folding: expert groups are formed over the tensor x context x data ranks of a stage, so EP may exceed DP.
@@ -101,6 +107,8 @@ struct ParallelismSpec {
   std::string pipeline_split_rule = "even";
 };
 
+enum class Zero3Fetch { Prefetch, Blocking };
+
 struct TrainingSpec {
   int micro_batch_size = 1;
   int64_t global_batch_size = 0;
@@ -111,6 +119,11 @@ struct TrainingSpec {
   // 3 also the parameters, all-gathered per layer before forward and backward. validate() sets
   // distributed_optimizer for stage >= 1 and raises zero_stage to 1 when only distributed_optimizer is given.
   int zero_stage = 0;
+  // ZeRO-3 only: how a layer's parameters are fetched. Prefetch: the whole unit in one all-gather, the next
+  // unit's issued while this one computes (FSDP, Megatron-FSDP, DeepSpeed since 0.4.3). Blocking: DeepSpeed
+  // before 0.4.3 (2021): one all-gather per parameter tensor, each waited for by the host
+  // (torch.cuda.synchronize), so nothing overlaps compute, and re-gathered for full recompute's forward.
+  Zero3Fetch zero3_param_fetch = Zero3Fetch::Prefetch;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool tp_comm_overlap = false;

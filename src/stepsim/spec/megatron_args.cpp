@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -278,7 +279,8 @@ const Table& table() {
     add(t, {"--data-path", "--train-data-path", "--valid-data-path", "--test-data-path", "--rampup-batch-size",
             "--recompute-modules", "--spec", "--high-priority-stream-groups"},
         Kind::List0, Use::Ignore);
-    add(t, {"--cp-comm-type", "--hierarchical-context-parallel-sizes", "--iterations-to-skip", "--profile-ranks",
+    add(t, {"--cp-comm-type"}, Kind::List1, Use::Map);
+    add(t, {"--hierarchical-context-parallel-sizes", "--iterations-to-skip", "--profile-ranks",
             "--mrope-section", "--tiktoken-special-tokens", "--moe-router-load-balancing-type", "--moe-aux-loss-coeff"},
         Kind::List1, Use::Ignore);
     return t;
@@ -392,8 +394,14 @@ Args parse(const std::vector<std::string>& words) {
         break;
     }
     if (spec.use != Use::Map) continue;
-    if (spec.kind == Kind::Flag) a.flags.insert(name);
-    else a.values[name] = vals.front();
+    if (spec.kind == Kind::Flag) {
+      a.flags.insert(name);
+    } else {
+      // Lists (one value per layer, e.g. --cp-comm-type) are kept space-separated.
+      std::string joined = vals.front();
+      for (size_t k = 1; k < vals.size(); ++k) joined += " " + vals[k];
+      a.values[name] = joined;
+    }
   }
   return a;
 }
@@ -689,6 +697,23 @@ YAML::Node build(const Args& a) {
   par["tensor"] = tp;
   par["pipeline"] = pp;
   par["context"] = cp;
+  if (const std::string* cct = a.get("--cp-comm-type")) {
+    // One type for every layer (a per-layer mix is not modelled).
+    std::istringstream in(*cct);
+    std::string first, next;
+    in >> first;
+    while (in >> next) {
+      if (next != first) fail("--cp-comm-type", "a different type per layer ('" + printable(first) + "', '" + printable(next) +
+                                    "') is not modelled; give one");
+    }
+    if (first == "a2a+p2p") {
+      fail("--cp-comm-type", "a2a+p2p (hierarchical context parallelism) is not modelled yet; use p2p, all_gather or a2a");
+    }
+    if (first != "p2p" && first != "all_gather" && first != "a2a") {
+      fail("--cp-comm-type", "must be p2p, all_gather, a2a or a2a+p2p, got '" + printable(first) + "'");
+    }
+    par["cp_comm_type"] = first;
+  }
   par["expert"] = ep;
   if (etp && *etp != tp) par["expert_tensor"] = *etp;
   // Megatron turns sequence parallelism off when tensor parallelism is 1.

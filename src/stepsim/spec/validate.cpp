@@ -96,6 +96,16 @@ void validate(JobSpec& job) {
     fail("model.seq_length", s(m.seq_length) + " must be divisible by 2 x context " + s(2 * int64_t{p.context}) +
                                  " (context parallelism splits the sequence into 2 x context chunks)");
   }
+  if (p.context > 1 && p.cp_comm_type == CpCommType::A2A) {
+    // Ulysses gives every CP rank all of the sequence for heads / (tensor x context) heads.
+    const int64_t tc = int64_t{p.tensor} * p.context;
+    const int64_t kv = m.attention == AttentionType::Mla ? m.num_attention_heads : m.num_query_groups;
+    if (m.num_attention_heads % tc != 0 || kv % tc != 0) {
+      fail("parallelism.cp_comm_type", "a2a needs tensor x context " + s(tc) + " to divide the attention heads " +
+                                           s(m.num_attention_heads) + " and the K/V heads " + s(kv) +
+                                           " (heads are split over the context ranks); use p2p");
+    }
+  }
   if (p.expert > 1) {
     if (!m.moe) fail("parallelism.expert", "is " + s(p.expert) + " but the model has no moe section");
     if (m.moe->num_experts % p.expert != 0) {
@@ -228,6 +238,9 @@ void validate(JobSpec& job) {
   if (t.zero_stage == 3 && t.overlap_param_gather) {
     fail("training.overlap_param_gather", "does not apply to zero_stage 3 (its parameters are gathered per layer, "
                                           "prefetched one layer ahead); set false");
+  }
+  if (t.zero_stage != 3 && t.zero3_param_fetch != Zero3Fetch::Prefetch) {
+    fail("training.zero3_param_fetch", "applies to zero_stage 3 only (the other stages keep whole parameters)");
   }
   if (t.attention_backend == AttentionBackend::Unfused && p.context > 1) {
     fail("training.attention_backend", "unfused attention cannot run with context parallelism (Megatron's context "

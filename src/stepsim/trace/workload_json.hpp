@@ -21,7 +21,7 @@ constexpr int enum_count<workload::Phase>() { return static_cast<int>(workload::
 template <>
 constexpr int enum_count<workload::GroupKind>() { return workload::kNumGroupKinds; }
 template <>
-constexpr int enum_count<workload::CollType>() { return static_cast<int>(workload::CollType::Reduce) + 1; }
+constexpr int enum_count<workload::CollType>() { return static_cast<int>(workload::CollType::SendRecv) + 1; }
 
 class JsonField {
  public:

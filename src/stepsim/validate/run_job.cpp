@@ -299,6 +299,12 @@ RunJob job_for_run(const PublishedRun& r) {
       dopt.find("zero stage 3") != std::string::npos) {
     t["zero_stage"] = 3;
     dist = false;
+    if (old) {
+      // DeepSpeed before 0.4.3 (June 2021, PR #1188) gathered ZeRO-3 parameters one tensor at a time, each
+      // all-gather followed by torch.cuda.synchronize(), so its "prefetch" overlapped nothing.
+      t["zero3_param_fetch"] = "blocking";
+      assume("ZeRO-3 of 2021 (DeepSpeed < 0.4.3): parameters gathered per tensor, host-blocking");
+    }
   } else if (dopt.rfind("none", 0) == 0 || dopt == "no" || dopt == "false") {
     dist = false;
   } else if (!dopt.empty()) {

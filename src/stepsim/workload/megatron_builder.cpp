@@ -4,6 +4,7 @@
 #include "stepsim/workload/megatron_builder.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 #include "stepsim/spec/input_error.hpp"
@@ -56,6 +57,7 @@ class StageBuilder {
     cf_ = job.model.moe && job.model.moe->capacity_factor ? *job.model.moe->capacity_factor : 1.0;
     tpo_ = job.training.tp_comm_overlap && d.sp;
     zero3_ = job.training.zero_stage == 3;
+    zero3_blocking_ = zero3_ && job.training.zero3_param_fetch == spec::Zero3Fetch::Blocking;
     fp8_ = job.training.precision == spec::Precision::Fp8;
     fp8_cast_bytes_ = beta_ + 2 + (job.training.fp8_recipe == spec::Fp8Recipe::Current ? beta_ : 0);
     // fp8_param_gather: the parameters live (and are all-gathered) in fp8.
@@ -178,6 +180,8 @@ class StageBuilder {
   Ref layer_bwd(int layer, Ref in);
   Ref attention_fwd(Ref in);
   Ref unfused_attention_fwd(Ref qkv, bool recompute);
+  Ref cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t saved);
+  Ref cp_attention_bwd(Ref dout, double flops, int64_t bytes);
   Ref unfused_attention_bwd(Ref in);
   Op batched_gemm(int64_t batch, int64_t m, int64_t n, int64_t k) const {
     // One strided-batched kernel (cuBLAS): efficiency follows its total size, so the batch is folded into m.
@@ -208,8 +212,10 @@ class StageBuilder {
   std::vector<int> units_of(int chunk, bool forward) const;
   void params_ready(int chunk, const std::vector<int>& units, size_t i);
   void zero3_gather(int unit, Ref dep);
+  Ref zero3_blocking_gather(int unit, Ref dep);
   void zero3_reduce_scatter(int unit);
   int64_t unit_params(int unit, bool expert) const;
+  std::vector<int64_t> unit_tensors(int unit) const;
   static int64_t key(int mb, int unit);
   bool first_model_chunk(int chunk) const { return stage_ == 0 && chunk == 0; }
   bool last_model_chunk(int chunk) const { return stage_ == p_ - 1 && chunk == v_ - 1; }
@@ -233,6 +239,7 @@ class StageBuilder {
   double cf_ = 1.0;
   bool tpo_ = false;  // TP communication overlapped with the GEMMs (userbuffers)
   bool zero3_ = false;  // ZeRO-3 / FSDP: parameters sharded over DP, gathered per unit and pass
+  bool zero3_blocking_ = false;  // ZeRO-3 fetch per parameter tensor, host-synchronised (DeepSpeed < 0.4.3)
   bool fp8_ = false;     // fp8 training: linear-layer GEMMs in fp8 behind cast kernels
   int64_t fp8_cast_bytes_ = 4;
   bool in_wgrad_ = false;
@@ -399,14 +406,7 @@ Ref StageBuilder::attention_fwd(Ref in) {
   const int64_t attn_saved = beta_ * d.tokens * (d.q_width + d.kv_width) + 4 * d.b * d.heads_loc * d.s_loc;
   Ref core;
   if (d.c > 1) {
-    // Context parallelism: K/V of the other context ranks arrive while the local block is computed.
-    Ref kv = coll(CollType::AllGather, GroupKind::Cp, beta_ * d.b * d.s * d.kv_width, "cp_kv_all_gather", qkv);
-    Op local = memop(ComputeCategory::Attention, attn_bytes / d.c);
-    local.flops = flops / d.c;
-    compute(local, "core_attention_local", {qkv}, attn_saved);
-    Op remote = memop(ComputeCategory::Attention, attn_bytes - attn_bytes / d.c);
-    remote.flops = flops - flops / d.c;
-    core = compute(remote, "core_attention_remote", {kv});
+    core = cp_attention_fwd(qkv, flops, attn_bytes, attn_saved);
   } else if (job_.training.attention_backend == spec::AttentionBackend::Unfused) {
     core = unfused_attention_fwd(qkv, false);
   } else {
@@ -418,6 +418,94 @@ Ref StageBuilder::attention_fwd(Ref in) {
                          d.sp ? "attention_reduce_scatter" : "attention_all_reduce");
   return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "attention_bias_dropout_add",
                  {r}, d.tokens_sp * d.h);
+}
+
+// Context-parallel core attention, forward (docs/MODEL.md, "Context parallelism"). `flops` and `bytes` are the
+// rank's whole share (its s/c queries against the keys they see); returns the op after which the output is ready.
+Ref StageBuilder::cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t saved) {
+  const ModelDims& d = d_;
+  const int64_t kv_block = beta_ * d.tokens * d.kv_width;  // this rank's K and V
+  switch (job_.parallelism.cp_comm_type) {
+    case spec::CpCommType::AllGather: {
+      // K/V of the other context ranks arrive while the local block is computed.
+      Ref kv = coll(CollType::AllGather, GroupKind::Cp, kv_block * d.c, "cp_kv_all_gather", qkv);
+      Op local = memop(ComputeCategory::Attention, bytes / d.c);
+      local.flops = flops / d.c;
+      compute(local, "core_attention_local", {qkv}, saved);
+      Op remote = memop(ComputeCategory::Attention, bytes - bytes / d.c);
+      remote.flops = flops - flops / d.c;
+      return compute(remote, "core_attention_remote", {kv});
+    }
+    case spec::CpCommType::A2A: {
+      // Ulysses: Q, K, V from sequence shards to head shards (all of the sequence, heads / c), attention, and the
+      // output back; nothing overlaps the all-to-alls.
+      Ref in = coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * (d.q_width + d.kv_width), "cp_qkv_all_to_all",
+                    qkv);
+      Op a = memop(ComputeCategory::Attention, bytes);
+      a.flops = flops;
+      Ref core = compute(a, "core_attention", {in}, saved);
+      return coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * d.attn_out_width, "cp_out_all_to_all", core);
+    }
+    case spec::CpCommType::P2P:
+      break;
+  }
+  // Ring attention with causal load balancing (each rank holds chunks r and 2c-1-r): c steps of equal work, the
+  // first on the local K/V (the causal halves of both chunks' diagonals and one full block), then c - 1 half
+  // blocks; the K/V block for step i+1 is sent on to the next CP rank while step i computes. Transformer Engine
+  // double-buffers the blocks, so that transfer also waits for step i-1 to release the buffer it fills.
+  Ref kv = qkv, core{}, before{};
+  for (int i = 0; i < d.c; ++i) {
+    const Ref next =
+        i + 1 < d.c ? coll(CollType::SendRecv, GroupKind::Cp, kv_block, "cp_kv_ring_exchange", kv, before) : Ref{};
+    Op step = memop(ComputeCategory::Attention, bytes / d.c);
+    step.flops = flops / d.c;
+    before = core;
+    core = compute(step, i == 0 ? "core_attention_ring_local" : "core_attention_ring_step", {kv}, i == 0 ? saved : 0);
+    kv = next;
+  }
+  return core;
+}
+
+// Context-parallel core attention, backward; returns the op after which dQ, dK and dV are on their owner.
+Ref StageBuilder::cp_attention_bwd(Ref dout, double flops, int64_t bytes) {
+  const ModelDims& d = d_;
+  const int64_t kv_block = beta_ * d.tokens * d.kv_width;
+  // Flash-attention backward: 5 matmuls of the forward's 2, i.e. 2.5x its FLOPs, twice its operand traffic.
+  switch (job_.parallelism.cp_comm_type) {
+    case spec::CpCommType::AllGather: {
+      Ref kv = coll(CollType::AllGather, GroupKind::Cp, kv_block * d.c, "cp_kv_all_gather", dout);
+      Op ab = memop(ComputeCategory::Attention, 2 * bytes);
+      ab.flops = 2.5 * flops;
+      Ref core = compute(ab, "core_attention_bwd", {kv});
+      return coll(CollType::ReduceScatter, GroupKind::Cp, kv_block * d.c, "cp_dkv_reduce_scatter", core);
+    }
+    case spec::CpCommType::A2A: {
+      Ref in = coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * d.attn_out_width, "cp_out_grad_all_to_all",
+                    dout);
+      Op ab = memop(ComputeCategory::Attention, 2 * bytes);
+      ab.flops = 2.5 * flops;
+      Ref core = compute(ab, "core_attention_bwd", {in});
+      return coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * (d.q_width + d.kv_width),
+                  "cp_qkv_grad_all_to_all", core);
+    }
+    case spec::CpCommType::P2P:
+      break;
+  }
+  // The ring again, c steps of equal work: each step computes with the K/V block that arrived; its dK/dV is added
+  // to the partial sum that travels with the block and passed on (a small add beside the transfer, not modelled);
+  // after the c-th pass every dK/dV is back with its owner. The steps do not wait for the dK/dV transfers.
+  Ref kv = dout, dkv{}, core{}, before{};
+  for (int i = 0; i < d.c; ++i) {
+    const Ref next =
+        i + 1 < d.c ? coll(CollType::SendRecv, GroupKind::Cp, kv_block, "cp_kv_ring_exchange", kv, before) : Ref{};
+    Op step = memop(ComputeCategory::Attention, 2 * bytes / d.c);
+    step.flops = 2.5 * flops / d.c;
+    before = core;
+    core = compute(step, "core_attention_ring_bwd", {kv});
+    dkv = coll(CollType::SendRecv, GroupKind::Cp, kv_block, "cp_dkv_ring_exchange", core, dkv);
+    kv = next;
+  }
+  return dkv;
 }
 
 // Megatron-LM's unfused core attention (before FlashAttention), forward: QKᵀ as a strided-batched GEMM over the
@@ -473,22 +561,28 @@ Ref StageBuilder::attention_bwd(Ref in) {
     core = unfused_attention_bwd(dg);
   } else {
     if (job_.training.recompute == Recompute::Selective) {
-      // Megatron's selective recompute re-runs the core attention forward before its backward.
+      // Megatron's selective recompute re-runs the core attention forward (with its K/V exchange) before its backward.
       const Phase keep = phase_;
       phase_ = Phase::Recompute;
-      Op a = memop(ComputeCategory::Attention, attn_bytes);
-      a.flops = flops;
-      compute(a, "core_attention_recompute", {dg});
+      if (d.c > 1) {
+        cp_attention_fwd(dg, flops, attn_bytes, 0);
+      } else {
+        Op a = memop(ComputeCategory::Attention, attn_bytes);
+        a.flops = flops;
+        compute(a, "core_attention_recompute", {dg});
+      }
       phase_ = keep;
     }
-    Ref kv = d.c > 1 ? coll(CollType::AllGather, GroupKind::Cp, beta_ * d.b * d.s * d.kv_width, "cp_kv_all_gather", dg) : dg;
-    // Flash-attention backward: 5 matmuls of the forward's 2, i.e. 2.5x its FLOPs.
-    Op ab = memop(ComputeCategory::Attention, 2 * attn_bytes);
-    ab.flops = 2.5 * flops;
-    core = compute(ab, "core_attention_bwd", {kv});
+    if (d.c > 1) {
+      core = cp_attention_bwd(dg, flops, attn_bytes);
+    } else {
+      // Flash-attention backward: 5 matmuls of the forward's 2, i.e. 2.5x its FLOPs.
+      Op ab = memop(ComputeCategory::Attention, 2 * attn_bytes);
+      ab.flops = 2.5 * flops;
+      core = compute(ab, "core_attention_bwd", {dg});
+    }
   }
-  Ref dkv = d.c > 1 ? coll(CollType::ReduceScatter, GroupKind::Cp, beta_ * d.b * d.s * d.kv_width, "cp_dkv_reduce_scatter", core)
-                    : core;
+  const Ref dkv = core;
   Ref r;
   if (m.attention == spec::AttentionType::Mla) {
     const auto& a = m.mla;
@@ -772,6 +866,61 @@ void StageBuilder::zero3_gather(int unit, Ref dep) {
   z3_gathers_[unit] = last;
 }
 
+// Parameter tensors of a unit as PyTorch registers them (one nn.Parameter each): a transformer layer's linear
+// weights, and its biases and norm weights/biases sharing the rest equally (MoE router and shared experts
+// included); the embedding and output layer are one tensor each. Routed experts are gathered apart, on the
+// expert-data-parallel group.
+std::vector<int64_t> StageBuilder::unit_tensors(int unit) const {
+  const int64_t all = unit_params(unit, false);
+  if (unit == kEmbeddingUnit || unit == kHeadUnit) return {all};
+  const auto& m = job_.model;
+  const bool moe = m.is_moe_layer(unit);
+  std::vector<int64_t> big;
+  if (m.attention != spec::AttentionType::Mla) {
+    big.push_back(d_.h * (d_.q_width + d_.kv_width));  // linear_qkv
+    big.push_back(d_.attn_out_width * d_.h);            // linear_proj
+  }
+  if (!moe) {
+    big.push_back(d_.h * d_.ffn_in / d_.t);  // linear_fc1
+    big.push_back(d_.ffn / d_.t * d_.h);     // linear_fc2
+  }
+  int64_t rest = all;
+  for (int64_t b : big) rest -= b;
+  // Norm weights (and LayerNorm biases) and linear biases hold the remainder.
+  const int64_t norm_tensors = m.normalization == spec::Normalization::LayerNorm ? 4 : 2;
+  const int64_t small = norm_tensors + (m.add_bias_linear ? 4 : 0);
+  if (rest < small) return {all};
+  for (int64_t k = 0; k < small; ++k) big.push_back(rest / small + (k < rest % small ? 1 : 0));
+  return big;
+}
+
+// ZeRO-3 blocking fetch: one all-gather per parameter tensor, each issued after the previous completed. DeepSpeed
+// then gathered into a list of per-rank views (torch.distributed.all_gather before PyTorch's _all_gather_base),
+// which ProcessGroupNCCL fills from a flat buffer with one host-launched copy_ per rank: dp launches per tensor
+// at kHostCopyUs each, the host waiting before the next gather.
+Ref StageBuilder::zero3_blocking_gather(int unit, Ref dep) {
+  // Median host time of aten::copy_ (dispatch + launch) in the real Kineto trace
+  // shared/data/real/hta/ns_resolution_trace (1,600 calls, V100, PyTorch 1.x): 7.3 us; docs/MODEL.md.
+  constexpr double kHostCopyUs = 7.3;
+  const int64_t dp = layout_.group_size(GroupKind::Dp);
+  const Phase keep = phase_;
+  Ref last = dep;
+  for (int64_t n : unit_tensors(unit)) {
+    if (n <= 0 || dp <= 1) continue;
+    last = coll(CollType::AllGather, GroupKind::Dp, n * weight_bytes_, "zero3_param_all_gather", last);
+    Op copies;
+    copies.category = ComputeCategory::Host;
+    copies.duration_ns = std::llround(static_cast<double>(dp) * kHostCopyUs * 1e3);
+    last = compute(copies, "zero3_gather_copy_back", {last});
+  }
+  if (unit_params(unit, true) > 0) {
+    last = coll(CollType::AllGather, GroupKind::Edp, unit_params(unit, true) * weight_bytes_,
+                "zero3_expert_param_all_gather", last);
+  }
+  phase_ = keep;
+  return last;
+}
+
 // Before the i-th unit of a pass computes: its parameters (ZeRO-3: all-gathered, the next unit's gather issued now
 // so that it runs while this unit computes, as DeepSpeed's and FSDP's prefetch do; else the distributed optimizer's
 // overlapped all-gather of the previous step).
@@ -781,6 +930,16 @@ void StageBuilder::params_ready(int chunk, const std::vector<int>& units, size_t
     return;
   }
   const Ref before = pb_.last(Stream::Compute);
+  if (zero3_blocking_) {
+    // The host waits for each tensor's gather before it computes (no prefetch); full recompute's forward inside
+    // the backward re-gathers the parameters it released after the first forward.
+    const bool layer = units[i] != kEmbeddingUnit && units[i] != kHeadUnit;
+    const bool regather = layer && phase_ == Phase::Backward && job_.training.recompute == Recompute::Full;
+    Ref last = zero3_blocking_gather(units[i], before);
+    if (regather) last = zero3_blocking_gather(units[i], last);
+    extra_deps_.push_back(last);
+    return;
+  }
   zero3_gather(units[i], before);
   if (i + 1 < units.size()) zero3_gather(units[i + 1], before);
   extra_deps_.push_back(z3_gathers_[units[i]]);

@@ -11,7 +11,8 @@ const char* name_of(GroupKind g) {
   return k[static_cast<int>(g)];
 }
 const char* name_of(CollType c) {
-  static const char* const k[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce"};
+  static const char* const k[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
+                                  "send_recv"};
   return k[static_cast<int>(c)];
 }
 const char* name_of(ComputeCategory c) {
@@ -33,7 +34,8 @@ double bus_factor(CollType c, int n) {
     case CollType::ReduceScatter:
     case CollType::AllToAll: return (nn - 1) / nn;
     case CollType::Broadcast:
-    case CollType::Reduce: return 1.0;
+    case CollType::Reduce:
+    case CollType::SendRecv: return 1.0;
   }
   return 1.0;
 }

@@ -32,7 +32,10 @@ constexpr int kNumGroupKinds = static_cast<int>(GroupKind::kCount);
 
 enum class OpKind : uint8_t { Compute, Collective, P2P };
 
-enum class CollType : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce };
+// SendRecv: a ring exchange over the group, every member sending `bytes` to its successor and receiving as many from
+// its predecessor at once (context parallelism's K/V ring, one step); timed as one point-to-point transfer over the
+// group's slowest hop.
+enum class CollType : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv };
 
 // What kind of kernel a compute op is; selects the efficiency curve of the compute model.
 enum class ComputeCategory : uint8_t {

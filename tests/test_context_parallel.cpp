@@ -1,0 +1,106 @@
+// Context parallelism as Megatron-Core runs it (issue 13 item 1f): ring attention (cp_comm_type p2p, the default),
+// the K/V all-gather (all_gather) and DeepSpeed-Ulysses (a2a). Call counts and bytes are hand-counted from the
+// job; the ring's timing is checked against the alpha-beta closed form on a deliberately slow network.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "stepsim/report/breakdown.hpp"
+#include "stepsim/sim/simulation.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
+#include "test_util.hpp"
+
+namespace stepsim {
+namespace {
+
+// 4 layers, h 1024, 16 heads of 64 in 4 query groups, s 4096 on c = 4 context ranks of one node, 2 micro-batches.
+std::string cp_job(const std::string& type) {
+  return "model: {name: gqa, num_layers: 4, hidden_size: 1024, num_attention_heads: 16, num_query_groups: 4,"
+         " ffn_hidden_size: 4096, vocab_size: 32000, seq_length: 4096}\n"
+         "parallelism: {context: 4, data: 1, cp_comm_type: " + type + "}\n"
+         "training: {micro_batch_size: 1, global_batch_size: 2}\n"
+         "cluster: {gpu: H100-SXM, num_gpus: 4, gpus_per_node: 4}\n";
+}
+
+TEST(ContextParallel, RingPassesKvBlocksAndDkvAround) {
+  const workload::Workload w = workload::build_megatron_workload(test::job_from_yaml(cp_job("p2p")));
+  const workload::Program& p = w.programs[0];
+  // This rank's K/V block: beta x b x s/c x (2 x groups x d) = 2 x 1024 x 512 bytes.
+  const uint64_t block = 2ull * 1 * (4096 / 4) * (2 * 4 * 64);
+  std::map<std::string, int> calls;
+  for (const auto& op : p.ops) {
+    if (op.kind == workload::OpKind::Collective && op.group == workload::GroupKind::Cp) {
+      EXPECT_EQ(op.coll, workload::CollType::SendRecv) << p.name(op);
+      EXPECT_EQ(op.bytes, block) << p.name(op);
+      ++calls[p.name(op)];
+    }
+    if (p.name(op).rfind("core_attention", 0) == 0) ++calls[p.name(op)];
+  }
+  // Per layer and micro-batch: forward c - 1 = 3 K/V passes and c = 4 steps (1 local + 3); backward 3 K/V passes,
+  // 4 steps and 4 dK/dV passes (the last brings each dK/dV home). 4 layers x 2 micro-batches.
+  EXPECT_EQ(calls["cp_kv_ring_exchange"], 8 * (3 + 3));
+  EXPECT_EQ(calls["cp_dkv_ring_exchange"], 8 * 4);
+  EXPECT_EQ(calls["core_attention_ring_local"], 8);
+  EXPECT_EQ(calls["core_attention_ring_step"], 8 * 3);
+  EXPECT_EQ(calls["core_attention_ring_bwd"], 8 * 4);
+  const report::CommBytes cb = report::comm_bytes(w, 0);
+  EXPECT_EQ(cb.calls[report::kCp], uint64_t(8 * 10));
+  EXPECT_NEAR(double(cb.volume[report::kCp]), 8.0 * 10 * double(block), 1.0);  // bus factor 1: a send/recv
+}
+
+TEST(ContextParallel, RingStepWaitsForItsKvBlock) {
+  // c = 2 over two single-GPU nodes joined by a 1 Gb/s link: the exchange (8 MiB) takes far longer than a step.
+  const spec::JobSpec job = test::job_from_yaml(
+      "model: {name: g, num_layers: 2, hidden_size: 1024, num_attention_heads: 16, ffn_hidden_size: 4096,"
+      " vocab_size: 32000, seq_length: 4096}\n"
+      "parallelism: {context: 2, data: 1}\ntraining: {micro_batch_size: 1, global_batch_size: 1}\n"
+      "cluster: {gpu: H100-SXM, num_gpus: 2, gpus_per_node: 1, inter_node: {bandwidth_Gbps: 1, latency_us: 5}}\n");
+  const sim::Simulation s = sim::run_simulation(job, {0});
+  const workload::Program& p = s.workload.programs[0];
+  const sim::RankTimeline& tl = s.result.recorded.at(0);
+  const sim::OpRecord *local = nullptr, *exchange = nullptr, *step = nullptr;
+  for (const sim::OpRecord& r : tl.ops) {
+    const workload::Op& op = p.ops[r.op];
+    if (op.layer != 0 || op.phase != workload::Phase::Forward) continue;
+    const std::string& n = p.name(op);
+    if (n == "core_attention_ring_local") local = &r;
+    if (n == "cp_kv_ring_exchange") exchange = &r;
+    if (n == "core_attention_ring_step") step = &r;
+  }
+  ASSERT_TRUE(local && exchange && step);
+  // K/V block 2 x 2048 x 2048 bytes; alpha-beta: 5 us + 8388608 B / (1e9 / 8 B/s) = 67.113864 ms.
+  EXPECT_EQ(exchange->end_ns - exchange->begin_ns, 5000 + 67108864);
+  EXPECT_EQ(exchange->begin_ns, local->begin_ns);  // sent while the local block computes
+  EXPECT_LT(local->end_ns, exchange->end_ns);
+  EXPECT_EQ(step->begin_ns, exchange->end_ns);     // the next step starts when its block has arrived
+}
+
+TEST(ContextParallel, AllGatherAndUlyssesVolumes) {
+  const uint64_t tokens = 4096 / 4;
+  const workload::Workload ag = workload::build_megatron_workload(test::job_from_yaml(cp_job("all_gather")));
+  const report::CommBytes a = report::comm_bytes(ag, 0);
+  EXPECT_EQ(a.calls[report::kCp], uint64_t(8 * 3));  // all-gather forward and backward, reduce-scatter of dK/dV
+  // Ulysses: Q (16 x 64) + K/V (2 x 4 x 64) to head shards and the output (16 x 64) back, the same in backward.
+  const workload::Workload u = workload::build_megatron_workload(test::job_from_yaml(cp_job("a2a")));
+  const report::CommBytes c = report::comm_bytes(u, 0);
+  EXPECT_EQ(c.calls[report::kCp], uint64_t(8 * 4));
+  const double per_layer = 2.0 * tokens * ((1024 + 512) + 1024) * 2;
+  EXPECT_NEAR(double(c.message[report::kCp]), 8 * per_layer, 0.5);
+}
+
+TEST(ContextParallel, UlyssesNeedsHeadsDivisibleByTensorTimesContext) {
+  std::string yaml = cp_job("a2a");
+  yaml.replace(yaml.find("context: 4"), 10, "context: 8");
+  yaml.replace(yaml.find("num_gpus: 4, gpus_per_node: 4"), 29, "num_gpus: 8, gpus_per_node: 8");
+  try {
+    test::job_from_yaml(yaml);
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("parallelism.cp_comm_type"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(test::job_from_yaml(cp_job("p2p")));
+}
+
+}  // namespace
+}  // namespace stepsim
