@@ -14,6 +14,9 @@ namespace {
 
 using report::CommBytes;
 
+// The gradient norm (one fp32) all-reduced over a group of n before the optimizer: bus volume 2 (n-1)/n * 4 bytes.
+double norm_volume(int64_t n) { return 2.0 * (n - 1) / n * 4; }
+
 CommBytes bytes_for_rank(const spec::JobSpec& job, int rank) {
   const workload::Workload w = workload::build_megatron_workload(job);
   return report::comm_bytes(w, rank);
@@ -50,8 +53,9 @@ TEST(CommVolume, DataParallelOnAMiddleStageWithTpAndPp) {
   const spec::JobSpec job = test::job_from_yaml(gpt(L, h, 8, 32000, 1024, "tensor: 2, pipeline: 4, data: 4", 32, 16,
                                                      ", distributed_optimizer: true"));
   const double P_local = Ls * (12.0 * h * h / t + 7.0 * h / t + 6.0 * h);
-  // Distributed optimizer: reduce-scatter of fp32 gradients + all-gather of bf16 parameters, each (d-1)/d.
-  const double expected = (d - 1.0) / d * P_local * (4 + 2);
+  // Distributed optimizer: reduce-scatter of fp32 gradients + all-gather of bf16 parameters, each (d-1)/d; and the
+  // gradient norm, one fp32 all-reduced over DP (the sharded gradients): 2 (d-1)/d * 4 bytes.
+  const double expected = (d - 1.0) / d * P_local * (4 + 2) + norm_volume(d);
   const int rank_in_stage_1 = int(t * d);  // tp 0, dp 0, pp 1
   const CommBytes c = bytes_for_rank(job, rank_in_stage_1);
   EXPECT_NEAR(double(c.volume[report::kDp]), expected, 4.0);
@@ -63,10 +67,10 @@ TEST(CommVolume, DataParallelOnAMiddleStageWithTpAndPp) {
 TEST(CommVolume, TensorParallelMatchesEq2_7) {
   const int64_t h = 1024, s = 2048, b = 1, t = 4, L = 12, p = 3, m = 6, beta = 2;
   const spec::JobSpec job = test::job_from_yaml(gpt(L, h, 16, 32000, s, "tensor: 4, pipeline: 3, data: 1", 12, m));
-  const double expected = m * (L / p) * 8.0 * b * s * h * (t - 1.0) / t * beta;
+  const double expected = m * (L / p) * 8.0 * b * s * h * (t - 1.0) / t * beta + norm_volume(t);
   const CommBytes c = bytes_for_rank(job, int(t));  // middle stage: transformer layers only
   EXPECT_NEAR(double(c.volume[report::kTp]), expected, 1.0);
-  EXPECT_EQ(c.calls[report::kTp], uint64_t(m * (L / p) * 4));
+  EXPECT_EQ(c.calls[report::kTp], uint64_t(m * (L / p) * 4 + 1));
 }
 
 // With sequence parallelism Megatron replaces each all-reduce by reduce-scatter + all-gather (same bus
@@ -83,7 +87,7 @@ TEST(CommVolume, TensorParallelWithSequenceParallelism) {
   // per layer) are all-reduced over TP once per step, in fp32.
   const double sp_grads = 2.0 * (t - 1) / t * (L / p) * 6.0 * h * 4;
   const CommBytes c = bytes_for_rank(job, int(t));
-  EXPECT_NEAR(double(c.volume[report::kTp]), layers + sp_grads, 2.0);
+  EXPECT_NEAR(double(c.volume[report::kTp]), layers + sp_grads + norm_volume(t), 2.0);
 }
 
 // Eq. 2.9: V_PP,TP = b s h / n_TP * beta per micro-batch and direction; a middle stage sends every
@@ -93,10 +97,11 @@ TEST(CommVolume, PipelineMatchesEq2_9) {
   const spec::JobSpec job = test::job_from_yaml(
       gpt(12, h, 16, 32000, s, "tensor: 4, pipeline: 3, data: 1, sequence_parallel: true", 12, m));
   const double per_mb = double(b * s * h / t * beta);
+  const double norm = norm_volume(3);  // and every stage all-reduces the gradient norm over the pipeline
   const CommBytes mid = bytes_for_rank(job, int(t));
-  EXPECT_EQ(double(mid.volume[report::kPp]), 2 * m * per_mb);
-  EXPECT_EQ(double(bytes_for_rank(job, 0).volume[report::kPp]), m * per_mb);        // first stage: forward only
-  EXPECT_EQ(double(bytes_for_rank(job, int(2 * t)).volume[report::kPp]), m * per_mb);  // last stage: backward only
+  EXPECT_NEAR(double(mid.volume[report::kPp]), 2 * m * per_mb + norm, 0.5);
+  EXPECT_NEAR(double(bytes_for_rank(job, 0).volume[report::kPp]), m * per_mb + norm, 0.5);  // first: forward only
+  EXPECT_NEAR(double(bytes_for_rank(job, int(2 * t)).volume[report::kPp]), m * per_mb + norm, 0.5);  // last: backward
 }
 
 // Eq. 2.11: V_EP = 4 B S k h (1 - 1/n_EP) per MoE layer (dispatch and combine, forward and backward),
@@ -120,10 +125,10 @@ TEST(CommVolume, SummaryJsonCarriesThem) {
   ASSERT_EQ(r.code, 0) << r.output;
   const auto j = nlohmann::json::parse(test::read_file(out));
   EXPECT_EQ(j["rank"], 4);
-  const double expected_tp = 6 * 4 * 8.0 * 2048 * 1024 * 3.0 / 4 * 2;
+  const double expected_tp = 6 * 4 * 8.0 * 2048 * 1024 * 3.0 / 4 * 2 + norm_volume(4);
   EXPECT_NEAR(j["comm_volume_bytes_per_rank"]["tp"].get<double>(), expected_tp, 1.0);
-  EXPECT_EQ(j["comm_message_bytes_per_rank"]["tp"].get<double>(), 6 * 4 * 4 * 2048.0 * 1024 * 2);
-  EXPECT_EQ(j["comm_volume_bytes_per_rank"]["pp"].get<double>(), 2 * 6 * 2048.0 * 1024 * 2);
+  EXPECT_EQ(j["comm_message_bytes_per_rank"]["tp"].get<double>(), 6 * 4 * 4 * 2048.0 * 1024 * 2 + 4);
+  EXPECT_NEAR(j["comm_volume_bytes_per_rank"]["pp"].get<double>(), 2 * 6 * 2048.0 * 1024 * 2 + norm_volume(3), 0.5);
 }
 
 }  // namespace

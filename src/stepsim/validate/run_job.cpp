@@ -29,6 +29,7 @@ constexpr spec::MlaSpec kDeepSeekMla{1536, 512, 128, 64, 128};
 // Architecture families by model name: what the CSV's columns do not say (gated MLP, norms, positions, MLA).
 struct Family {
   bool gated = false, rmsnorm = false, rope = false, bias = true;
+  bool tied = true;  // input and output embeddings shared (Megatron's default; GPT-3, BLOOM, MT-NLG)
   bool mla = false;
   int64_t shared_expert_ffn = 0;  // x moe_ffn_hidden
   int first_dense = 0;
@@ -41,6 +42,7 @@ Family family_of(const PublishedRun& r) {
   auto llama_like = [&](const char* name) {
     f.gated = f.rmsnorm = f.rope = true;
     f.bias = false;
+    f.tied = false;  // Llama, Mistral, Qwen, DeepSeek: --untie-embeddings-and-output-weights
     f.name = name;
   };
   if (n.find("deepseek-v3") != std::string::npos || n.find("deepseek-v2") != std::string::npos) {
@@ -52,14 +54,14 @@ Family family_of(const PublishedRun& r) {
              n.find("mixtral") != std::string::npos || n.find("qwen") != std::string::npos ||
              n.find("deepseek") != std::string::npos || n.find("nemotron") != std::string::npos ||
              n.find("gemma") != std::string::npos) {
-    llama_like("Llama (SwiGLU, RMSNorm, RoPE, no biases)");
+    llama_like("Llama (SwiGLU, RMSNorm, RoPE, no biases, untied embeddings)");
   } else if (n.find("bloom") != std::string::npos) {
     f.rope = true;  // ALiBi: no position-embedding table, like RoPE for time and memory
-    f.name = "BLOOM (GeLU, LayerNorm, ALiBi, biases)";
+    f.name = "BLOOM (GeLU, LayerNorm, ALiBi, biases, tied embeddings)";
   } else if (r.ffn_hidden != 4 * r.hidden && n.find("gpt") == std::string::npos && n.find("nlg") == std::string::npos) {
-    llama_like("unknown name, FFN != 4h: Llama-like (SwiGLU, RMSNorm, RoPE, no biases)");
+    llama_like("unknown name, FFN != 4h: Llama-like (SwiGLU, RMSNorm, RoPE, no biases, untied embeddings)");
   } else {
-    f.name = "GPT (GeLU, LayerNorm, learned positions, biases)";
+    f.name = "GPT (GeLU, LayerNorm, learned positions, biases, tied embeddings)";
   }
   return f;
 }
@@ -202,6 +204,7 @@ RunJob job_for_run(const PublishedRun& r) {
   m["activation"] = f.gated ? "swiglu" : "gelu";
   m["normalization"] = f.rmsnorm ? "rmsnorm" : "layernorm";
   m["add_bias_linear"] = f.bias;
+  m["tie_embeddings"] = f.tied;
   m["position_embedding"] = f.rope ? "rope" : "learned";
   m["vocab_size"] = r.vocab;
   m["seq_length"] = r.seq_len;

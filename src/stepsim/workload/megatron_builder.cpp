@@ -220,7 +220,8 @@ class StageBuilder {
   bool first_model_chunk(int chunk) const { return stage_ == 0 && chunk == 0; }
   bool last_model_chunk(int chunk) const { return stage_ == p_ - 1 && chunk == v_ - 1; }
   int64_t p2p_bytes() const { return beta_ * d_.tokens_sp * d_.h; }
-  Ref p2p(uint64_t send_prev, uint64_t send_next, uint64_t recv_prev, uint64_t recv_next, Ref dep);
+  Ref p2p(uint64_t send_prev, uint64_t send_next, uint64_t recv_prev, uint64_t recv_next, Ref dep, Ref dep2 = {},
+          const char* fixed_name = nullptr);
   void check_size() const {
     if (prog_.ops.size() > kMaxOpsPerProgram) {
       throw InputError(job_.source + ": the job needs more than " + std::to_string(kMaxOpsPerProgram) +
@@ -1009,7 +1010,8 @@ void StageBuilder::backward_step(int mb, int chunk, Ref in) {
   }
 }
 
-Ref StageBuilder::p2p(uint64_t send_prev, uint64_t send_next, uint64_t recv_prev, uint64_t recv_next, Ref dep) {
+Ref StageBuilder::p2p(uint64_t send_prev, uint64_t send_next, uint64_t recv_prev, uint64_t recv_next, Ref dep,
+                      Ref dep2, const char* fixed_name) {
   Op op;
   op.kind = OpKind::P2P;
   op.stream = Stream::Pp;
@@ -1031,7 +1033,8 @@ Ref StageBuilder::p2p(uint64_t send_prev, uint64_t send_next, uint64_t recv_prev
   part(send_prev, "send_backward");
   part(recv_prev, "recv_forward");
   part(recv_next, "recv_backward");
-  return pb_.emit(op, name, {dep});
+  if (fixed_name) name = fixed_name;
+  return pb_.emit(op, name, {dep, dep2});
 }
 
 void StageBuilder::build() {
@@ -1092,6 +1095,29 @@ void StageBuilder::build() {
     coll(CollType::AllReduce, GroupKind::Tp, sp_params_ * grad_bytes_, "sequence_parallel_grad_all_reduce",
          pb_.last(Stream::Compute), pb_.last(Stream::Dp));
   }
+  // Tied word embeddings over several stages: the first stage's embedding and the last stage's copy in the output
+  // layer all-reduce their fp32 gradients (Megatron's _allreduce_embedding_grads, on main_grad, after the DP
+  // sync). Between two ranks that is an exchange of the whole gradient each way (a 2-rank ring all-reduce moves S
+  // per rank, as a send/recv of S does), on the pipeline ring's wrap-around link between last and first stage.
+  Ref tied{};
+  if (job_.model.tie_embeddings && p_ > 1 && (stage_ == 0 || stage_ == p_ - 1)) {
+    const uint64_t S = static_cast<uint64_t>(d_.vocab_pad * d_.h / d_.t * grad_bytes_);
+    const char* name = "tied_embedding_grad_all_reduce";
+    const Ref grads = pb_.last(Stream::Compute), synced = pb_.last(Stream::Dp);
+    tied = stage_ == 0 ? p2p(S, 0, S, 0, grads, synced, name) : p2p(0, S, 0, S, grads, synced, name);
+  }
+  // Gradient clipping (and logging) needs the global gradient norm: one fp32 all-reduced over the model-parallel
+  // ranks, and over the data-parallel ones too when the optimizer states (hence the gradients it reads) are
+  // sharded; fp16 loss scaling all-reduces its found-inf flag the same way. Latency only, but every stage's
+  // optimizer waits for the slowest stage.
+  Ref norm = pb_.last(Stream::Compute);
+  const int stats = tr.precision == spec::Precision::Fp16 ? 2 : 1;
+  for (int k = 0; k < stats; ++k) {
+    const char* what = k == 0 ? "grad_norm_all_reduce" : "found_inf_all_reduce";
+    norm = coll(CollType::AllReduce, GroupKind::Tp, 4, what, norm, k == 0 ? tied : Ref{});
+    norm = coll(CollType::AllReduce, GroupKind::Pp, 4, what, norm, pb_.last(Stream::Dp));
+    if (dist) norm = coll(CollType::AllReduce, GroupKind::Dp, 4, what, norm);
+  }
   int64_t dense = 0, expert = 0;
   for (const Bucket& b : buckets_) (b.group == GroupKind::Edp ? expert : dense) += b.params;
   prog_.dense_parameters = dense;
@@ -1101,7 +1127,7 @@ void StageBuilder::build() {
   // Adam: read the gradient, read/write fp32 master weights, m and v, write the low-precision weights.
   const int64_t adam_bytes = tr.precision == spec::Precision::Fp32 ? 28 : 30;
   Ref opt = compute(memop(ComputeCategory::Optimizer, opt_params * adam_bytes), "optimizer_step",
-                    {pb_.last(Stream::Dp), pb_.last(Stream::Tp)});
+                    {pb_.last(Stream::Dp), pb_.last(Stream::Tp), norm, tied});
   if (dist && !tr.overlap_param_gather && !zero3_) {
     for (size_t i = buckets_.size(); i-- > 0;) {
       coll(CollType::AllGather, buckets_[i].group, buckets_[i].params * weight_bytes_, "dp_param_all_gather", opt);
