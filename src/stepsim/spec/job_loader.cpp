@@ -233,6 +233,9 @@ TrainingSpec read_training(StrictSection s) {
   t.recompute = s.get_enum<Recompute>("recompute", Recompute::None,
                                       {{"none", Recompute::None}, {"selective", Recompute::Selective},
                                        {"full", Recompute::Full}});
+  t.recompute_method = s.get_enum<RecomputeMethod>("recompute_method", RecomputeMethod::Uniform,
+                                                   {{"uniform", RecomputeMethod::Uniform}, {"block", RecomputeMethod::Block}});
+  t.recompute_num_layers = static_cast<int>(s.get_int("recompute_num_layers", 1, 1, 1 << 20));
   t.distributed_optimizer = s.get_bool("distributed_optimizer", false);
   t.zero_stage = static_cast<int>(s.get_int("zero_stage", 0, 0, 3));
   t.zero3_param_fetch = s.get_enum<Zero3Fetch>("zero3_param_fetch", Zero3Fetch::Prefetch,

@@ -108,12 +108,18 @@ struct ParallelismSpec {
 };
 
 enum class Zero3Fetch { Prefetch, Blocking };
+enum class RecomputeMethod { Uniform, Block };
 
 struct TrainingSpec {
   int micro_batch_size = 1;
   int64_t global_batch_size = 0;
   Precision precision = Precision::Bf16;
   Recompute recompute = Recompute::None;
+  // Full recompute only (Megatron's --recompute-method / --recompute-num-layers): uniform checkpoints groups of
+  // recompute_num_layers layers (only each group's input is kept; every layer is recomputed); block recomputes the
+  // first recompute_num_layers layers of each model chunk and keeps all activations of the others.
+  RecomputeMethod recompute_method = RecomputeMethod::Uniform;
+  int recompute_num_layers = 1;
   bool distributed_optimizer = false;
   // ZeRO stage (DeepSpeed / FSDP): 1 shards the optimizer states (= distributed_optimizer), 2 also the gradients,
   // 3 also the parameters, all-gathered per layer before forward and backward. validate() sets

@@ -810,9 +810,14 @@ YAML::Node build(const Args& a) {
   const auto method = a.opt_choice("--recompute-method", {"uniform", "block"});
   if (method && recompute == "selective")
     fail("--recompute-method", "not supported with selective recompute granularity");
-  // Partial full recompute (--recompute-method block with fewer --recompute-num-layers than a stage
-  // holds) is not modelled: full granularity is taken as every layer recomputed.
-  a.opt_int("--recompute-num-layers");
+  const auto num_layers = a.opt_int("--recompute-num-layers");
+  if (recompute == "full") {
+    // Megatron requires a method with full granularity; uniform with one layer per group is its common form.
+    if (method) tr["recompute_method"] = *method;
+    if (num_layers) tr["recompute_num_layers"] = *num_layers;
+  } else if (num_layers) {
+    fail("--recompute-num-layers", "applies to --recompute-granularity full only");
+  }
   tr["recompute"] = recompute;
 
   const bool dist_opt = a.has("--use-distributed-optimizer");

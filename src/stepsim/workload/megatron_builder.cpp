@@ -178,6 +178,7 @@ class StageBuilder {
   Ref head_bwd(Ref in);
   Ref layer_fwd(int layer, Ref in);
   Ref layer_bwd(int layer, Ref in);
+  bool recomputed(int layer) const;
   Ref attention_fwd(Ref in);
   Ref unfused_attention_fwd(Ref qkv, bool recompute);
   Ref cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t saved);
@@ -729,13 +730,26 @@ Ref StageBuilder::moe_bwd(Ref in) {
   return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm_bwd", {rt, shared});
 }
 
+// Full recompute of this layer (recompute_method: uniform = every layer; block = the first recompute_num_layers of
+// the model chunk).
+bool StageBuilder::recomputed(int layer) const {
+  const auto& tr = job_.training;
+  if (tr.recompute != Recompute::Full) return false;
+  if (tr.recompute_method == spec::RecomputeMethod::Uniform) return true;
+  return layer - chunk_first_layer_[chunk_] < tr.recompute_num_layers;
+}
+
 Ref StageBuilder::layer_fwd(int layer, Ref in) {
   layer_ = layer;
-  const bool checkpointed = job_.training.recompute == Recompute::Full && phase_ == Phase::Forward;
+  const bool checkpointed = recomputed(layer) && phase_ == Phase::Forward;
   if (checkpointed) {
-    // Full recompute keeps only the layer input (the checkpoint) and re-runs the layer in backward.
+    // Full recompute keeps only the checkpoint and re-runs the layer in backward: the layer input, under uniform
+    // grouping only the first layer's of each group of recompute_num_layers.
     storing_ = false;
-    pending_alloc_ = beta_ * d_.tokens_sp * d_.h;
+    const auto& tr = job_.training;
+    const bool group_start = tr.recompute_method == spec::RecomputeMethod::Block ||
+                             (layer - chunk_first_layer_[chunk_]) % tr.recompute_num_layers == 0;
+    pending_alloc_ = group_start ? beta_ * d_.tokens_sp * d_.h : 0;
   }
   Ref a = attention_fwd(in);
   Ref out = job_.model.is_moe_layer(layer) ? moe_fwd(a) : mlp_fwd(a);
@@ -745,7 +759,7 @@ Ref StageBuilder::layer_fwd(int layer, Ref in) {
 
 Ref StageBuilder::layer_bwd(int layer, Ref in) {
   layer_ = layer;
-  if (job_.training.recompute == Recompute::Full) {
+  if (recomputed(layer)) {
     phase_ = Phase::Recompute;
     in = layer_fwd(layer, in);
     phase_ = Phase::Backward;
@@ -935,7 +949,7 @@ void StageBuilder::params_ready(int chunk, const std::vector<int>& units, size_t
     // The host waits for each tensor's gather before it computes (no prefetch); full recompute's forward inside
     // the backward re-gathers the parameters it released after the first forward.
     const bool layer = units[i] != kEmbeddingUnit && units[i] != kHeadUnit;
-    const bool regather = layer && phase_ == Phase::Backward && job_.training.recompute == Recompute::Full;
+    const bool regather = layer && phase_ == Phase::Backward && recomputed(units[i]);
     Ref last = zero3_blocking_gather(units[i], before);
     if (regather) last = zero3_blocking_gather(units[i], last);
     extra_deps_.push_back(last);
