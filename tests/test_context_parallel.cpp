@@ -76,6 +76,33 @@ TEST(ContextParallel, RingStepWaitsForItsKvBlock) {
   EXPECT_EQ(step->begin_ns, exchange->end_ns);     // the next step starts when its block has arrived
 }
 
+TEST(ContextParallel, LargeRingsGroupStepsButMoveEveryBlock) {
+  // c = 64: 16 ops per ring (4 blocks each) instead of 64, the same bytes (63 K/V blocks forward).
+  const spec::JobSpec job = test::job_from_yaml(
+      "model: {name: g, num_layers: 1, hidden_size: 1024, num_attention_heads: 16, ffn_hidden_size: 4096,"
+      " vocab_size: 32000, seq_length: 131072}\n"
+      "parallelism: {context: 64, data: 1}\ntraining: {micro_batch_size: 1, global_batch_size: 1}\n"
+      "cluster: {gpu: H100-SXM, num_gpus: 64, gpus_per_node: 8}\n");
+  const workload::Workload w = workload::build_megatron_workload(job);
+  const workload::Program& p = w.programs[0];
+  const uint64_t block = 2ull * (131072 / 64) * 2048;
+  int fwd_steps = 0, fwd_exchanges = 0;
+  uint64_t fwd_bytes = 0, dkv_bytes = 0;
+  for (const auto& op : p.ops) {
+    const std::string& n = p.name(op);
+    if (op.phase == workload::Phase::Forward && n.rfind("core_attention_ring", 0) == 0) ++fwd_steps;
+    if (op.phase == workload::Phase::Forward && n == "cp_kv_ring_exchange") {
+      ++fwd_exchanges;
+      fwd_bytes += op.bytes;
+    }
+    if (n == "cp_dkv_ring_exchange") dkv_bytes += op.bytes;
+  }
+  EXPECT_EQ(fwd_steps, 16);
+  EXPECT_EQ(fwd_exchanges, 15);
+  EXPECT_EQ(fwd_bytes, 60 * block);  // the 15 later groups of 4 blocks (the first group's 3 others ride with it)
+  EXPECT_EQ(dkv_bytes, 64 * block);  // every dK/dV goes home
+}
+
 TEST(ContextParallel, AllGatherAndUlyssesVolumes) {
   const uint64_t tokens = 4096 / 4;
   const workload::Workload ag = workload::build_megatron_workload(test::job_from_yaml(cp_job("all_gather")));

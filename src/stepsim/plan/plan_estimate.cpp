@@ -1,6 +1,8 @@
 #include "stepsim/plan/plan_estimate.hpp"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <numeric>
 
 #include "stepsim/sim/engine.hpp"
@@ -53,6 +55,7 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   std::vector<double> local_attn_fwd(layers, 0), local_attn_bwd(layers, 0);
   double stored_total = 0;
   bool before_layers = true;  // layer -1 ops before the first layer are the embedding's
+  std::array<std::optional<cost::GroupGeometry>, workload::kNumGroupKinds> geometry;
   for (const Op& op : prog.ops) {
     if (op.microbatch < 0) continue;  // optimizer tail and parameter gathers: planned per stage
     const bool fwd = op.phase == Phase::Forward;
@@ -80,7 +83,11 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
         (fwd ? local_attn_fwd : local_attn_bwd)[op.layer] += static_cast<double>(op.duration_ns) * kNs;
       }
     } else if (op.kind == OpKind::Collective) {
-      const double s = static_cast<double>(comm.collective_ns(op.coll, op.bytes, w.layout.geometry(op.group, 0))) * kNs;
+      // One geometry per group kind (RankLayout::geometry walks the group's ranks; a ring-attention layer alone
+      // issues 3c - 1 CP exchanges).
+      auto& geo = geometry[static_cast<int>(op.group)];
+      if (!geo) geo = w.layout.geometry(op.group, 0);
+      const double s = static_cast<double>(comm.collective_ns(op.coll, op.bytes, *geo)) * kNs;
       if (op.group == GroupKind::Tp) part->tp_s += s;
       else if (op.group == GroupKind::Cp) part->cp_s += s;
       else if (op.group == GroupKind::Ep) part->ep_s += s;

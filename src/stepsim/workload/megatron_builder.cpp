@@ -422,6 +422,14 @@ Ref StageBuilder::attention_fwd(Ref in) {
                  {r}, d.tokens_sp * d.h);
 }
 
+// Ring attention's c steps as built: n ops, step i covering blocks(i) of the c blocks (1 each up to kMaxRingSteps).
+constexpr int kMaxRingSteps = 16;
+struct RingSteps {
+  int c = 1, n = 1;
+  int blocks(int i) const { return c / n + (i < c % n ? 1 : 0); }
+};
+RingSteps ring_steps(int c) { return RingSteps{c, std::min(c, kMaxRingSteps)}; }
+
 // Context-parallel core attention, forward (docs/MODEL.md, "Context parallelism"). `flops` and `bytes` are the
 // rank's whole share (its s/c queries against the keys they see); returns the op after which the output is ready.
 Ref StageBuilder::cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t saved) {
@@ -455,12 +463,19 @@ Ref StageBuilder::cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t
   // first on the local K/V (the causal halves of both chunks' diagonals and one full block), then c - 1 half
   // blocks; the K/V block for step i+1 is sent on to the next CP rank while step i computes. Transformer Engine
   // double-buffers the blocks, so that transfer also waits for step i-1 to release the buffer it fills.
+  // Above kMaxRingSteps ranks, g = ceil(c / kMaxRingSteps) consecutive steps are built as one op (g blocks' work,
+  // g blocks moved at once): the same bandwidth and overlap, a bounded op count (a 1,024-rank ring would otherwise
+  // issue 3,000 ops per layer).
+  const RingSteps rs = ring_steps(d.c);
   Ref kv = qkv, core{}, before{};
-  for (int i = 0; i < d.c; ++i) {
-    const Ref next =
-        i + 1 < d.c ? coll(CollType::SendRecv, GroupKind::Cp, kv_block, "cp_kv_ring_exchange", kv, before) : Ref{};
-    Op step = memop(ComputeCategory::Attention, bytes / d.c);
-    step.flops = flops / d.c;
+  for (int i = 0; i < rs.n; ++i) {
+    const int blocks = rs.blocks(i);
+    const int next_blocks = i + 1 < rs.n ? rs.blocks(i + 1) : 0;
+    const Ref next = next_blocks > 0 ? coll(CollType::SendRecv, GroupKind::Cp, kv_block * next_blocks,
+                                            "cp_kv_ring_exchange", kv, before)
+                                     : Ref{};
+    Op step = memop(ComputeCategory::Attention, bytes / d.c * blocks);
+    step.flops = flops / d.c * blocks;
     before = core;
     core = compute(step, i == 0 ? "core_attention_ring_local" : "core_attention_ring_step", {kv}, i == 0 ? saved : 0);
     kv = next;
@@ -496,15 +511,19 @@ Ref StageBuilder::cp_attention_bwd(Ref dout, double flops, int64_t bytes) {
   // The ring again, c steps of equal work: each step computes with the K/V block that arrived; its dK/dV is added
   // to the partial sum that travels with the block and passed on (a small add beside the transfer, not modelled);
   // after the c-th pass every dK/dV is back with its owner. The steps do not wait for the dK/dV transfers.
+  const RingSteps rs = ring_steps(d.c);
   Ref kv = dout, dkv{}, core{}, before{};
-  for (int i = 0; i < d.c; ++i) {
-    const Ref next =
-        i + 1 < d.c ? coll(CollType::SendRecv, GroupKind::Cp, kv_block, "cp_kv_ring_exchange", kv, before) : Ref{};
-    Op step = memop(ComputeCategory::Attention, 2 * bytes / d.c);
-    step.flops = 2.5 * flops / d.c;
+  for (int i = 0; i < rs.n; ++i) {
+    const int blocks = rs.blocks(i);
+    const int next_blocks = i + 1 < rs.n ? rs.blocks(i + 1) : 0;
+    const Ref next = next_blocks > 0 ? coll(CollType::SendRecv, GroupKind::Cp, kv_block * next_blocks,
+                                            "cp_kv_ring_exchange", kv, before)
+                                     : Ref{};
+    Op step = memop(ComputeCategory::Attention, 2 * bytes / d.c * blocks);
+    step.flops = 2.5 * flops / d.c * blocks;
     before = core;
     core = compute(step, "core_attention_ring_bwd", {kv});
-    dkv = coll(CollType::SendRecv, GroupKind::Cp, kv_block, "cp_dkv_ring_exchange", core, dkv);
+    dkv = coll(CollType::SendRecv, GroupKind::Cp, kv_block * blocks, "cp_dkv_ring_exchange", core, dkv);
     kv = next;
   }
   return dkv;
