@@ -244,13 +244,14 @@ TEST(HfConfig, DeepSeekV3) {
   EXPECT_EQ(i64(moe, "first_k_dense"), 3);
   EXPECT_EQ(i64(moe, "layer_freq"), 1);
   EXPECT_TRUE(moe["capacity_factor"].IsNull());
+  EXPECT_EQ(i64(m, "mtp_layers"), 1);  // num_nextn_predict_layers: modelled as in --mtp-num-layers
 }
 
 TEST(HfConfig, EmitsOnlySchemaKeys) {
   static const std::set<std::string> kModel = {
       "name", "num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels",
       "ffn_hidden_size", "activation", "normalization", "add_bias_linear", "position_embedding", "vocab_size", "seq_length",
-      "tie_embeddings", "attention", "moe"};
+      "tie_embeddings", "attention", "moe", "mtp_layers"};
   static const std::set<std::string> kAttention = {"type", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                                                    "qk_rope_head_dim", "v_head_dim"};
   static const std::set<std::string> kMoe = {"num_experts", "topk", "ffn_hidden_size", "shared_expert_ffn_hidden_size",

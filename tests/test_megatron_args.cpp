@@ -569,7 +569,6 @@ TEST(MegatronArgsErrors, NonPositive) {
 TEST(MegatronArgsErrors, RejectedNotModelledFlags) {
   expect_base_error("--pipeline-model-parallel-layout 'E|t*4|L'", {"--pipeline-model-parallel-layout", "not supported"});
   expect_base_error("--use-torch-fsdp2", {"--use-torch-fsdp2", "FSDP"});
-  expect_base_error("--mtp-num-layers 1", {"--mtp-num-layers", "not supported"});
   expect_base_error("--batch-size 4", {"--batch-size", "--micro-batch-size"});
   expect_base_error("--expert-tensor-parallel-size 2", {"--expert-tensor-parallel-size", "equal to"});
   expect_base_error("--optimizer sgd", {"--optimizer", "only adam"});

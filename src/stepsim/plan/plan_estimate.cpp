@@ -59,19 +59,21 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   for (const Op& op : prog.ops) {
     if (op.microbatch < 0) continue;  // optimizer tail and parameter gathers: planned per stage
     const bool fwd = op.phase == Phase::Forward;
+    // Multi-token prediction layers (index >= num_layers) run on the last stage: charged with the head.
+    const bool decoder_layer = op.layer >= 0 && op.layer < layers;
     if (op.layer >= 0) before_layers = false;
     const std::string& name = prog.name(op);
     LayerCosts::Part* part = nullptr;
-    if (op.layer >= 0) {
+    if (decoder_layer) {
       part = fwd ? &out.fwd[op.layer] : &out.bwd[op.layer];
     } else {
-      const bool first = name.rfind("embedding", 0) == 0;
+      const bool first = op.layer < 0 && name.rfind("embedding", 0) == 0;
       part = first ? (fwd ? &out.first_fwd : &out.first_bwd) : (fwd ? &out.last_fwd : &out.last_bwd);
     }
     if (fwd) {
       const double stored = static_cast<double>(op.mem_alloc_at_start) - static_cast<double>(op.mem_free_at_end);
       stored_total += stored;
-      if (op.layer >= 0) out.stored_bytes[op.layer] += stored;
+      if (decoder_layer) out.stored_bytes[op.layer] += stored;
       else if (before_layers) out.first_stored += stored;
       else out.last_stored += stored;
     }
@@ -79,7 +81,7 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
       part->compute_s += static_cast<double>(op.duration_ns) * kNs;
       if (fwd) out.forward_flops += op.flops;
       // Attention that runs beside the CP exchange: the all-gather's local block, every ring step.
-      if (op.layer >= 0 && (name.rfind("core_attention_local", 0) == 0 || name.rfind("core_attention_ring", 0) == 0)) {
+      if (decoder_layer && (name.rfind("core_attention_local", 0) == 0 || name.rfind("core_attention_ring", 0) == 0)) {
         (fwd ? local_attn_fwd : local_attn_bwd)[op.layer] += static_cast<double>(op.duration_ns) * kNs;
       }
     } else if (op.kind == OpKind::Collective) {

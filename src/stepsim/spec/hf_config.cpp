@@ -202,6 +202,7 @@ struct Model {
   bool swiglu = true, rmsnorm = true, bias = false, tie = false;
   bool rope = true;  // every supported family but GPT-2 uses rotary embeddings
   bool mla = false;
+  int64_t mtp_layers = 0;  // num_nextn_predict_layers (DeepSeek-V3)
   Mla mla_dims;
   std::optional<Moe> moe;
 };
@@ -355,6 +356,7 @@ void read_deepseek(const Config& c, Model& m) {
   m.kv_channels = m.mla_dims.v_head_dim;
   m.bias = c.opt_bool("attention_bias", false);
 
+  m.mtp_layers = c.opt_int("num_nextn_predict_layers", 0).value_or(0);
   if (!c.present("n_routed_experts")) c.fail("n_routed_experts", "missing (required; null means a dense model)");
   const auto experts = c.opt_int("n_routed_experts");
   if (!experts) return;
@@ -426,6 +428,7 @@ YAML::Node to_node(const Model& m) {
   n["vocab_size"] = m.vocab;
   n["seq_length"] = m.seq_length;  // the trained context; override with --set model.seq_length=...
   n["tie_embeddings"] = m.tie;
+  if (m.mtp_layers > 0) n["mtp_layers"] = m.mtp_layers;
   YAML::Node att;
   if (m.mla) {
     att["type"] = "mla";

@@ -126,6 +126,7 @@ ModelSpec read_model(StrictSection s) {
   ModelSpec m;
   m.name = s.get_string("name", "model");
   m.num_layers = static_cast<int>(s.require_int("num_layers", 1, 100000));
+  m.mtp_layers = static_cast<int>(s.get_int("mtp_layers", 0, 0, 16));
   m.hidden_size = s.require_int("hidden_size", 1, kMaxDim);
   m.num_attention_heads = static_cast<int>(s.require_int("num_attention_heads", 1, 1 << 16));
   m.num_query_groups = static_cast<int>(s.get_int("num_query_groups", 0, 1, 1 << 16));

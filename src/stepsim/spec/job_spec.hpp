@@ -50,6 +50,10 @@ struct MoeSpec {
 struct ModelSpec {
   std::string name = "model";
   int num_layers = 0;
+  // Multi-token prediction depths (DeepSeek-V3; Megatron-Core's --mtp-num-layers, HF num_nextn_predict_layers): on
+  // the last stage, each an embedding of the shifted tokens, two norms, a 2h -> h projection, one transformer layer
+  // (layer index num_layers + k) and its own pass through the shared output layer and loss.
+  int mtp_layers = 0;
   int64_t hidden_size = 0;
   int num_attention_heads = 0;
   int num_query_groups = 0;   // KV heads; 0 in input = same as num_attention_heads

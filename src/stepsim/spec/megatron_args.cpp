@@ -139,7 +139,7 @@ const Table& table() {
             "--padded-vocab-size", "--make-vocab-size-divisible-by", "--tokenizer-type", "--num-experts",
             "--moe-router-topk", "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--moe-layer-freq",
             "--moe-expert-capacity-factor", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
-            "--v-head-dim", "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size",
+            "--mtp-num-layers", "--v-head-dim", "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size",
             "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--num-layers-per-virtual-pipeline-stage",
             "--num-virtual-stages-per-pipeline-rank", "--decoder-first-pipeline-num-layers",
             "--decoder-last-pipeline-num-layers", "--micro-batch-size", "--global-batch-size", "--fp8-format",
@@ -161,7 +161,6 @@ const Table& table() {
         "custom layouts are not modelled; use --decoder-first/last-pipeline-num-layers");
     add(t, {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}, Kind::Flag, Use::Map);
     add(t, {"--use-torch-fsdp2", "--use-megatron-fsdp"}, Kind::Flag, Use::Reject, "FSDP is not modelled");
-    add(t, {"--mtp-num-layers"}, Kind::Value, Use::Reject, "multi-token prediction layers are not modelled");
     add(t, {"--fp4-format"}, Kind::Value, Use::Reject, "FP4 training is not modelled");
     add(t, {"--window-size", "--window-attn-skip-freq"}, Kind::Value, Use::Reject,
         "sliding-window attention is not modelled");
@@ -566,6 +565,7 @@ YAML::Node build(const Args& a) {
   YAML::Node model;
   model["name"] = "megatron-args";
   model["num_layers"] = layers;
+  if (const auto mtp = a.opt_int("--mtp-num-layers", 0)) model["mtp_layers"] = *mtp;
   model["hidden_size"] = hidden;
   model["num_attention_heads"] = heads;
 

@@ -33,6 +33,7 @@ struct Family {
   bool mla = false;
   int64_t shared_expert_ffn = 0;  // x moe_ffn_hidden
   int first_dense = 0;
+  int mtp = 0;  // multi-token prediction depths of the published architecture (DeepSeek-V3: 1)
   const char* name = "GPT";
 };
 
@@ -50,6 +51,7 @@ Family family_of(const PublishedRun& r) {
     f.mla = true;
     f.shared_expert_ffn = n.find("deepseek-v3") != std::string::npos ? 1 : 2;
     f.first_dense = n.find("deepseek-v3") != std::string::npos ? 3 : 1;
+    f.mtp = n.find("deepseek-v3") != std::string::npos ? 1 : 0;
   } else if (n.find("llama") != std::string::npos || n.find("mistral") != std::string::npos ||
              n.find("mixtral") != std::string::npos || n.find("qwen") != std::string::npos ||
              n.find("deepseek") != std::string::npos || n.find("nemotron") != std::string::npos ||
@@ -228,6 +230,10 @@ RunJob job_for_run(const PublishedRun& r) {
     if (f.shared_expert_ffn > 0) e["shared_expert_ffn_hidden_size"] = f.shared_expert_ffn * fe;
     if (f.first_dense > 0) e["first_k_dense"] = f.first_dense;
     m["moe"] = e;
+  }
+  if (f.mtp > 0) {
+    m["mtp_layers"] = f.mtp;
+    assume("multi-token prediction: " + std::to_string(f.mtp) + " depth (the published architecture; on the last stage)");
   }
   root["model"] = m;
 

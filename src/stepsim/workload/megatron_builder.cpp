@@ -176,6 +176,10 @@ class StageBuilder {
   Ref embedding_bwd(Ref in);
   Ref head_fwd(Ref in);
   Ref head_bwd(Ref in);
+  Ref mtp_fwd(int unit, Ref in);
+  Ref mtp_bwd(int unit, Ref in);
+  bool mtp_unit(int unit) const { return unit >= job_.model.num_layers && unit < kHeadUnit; }
+  int64_t mtp_extra_params(int unit) const;
   Ref layer_fwd(int layer, Ref in);
   Ref layer_bwd(int layer, Ref in);
   bool recomputed(int layer) const;
@@ -310,6 +314,43 @@ Ref StageBuilder::head_bwd(Ref in) {
   Ref c = compute(memop(ComputeCategory::Loss, (4 + beta_) * d.tokens * vloc), "cross_entropy_bwd", {in});
   Ref r = bf16_gemms([&] { return column_parallel_bwd("output_layer", d.tokens, vloc, d.h, c, d.sp); });
   return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "final_layernorm_bwd", {r});
+}
+
+// Multi-token prediction depth (Megatron-Core's MultiTokenPredictionLayer, DeepSeek-V3 §2.2): the embedding of the
+// shifted tokens, enorm and hnorm, eh_proj (the concatenated 2h -> h, column-parallel: its input gathered, its
+// output gathered back over TP), one transformer layer, and its own pass through the shared output layer and
+// cross-entropy. Parameters besides the layer's: eh_proj, three norms (enorm, hnorm, its final norm), and with the
+// first depth on a last stage that is not the first, a copy of the word embeddings (docs/MODEL.md).
+int64_t StageBuilder::mtp_extra_params(int unit) const {
+  const int64_t norm = job_.model.normalization == spec::Normalization::LayerNorm ? 2 * d_.h : d_.h;
+  const int64_t embedding = (stage_ != 0 && unit == job_.model.num_layers) ? d_.vocab_pad * d_.h / d_.t : 0;
+  return 2 * d_.h * d_.h / d_.t + 3 * norm + embedding;
+}
+
+Ref StageBuilder::mtp_fwd(int unit, Ref in) {
+  const auto& d = d_;
+  layer_ = unit;
+  Ref e = embedding_fwd(in);
+  Ref n = compute(memop(ComputeCategory::Norm, 4 * beta_ * d.tokens_sp * d.h), "mtp_enorm_hnorm", {e, in},
+                  2 * beta_ * d.tokens_sp * d.h);
+  Ref x = d.sp ? coll(CollType::AllGather, GroupKind::Tp, 2 * beta_ * d.tokens * d.h, "mtp_eh_proj_all_gather", n) : n;
+  Ref p = compute(gemm(d.tokens, d.h / d.t, 2 * d.h), "mtp_eh_proj", {x}, 2 * beta_ * d.tokens * d.h);
+  Ref g = coll(d.sp ? CollType::ReduceScatter : CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h,
+               "mtp_eh_proj_output_gather", p);
+  Ref y = layer_fwd(unit, g);
+  layer_ = unit;
+  return head_fwd(y);
+}
+
+Ref StageBuilder::mtp_bwd(int unit, Ref in) {
+  const auto& d = d_;
+  layer_ = unit;
+  Ref h = head_bwd(in);
+  Ref l = layer_bwd(unit, h);
+  layer_ = unit;
+  Ref b = column_parallel_bwd("mtp_eh_proj", d.tokens, d.h / d.t, 2 * d.h, l, d.sp);
+  Ref n = compute(memop(ComputeCategory::Norm, 6 * beta_ * d.tokens_sp * d.h), "mtp_enorm_hnorm_bwd", {b});
+  return embedding_bwd(n);
 }
 
 // Backward of a column-parallel linear Y = X W (X: m x k, W: k x n local): under sequence parallelism the
@@ -812,7 +853,14 @@ void StageBuilder::plan_buckets() {
         b = Bucket{0, b.group, c};
       }
     };
-    if (last_model_chunk(c)) add(0, d_.params_output + d_.params_final_norm, kHeadUnit);
+    if (last_model_chunk(c)) {
+      add(0, d_.params_output + d_.params_final_norm, kHeadUnit);
+      for (int k = job_.model.mtp_layers - 1; k >= 0; --k) {
+        const int unit = job_.model.num_layers + k;
+        add(0, unit_params(unit, false), unit);
+        add(1, unit_params(unit, true), unit);
+      }
+    }
     for (int i = chunk_layers_[c] - 1; i >= 0; --i) {
       const int layer = chunk_first_layer_[c] + i;
       const bool moe = job_.model.is_moe_layer(layer);
@@ -876,7 +924,11 @@ std::vector<int> StageBuilder::units_of(int chunk, bool forward) const {
   std::vector<int> u;
   if (first_model_chunk(chunk)) u.push_back(kEmbeddingUnit);
   for (int i = 0; i < chunk_layers_[chunk]; ++i) u.push_back(chunk_first_layer_[chunk] + i);
-  if (last_model_chunk(chunk)) u.push_back(kHeadUnit);
+  if (last_model_chunk(chunk)) {
+    // Multi-token prediction depths follow the decoder on the last stage (unit = num_layers + k).
+    for (int k = 0; k < job_.model.mtp_layers; ++k) u.push_back(job_.model.num_layers + k);
+    u.push_back(kHeadUnit);
+  }
   if (!forward) std::reverse(u.begin(), u.end());
   return u;
 }
@@ -886,7 +938,8 @@ int64_t StageBuilder::unit_params(int unit, bool expert) const {
   if (unit == kEmbeddingUnit) return expert ? 0 : d_.params_embedding;
   if (unit == kHeadUnit) return expert ? 0 : d_.params_output + d_.params_final_norm;
   const bool moe = job_.model.is_moe_layer(unit);
-  return expert ? (moe ? d_.params_moe_experts : 0) : d_.layer_params_dense(moe);
+  if (expert) return moe ? d_.params_moe_experts : 0;
+  return d_.layer_params_dense(moe) + (mtp_unit(unit) ? mtp_extra_params(unit) : 0);
 }
 
 void StageBuilder::zero3_gather(int unit, Ref dep) {
@@ -997,6 +1050,7 @@ Ref StageBuilder::unit_pass(int unit, Ref x, bool forward) {
   if (unit == kEmbeddingUnit || unit == kHeadUnit) layer_ = -1;
   if (unit == kEmbeddingUnit) return forward ? embedding_fwd(x) : embedding_bwd(x);
   if (unit == kHeadUnit) return forward ? head_fwd(x) : head_bwd(x);
+  if (mtp_unit(unit)) return forward ? mtp_fwd(unit, x) : mtp_bwd(unit, x);
   return forward ? layer_fwd(unit, x) : layer_bwd(unit, x);
 }
 

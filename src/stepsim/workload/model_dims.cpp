@@ -112,6 +112,12 @@ int64_t total_parameters(const spec::ModelSpec& m) {
     total += m.is_moe_layer(l) ? lp.router + lp.experts_total + lp.shared : lp.dense_mlp;
   }
   const int64_t h = m.hidden_size;
+  // Multi-token prediction depths: a layer each (index num_layers + k), eh_proj 2h x h and three norms.
+  for (int k = 0; k < m.mtp_layers; ++k) {
+    const int l = m.num_layers + k;
+    total += lp.attention + lp.norms + (m.is_moe_layer(l) ? lp.router + lp.experts_total + lp.shared : lp.dense_mlp);
+    total += 2 * h * h + 3 * (m.normalization == spec::Normalization::LayerNorm ? 2 * h : h);
+  }
   total += m.vocab_size * h;
   if (!m.tie_embeddings) total += m.vocab_size * h;
   if (m.position_embedding == spec::PositionEmbedding::Learned) total += m.seq_length * h;
