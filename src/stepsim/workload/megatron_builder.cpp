@@ -41,6 +41,14 @@ struct Bucket {
   int first_forward_unit = kHeadUnit;  // earliest unit in forward order (its forward waits for the all-gather)
 };
 
+// Ring attention's c steps as built: n ops, step i covering blocks(i) of the c blocks (1 each up to kMaxRingSteps).
+constexpr int kMaxRingSteps = 16;
+struct RingSteps {
+  int c = 1, n = 1;
+  int blocks(int i) const { return c / n + (i < c % n ? 1 : 0); }
+};
+RingSteps ring_steps(int c) { return RingSteps{c, std::min(c, kMaxRingSteps)}; }
+
 class StageBuilder {
  public:
   StageBuilder(const spec::JobSpec& job, const ModelDims& d, const RankLayout& layout, int stage, Program& prog)
@@ -187,6 +195,7 @@ class StageBuilder {
   Ref unfused_attention_fwd(Ref qkv, bool recompute);
   Ref cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t saved);
   Ref cp_attention_bwd(Ref dout, double flops, int64_t bytes);
+  Ref ring_next_kv(const RingSteps& rs, int i, int64_t kv_block, Ref kv, Ref before);
   Ref unfused_attention_bwd(Ref in);
   Op batched_gemm(int64_t batch, int64_t m, int64_t n, int64_t k) const {
     // One strided-batched kernel (cuBLAS): efficiency follows its total size, so the batch is folded into m.
@@ -463,13 +472,12 @@ Ref StageBuilder::attention_fwd(Ref in) {
                  {r}, d.tokens_sp * d.h);
 }
 
-// Ring attention's c steps as built: n ops, step i covering blocks(i) of the c blocks (1 each up to kMaxRingSteps).
-constexpr int kMaxRingSteps = 16;
-struct RingSteps {
-  int c = 1, n = 1;
-  int blocks(int i) const { return c / n + (i < c % n ? 1 : 0); }
-};
-RingSteps ring_steps(int c) { return RingSteps{c, std::min(c, kMaxRingSteps)}; }
+// The transfer that brings ring step i+1 its K/V blocks (none after the last step): it waits for step i's blocks to
+// have arrived (`kv`) and for step i-1 to have freed the buffer it fills (`before`).
+Ref StageBuilder::ring_next_kv(const RingSteps& rs, int i, int64_t kv_block, Ref kv, Ref before) {
+  if (i + 1 >= rs.n) return Ref{};
+  return coll(CollType::SendRecv, GroupKind::Cp, kv_block * rs.blocks(i + 1), "cp_kv_ring_exchange", kv, before);
+}
 
 // Context-parallel core attention, forward (docs/MODEL.md, "Context parallelism"). `flops` and `bytes` are the
 // rank's whole share (its s/c queries against the keys they see); returns the op after which the output is ready.
@@ -511,10 +519,7 @@ Ref StageBuilder::cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t
   Ref kv = qkv, core{}, before{};
   for (int i = 0; i < rs.n; ++i) {
     const int blocks = rs.blocks(i);
-    const int next_blocks = i + 1 < rs.n ? rs.blocks(i + 1) : 0;
-    const Ref next = next_blocks > 0 ? coll(CollType::SendRecv, GroupKind::Cp, kv_block * next_blocks,
-                                            "cp_kv_ring_exchange", kv, before)
-                                     : Ref{};
+    const Ref next = ring_next_kv(rs, i, kv_block, kv, before);
     Op step = memop(ComputeCategory::Attention, bytes / d.c * blocks);
     step.flops = flops / d.c * blocks;
     before = core;
@@ -556,10 +561,7 @@ Ref StageBuilder::cp_attention_bwd(Ref dout, double flops, int64_t bytes) {
   Ref kv = dout, dkv{}, core{}, before{};
   for (int i = 0; i < rs.n; ++i) {
     const int blocks = rs.blocks(i);
-    const int next_blocks = i + 1 < rs.n ? rs.blocks(i + 1) : 0;
-    const Ref next = next_blocks > 0 ? coll(CollType::SendRecv, GroupKind::Cp, kv_block * next_blocks,
-                                            "cp_kv_ring_exchange", kv, before)
-                                     : Ref{};
+    const Ref next = ring_next_kv(rs, i, kv_block, kv, before);
     Op step = memop(ComputeCategory::Attention, 2 * bytes / d.c * blocks);
     step.flops = 2.5 * flops / d.c * blocks;
     before = core;
