@@ -49,6 +49,22 @@ std::vector<std::pair<uint64_t, int64_t>> drain(FlowContendedNetwork& net) {
   return out;
 }
 
+TEST(FlowEngine, RingExchangeMovesEachMembersBlockOnce) {
+  // Context parallelism's K/V ring step: ranks {0, 8} (one per node) each send 1 GB to the other. One NIC of
+  // 50 GB/s per node, no latency: each direction carries 1 GB, 20 ms. Inside one node (ranks {0, 1}) over
+  // 450 GB/s NVLink: 1 GB / 450 GB/s = 2.222 ms (one ring, one direction per member). The node has 8 NICs here:
+  // with fewer, the flow network still routes intra-node pairs through a NIC (issue 14 item 3; 20 ms with 1).
+  using Pairs = std::vector<std::pair<uint64_t, int64_t>>;
+  FlowContendedNetwork across(hw::build_topology(two_nodes(1)));
+  across.start_collective(1, CollType::SendRecv, 1'000'000'000, std::vector<int>{0, 8}, 0);
+  EXPECT_EQ(drain(across), (Pairs{{1, 20 * ms}}));
+  FlowContendedNetwork inside(hw::build_topology(two_nodes(8)));
+  inside.start_collective(2, CollType::SendRecv, 1'000'000'000, std::vector<int>{0, 1}, 0);
+  const Pairs in = drain(inside);
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_NEAR(static_cast<double>(in[0].second), 1e9 / (450 * GB) * 1e9, 2.0);
+}
+
 TEST(FlowEngine, TwoDataParallelRingsOnOneNicShareIt) {
   // All-reduce of 1 GB over ranks {0, 8} (one per node): a 2-rank ring sends S/2 each way in its
   // reduce-scatter step and S/2 in its all-gather step, so each NIC direction carries S = 1 GB: 20 ms at
