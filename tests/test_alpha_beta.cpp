@@ -45,6 +45,17 @@ GroupGeometry geo(int ranks, int nodes, int per_node) { return GroupGeometry{ran
 
 double ns(double seconds) { return seconds * 1e9; }
 
+TEST(AlphaBeta, RingExchangeIsOneTransferOverTheSlowestHop) {
+  // CollType::SendRecv (context parallelism's K/V ring step): every member sends S to its successor at once.
+  const auto m = make_alpha_beta_model(cluster());
+  // One node: 1 us + 1 GiB / 450 GB/s; across nodes the NIC hop paces it: 5 us + 1 GiB / 50 GB/s.
+  EXPECT_NEAR(static_cast<double>(m->collective_ns(CollType::SendRecv, kGiB, geo(8, 1, 8))),
+              ns(1e-6 + kGiB / 450e9), 1.0);
+  EXPECT_NEAR(static_cast<double>(m->collective_ns(CollType::SendRecv, kGiB, geo(16, 2, 8))),
+              ns(5e-6 + kGiB / 50e9), 1.0);
+  EXPECT_EQ(m->collective_ns(CollType::SendRecv, kGiB, geo(1, 1, 1)), 0);
+}
+
 TEST(AlphaBeta, RingAllReduceOnOneNode) {
   const auto m = make_alpha_beta_model(cluster());
   // 1 GiB on 8 GPUs at 450 GB/s, 1 us per step: 2*7/8*S/450e9 + 14 * 1 us = 4,189,662.6 ns.

@@ -22,6 +22,17 @@ spec::ClusterSpec cluster(const std::string& gpu, double nvlink_GBps, double nic
   return c;
 }
 
+TEST(NcclModel, RingExchangeIsTimedAsItsPointToPointTransfer) {
+  // CollType::SendRecv: NCCL's send/recv of S between neighbours, inside a node or across nodes; no algorithm choice.
+  const auto m = make_nccl_model(cluster("H100-SXM", 450, 50));
+  for (const GroupGeometry g : {GroupGeometry{8, 1, 8}, GroupGeometry{16, 2, 8}}) {
+    const int64_t t = m->collective_ns(CollType::SendRecv, 64ull << 20, g);
+    EXPECT_EQ(t, m->p2p_ns(64ull << 20, g.nodes == 1)) << g.nodes;
+    EXPECT_GT(t, 0);
+  }
+  EXPECT_THROW(m->estimate(CollType::SendRecv, 1 << 20, GroupGeometry{8, 1, 8}, Algorithm::Ring), InputError);
+}
+
 TEST(NcclModel, RingAllReduceTermsOnOneNode) {
   const NcclHardware hw = nccl_hardware(cluster("A100-80GB", 300, 25), 16);
   const uint64_t P = 1ull << 30;
