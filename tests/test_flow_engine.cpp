@@ -52,17 +52,33 @@ std::vector<std::pair<uint64_t, int64_t>> drain(FlowContendedNetwork& net) {
 TEST(FlowEngine, RingExchangeMovesEachMembersBlockOnce) {
   // Context parallelism's K/V ring step: ranks {0, 8} (one per node) each send 1 GB to the other. One NIC of
   // 50 GB/s per node, no latency: each direction carries 1 GB, 20 ms. Inside one node (ranks {0, 1}) over
-  // 450 GB/s NVLink: 1 GB / 450 GB/s = 2.222 ms (one ring, one direction per member). The node has 8 NICs here:
-  // with fewer, the flow network still routes intra-node pairs through a NIC (issue 14 item 3; 20 ms with 1).
+  // 450 GB/s NVLink: 1 GB / 450 GB/s = 2.222 ms (one ring, one direction per member), although both GPUs share
+  // the node's one NIC: a NIC never bridges two GPUs of its node (issue 14 item 3).
   using Pairs = std::vector<std::pair<uint64_t, int64_t>>;
   FlowContendedNetwork across(hw::build_topology(two_nodes(1)));
   across.start_collective(1, CollType::SendRecv, 1'000'000'000, std::vector<int>{0, 8}, 0);
   EXPECT_EQ(drain(across), (Pairs{{1, 20 * ms}}));
-  FlowContendedNetwork inside(hw::build_topology(two_nodes(8)));
+  FlowContendedNetwork inside(hw::build_topology(two_nodes(1)));
   inside.start_collective(2, CollType::SendRecv, 1'000'000'000, std::vector<int>{0, 1}, 0);
   const Pairs in = drain(inside);
   ASSERT_EQ(in.size(), 1u);
   EXPECT_NEAR(static_cast<double>(in[0].second), 1e9 / (450 * GB) * 1e9, 2.0);
+}
+
+TEST(FlowEngine, IntraNodeTrafficNeverEntersANic) {
+  // An all-gather over the 8 GPUs of one NVSwitch node takes the same time whatever the node's NIC count
+  // (issue 14 item 3: with 1, 2 or 4 NICs it used to go GPU -> NIC -> GPU where two GPUs share a NIC).
+  using Pairs = std::vector<std::pair<uint64_t, int64_t>>;
+  std::vector<int64_t> t;
+  for (int nics : {1, 2, 4, 8}) {
+    FlowContendedNetwork net(hw::build_topology(two_nodes(nics)));
+    net.start_collective(1, CollType::AllGather, 8'000'000'000, std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, 0);
+    const Pairs done = drain(net);
+    ASSERT_EQ(done.size(), 1u);
+    t.push_back(done[0].second);
+  }
+  // Every GPU sends 7/8 x 8 GB = 7 GB through its one 450 GB/s link to the NVSwitch: 15.556 ms.
+  for (int64_t x : t) EXPECT_NEAR(static_cast<double>(x), 7e9 / (450 * GB) * 1e9, 1e3) << x;
 }
 
 TEST(FlowEngine, TwoDataParallelRingsOnOneNicShareIt) {

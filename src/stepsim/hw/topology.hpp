@@ -147,11 +147,14 @@ class Router {
  private:
   struct Search {
     std::vector<int32_t> dist;   // hops to the destination; -1 = not labelled yet
+    std::vector<uint8_t> to_gpu; // a NIC whose route to the destination leaves through one of its GPUs
     std::vector<int32_t> queue;  // BFS order; [head, size) still to expand
     size_t head = 0;
     uint64_t last_use = 0;
   };
   Search& search_to(int dst, int src);
+  bool is(int v, VertexKind k) const;
+  bool bridges_gpus(const Search& s, int from, int nic) const;
   void walk(int src, int dst, uint64_t salt, std::vector<int32_t>& links);
   const Topology& topo_;
   bool destination_mod_;

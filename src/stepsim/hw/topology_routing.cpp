@@ -25,6 +25,14 @@ Router::Router(const Topology& topology, size_t cache_bytes)
   max_path_links_ = std::max<size_t>(1024, cache_bytes / 16);  // ~4 bytes a link + the map entry per route
 }
 
+bool Router::is(int v, VertexKind k) const { return topo_.vertex(v).kind == k; }
+
+// A NIC is a GPU's door to the network, never a bridge between two GPUs of its node (their traffic takes the
+// node's own fabric, whatever the NIC count): a GPU may not step into a NIC whose route leaves through a GPU.
+bool Router::bridges_gpus(const Search& s, int from, int nic) const {
+  return s.to_gpu[nic] && is(from, VertexKind::Gpu);
+}
+
 Router::Search& Router::search_to(int dst, int src) {
   ++clock_;
   auto it = cache_.find(dst);
@@ -38,6 +46,7 @@ Router::Search& Router::search_to(int dst, int src) {
     }
     Search s;
     s.dist.assign(topo_.vertex_count(), -1);
+    s.to_gpu.assign(topo_.vertex_count(), 0);
     s.dist[dst] = 0;
     s.queue.push_back(dst);
     it = cache_.emplace(dst, std::move(s)).first;
@@ -51,10 +60,10 @@ Router::Search& Router::search_to(int dst, int src) {
     const int32_t x = s.queue[s.head++];
     for (int32_t l : topo_.in_links(x)) {
       const int32_t y = topo_.link(l).from;
-      if (s.dist[y] < 0) {
-        s.dist[y] = s.dist[x] + 1;
-        s.queue.push_back(y);
-      }
+      if (s.dist[y] >= 0 || bridges_gpus(s, y, x)) continue;
+      s.dist[y] = s.dist[x] + 1;
+      s.to_gpu[y] = is(y, VertexKind::Nic) && is(x, VertexKind::Gpu);
+      s.queue.push_back(y);
     }
   }
   if (s.dist[src] < 0)
@@ -92,15 +101,19 @@ void Router::walk(int src, int dst, uint64_t salt, std::vector<int32_t>& links) 
   int v = src;
   while (v != dst) {
     const int32_t want = s.dist[v] - 1;
+    auto usable = [&](int32_t l) {
+      const int32_t to = topo_.link(l).to;
+      return s.dist[to] == want && !bridges_gpus(s, v, to);
+    };
     int count = 0;
-    for (int32_t l : topo_.out_links(v)) count += s.dist[topo_.link(l).to] == want;
+    for (int32_t l : topo_.out_links(v)) count += usable(l);
     int pick = 0;
     if (count > 1) {
       const uint64_t h = destination_mod_ ? static_cast<uint64_t>(dst) : mix(key ^ static_cast<uint64_t>(v));
       pick = static_cast<int>(h % static_cast<uint64_t>(count));
     }
     for (int32_t l : topo_.out_links(v)) {
-      if (s.dist[topo_.link(l).to] != want) continue;
+      if (!usable(l)) continue;
       if (pick-- == 0) {
         links.push_back(l);
         v = topo_.link(l).to;
