@@ -253,6 +253,23 @@ TEST(ProfileNcclLog, VersionsInterleavingAndGarbage) {
   EXPECT_EQ(log.lines, 8);
 }
 
+// Issue 15 item 4: NCCL versions that print a bracketed index before the collective's name.
+TEST(ProfileNcclLog, BracketedIndexBeforeTheCallName) {
+  const std::string text =
+      "host1:100:200 [0] NCCL INFO [2] AllReduce: opCount e sendbuff 0x1 recvbuff 0x2 count 1024 datatype 7 op 0 "
+      "root 0 comm 0x55 [nranks=8] stream 0x66\n"
+      "host1:100:200 [0] NCCL INFO [3] AllGather: opCount f sendbuff 0x1 recvbuff 0x2 count 16 datatype 9 op 0 "
+      "root 0 comm 0x55 [nranks=8] stream 0x66\n";
+  NcclLog log;
+  parse_nccl_log_text(text, "bracketed.log", log);
+  ASSERT_EQ(log.calls.size(), 2u);
+  EXPECT_EQ(std::string(op_name(log.calls[0].op)), "AllReduce");
+  EXPECT_EQ(log.calls[0].op_count, 0xe);
+  EXPECT_EQ(log.calls[0].bytes(), 1024 * 4);  // datatype 7: float32
+  EXPECT_EQ(log.calls[1].op_count, 0xf);
+  EXPECT_EQ(log.garbled_lines, 0);
+}
+
 TEST(ProfileNcclLog, MissingFileIsInputError) {
   try {
     (void)parse_nccl_logs({"/nonexistent/x.log"});

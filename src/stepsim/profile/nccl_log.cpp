@@ -20,6 +20,14 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// "[2]": a bracketed decimal index.
+bool bracketed_index(std::string_view w) {
+  if (w.size() < 3 || w.front() != '[' || w.back() != ']') return false;
+  for (char c : w.substr(1, w.size() - 2))
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
 std::vector<std::string_view> split_ws(std::string_view s, size_t max_tokens = 256) {
   std::vector<std::string_view> out;
   size_t i = 0;
@@ -296,11 +304,13 @@ struct Parser {
       TopologyParser& tp = topo[{o.host, o.pid}];
       if (tp.feed(msg, line_no, o.host)) return;
     }
-    const auto t = split_ws(msg, 4096);
+    auto t = split_ws(msg, 4096);
     if (t.empty()) {
       ++log.other_lines;
       return;
     }
+    // Some NCCL versions print a bracketed index before a call's name ("NCCL INFO [2] AllReduce: opCount e ...").
+    if (t.size() >= 3 && bracketed_index(t[0]) && t[1].size() > 1 && t[1].back() == ':') t.erase(t.begin());
     const bool op_like = t[0].size() > 1 && t[0].back() == ':' && t.size() >= 2;
     if (op_like && t[1] == "opCount") {
       if (!have_origin) return garbled(line_no, "call line without 'host:pid:tid [dev]' before NCCL INFO");
