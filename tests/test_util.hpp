@@ -9,12 +9,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/job_loader.hpp"
 
 namespace stepsim::test {
 
 inline spec::JobSpec job_from_yaml(const std::string& yaml) {
   return spec::job_from_node(spec::parse_yaml(yaml, "test.yaml"), "test.yaml");
+}
+
+// The InputError message a job is refused with, "" when it loads: tests look for the key and the rule in it.
+inline std::string job_error(const std::string& yaml) {
+  try {
+    job_from_yaml(yaml);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // A small dense GPT-style job; callers append or override sections with --set-like edits.

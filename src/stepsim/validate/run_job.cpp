@@ -48,10 +48,11 @@ Family family_of(const PublishedRun& r) {
   };
   if (n.find("deepseek-v3") != std::string::npos || n.find("deepseek-v2") != std::string::npos) {
     llama_like("DeepSeek (MLA, shared expert, dense first layers)");
+    const bool v3 = n.find("deepseek-v3") != std::string::npos;
     f.mla = true;
-    f.shared_expert_ffn = n.find("deepseek-v3") != std::string::npos ? 1 : 2;
-    f.first_dense = n.find("deepseek-v3") != std::string::npos ? 3 : 1;
-    f.mtp = n.find("deepseek-v3") != std::string::npos ? 1 : 0;
+    f.shared_expert_ffn = v3 ? 1 : 2;
+    f.first_dense = v3 ? 3 : 1;
+    f.mtp = v3 ? 1 : 0;
   } else if (n.find("llama") != std::string::npos || n.find("mistral") != std::string::npos ||
              n.find("mixtral") != std::string::npos || n.find("qwen") != std::string::npos ||
              n.find("deepseek") != std::string::npos || n.find("nemotron") != std::string::npos ||
@@ -74,7 +75,6 @@ std::string gpu_name(const std::string& g) {
   while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
 }
-
 
 // Per-token forward FLOPs of one layer's linear weights (x 2 for multiply-add), its MLP counted for MoE layers as
 // the top-k routed experts plus shared experts.

@@ -58,18 +58,16 @@ class StageBuilder {
     v_ = par.virtual_stages;
     m_ = static_cast<int>(job.num_microbatches());
     beta_ = d.act_bytes;
-    const bool fp32_grads = job.training.grad_reduce_in_fp32.value_or(job.training.precision == spec::Precision::Bf16 ||
-                                                                      job.training.precision == spec::Precision::Fp8);
-    grad_bytes_ = (fp32_grads || job.training.precision == spec::Precision::Fp32) ? 4 : beta_;
-    weight_bytes_ = spec::bytes_of(job.training.precision);
+    // Gradients reduced in fp32 unless fp16 (or said otherwise); parameters in fp8 under fp8_param_gather.
+    const BytesPerParam bpp = bytes_per_param(job.training);
+    grad_bytes_ = bpp.gradient;
+    weight_bytes_ = bpp.weight;
     cf_ = job.model.moe && job.model.moe->capacity_factor ? *job.model.moe->capacity_factor : 1.0;
     tpo_ = job.training.tp_comm_overlap && d.sp;
     zero3_ = job.training.zero_stage == 3;
     zero3_blocking_ = zero3_ && job.training.zero3_param_fetch == spec::Zero3Fetch::Blocking;
     fp8_ = job.training.precision == spec::Precision::Fp8;
     fp8_cast_bytes_ = beta_ + 2 + (job.training.fp8_recipe == spec::Fp8Recipe::Current ? beta_ : 0);
-    // fp8_param_gather: the parameters live (and are all-gathered) in fp8.
-    if (fp8_ && job.training.fp8_param_gather) weight_bytes_ = 1;
     // Layers of every model chunk of this stage (model chunk index = chunk * p + stage).
     std::vector<int> per_chunk(static_cast<size_t>(p_) * v_);
     const auto& pl = par.pipeline_layers;
@@ -122,6 +120,12 @@ class StageBuilder {
     const Ref r = compute(op, name, std::move(deps));
     in_wgrad_ = false;
     return r;
+  }
+  // A flash-attention kernel of `flops` with `bytes` of operand traffic.
+  static Op attention_op(double flops, int64_t bytes) {
+    Op op = memop(ComputeCategory::Attention, bytes);
+    op.flops = flops;
+    return op;
   }
   static Op memop(ComputeCategory cat, int64_t bytes) {
     Op op;
@@ -331,9 +335,8 @@ Ref StageBuilder::head_bwd(Ref in) {
 // cross-entropy. Parameters besides the layer's: eh_proj, three norms (enorm, hnorm, its final norm), and with the
 // first depth on a last stage that is not the first, a copy of the word embeddings (docs/MODEL.md).
 int64_t StageBuilder::mtp_extra_params(int unit) const {
-  const int64_t norm = job_.model.normalization == spec::Normalization::LayerNorm ? 2 * d_.h : d_.h;
   const int64_t embedding = (stage_ != 0 && unit == job_.model.num_layers) ? d_.vocab_pad * d_.h / d_.t : 0;
-  return 2 * d_.h * d_.h / d_.t + 3 * norm + embedding;
+  return 2 * d_.h * d_.h / d_.t + 3 * d_.params_final_norm + embedding;  // a norm's parameters, as the final one's
 }
 
 Ref StageBuilder::mtp_fwd(int unit, Ref in) {
@@ -346,17 +349,14 @@ Ref StageBuilder::mtp_fwd(int unit, Ref in) {
   Ref p = compute(gemm(d.tokens, d.h / d.t, 2 * d.h), "mtp_eh_proj", {x}, 2 * beta_ * d.tokens * d.h);
   Ref g = coll(d.sp ? CollType::ReduceScatter : CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h,
                "mtp_eh_proj_output_gather", p);
-  Ref y = layer_fwd(unit, g);
-  layer_ = unit;
-  return head_fwd(y);
+  return head_fwd(layer_fwd(unit, g));
 }
 
 Ref StageBuilder::mtp_bwd(int unit, Ref in) {
   const auto& d = d_;
   layer_ = unit;
   Ref h = head_bwd(in);
-  Ref l = layer_bwd(unit, h);
-  layer_ = unit;
+  Ref l = layer_bwd(unit, h);  // leaves layer_ = unit
   Ref b = column_parallel_bwd("mtp_eh_proj", d.tokens, d.h / d.t, 2 * d.h, l, d.sp);
   Ref n = compute(memop(ComputeCategory::Norm, 6 * beta_ * d.tokens_sp * d.h), "mtp_enorm_hnorm_bwd", {b});
   return embedding_bwd(n);
@@ -462,9 +462,7 @@ Ref StageBuilder::attention_fwd(Ref in) {
   } else if (job_.training.attention_backend == spec::AttentionBackend::Unfused) {
     core = unfused_attention_fwd(qkv, false);
   } else {
-    Op a = memop(ComputeCategory::Attention, attn_bytes);
-    a.flops = flops;
-    core = compute(a, "core_attention", {qkv}, attn_saved);
+    core = compute(attention_op(flops, attn_bytes), "core_attention", {qkv}, attn_saved);
   }
   Ref r = scattered_gemm(gemm(d.tokens, d.h, d.attn_out_width), "attention_proj", core, beta_ * d.tokens * d.attn_out_width,
                          d.sp ? "attention_reduce_scatter" : "attention_all_reduce");
@@ -488,21 +486,15 @@ Ref StageBuilder::cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t
     case spec::CpCommType::AllGather: {
       // K/V of the other context ranks arrive while the local block is computed.
       Ref kv = coll(CollType::AllGather, GroupKind::Cp, kv_block * d.c, "cp_kv_all_gather", qkv);
-      Op local = memop(ComputeCategory::Attention, bytes / d.c);
-      local.flops = flops / d.c;
-      compute(local, "core_attention_local", {qkv}, saved);
-      Op remote = memop(ComputeCategory::Attention, bytes - bytes / d.c);
-      remote.flops = flops - flops / d.c;
-      return compute(remote, "core_attention_remote", {kv});
+      compute(attention_op(flops / d.c, bytes / d.c), "core_attention_local", {qkv}, saved);
+      return compute(attention_op(flops - flops / d.c, bytes - bytes / d.c), "core_attention_remote", {kv});
     }
     case spec::CpCommType::A2A: {
       // Ulysses: Q, K, V from sequence shards to head shards (all of the sequence, heads / c), attention, and the
       // output back; nothing overlaps the all-to-alls.
       Ref in = coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * (d.q_width + d.kv_width), "cp_qkv_all_to_all",
                     qkv);
-      Op a = memop(ComputeCategory::Attention, bytes);
-      a.flops = flops;
-      Ref core = compute(a, "core_attention", {in}, saved);
+      Ref core = compute(attention_op(flops, bytes), "core_attention", {in}, saved);
       return coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * d.attn_out_width, "cp_out_all_to_all", core);
     }
     case spec::CpCommType::P2P:
@@ -520,10 +512,8 @@ Ref StageBuilder::cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t
   for (int i = 0; i < rs.n; ++i) {
     const int blocks = rs.blocks(i);
     const Ref next = ring_next_kv(rs, i, kv_block, kv, before);
-    Op step = memop(ComputeCategory::Attention, bytes / d.c * blocks);
-    step.flops = flops / d.c * blocks;
     before = core;
-    core = compute(step, i == 0 ? "core_attention_ring_local" : "core_attention_ring_step", {kv}, i == 0 ? saved : 0);
+    core = compute(attention_op(flops / d.c * blocks, bytes / d.c * blocks), i == 0 ? "core_attention_ring_local" : "core_attention_ring_step", {kv}, i == 0 ? saved : 0);
     kv = next;
   }
   return core;
@@ -537,17 +527,13 @@ Ref StageBuilder::cp_attention_bwd(Ref dout, double flops, int64_t bytes) {
   switch (job_.parallelism.cp_comm_type) {
     case spec::CpCommType::AllGather: {
       Ref kv = coll(CollType::AllGather, GroupKind::Cp, kv_block * d.c, "cp_kv_all_gather", dout);
-      Op ab = memop(ComputeCategory::Attention, 2 * bytes);
-      ab.flops = 2.5 * flops;
-      Ref core = compute(ab, "core_attention_bwd", {kv});
+      Ref core = compute(attention_op(2.5 * flops, 2 * bytes), "core_attention_bwd", {kv});
       return coll(CollType::ReduceScatter, GroupKind::Cp, kv_block * d.c, "cp_dkv_reduce_scatter", core);
     }
     case spec::CpCommType::A2A: {
       Ref in = coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * d.attn_out_width, "cp_out_grad_all_to_all",
                     dout);
-      Op ab = memop(ComputeCategory::Attention, 2 * bytes);
-      ab.flops = 2.5 * flops;
-      Ref core = compute(ab, "core_attention_bwd", {in});
+      Ref core = compute(attention_op(2.5 * flops, 2 * bytes), "core_attention_bwd", {in});
       return coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * (d.q_width + d.kv_width),
                   "cp_qkv_grad_all_to_all", core);
     }
@@ -562,10 +548,8 @@ Ref StageBuilder::cp_attention_bwd(Ref dout, double flops, int64_t bytes) {
   for (int i = 0; i < rs.n; ++i) {
     const int blocks = rs.blocks(i);
     const Ref next = ring_next_kv(rs, i, kv_block, kv, before);
-    Op step = memop(ComputeCategory::Attention, 2 * bytes / d.c * blocks);
-    step.flops = 2.5 * flops / d.c * blocks;
     before = core;
-    core = compute(step, "core_attention_ring_bwd", {kv});
+    core = compute(attention_op(2.5 * flops / d.c * blocks, 2 * bytes / d.c * blocks), "core_attention_ring_bwd", {kv});
     dkv = coll(CollType::SendRecv, GroupKind::Cp, kv_block * blocks, "cp_dkv_ring_exchange", core, dkv);
     kv = next;
   }
@@ -620,9 +604,9 @@ Ref StageBuilder::attention_bwd(Ref in) {
                                      "attention_proj_dgrad", d.attn_out_width, d.h, "attention_proj_wgrad", b);
   const double flops = 2.0 * d.b * d.heads_loc * d.s_loc * d.s * (d.d_qk + d.d_v) * 0.5;
   const int64_t attn_bytes = beta_ * d.tokens * (d.q_width + d.kv_width + d.attn_out_width);
-  Ref core{};
+  Ref dkv{};  // the op after which dQ, dK and dV are ready
   if (job_.training.attention_backend == spec::AttentionBackend::Unfused) {
-    core = unfused_attention_bwd(dg);
+    dkv = unfused_attention_bwd(dg);
   } else {
     if (job_.training.recompute == Recompute::Selective) {
       // Megatron's selective recompute re-runs the core attention forward (with its K/V exchange) before its backward.
@@ -631,22 +615,17 @@ Ref StageBuilder::attention_bwd(Ref in) {
       if (d.c > 1) {
         cp_attention_fwd(dg, flops, attn_bytes, 0);
       } else {
-        Op a = memop(ComputeCategory::Attention, attn_bytes);
-        a.flops = flops;
-        compute(a, "core_attention_recompute", {dg});
+        compute(attention_op(flops, attn_bytes), "core_attention_recompute", {dg});
       }
       phase_ = keep;
     }
     if (d.c > 1) {
-      core = cp_attention_bwd(dg, flops, attn_bytes);
+      dkv = cp_attention_bwd(dg, flops, attn_bytes);
     } else {
       // Flash-attention backward: 5 matmuls of the forward's 2, i.e. 2.5x its FLOPs.
-      Op ab = memop(ComputeCategory::Attention, 2 * attn_bytes);
-      ab.flops = 2.5 * flops;
-      core = compute(ab, "core_attention_bwd", {dg});
+      dkv = compute(attention_op(2.5 * flops, 2 * attn_bytes), "core_attention_bwd", {dg});
     }
   }
-  const Ref dkv = core;
   Ref r;
   if (m.attention == spec::AttentionType::Mla) {
     const auto& a = m.mla;
@@ -992,21 +971,21 @@ Ref StageBuilder::zero3_blocking_gather(int unit, Ref dep) {
   // shared/data/real/hta/ns_resolution_trace (1,600 calls, V100, PyTorch 1.x): 7.3 us; docs/MODEL.md.
   constexpr double kHostCopyUs = 7.3;
   const int64_t dp = layout_.group_size(GroupKind::Dp);
-  const Phase keep = phase_;
   Ref last = dep;
-  for (int64_t n : unit_tensors(unit)) {
-    if (n <= 0 || dp <= 1) continue;
-    last = coll(CollType::AllGather, GroupKind::Dp, n * weight_bytes_, "zero3_param_all_gather", last);
+  if (dp > 1) {
     Op copies;
     copies.category = ComputeCategory::Host;
     copies.duration_ns = std::llround(static_cast<double>(dp) * kHostCopyUs * 1e3);
-    last = compute(copies, "zero3_gather_copy_back", {last});
+    for (int64_t n : unit_tensors(unit)) {
+      if (n <= 0) continue;
+      last = coll(CollType::AllGather, GroupKind::Dp, n * weight_bytes_, "zero3_param_all_gather", last);
+      last = compute(copies, "zero3_gather_copy_back", {last});
+    }
   }
-  if (unit_params(unit, true) > 0) {
-    last = coll(CollType::AllGather, GroupKind::Edp, unit_params(unit, true) * weight_bytes_,
-                "zero3_expert_param_all_gather", last);
+  const int64_t experts = unit_params(unit, true);
+  if (experts > 0) {
+    last = coll(CollType::AllGather, GroupKind::Edp, experts * weight_bytes_, "zero3_expert_param_all_gather", last);
   }
-  phase_ = keep;
   return last;
 }
 

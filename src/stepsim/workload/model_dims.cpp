@@ -106,22 +106,19 @@ ModelDims make_dims(const spec::JobSpec& job) {
 
 int64_t total_parameters(const spec::ModelSpec& m) {
   const LayerParams lp = layer_params(m, 1);
-  int64_t total = 0;
-  for (int l = 0; l < m.num_layers; ++l) {
-    total += lp.attention + lp.norms;
-    total += m.is_moe_layer(l) ? lp.router + lp.experts_total + lp.shared : lp.dense_mlp;
-  }
   const int64_t h = m.hidden_size;
+  const int64_t norm = m.normalization == spec::Normalization::LayerNorm ? 2 * h : h;
+  auto layer = [&](int l) {
+    return lp.attention + lp.norms + (m.is_moe_layer(l) ? lp.router + lp.experts_total + lp.shared : lp.dense_mlp);
+  };
+  int64_t total = 0;
+  for (int l = 0; l < m.num_layers; ++l) total += layer(l);
   // Multi-token prediction depths: a layer each (index num_layers + k), eh_proj 2h x h and three norms.
-  for (int k = 0; k < m.mtp_layers; ++k) {
-    const int l = m.num_layers + k;
-    total += lp.attention + lp.norms + (m.is_moe_layer(l) ? lp.router + lp.experts_total + lp.shared : lp.dense_mlp);
-    total += 2 * h * h + 3 * (m.normalization == spec::Normalization::LayerNorm ? 2 * h : h);
-  }
+  for (int k = 0; k < m.mtp_layers; ++k) total += layer(m.num_layers + k) + 2 * h * h + 3 * norm;
   total += m.vocab_size * h;
   if (!m.tie_embeddings) total += m.vocab_size * h;
   if (m.position_embedding == spec::PositionEmbedding::Learned) total += m.seq_length * h;
-  total += m.normalization == spec::Normalization::LayerNorm ? 2 * h : h;
+  total += norm;  // the final norm
   return total;
 }
 
