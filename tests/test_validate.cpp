@@ -3,6 +3,7 @@
 // exit codes, bad input naming line and column).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -92,6 +93,25 @@ TEST(Validate, UnstatedSettingsFollowTheDocumentedRules) {
   EXPECT_FALSE(j.assumptions.empty());
 }
 
+TEST(Validate, Llama3EightKRowsRunWithoutRecomputeAsThePaperStates) {
+  // The Llama 3 paper (section 3.3.2): 8K-token pre-training without activation checkpointing. The 8K rows get
+  // recompute none whatever stepsim's memory model says; the 128K row (context parallel) keeps the
+  // least-that-fits rule (no recompute key: validation.cpp decides).
+  const auto runs = read_published_runs(shared_csv());
+  for (const char* id : {"LLAMA3-T4-1", "LLAMA3-T4-2"}) {
+    const RunJob j = job_for_run(row(runs, id));
+    ASSERT_TRUE(j.root["training"]["recompute"]) << id;
+    EXPECT_EQ(j.root["training"]["recompute"].as<std::string>(), "none") << id;
+    const bool said = std::any_of(j.assumptions.begin(), j.assumptions.end(), [](const std::string& a) {
+      return a.find("section 3.3.2") != std::string::npos;
+    });
+    EXPECT_TRUE(said) << id;
+  }
+  EXPECT_FALSE(job_for_run(row(runs, "LLAMA3-T4-3")).root["training"]["recompute"]);
+  // Another source's unstated recompute is still left to the least-that-fits rule.
+  EXPECT_FALSE(job_for_run(row(runs, "MLM24-H100-7.1B")).root["training"]["recompute"]);
+}
+
 const char* kHeader =
     "id,source,model,layers,hidden,heads,kv_heads,ffn_hidden,vocab,seq_len,moe_experts,moe_topk,moe_ffn_hidden,params_b,"
     "gpu,num_gpus,gpus_per_node,intra_node_bw_GBps,inter_node_bw_Gbps_per_gpu,tp,pp,dp,cp,ep,vp,micro_batch,"
@@ -153,9 +173,23 @@ TEST(Validate, CommandReportsRowsErrorsAndFailures) {
   ASSERT_EQ(j["failed"].size(), 1u);
   EXPECT_EQ(j["failed"][0]["id"], "b");
   EXPECT_NE(j["failed"][0]["message"].get<std::string>().find("key parallelism"), std::string::npos);
+  // The row's peak memory and the GPU's capacity come with it.
+  EXPECT_GT(a["peak_memory_bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(a["capacity_bytes"].get<int64_t>(), int64_t{80} << 30);
   // --only simulates the listed row alone (row b, which is refused, is not run: exit 0).
-  const auto only = test::run_cli("validate " + csv + " --only a");
+  const auto only = test::run_cli("validate " + csv + " --only a --verbose");
   EXPECT_EQ(only.code, 0) << only.output;
+  EXPECT_NE(only.output.find("memory: peak "), std::string::npos) << only.output;
+  // --jobs-dir writes the job each row ran; `stepsim simulate` on it gives the same step time.
+  const std::string dir = test::temp_dir() + "validate-jobs";
+  const auto written = test::run_cli("validate " + csv + " --only a --jobs-dir " + dir);
+  ASSERT_EQ(written.code, 0) << written.output;
+  const std::string summary = dir + "/a.json";
+  const auto again = test::run_cli("simulate " + dir + "/a.yaml --quiet --json " + summary);
+  ASSERT_EQ(again.code, 0) << again.output;
+  std::ifstream sj(summary);
+  const nlohmann::json s = nlohmann::json::parse(sj);
+  EXPECT_DOUBLE_EQ(s["step_time_s"].get<double>(), p);
   // Bad input: exit 2, one line naming the file.
   const std::string broken = test::write_temp("broken.csv", std::string(kHeader) + "x,S,G,4\n");
   const auto b = test::run_cli("validate " + broken);

@@ -1,7 +1,9 @@
 // stepsim validate RUNS.csv: simulates every published run of the CSV and prints predicted vs measured step time,
 // the error per row, MAPE per source and overall and the mean signed error (docs/VALIDATION.md).
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -10,6 +12,7 @@
 
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/report/breakdown.hpp"
+#include "stepsim/report/summary.hpp"
 #include "stepsim/validate/published_run.hpp"
 #include "stepsim/validate/validation.hpp"
 
@@ -17,7 +20,7 @@ namespace stepsim::cli {
 namespace {
 
 struct ValidateOptions {
-  std::string csv, json_path, markdown_path;
+  std::string csv, json_path, markdown_path, jobs_dir;
   std::vector<std::string> only;
   std::vector<std::string> overrides;
   bool verbose = false;
@@ -42,6 +45,8 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
                     {"predicted_mfu", x.predicted_mfu},
                     {"recompute", x.recompute},
                     {"oom", x.oom},
+                    {"peak_memory_bytes", x.peak_bytes},
+                    {"capacity_bytes", x.capacity_bytes},
                     {"breakdown_s", b},
                     {"assumptions", x.assumptions}});
   }
@@ -76,7 +81,10 @@ std::string to_text(const validate::ValidationResult& r, bool verbose) {
         std::snprintf(buf, sizeof buf, " %s %.3f s", report::comm_kind_name(k), x.breakdown.exposed_comm_s[static_cast<size_t>(k)]);
         os << buf;
       }
-      os << "\n";
+      std::snprintf(buf, sizeof buf, "\n    memory: peak %s of %s per GPU\n",
+                    report::format_bytes(static_cast<double>(x.peak_bytes)).c_str(),
+                    report::format_bytes(static_cast<double>(x.capacity_bytes)).c_str());
+      os << buf;
     }
   }
   os << "\nby source                        rows     MAPE  mean signed error\n";
@@ -139,6 +147,18 @@ int run_validate(const ValidateOptions& o) {
   std::cout << to_text(r, o.verbose);
   if (!o.json_path.empty()) write_output_file(o.json_path, to_json(r).dump(2) + "\n", "validation JSON");
   if (!o.markdown_path.empty()) write_output_file(o.markdown_path, to_markdown(r, o), "validation report (--markdown)");
+  if (!o.jobs_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.jobs_dir, ec);  // a failure shows in the first write's message
+    for (const auto& x : r.rows) {
+      // The row id names the file; characters a path would read (/, .., spaces) become '_'.
+      std::string name = x.id;
+      for (char& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+      }
+      write_output_file(o.jobs_dir + "/" + name + ".yaml", x.job_yaml, "row job (--jobs-dir)");
+    }
+  }
   // A refused row makes the command fail, so scripts that gate on it notice.
   return r.failed.empty() ? 0 : 1;
 }
@@ -153,6 +173,8 @@ Action add_validate(CLI::App& app) {
   cmd->add_option("--set", o->overrides, "key=value applied to every row's job, e.g. simulation.comm_model=nccl");
   cmd->add_option("--only", o->only, "comma-separated row ids to simulate (default: all)")->delimiter(',');
   cmd->add_option("--markdown", o->markdown_path, "write the report as Markdown here (docs/VALIDATION.md is made this way)");
+  cmd->add_option("--jobs-dir", o->jobs_dir,
+                  "write each row's simulated job here as ID.yaml (re-run one with `stepsim simulate DIR/ID.yaml`; characters other than letters, digits, - and _ in ID become _)");
   cmd->add_flag("--verbose", o->verbose, "print each row's assumptions and rank 0's breakdown");
   cmd->add_option("--jobs", o->jobs, "rows simulated at once (default: one per hardware thread); the output does not depend on it");
   return [cmd, o]() { return cmd->parsed() ? run_validate(*o) : -1; };

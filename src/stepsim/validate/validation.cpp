@@ -18,6 +18,7 @@ namespace {
 struct Simulated {
   report::Summary summary;
   std::string recompute;
+  std::string job_yaml;
 };
 
 Simulated simulate_row(const PublishedRun& run, const RunJob& rj, const ValidationOptions& o) {
@@ -35,6 +36,9 @@ Simulated simulate_row(const PublishedRun& run, const RunJob& rj, const Validati
     const sim::Simulation s = sim::run_simulation(job, {0});
     out.summary = report::summarize(s, 0);
     out.recompute = spec::name_of(job.training.recompute);
+    YAML::Emitter emitter;
+    emitter << root;
+    out.job_yaml = std::string(emitter.c_str()) + "\n";
     if (!out.summary.oom) break;
   }
   return out;
@@ -94,6 +98,9 @@ ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const Vali
         row.predicted_step_time_s = sim.summary.step_time_s;
         row.predicted_mfu = sim.summary.mfu;
         row.oom = sim.summary.oom;
+        row.peak_bytes = sim.summary.peak_bytes_max;
+        row.capacity_bytes = sim.summary.capacity_bytes;
+        row.job_yaml = sim.job_yaml;
         row.breakdown = sim.summary.breakdown;
         row.error = (row.predicted_step_time_s - row.measured_step_time_s) / row.measured_step_time_s;
         done[i] = std::move(row);

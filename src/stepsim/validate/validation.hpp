@@ -20,6 +20,9 @@ struct RowResult {
   double predicted_mfu = 0;   // model FLOPs as stepsim counts them (3 x forward) / peak
   std::string recompute;      // what was simulated
   bool oom = false;           // the simulated plan does not fit the GPU memory even with full recompute
+  int64_t peak_bytes = 0;     // the simulated plan's highest per-GPU memory peak (any stage)
+  int64_t capacity_bytes = 0; // the GPU's memory
+  std::string job_yaml;       // the job simulated (recompute and --set overrides applied), for `stepsim simulate`
   report::Breakdown breakdown;  // rank 0
   std::vector<std::string> assumptions;
 };
