@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <sqlite3.h>
+
 #include "stepsim/hw/calibration_store.hpp"
 #include "stepsim/report/summary.hpp"
 #include "stepsim/sim/simulation.hpp"
@@ -31,6 +33,28 @@ TEST(ComputeCalibration, FitIsTheMedianInLogSpace) {
   const std::vector<RunResponse> runs = {
       {"k5", "ampere", 1.0 / 0.5, 0.0, 1.0}, {"k9", "ampere", 1.0 / 0.9, 0.0, 1.0}, {"k7", "ampere", 1.0 / 0.7, 0.0, 1.0}};
   EXPECT_NEAR(validate::fit_sustained_clock(runs), 0.7, 1e-9);
+}
+
+TEST(ComputeCalibration, JointFitRecoversClockAndAttentionScale) {
+  // Runs measured at clock 0.8 and attention scale 0.7 (step = a + b/k + c/(k s)), with attention shares 0, 5/6
+  // and 1/2: the two are told apart only because the shares differ; the grid holds both values exactly.
+  auto measured = [](double a, double b, double c) { return a + b / 0.8 + c / (0.8 * 0.7); };
+  std::vector<RunResponse> runs = {{"gemm", "hopper", measured(0.1, 1.0, 0.0), 0.1, 1.0, 0.0},
+                                   {"long", "hopper", measured(0.0, 0.2, 1.0), 0.0, 0.2, 1.0},
+                                   {"half", "hopper", measured(0.2, 1.0, 1.0), 0.2, 1.0, 1.0}};
+  const validate::ClockAndScale f = validate::fit_clock_and_scale(runs, true);
+  EXPECT_NEAR(f.sustained_clock, 0.8, 1e-9);
+  EXPECT_NEAR(f.attention_scale, 0.7, 1e-9);
+  // Not fitted: the scale stays 1 and the clock absorbs what it can.
+  EXPECT_DOUBLE_EQ(validate::fit_clock_and_scale(runs, false).attention_scale, 1.0);
+  // Runs without attention time leave the scale at 1 even when asked to fit it (a flat loss keeps 1).
+  for (auto& r : runs) {
+    r.c = 0;
+    r.measured = r.a + r.b / 0.8;
+  }
+  const validate::ClockAndScale flat = validate::fit_clock_and_scale(runs, true);
+  EXPECT_DOUBLE_EQ(flat.attention_scale, 1.0);
+  EXPECT_NEAR(flat.sustained_clock, 0.8, 1e-9);
 }
 
 TEST(ComputeCalibration, QuantilesInterpolate) {
@@ -74,6 +98,89 @@ TEST(ComputeCalibration, SimulationUsesTheStoredClockAndReportsItsInterval) {
   EXPECT_DOUBLE_EQ((*sb.step_time_interval_s)[1], sb.step_time_s / 0.9);
   const auto j = report::to_json(sb, stored);
   EXPECT_EQ(j["step_time_interval_s"].size(), 2u);
+}
+
+TEST(ComputeCalibration, StoreKeepsTheAttentionScaleAndReadsOldStoresAsOne) {
+  // A store written before attention_scale existed: read-only it reads 1; opened for writing it gains the column.
+  const std::string path = test::temp_dir() + "/old-compute.sqlite";
+  std::filesystem::remove(path);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    const char* old_schema =
+        "CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (1);"
+        "CREATE TABLE nccl_calibration (id INTEGER PRIMARY KEY AUTOINCREMENT, gpu TEXT NOT NULL, interconnect TEXT NOT NULL,"
+        " nodes INTEGER NOT NULL, gpus_per_node INTEGER NOT NULL, nccl_version TEXT NOT NULL, collective TEXT NOT NULL,"
+        " chunk_bytes INTEGER NOT NULL, alpha_us REAL NOT NULL, beta_us REAL NOT NULL, gamma_us REAL NOT NULL,"
+        " intra_efficiency REAL NOT NULL, inter_efficiency REAL NOT NULL, reduce_GBps REAL NOT NULL, fitted TEXT NOT NULL,"
+        " points INTEGER NOT NULL, mean_abs_error_pct REAL NOT NULL, max_abs_error_pct REAL NOT NULL,"
+        " cv_mean_abs_error_pct REAL, source TEXT NOT NULL, created TEXT NOT NULL);"
+        "CREATE TABLE compute_calibration (id INTEGER PRIMARY KEY AUTOINCREMENT, arch TEXT NOT NULL,"
+        " sustained_clock REAL NOT NULL, runs INTEGER NOT NULL, mape_pct REAL NOT NULL, loo_mape_pct REAL NOT NULL,"
+        " interval_low REAL NOT NULL, interval_high REAL NOT NULL, source TEXT NOT NULL, created TEXT NOT NULL);"
+        "INSERT INTO compute_calibration (arch, sustained_clock, runs, mape_pct, loo_mape_pct, interval_low,"
+        " interval_high, source, created) VALUES ('hopper', 0.7, 3, 5, 6, -0.1, 0.1, 'old', 'then');";
+    ASSERT_EQ(sqlite3_exec(db, old_schema, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  {
+    const auto ro = hw::CalibrationStore::open_existing(path);
+    ASSERT_TRUE(ro.has_value());
+    const auto row = ro->lookup_compute("hopper");
+    ASSERT_TRUE(row.has_value());
+    EXPECT_DOUBLE_EQ(row->sustained_clock, 0.7);
+    EXPECT_DOUBLE_EQ(row->attention_scale, 1.0);
+  }
+  hw::CalibrationStore s = hw::CalibrationStore::open(path);
+  EXPECT_DOUBLE_EQ(s.lookup_compute("hopper")->attention_scale, 1.0);  // the old row, migrated
+  hw::ComputeCalibrationRow row;
+  row.arch = "hopper";
+  row.sustained_clock = 0.8;
+  row.attention_scale = 0.75;
+  row.source = "test";
+  row.created = "now";
+  s.insert_compute(row);
+  EXPECT_DOUBLE_EQ(s.lookup_compute("hopper")->attention_scale, 0.75);
+}
+
+TEST(ComputeCalibration, AttentionScaleSlowsOnlyTheAttentionKernels) {
+  // A long-sequence job (attention-heavy): the store's scale applies, the job's own wins, and the step changes by
+  // exactly the attention kernels' time (here nothing overlaps them on rank 0 of a single GPU).
+  const std::string store = test::temp_dir() + "/attention.sqlite";
+  std::filesystem::remove(store);
+  {
+    hw::CalibrationStore s = hw::CalibrationStore::open(store);
+    hw::ComputeCalibrationRow row;
+    row.arch = "hopper";
+    row.sustained_clock = 1.0;
+    row.attention_scale = 0.5;
+    row.source = "test";
+    row.created = "now";
+    s.insert_compute(row);
+  }
+  std::string yaml = test::small_gpt_yaml(1, 1, 1, 1);
+  yaml.replace(yaml.find("seq_length: 1024"), 16, "seq_length: 8192");
+  auto with = [&](const std::string& sim) { return test::job_from_yaml(yaml + "simulation: {" + sim + "}\n"); };
+  sim::ComputeCalibration cal;
+  sim::make_compute_model(with("calibration_store: " + store), &cal);
+  EXPECT_DOUBLE_EQ(cal.attention_scale, 0.5);
+  sim::make_compute_model(with("calibration_store: " + store + ", attention_scale: 2.0"), &cal);
+  EXPECT_DOUBLE_EQ(cal.attention_scale, 2.0);
+  const auto base = sim::run_simulation(with("calibration_store: none, sustained_clock: 1.0"), {0});
+  const auto half = sim::run_simulation(with("calibration_store: none, sustained_clock: 1.0, attention_scale: 0.5"), {0});
+  int64_t attention_ns = 0, attention_half_ns = 0, other_ns = 0, other_half_ns = 0;
+  for (const auto& op : base.workload.programs[0].ops) {
+    if (op.kind != workload::OpKind::Compute) continue;
+    (op.category == workload::ComputeCategory::Attention ? attention_ns : other_ns) += op.duration_ns;
+  }
+  for (const auto& op : half.workload.programs[0].ops) {
+    if (op.kind != workload::OpKind::Compute) continue;
+    (op.category == workload::ComputeCategory::Attention ? attention_half_ns : other_half_ns) += op.duration_ns;
+  }
+  EXPECT_GT(attention_ns, 0);
+  EXPECT_EQ(other_half_ns, other_ns);
+  EXPECT_NEAR(static_cast<double>(attention_half_ns) / static_cast<double>(attention_ns), 2.0, 1e-3);
+  EXPECT_EQ(half.result.step_ns - base.result.step_ns, attention_half_ns - attention_ns);
 }
 
 }  // namespace

@@ -93,6 +93,32 @@ TEST(Validate, UnstatedSettingsFollowTheDocumentedRules) {
   EXPECT_FALSE(j.assumptions.empty());
 }
 
+TEST(Validate, Narayanan2021TableOneInterleavesAsSectionFiveOneStates) {
+  // Section 5.1: the interleaved schedule with scatter/gather. Chunks: the fewest > 1 that divide a stage's layers
+  // (Megatron-LM 2021 splits a stage's layers evenly), p2p synchronous (no overlap before Megatron-LM 3.0).
+  const auto runs = read_published_runs(shared_csv());
+  const std::vector<std::pair<const char*, int>> expected = {
+      {"NAR21-T1-05", 2},   // 48 layers / 2 stages = 24 a stage
+      {"NAR21-T1-06", 3},   // 60 / 4 = 15
+      {"NAR21-T1-07", 2},   // 80 / 8 = 10
+      {"NAR21-T1-08", 2},   // 96 / 16 = 6
+      {"NAR21-T1-09", 3},   // 105 / 35 = 3
+      {"NAR21-T1-10", 2}};  // 128 / 64 = 2
+  for (const auto& [id, v] : expected) {
+    const RunJob j = job_for_run(row(runs, id));
+    ASSERT_TRUE(j.root["parallelism"]["virtual_stages"]) << id;
+    EXPECT_EQ(j.root["parallelism"]["virtual_stages"].as<int>(), v) << id;
+    EXPECT_EQ(j.root["parallelism"]["schedule"].as<std::string>(), "interleaved-1f1b") << id;
+    EXPECT_FALSE(j.root["parallelism"]["overlap_p2p_comm"].as<bool>()) << id;
+  }
+  // No pipeline, nothing to interleave; Table 2's pipelined rows (MT-NLG-like PTD-P) are another table.
+  EXPECT_FALSE(job_for_run(row(runs, "NAR21-T1-04")).root["parallelism"]["virtual_stages"]);
+  // The job loads: the chunks divide the layers and the micro-batches are a multiple of the pipeline.
+  RunJob j = job_for_run(row(runs, "NAR21-T1-09"));
+  j.root["training"]["recompute"] = "full";
+  EXPECT_EQ(spec::job_from_node(j.root, "row").parallelism.virtual_stages, 3);
+}
+
 TEST(Validate, Llama3EightKRowsRunWithoutRecomputeAsThePaperStates) {
   // The Llama 3 paper (section 3.3.2): 8K-token pre-training without activation checkpointing. The 8K rows get
   // recompute none whatever stepsim's memory model says; the 128K row (context parallel) keeps the

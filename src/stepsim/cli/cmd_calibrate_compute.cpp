@@ -31,19 +31,26 @@ int run_calibrate_compute(const CalibrateComputeOptions& o) {
   vo.exclude_ids = o.exclude;
   const validate::ComputeFit fit = validate::fit_compute(runs, vo);
   char buf[256];
-  std::cout << "sustained tensor-core clock per architecture (step(k) = a + b/k per run, k minimising mean |log error|)\n";
-  std::snprintf(buf, sizeof buf, "  %-10s %5s %9s %12s %12s %12s %10s  %s\n", "arch", "runs", "clock", "MAPE before",
-                "MAPE after", "leave-1-out", "signed", "80% of errors");
+  std::cout << "sustained tensor-core clock k and attention-kernel scale s per architecture (step = a + b/k + c/(k s) "
+               "per run, minimising mean |log error|; s fitted where attention kernels are >= "
+            << static_cast<int>(100 * validate::kMinAttentionShare) << "% of the runs' time)\n";
+  std::snprintf(buf, sizeof buf, "  %-10s %5s %9s %9s %10s %12s %12s %12s %10s  %s\n", "arch", "runs", "clock",
+                "attn x", "attn time", "MAPE before", "MAPE after", "leave-1-out", "signed", "80% of errors");
   std::cout << buf;
   nlohmann::json j = nlohmann::json::array();
   for (const auto& a : fit.archs) {
-    std::snprintf(buf, sizeof buf, "  %-10s %5d %9.3f %11.1f%% %11.1f%% %11.1f%% %+9.1f%%  %+.1f%% .. %+.1f%%\n", a.arch.c_str(),
-                  a.runs, a.sustained_clock, 100 * a.mape_before, 100 * a.mape_after, 100 * a.loo_mape,
-                  100 * a.mean_signed_after, 100 * a.interval_low, 100 * a.interval_high);
+    char scale[32];
+    std::snprintf(scale, sizeof scale, a.attention_fitted ? "%.2f" : "1 (kept)", a.attention_scale);
+    std::snprintf(buf, sizeof buf, "  %-10s %5d %9.3f %9s %9.1f%% %11.1f%% %11.1f%% %11.1f%% %+9.1f%%  %+.1f%% .. %+.1f%%\n",
+                  a.arch.c_str(), a.runs, a.sustained_clock, scale, 100 * a.attention_share, 100 * a.mape_before,
+                  100 * a.mape_after, 100 * a.loo_mape, 100 * a.mean_signed_after, 100 * a.interval_low,
+                  100 * a.interval_high);
     std::cout << buf;
     nlohmann::json errors = nlohmann::json::object();
     for (const auto& [id, e] : a.errors) errors[id] = e;
     j.push_back({{"arch", a.arch}, {"runs", a.runs}, {"sustained_clock", a.sustained_clock},
+                 {"attention_scale", a.attention_scale}, {"attention_fitted", a.attention_fitted},
+                 {"attention_share", a.attention_share},
                  {"mape_before", a.mape_before}, {"mape_after", a.mape_after}, {"loo_mape", a.loo_mape},
                  {"mean_signed_error_after", a.mean_signed_after},
                  {"prediction_interval", {a.interval_low, a.interval_high}}, {"errors", errors}});
@@ -58,6 +65,7 @@ int run_calibrate_compute(const CalibrateComputeOptions& o) {
     hw::ComputeCalibrationRow row;
     row.arch = a.arch;
     row.sustained_clock = a.sustained_clock;
+    row.attention_scale = a.attention_scale;
     row.runs = a.runs;
     row.mape_pct = 100 * a.mape_after;
     row.loo_mape_pct = 100 * a.loo_mape;
@@ -75,7 +83,7 @@ int run_calibrate_compute(const CalibrateComputeOptions& o) {
 
 std::function<int()> add_calibrate_compute(CLI::App& calibrate) {
   auto o = std::make_shared<CalibrateComputeOptions>();
-  CLI::App* cmd = calibrate.add_subcommand("compute", "fit the compute model's sustained clock per GPU architecture to measured runs");
+  CLI::App* cmd = calibrate.add_subcommand("compute", "fit the compute model's sustained clock and attention-kernel scale per GPU architecture to measured runs");
   cmd->add_option("--runs", o->runs, "published-runs CSV (format of shared/data/published-runs)")->required();
   cmd->add_option("--store", o->store, "calibration store (default: $STEPSIM_CALIBRATION_DB, else ~/.cache/stepsim/calibration.sqlite)");
   cmd->add_option("--set", o->overrides, "key=value applied to every run's job");

@@ -122,6 +122,14 @@ std::vector<std::string> table_names(sqlite3* db, const std::string& path) {
   return out;
 }
 
+bool has_column(sqlite3* db, const std::string& path, const char* table, const char* column) {
+  Stmt s(db, std::string("PRAGMA table_info(") + table + ")", path);
+  while (s.step(path, "cannot read")) {
+    if (s.text(1) == column) return true;
+  }
+  return false;
+}
+
 // false: an empty database (no tables yet).
 bool check_schema(sqlite3* db, const std::string& path) {
   const std::vector<std::string> tables = table_names(db, path);
@@ -223,13 +231,18 @@ CalibrationStore CalibrationStore::open(const std::string& path) {
     }
   }
   exec(store.db_, kComputeSchema, path, "cannot create");
+  // attention_scale came after the table: a store made before it gains the column, its rows reading 1.
+  if (!has_column(store.db_, path, "compute_calibration", "attention_scale")) {
+    exec(store.db_, "ALTER TABLE compute_calibration ADD COLUMN attention_scale REAL NOT NULL DEFAULT 1", path,
+         "cannot write");
+  }
   return store;
 }
 
 int64_t CalibrationStore::insert_compute(const ComputeCalibrationRow& r) {
   Stmt s(db_,
          "INSERT INTO compute_calibration (arch, sustained_clock, runs, mape_pct, loo_mape_pct, interval_low, "
-         "interval_high, source, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+         "interval_high, source, created, attention_scale) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
          path_);
   s.bind(1, r.arch);
   s.bind(2, r.sustained_clock);
@@ -240,6 +253,7 @@ int64_t CalibrationStore::insert_compute(const ComputeCalibrationRow& r) {
   s.bind(7, r.interval_high);
   s.bind(8, r.source);
   s.bind(9, r.created);
+  s.bind(10, r.attention_scale);
   s.step(path_, "cannot write");
   return sqlite3_last_insert_rowid(db_);
 }
@@ -247,9 +261,12 @@ int64_t CalibrationStore::insert_compute(const ComputeCalibrationRow& r) {
 std::optional<ComputeCalibrationRow> CalibrationStore::lookup_compute(const std::string& arch) const {
   const std::vector<std::string> tables = table_names(db_, path_);
   if (std::find(tables.begin(), tables.end(), "compute_calibration") == tables.end()) return std::nullopt;
+  // A store written before attention_scale existed (opened read-only, so not migrated) reads as 1.
+  const bool scaled = has_column(db_, path_, "compute_calibration", "attention_scale");
   Stmt s(db_,
-         "SELECT id, arch, sustained_clock, runs, mape_pct, loo_mape_pct, interval_low, interval_high, source, created "
-         "FROM compute_calibration WHERE arch = ?1 ORDER BY id DESC LIMIT 1",
+         std::string("SELECT id, arch, sustained_clock, runs, mape_pct, loo_mape_pct, interval_low, interval_high, "
+                     "source, created, ") +
+             (scaled ? "attention_scale" : "1.0") + " FROM compute_calibration WHERE arch = ?1 ORDER BY id DESC LIMIT 1",
          path_);
   s.bind(1, arch);
   if (!s.step(path_, "cannot read")) return std::nullopt;
@@ -264,9 +281,14 @@ std::optional<ComputeCalibrationRow> CalibrationStore::lookup_compute(const std:
   r.interval_high = sqlite3_column_double(s.get(), 7);
   r.source = s.text(8);
   r.created = s.text(9);
+  r.attention_scale = sqlite3_column_double(s.get(), 10);
   if (!(r.sustained_clock > 0 && r.sustained_clock <= 2)) {
     throw InputError(path_ + ": compute_calibration row " + std::to_string(r.id) + " has sustained_clock " +
                      fmt(r.sustained_clock) + ", outside (0, 2]");
+  }
+  if (!(r.attention_scale > 0 && r.attention_scale <= 4)) {
+    throw InputError(path_ + ": compute_calibration row " + std::to_string(r.id) + " has attention_scale " +
+                     fmt(r.attention_scale) + ", outside (0, 4]");
   }
   return r;
 }

@@ -39,6 +39,9 @@ struct ComputeCalibrationRow {
   int64_t id = 0;
   std::string arch;              // ampere | hopper | ...
   double sustained_clock = 1;
+  // Multiplies the architecture's attention-kernel efficiencies (data/efficiency.yaml), fitted with the clock; 1 in
+  // rows written before it existed.
+  double attention_scale = 1;
   int runs = 0;                  // measured runs it was fitted on
   double mape_pct = 0;           // in-sample, after the fit
   double loo_mape_pct = 0;       // leave-one-out

@@ -2,6 +2,7 @@
 
 #include "stepsim/cost/efficiency_table.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "stepsim/cost/flow_collectives.hpp"
@@ -57,7 +58,7 @@ std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job)
                    spec::name_of(job.simulation.overlap_model) + "'");
 }
 
-// Sustained clock, in order: the job's own value; the newest `calibrate compute` row of the GPU's architecture in
+// Sustained clock (and the attention scale fitted with it), in order: the job's own value; the newest `calibrate compute` row of the GPU's architecture in
 // the calibration store (unless simulation.calibration_store is "none"); data/efficiency.yaml.
 std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job, ComputeCalibration* calibration) {
   const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
@@ -76,12 +77,17 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
     if (const auto store = hw::CalibrationStore::open_existing(path)) {
       if (const auto row = store->lookup_compute(gpu.arch)) {
         cal.sustained_clock = row->sustained_clock;
+        cal.attention_scale = row->attention_scale;
         cal.source = "store " + path;
         cal.interval = std::array<double, 2>{row->interval_low, row->interval_high};
       }
     }
   }
+  // The job's attention scale wins over the store's (it is a property of the user's kernels, not of the clock).
+  if (job.simulation.attention_scale > 0) cal.attention_scale = job.simulation.attention_scale;
   table.sustained_clock = cal.sustained_clock;
+  table.attention_forward = std::min(1.0, table.attention_forward * cal.attention_scale);
+  table.attention_backward = std::min(1.0, table.attention_backward * cal.attention_scale);
   if (calibration) *calibration = cal;
   return cost::make_roofline_model(gpu, job.training.precision, table);
 }

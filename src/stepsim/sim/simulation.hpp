@@ -16,6 +16,7 @@ namespace stepsim::sim {
 // Where the compute model's calibration comes from and the step-time error it implies.
 struct ComputeCalibration {
   double sustained_clock = 1;
+  double attention_scale = 1;  // on the architecture's attention-kernel efficiencies
   std::string source;  // "job (simulation.sustained_clock)", "store <path>", "data/efficiency.yaml"
   // Signed relative errors of the calibration runs (10th, 90th percentile); absent when not calibrated.
   std::optional<std::array<double, 2>> interval;

@@ -176,6 +176,10 @@ struct SimulationSpec {
   // Sustained tensor-core clock fraction for this job's GPU (0 = the calibrated value in data/efficiency.yaml);
   // `stepsim calibrate compute` fits it, a user may set it for a cluster with other power limits.
   double sustained_clock = 0;
+  // Multiplies the GPU architecture's attention-kernel efficiencies (0 = the calibrated value: the store's
+  // `calibrate compute` row, else 1). For a cluster whose attention kernels differ from the shipped ones
+  // (FlashAttention-3 vs FlashAttention-2, a newer cuDNN); `stepsim calibrate compute` fits it with the clock.
+  double attention_scale = 0;
 };
 
 struct JobSpec {

@@ -1,8 +1,11 @@
 #pragma once
-// Fitting the compute model's sustained tensor-core clock per GPU architecture to measured runs (`stepsim calibrate
-// compute`). Each run is simulated at two clocks; its step time is taken as a + b / k in the clock k (exact for
-// anything that scales with compute time, which is what the clock changes), and k minimises the mean absolute log
-// error over the architecture's runs. Leave-one-out refits say how well it predicts a run it has not seen.
+// Fitting the compute model's sustained tensor-core clock per GPU architecture, and the scale of its attention
+// kernels' efficiency, to measured runs (`stepsim calibrate compute`). Each run is simulated three times (clock 1 and
+// 0.5 at attention scale 1, clock 1 at attention scale 0.5); its step time is taken as a + b / k + c / (k s) in the
+// clock k and the attention scale s (b: the tensor-core time outside attention kernels, c: inside them, a: the rest),
+// and (k, s) minimise the mean absolute log error over the architecture's runs. s is fitted only where attention
+// kernels are at least kMinAttentionShare of the runs' predicted time (else 1: nothing in the runs measures it).
+// Leave-one-out refits say how well it predicts a run it has not seen.
 #include <map>
 #include <string>
 #include <vector>
@@ -14,14 +17,25 @@ namespace stepsim::validate {
 struct RunResponse {
   std::string id, arch;
   double measured = 0;
-  double a = 0, b = 0;  // predicted step(k) = a + b / k
-  double at(double k) const { return a + b / k; }
+  double a = 0, b = 0, c = 0;  // predicted step(k, s) = a + b / k + c / (k s)
+  double at(double k, double s = 1) const { return a + b / k + c / (k * s); }
+};
+
+// Attention kernels' share of the runs' predicted time below which the attention scale is not fitted.
+constexpr double kMinAttentionShare = 0.05;
+
+struct ClockAndScale {
+  double sustained_clock = 1;
+  double attention_scale = 1;
 };
 
 struct ArchFit {
   std::string arch;
   int runs = 0;
   double sustained_clock = 1;
+  double attention_scale = 1;
+  bool attention_fitted = false;  // false: attention kernels below kMinAttentionShare of the runs' time, scale 1
+  double attention_share = 0;     // of the runs' predicted time at the fitted values
   double mape_before = 0;  // at the clock the runs were simulated with first (the current calibration)
   double mape_after = 0, mean_signed_after = 0;
   double loo_mape = 0;
@@ -34,11 +48,14 @@ struct ComputeFit {
   std::vector<FailedRow> failed;
 };
 
-// The clock in [0.2, 1.5] minimising mean |log(predicted / measured)| (grid of 0.001, deterministic).
+// The clock in [0.2, 1.5] (grid of 0.001) and, when `fit_attention`, the attention scale in [0.3, 2.0] (grid of
+// 0.01) minimising mean |log(predicted / measured)|; deterministic, ties going to the scale nearest 1.
+ClockAndScale fit_clock_and_scale(const std::vector<RunResponse>& runs, bool fit_attention);
+// The clock alone (attention scale 1).
 double fit_sustained_clock(const std::vector<RunResponse>& runs);
 
-// Simulates every run at clocks 1.0 and 0.5 and fits each architecture. `baseline` is the clock of the current
-// calibration per arch (for mape_before).
+// Simulates every run three times (see above) and fits each architecture; mape_before is at the current
+// calibration's clock (data/efficiency.yaml) and attention scale 1.
 ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOptions& o);
 
 // q-th quantile (0..1) by linear interpolation of the sorted values.

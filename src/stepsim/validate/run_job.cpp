@@ -273,6 +273,25 @@ RunJob job_for_run(const PublishedRun& r) {
       p["schedule"] = "interleaved-1f1b";
     }
     assume("vp not stated, the source says interleaved: " + std::to_string(v) + " chunks per stage");
+  } else if (!r.vp && r.pp > 1 && starts_with_any(r.source, {"narayanan2021_table1"})) {
+    // Narayanan 2021 section 5.1: "we use the interleaved pipeline schedule with the scatter/gather optimization
+    // enabled" for Table 1, without the chunk count: the fewest chunks (> 1) that divide a stage's layers, as
+    // Megatron-LM 2021 requires, when the micro-batches are a multiple of pipeline (its other requirement). Its p2p
+    // was synchronous then (asynchronous overlap came with Megatron-LM 3.0, 2022).
+    const int64_t dp = static_cast<int64_t>(r.num_gpus) / (int64_t{r.tp} * r.pp * r.cp);
+    const int64_t m = dp > 0 ? r.global_batch / (dp * r.micro_batch.value_or(1)) : 0;
+    const int per_stage = r.layers % r.pp == 0 ? r.layers / r.pp : 0;
+    int v = 1;
+    for (int c = 2; v == 1 && c <= per_stage; ++c) {
+      if (per_stage % c == 0 && m % r.pp == 0) v = c;
+    }
+    if (v > 1) {
+      p["virtual_stages"] = v;
+      p["schedule"] = "interleaved-1f1b";
+      p["overlap_p2p_comm"] = false;
+    }
+    assume("vp not stated, the paper (section 5.1) interleaved: " + std::to_string(v) +
+           " chunks per stage (the fewest that divide its layers), synchronous p2p");
   } else if (!r.vp && r.pp > 1) {
     assume("vp not stated: plain 1F1B (no interleaving)");
   }
