@@ -164,8 +164,10 @@ TEST(ComputeCalibration, AttentionScaleSlowsOnlyTheAttentionKernels) {
   sim::ComputeCalibration cal;
   sim::make_compute_model(with("calibration_store: " + store), &cal);
   EXPECT_DOUBLE_EQ(cal.attention_scale, 0.5);
+  EXPECT_EQ(cal.source, "store " + store + "; attention kernels x0.50");  // the summary's calibration note
   sim::make_compute_model(with("calibration_store: " + store + ", attention_scale: 2.0"), &cal);
   EXPECT_DOUBLE_EQ(cal.attention_scale, 2.0);
+  EXPECT_EQ(cal.source, "store " + store + "; attention kernels x2.00 (simulation.attention_scale)");
   const auto base = sim::run_simulation(with("calibration_store: none, sustained_clock: 1.0"), {0});
   const auto half = sim::run_simulation(with("calibration_store: none, sustained_clock: 1.0, attention_scale: 0.5"), {0});
   int64_t attention_ns = 0, attention_half_ns = 0, other_ns = 0, other_half_ns = 0;

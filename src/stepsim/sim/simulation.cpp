@@ -3,6 +3,7 @@
 #include "stepsim/cost/efficiency_table.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "stepsim/cost/flow_collectives.hpp"
@@ -85,6 +86,12 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
   }
   // The job's attention scale wins over the store's (it is a property of the user's kernels, not of the clock).
   if (job.simulation.attention_scale > 0) cal.attention_scale = job.simulation.attention_scale;
+  if (cal.attention_scale != 1.0) {
+    char note[96];
+    std::snprintf(note, sizeof note, "; attention kernels x%.2f%s", cal.attention_scale,
+                  job.simulation.attention_scale > 0 ? " (simulation.attention_scale)" : "");
+    cal.source += note;
+  }
   table.sustained_clock = cal.sustained_clock;
   table.attention_forward = std::min(1.0, table.attention_forward * cal.attention_scale);
   table.attention_backward = std::min(1.0, table.attention_backward * cal.attention_scale);
