@@ -10,6 +10,8 @@
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "stepsim/cost/box_lsq.hpp"
 #include "stepsim/cost/nccl_calibration.hpp"
@@ -313,6 +315,56 @@ TEST(Calibration, StoreRejectsForeignFiles) {
   sqlite3_close(db);
   e = error_of([&] { (void)hw::CalibrationStore::open(newer); });
   EXPECT_NE(e.find("schema version 7; this stepsim reads version 1"), std::string::npos) << e;
+}
+
+TEST(Calibration, ConcurrentFirstWritersAllSucceed) {
+  // Issue 15 item 17: several processes creating the same new store at once. The schema is made inside the write
+  // transaction, so each waits for the other and none fails with "table schema_version already exists"; every
+  // process's row is kept. Repeated to give the race its chances.
+  for (int trial = 0; trial < 5; ++trial) {
+    const std::string path = temp_path("concurrent-" + std::to_string(trial) + ".sqlite");
+    std::filesystem::remove(path);
+    constexpr int kWriters = 6;
+    std::vector<pid_t> kids;
+    for (int w = 0; w < kWriters; ++w) {
+      const pid_t pid = fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        int code = 0;
+        try {
+          hw::CalibrationStore s = hw::CalibrationStore::open(path);
+          hw::ComputeCalibrationRow row;
+          row.arch = "hopper";
+          row.sustained_clock = 0.5 + 0.01 * w;
+          row.source = "writer " + std::to_string(w);
+          row.created = "now";
+          s.insert_compute(row);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "writer %d: %s\n", w, e.what());
+          code = 1;
+        }
+        _exit(code);
+      }
+      kids.push_back(pid);
+    }
+    for (const pid_t pid : kids) {
+      int status = 0;
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "trial " << trial;
+    }
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM compute_calibration", -1, &q, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(q, 0), kWriters) << "trial " << trial;
+    sqlite3_finalize(q);
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM schema_version", -1, &q, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(q, 0), 1) << "trial " << trial;  // one version row, not one per writer
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+  }
 }
 
 TEST(Calibration, LookupPicksNodesThenVersionThenNewest) {

@@ -217,24 +217,26 @@ CalibrationStore CalibrationStore::open(const std::string& path) {
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   if (ec) throw InputError(path + ": cannot create the directory " + parent.string() + ": " + ec.message());
   CalibrationStore store(open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE), path);
-  if (!check_schema(store.db_, path)) {
-    exec(store.db_, "BEGIN IMMEDIATE", path, "cannot write");
-    try {
+  // The schema is checked and created inside one write transaction: two stepsim processes opening a new store at
+  // the same moment serialise on it (the busy timeout waits for the other), and the second finds the tables made.
+  exec(store.db_, "BEGIN IMMEDIATE", path, "cannot write");
+  try {
+    if (!check_schema(store.db_, path)) {
       exec(store.db_, kSchema, path, "cannot create");
       Stmt v(store.db_, "INSERT INTO schema_version (version) VALUES (?1)", path);
       v.bind(1, static_cast<int64_t>(kCalibrationSchemaVersion));
       v.step(path, "cannot write");
-      exec(store.db_, "COMMIT", path, "cannot write");
-    } catch (...) {
-      sqlite3_exec(store.db_, "ROLLBACK", nullptr, nullptr, nullptr);
-      throw;
     }
-  }
-  exec(store.db_, kComputeSchema, path, "cannot create");
-  // attention_scale came after the table: a store made before it gains the column, its rows reading 1.
-  if (!has_column(store.db_, path, "compute_calibration", "attention_scale")) {
-    exec(store.db_, "ALTER TABLE compute_calibration ADD COLUMN attention_scale REAL NOT NULL DEFAULT 1", path,
-         "cannot write");
+    exec(store.db_, kComputeSchema, path, "cannot create");
+    // attention_scale came after the table: a store made before it gains the column, its rows reading 1.
+    if (!has_column(store.db_, path, "compute_calibration", "attention_scale")) {
+      exec(store.db_, "ALTER TABLE compute_calibration ADD COLUMN attention_scale REAL NOT NULL DEFAULT 1", path,
+           "cannot write");
+    }
+    exec(store.db_, "COMMIT", path, "cannot write");
+  } catch (...) {
+    sqlite3_exec(store.db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
   }
   return store;
 }
