@@ -212,7 +212,7 @@ TEST(OverlapEngine, JobShowsTheSlowdownInSummaryAndTrace) {
 
 TEST(OverlapEngine, LearnedModelDrivesTheEngine) {
   // Train the XGBoost model on the synthetic dataset (A800 and H800 rows), then run a job on H800 with it: the
-  // engine asks it for every overlapped compute op; a GPU the model never saw is an input error naming the file.
+  // engine asks it for every overlapped compute op.
   const std::string model = test::temp_dir() + "slowdown-model.json";
   const auto train = test::run_cli("slowdown train " + test::source_dir() + "/tests/data/slowdown/synthetic.csv --out " +
                                    model + " --folds 2");
@@ -224,9 +224,24 @@ TEST(OverlapEngine, LearnedModelDrivesTheEngine) {
   const auto r = test::run_cli("simulate " + job + " --set cluster.gpu=H800 --json " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_GT(nlohmann::json::parse(test::read_file(out))["breakdown_s"]["overlap_slowdown_s"].get<double>(), 0.0);
-  const auto h100 = test::run_cli("simulate " + job);  // small_gpt_yaml's H100-SXM
-  EXPECT_EQ(h100.code, 2) << h100.output;
-  EXPECT_NE(h100.output.find(model), std::string::npos) << h100.output;
+  // A GPU the model never saw (small_gpt_yaml's H100-SXM; issue 15 item 8): not refused, the coefficient model
+  // (data/overlap.yaml, Echo's slowdowns for every generation) times the job, and the summary says so.
+  const std::string h100_out = test::temp_dir() + "xgb-h100.json";
+  const auto h100 = test::run_cli("simulate " + job + " --json " + h100_out);
+  ASSERT_EQ(h100.code, 0) << h100.output;
+  const std::string said = model + ": slowdown model was trained on A800, H800, not on H100-SXM; the coefficient "
+                           "overlap model (data/overlap.yaml) is used instead";
+  EXPECT_NE(h100.output.find("note: " + said), std::string::npos) << h100.output;
+  const auto hj = nlohmann::json::parse(test::read_file(h100_out));
+  ASSERT_EQ(hj["notes"].size(), 1u);
+  EXPECT_EQ(hj["notes"][0], said);
+  const std::string coeff_out = test::temp_dir() + "coeff-h100.json";
+  const auto coeff = test::run_cli("simulate " + job + " --set simulation.overlap_model=coefficients --set "
+                                   "simulation.overlap_file= --json " + coeff_out);
+  ASSERT_EQ(coeff.code, 0) << coeff.output;
+  EXPECT_DOUBLE_EQ(hj["step_time_s"].get<double>(),
+                   nlohmann::json::parse(test::read_file(coeff_out))["step_time_s"].get<double>());
+  EXPECT_FALSE(nlohmann::json::parse(test::read_file(coeff_out)).contains("notes"));
   const auto missing = test::run_cli("simulate " + job + " --set simulation.overlap_file=");
   EXPECT_EQ(missing.code, 2) << missing.output;
   EXPECT_NE(missing.output.find("simulation.overlap_file"), std::string::npos) << missing.output;

@@ -131,16 +131,25 @@ double SlowdownModel::predict(const cost::OverlapCompute& compute, const cost::O
   return std::max(0.0, static_cast<double>(p.front()));
 }
 
-std::unique_ptr<cost::OverlapModel> load_xgboost_overlap_model(const std::string& path, const std::string& gpu_name) {
+std::unique_ptr<cost::OverlapModel> load_xgboost_overlap_model_if_trained(const std::string& path,
+                                                                          const std::string& gpu_name, std::string* why) {
   SlowdownModel m = SlowdownModel::load(path);
   const float gpu = gpu_code(m.gpus(), gpu_name);
   if (std::isnan(gpu)) {
     std::string known;
     for (const auto& g : m.gpus()) known += (known.empty() ? "" : ", ") + g;
-    throw InputError(path + ": slowdown model was trained on " + (known.empty() ? "no GPU" : known) + ", not on " +
-                     canonical_gpu(gpu_name) + "; collect its dataset (tools/overlap-dataset) and retrain");
+    if (why) *why = path + ": slowdown model was trained on " + (known.empty() ? "no GPU" : known) + ", not on " +
+                    canonical_gpu(gpu_name);
+    return nullptr;
   }
   return std::make_unique<XgboostOverlapModel>(std::move(m), gpu);
+}
+
+std::unique_ptr<cost::OverlapModel> load_xgboost_overlap_model(const std::string& path, const std::string& gpu_name) {
+  std::string why;
+  auto model = load_xgboost_overlap_model_if_trained(path, gpu_name, &why);
+  if (!model) throw InputError(why + "; collect its dataset (tools/overlap-dataset) and retrain");
+  return model;
 }
 
 }  // namespace stepsim::overlap

@@ -42,5 +42,8 @@ class SlowdownModel {
 // The simulator's factory: the model at `path` for the job's GPU. InputError naming the path when the file is
 // missing or corrupt, or when the model was not trained on `gpu_name` (catalog names and aliases match).
 std::unique_ptr<cost::OverlapModel> load_xgboost_overlap_model(const std::string& path, const std::string& gpu_name);
+// As above, but a model not trained on `gpu_name` is no error: nullptr, and *why says which GPUs it knows.
+std::unique_ptr<cost::OverlapModel> load_xgboost_overlap_model_if_trained(const std::string& path,
+                                                                          const std::string& gpu_name, std::string* why);
 
 }  // namespace stepsim::overlap

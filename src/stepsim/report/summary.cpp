@@ -38,6 +38,7 @@ Summary summarize(const sim::Simulation& s, int rank) {
   out.rank = rank;
   out.step_time_s = static_cast<double>(res.step_ns) * 1e-9;
   out.calibration_source = s.calibration.source;
+  out.notes = s.notes;
   if (s.calibration.interval && out.step_time_s > 0) {
     const auto& e = *s.calibration.interval;
     out.step_time_interval_s = std::array<double, 2>{out.step_time_s / (1 + e[1]), out.step_time_s / (1 + e[0])};
@@ -82,6 +83,7 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   using nlohmann::json;
   json j;
   j["step_time_s"] = s.step_time_s;
+  if (!s.notes.empty()) j["notes"] = s.notes;
   if (s.step_time_interval_s) j["step_time_interval_s"] = {(*s.step_time_interval_s)[0], (*s.step_time_interval_s)[1]};
   j["tokens_per_s"] = s.tokens_per_s;
   j["tflops_per_gpu"] = s.tflops_per_gpu;
@@ -142,6 +144,7 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
     o << "  layers per model chunk: " << spec::describe_layers(p.pipeline_layers) << " (" << p.pipeline_split_rule << ")\n";
   }
   o << "\n";
+  for (const std::string& n : s.notes) o << "  note: " << n << "\n";
   std::snprintf(line, sizeof line, "  step time      %s\n", format_seconds(s.step_time_s).c_str());
   o << line;
   if (s.step_time_interval_s) {

@@ -27,6 +27,7 @@ struct Summary {
   // (1 + error), error between the calibration runs' 10th and 90th percentile. Empty when not calibrated.
   std::optional<std::array<double, 2>> step_time_interval_s;
   std::string calibration_source;
+  std::vector<std::string> notes;  // how the step was simulated where it differs from what the job asked (fallbacks)
   Breakdown breakdown;
   int64_t peak_bytes_max = 0;
   int64_t capacity_bytes = 0;

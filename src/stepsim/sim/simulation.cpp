@@ -42,7 +42,7 @@ std::unique_ptr<cost::CollectiveModel> make_collective_model(const spec::JobSpec
                                {job.simulation.calibration_store, job.simulation.nccl_version});
 }
 
-std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job) {
+std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job, std::string* note) {
   switch (job.simulation.overlap_model) {
     case spec::OverlapModel::None: return nullptr;
     case spec::OverlapModel::Coefficients: {
@@ -50,10 +50,16 @@ std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job)
       return cost::make_coefficient_overlap_model(
           cost::OverlapCoefficients::load(f.empty() ? cost::OverlapCoefficients::default_path() : f));
     }
-    case spec::OverlapModel::XGBoost:
+    case spec::OverlapModel::XGBoost: {
       if (job.simulation.overlap_file.empty())
         throw InputError("simulation.overlap_file: is required with overlap_model xgboost");
-      return overlap::load_xgboost_overlap_model(job.simulation.overlap_file, job.cluster.gpu);
+      std::string why;
+      auto learned = overlap::load_xgboost_overlap_model_if_trained(job.simulation.overlap_file, job.cluster.gpu, &why);
+      if (learned) return learned;
+      // Never leave a job without an overlap model: the coefficients cover every generation Echo measured.
+      if (note) *note = why + "; the coefficient overlap model (data/overlap.yaml) is used instead";
+      return cost::make_coefficient_overlap_model(cost::OverlapCoefficients::load(cost::OverlapCoefficients::default_path()));
+    }
   }
   throw InputError(std::string("simulation.overlap_model: unknown model '") +
                    spec::name_of(job.simulation.overlap_model) + "'");
@@ -115,7 +121,9 @@ Simulation run_workload(workload::Workload w, const std::vector<int>& record_ran
   const spec::JobSpec& job = s.workload.job;
   const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
   const auto comm = make_collective_model(job);
-  const auto overlap = make_overlap_model(job);
+  std::string overlap_note;
+  const auto overlap = make_overlap_model(job, &overlap_note);
+  if (!overlap_note.empty()) s.notes.push_back(overlap_note);
   EngineOptions opt;
   opt.record_ranks = record_ranks;
   opt.overlap = overlap.get();

@@ -26,6 +26,7 @@ struct Simulation {
   workload::Workload workload;
   SimResult result;
   ComputeCalibration calibration;  // of the compute model that timed the step (job-built workloads)
+  std::vector<std::string> notes;  // what the user should know about how it was simulated (fallbacks)
 };
 
 // Where the NCCL model's parameters come from (simulation.calibration_store, simulation.nccl_version).
@@ -45,7 +46,9 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
                                                        ComputeCalibration* calibration = nullptr);
 
 // The overlap model a job asks for (simulation.overlap_model, overlap_file); null for none.
-std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job);
+// `note` (when given) receives what the caller should tell the user: a learned model that does not know the job's
+// GPU falls back to the coefficient model (data/overlap.yaml, Echo's published slowdowns, every generation).
+std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job, std::string* note = nullptr);
 
 // record_ranks: ranks whose timelines are kept (trace, breakdown).
 Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks);
