@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "stepsim/spec/input_error.hpp"
 #include "test_util.hpp"
@@ -141,6 +142,40 @@ TEST(JobInput, PathsInsideAJobAreRelativeToIt) {
   EXPECT_EQ(j.model.seq_length, 2048);  // the job's key overrides the config
   EXPECT_EQ(j.cluster.gpu, "A100-80GB");
   EXPECT_EQ(j.parallelism.data, 1);
+}
+
+TEST(JobInput, PathsOnTheCommandLineAreRelativeToTheWorkingDirectory) {
+  // Issue 15 item 7: one rule, a path is relative to where it is written. In the job file: its folder (above). In
+  // --set: the working directory, for the overlap file, a cluster file and an HF config alike (a cluster or config
+  // given by --set is read as if written in the job, not left as an unread string).
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(stepsim::test::temp_dir()) / "cli_paths" / "sub";
+  fs::create_directories(dir);
+  fs::copy_file(test::source_dir() + "/data/overlap.yaml", dir / "ov.yaml", fs::copy_options::overwrite_existing);
+  std::ofstream(dir / "c.yaml") << "gpu: A100-80GB\nnum_gpus: 8\ngpus_per_node: 8\n"
+                                   "intra_node: {bandwidth_GBps: 300}\ninter_node: {bandwidth_Gbps: 200}\n";
+  const fs::path job = dir / "job.yaml";
+  std::ofstream(job) << small_gpt_yaml(2, 2, 2, 16);
+  // The test runs in some working directory (the build folder); the same files named relative to it.
+  const std::string rel_dir = fs::relative(dir, fs::current_path()).string();
+  ASSERT_TRUE(fs::path(rel_dir).is_relative());
+  spec::JobSpec j = spec::load_job_file(job.string(), {"simulation.overlap_model=coefficients",
+                                                       "simulation.overlap_file=" + rel_dir + "/ov.yaml",
+                                                       "cluster=" + rel_dir + "/c.yaml"});
+  EXPECT_EQ(j.simulation.overlap_file, (fs::path(rel_dir) / "ov.yaml").lexically_normal().string());
+  EXPECT_EQ(j.cluster.gpu, "A100-80GB");
+  const auto ok = run_cli("simulate " + job.string() + " --quiet --set simulation.overlap_model=coefficients --set "
+                          "simulation.overlap_file=" + rel_dir + "/ov.yaml");
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  // Named relative to the job's folder instead, it is not found, and the message says which path was tried.
+  const auto wrong = run_cli("simulate " + job.string() + " --quiet --set simulation.overlap_model=coefficients --set "
+                             "simulation.overlap_file=ov.yaml");
+  EXPECT_EQ(wrong.code, 2) << wrong.output;
+  EXPECT_NE(wrong.output.find("ov.yaml"), std::string::npos) << wrong.output;
+  // An HF config given by --set is read (a file that is not JSON is an error naming it), not silently ignored.
+  const auto hf = run_cli("simulate " + job.string() + " --quiet --set model.hf_config=" + rel_dir + "/c.yaml");
+  EXPECT_EQ(hf.code, 2) << hf.output;
+  EXPECT_NE(hf.output.find("c.yaml"), std::string::npos) << hf.output;
 }
 
 TEST(JobInput, MissingAndMalformedIncludes) {

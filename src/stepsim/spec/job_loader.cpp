@@ -81,6 +81,11 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
     }
     cur[parts.back()] = v;
   }
+  // One rule for paths: relative to where they are written. A job file's own were resolved against its folder
+  // before the overrides (resolving those again against "." changes nothing); a path given here on the command line
+  // (simulation.overlap_file, calibration_store, model.hf_config, cluster) is relative to the working directory, and
+  // a cluster or HF config given this way is read like one written in the job.
+  if (!overrides.empty()) resolve_includes(root, ".");
 }
 
 void resolve_includes(YAML::Node& root, const std::string& base_dir) {

@@ -20,7 +20,8 @@ std::string read_text_file(const std::string& path, const std::string& what);
 // Parses YAML text; syntax errors become InputError "<source>:<line>:<col>: malformed YAML: ...".
 YAML::Node parse_yaml(const std::string& text, const std::string& source);
 
-// Applies "a.b.c=value" overrides (value parsed as a YAML scalar or flow collection).
+// Applies "a.b.c=value" overrides (value parsed as a YAML scalar or flow collection); paths among them (a cluster
+// file, an HF config, simulation.overlap_file / calibration_store) are relative to the working directory.
 void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides);
 
 // Inlines `model: {hf_config: path, ...}` and `cluster: path` (paths relative to base_dir).
