@@ -198,6 +198,47 @@ TEST(NcclTestsReader, NoRowsIsAnInputErrorNamingTheFile) {
   EXPECT_NE(g.find("1 line(s) looked like rows but did not parse, the first at line 2"), std::string::npos) << g;
 }
 
+TEST(NcclTestsReader, MeasurementsOutsidePhysicalRangesAreRefusedWithTheLine) {
+  // Issue 15 item 16: a time of 1e-320 us or a size of 2^63-1 bytes is no measurement; a fit to it stored infinite
+  // errors. Refused in the text format, the CSV format and kernel records alike, naming file and line.
+  const std::string good = "     2097152       1048576  bfloat16     sum      -1    70.20   29.87   52.28      0    69.80   30.05   52.58      0\n";
+  EXPECT_EQ(error_of(good, "ok.txt"), "<no error>");
+  std::string tiny = good;
+  tiny.replace(tiny.find("70.20"), 5, "1e-320");
+  // (1e-320 is subnormal: printed as the double it became, 9.99989e-321.)
+  EXPECT_EQ(error_of(good + tiny, "tiny.txt"),
+            "tiny.txt:2: time 9.99989e-321 us is outside 0.01 .. 1e9 us; not a measurement a collective can give");
+  std::string huge = good;
+  huge.replace(huge.find("2097152"), 7, "9223372036854775807");
+  const std::string h = error_of(huge, "huge.txt");
+  EXPECT_EQ(h, "huge.txt:1: message size 9223372036854775807 bytes is over 2^48; not a measurement a collective can give");
+  // 1 GiB in 1 us is 1.07e6 GB/s.
+  const std::string fast = "  1073741824  268435456  float  sum  -1  1.00  1073.74  1879.05  0  1.00  1073.74  1879.05  0\n";
+  EXPECT_NE(error_of(fast, "fast.txt").find("fast.txt:1: 1073741824 bytes in 1 us is 1.07374e+06 GB/s, over 1e5 GB/s"),
+            std::string::npos);
+  const std::string csv = test::write_temp("tiny.csv", "collective,message_size_bytes,time_us\nall_reduce,1048576,20.5\n"
+                                                       "all_reduce,2097152,1e-320\n");
+  try {
+    (void)read_nccl_tests(csv);
+    ADD_FAILURE() << "accepted " << csv;
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(csv + ":3: time 9.99989e-321 us is outside", 0), 0u) << e.what();
+  }
+  const std::string rec = test::write_temp("tiny-records.csv", "collective,bytes,ranks,nodes,ranks_per_node,duration_us\n"
+                                                               "all_reduce,9223372036854775807,8,1,8,100\n");
+  try {
+    (void)read_kernel_records(rec);
+    ADD_FAILURE() << "accepted " << rec;
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(rec + ":2: message size 9223372036854775807 bytes is over 2^48", 0), 0u)
+        << e.what();
+  }
+  // From the command line: exit 2, the line named.
+  const auto r = test::run_cli("calibrate comm --records " + rec + " --dry-run");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(rec + ":2:"), std::string::npos) << r.output;
+}
+
 TEST(NcclTestsReader, BinaryJunkIsAnInputError) {
   std::string junk = "# nThread 1\nabc\n";
   junk += std::string("\x7f" "ELF\x02\x01", 6) + std::string(1, '\0') + "xyz";

@@ -64,6 +64,7 @@ KernelRecords parse_kernel_records(std::string_view text, const std::string& pat
       bad(row.line);
       continue;
     }
+    check_collective_measurement(path, r.line, r.bytes, r.duration_us);
     r.collective = *coll;
     out.records.push_back(r);
   }

@@ -2,6 +2,8 @@
 // column header, one row per size); NCCL's own log lines may be interleaved anywhere and are skipped.
 #include "stepsim/cost/nccl_tests_reader.hpp"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -215,6 +217,7 @@ NcclTestsFile parse_csv_results(std::string_view text, const std::string& path) 
       f.tables.push_back(std::move(t));
       it = f.tables.end() - 1;
     }
+    check_collective_measurement(path, r.line, r.bytes, r.time_us);
     it->rows.push_back(std::move(r));
   }
   std::sort(f.garbled_line_numbers.begin(), f.garbled_line_numbers.end());
@@ -259,5 +262,26 @@ NcclTestsFile parse_nccl_tests(std::string_view text, const std::string& path) {
 }
 
 NcclTestsFile read_nccl_tests(const std::string& path) { return parse_nccl_tests(read_measurement_file(path), path); }
+
+void check_collective_measurement(const std::string& path, int line, uint64_t bytes, double time_us) {
+  constexpr uint64_t kMaxBytes = uint64_t{1} << 48;
+  constexpr double kMinUs = 0.01, kMaxUs = 1e9, kMaxAlgbwGBps = 1e5;
+  auto refuse = [&](const std::string& what) {
+    throw InputError(path + ":" + std::to_string(line) + ": " + what + "; not a measurement a collective can give");
+  };
+  if (bytes > kMaxBytes) refuse("message size " + std::to_string(bytes) + " bytes is over 2^48");
+  if (!(time_us >= kMinUs && time_us <= kMaxUs)) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "time %.6g us is outside 0.01 .. 1e9 us", time_us);
+    refuse(buf);
+  }
+  const double algbw = static_cast<double>(bytes) / (time_us * 1e3);  // GB/s
+  if (algbw > kMaxAlgbwGBps) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%llu bytes in %.6g us is %.6g GB/s, over 1e5 GB/s",
+                  static_cast<unsigned long long>(bytes), time_us, algbw);
+    refuse(buf);
+  }
+}
 
 }  // namespace stepsim::cost

@@ -76,4 +76,10 @@ struct NcclTestsFile {
 NcclTestsFile parse_nccl_tests(std::string_view text, const std::string& path);
 NcclTestsFile read_nccl_tests(const std::string& path);
 
+// What a real collective can measure: a message of at most 2^48 bytes (256 TiB), taking 0.01 us to 10^9 us, at an
+// algorithm bandwidth (bytes / time) of at most 10^5 GB/s (fifty times NVLink 5's per-GPU rate). A row outside
+// is no measurement: InputError "<path>:<line>: ..." naming the value and the range (a calibration fitted to it
+// would store infinite errors).
+void check_collective_measurement(const std::string& path, int line, uint64_t bytes, double time_us);
+
 }  // namespace stepsim::cost

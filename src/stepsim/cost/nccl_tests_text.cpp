@@ -295,6 +295,7 @@ class TextParser {
     const std::optional<Layout> L = layout_ ? layout_ : default_layout(tok);
     std::optional<NcclTestsRow> r = L ? parse_row(tok, *L, no) : std::nullopt;
     if (!r) return garbled(no);
+    check_collective_measurement(f_.path, no, r->bytes, r->time_us);
     if (!cur_) open_table(no);
     cur_->rows.push_back(std::move(*r));
   }
