@@ -178,6 +178,28 @@ TEST(JobInput, PathsOnTheCommandLineAreRelativeToTheWorkingDirectory) {
   EXPECT_NE(hf.output.find("c.yaml"), std::string::npos) << hf.output;
 }
 
+TEST(JobInput, ABadKeyInAnIncludedClusterFileNamesThatFile) {
+  // Issue 15 item 12: the typo is in clusters/typo-c2.yaml, not in the job that includes it.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(stepsim::test::temp_dir()) / "typo12";
+  fs::create_directories(dir / "clusters");
+  std::ofstream(dir / "clusters" / "typo-c2.yaml") << "gpu: H100-SXM\nnum_gpus: 8\ngpu_per_node: 8\n";
+  std::ofstream(dir / "typo9.yaml") << small_gpt_yaml(2, 2, 2, 16).substr(0, small_gpt_yaml(2, 2, 2, 16).find("cluster:"))
+                                    << "cluster: clusters/typo-c2.yaml\n";
+  const std::string cluster = (dir / "clusters" / "typo-c2.yaml").lexically_normal().string();
+  const auto r = run_cli("simulate " + (dir / "typo9.yaml").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(cluster + ": unknown key cluster.gpu_per_node"), std::string::npos) << r.output;
+  // The same file given with --cluster to `comm`, and a typo written in the job itself, keep naming their file.
+  const auto c = run_cli("comm --collective all_reduce --sizes 1M --cluster " + cluster);
+  EXPECT_EQ(c.code, 2) << c.output;
+  EXPECT_NE(c.output.find(cluster + ": unknown key cluster.gpu_per_node"), std::string::npos) << c.output;
+  const std::string inline_typo = test::write_temp("typo_inline.yaml", small_gpt_yaml(2, 2, 2, 16) + "");
+  const auto j = run_cli("simulate " + inline_typo + " --set cluster.gpu_per_node=8");
+  EXPECT_EQ(j.code, 2) << j.output;
+  EXPECT_NE(j.output.find(inline_typo + ": unknown key cluster.gpu_per_node"), std::string::npos) << j.output;
+}
+
 TEST(JobInput, MissingAndMalformedIncludes) {
   const std::string job = "model: {hf_config: nowhere.json}\ntraining: {global_batch_size: 8}\ncluster: {num_gpus: 1}\n";
   const auto r = run_cli("simulate " + test::write_temp("missing_include.yaml", job));

@@ -11,6 +11,10 @@
 
 namespace stepsim::spec {
 
+// Key under which an included cluster file's path travels with its keys (not a user key: a leading underscore).
+constexpr const char* kClusterFileKey = "_file";
+
+
 namespace fs = std::filesystem;
 
 std::string read_text_file(const std::string& path, const std::string& what) {
@@ -119,6 +123,8 @@ void resolve_includes(YAML::Node& root, const std::string& base_dir) {
     YAML::Node c = parse_yaml(read_text_file(path, "cluster file"), path);
     if (c.IsMap() && c.size() == 1 && c["cluster"].IsMap()) c = c["cluster"];
     if (!c.IsMap()) throw InputError(path + ": cluster file must be a mapping of cluster keys");
+    // Remembered so that a bad key in it is reported against this file, not the job that includes it.
+    c[kClusterFileKey] = path;
     root["cluster"] = c;
   }
 }
@@ -280,6 +286,18 @@ LinkSpec read_link(StrictSection s, bool inter) {
   return l;
 }
 
+// The cluster section, its errors named against the cluster file it came from when a job included one.
+StrictSection cluster_section(const YAML::Node& node, const std::string& job_source) {
+  std::string source = job_source;
+  if (node.IsMap()) {
+    const YAML::Node file = node[kClusterFileKey];  // an absent key is an invalid node: ask IsDefined first
+    if (file.IsDefined() && file.IsScalar()) source = file.Scalar();
+  }
+  StrictSection s(node, "cluster", source);
+  s.mark(kClusterFileKey);
+  return s;
+}
+
 ClusterSpec read_cluster(StrictSection s) {
   ClusterSpec c;
   c.gpu = s.get_string("gpu", c.gpu);
@@ -329,7 +347,7 @@ JobSpec job_from_node(const YAML::Node& root, const std::string& source) {
   job.model = read_model(StrictSection(top.child("model"), "model", source));
   job.parallelism = read_parallelism(StrictSection(top.child("parallelism"), "parallelism", source));
   job.training = read_training(StrictSection(top.child("training"), "training", source));
-  job.cluster = read_cluster(StrictSection(top.child("cluster"), "cluster", source));
+  job.cluster = read_cluster(cluster_section(top.child("cluster"), source));
   job.simulation = read_simulation(StrictSection(top.child("simulation"), "simulation", source));
   top.finish();
   validate(job);
@@ -388,9 +406,7 @@ ClusterSpec load_cluster(const std::string& cluster_path, int num_gpus, int gpus
   for (auto it = root.begin(); it != root.end(); ++it) {
     if (it->first.Scalar() != "cluster") throw InputError("--set " + it->first.Scalar() + ": only cluster.* keys apply here");
   }
-  const std::string source = cluster_path.empty() ? std::string("cluster") : cluster_path;
-  StrictSection s(root["cluster"], "cluster", source);
-  ClusterSpec c = read_cluster(s);
+  ClusterSpec c = read_cluster(cluster_section(root["cluster"], cluster_path.empty() ? std::string("cluster") : cluster_path));
   if (c.gpus_per_node > c.num_gpus) c.gpus_per_node = c.num_gpus;
   if (c.num_gpus % c.gpus_per_node != 0) {
     throw InputError("--gpus " + std::to_string(c.num_gpus) + ": must be a multiple of --gpus-per-node " +
