@@ -200,6 +200,32 @@ TEST(JobInput, ABadKeyInAnIncludedClusterFileNamesThatFile) {
   EXPECT_NE(j.output.find(inline_typo + ": unknown key cluster.gpu_per_node"), std::string::npos) << j.output;
 }
 
+TEST(JobInput, DuplicateKeysSecondDocumentsAndNonFilesAreErrors) {
+  // Issue 15 items 14 and 18: accepted with exit 0 before (the first value kept, the second document ignored), or
+  // reported as "no such file".
+  const std::string job = small_gpt_yaml(2, 2, 2, 16);
+  const std::string dup = test::write_temp("dup_key.yaml", job + "training: {global_batch_size: 32}\n");
+  auto r = run_cli("simulate " + dup);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(dup + ":5: key 'training' appears twice in one mapping"), std::string::npos) << r.output;
+  const std::string nested = test::write_temp("dup_nested.yaml", "model: {name: a, name: b}\n");
+  r = run_cli("simulate " + nested);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(nested + ":1: key 'name' appears twice"), std::string::npos) << r.output;
+  const std::string two = test::write_temp("two_docs.yaml", job + "---\nmodel: {num_layers: 2}\n");
+  r = run_cli("simulate " + two);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(two + ":6: a second YAML document"), std::string::npos) << r.output;
+  r = run_cli("simulate " + test::temp_dir());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("it is a directory, not a file"), std::string::npos) << r.output;
+  r = run_cli("simulate /dev/null");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("/dev/null: cannot read job file: not a regular file"), std::string::npos) << r.output;
+  // A document marker before the only document is fine.
+  EXPECT_EQ(run_cli("simulate --quiet " + test::write_temp("one_doc.yaml", "---\n" + job)).code, 0);
+}
+
 TEST(JobInput, MissingAndMalformedIncludes) {
   const std::string job = "model: {hf_config: nowhere.json}\ntraining: {global_batch_size: 8}\ncluster: {num_gpus: 1}\n";
   const auto r = run_cli("simulate " + test::write_temp("missing_include.yaml", job));

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "stepsim/spec/hf_config.hpp"
@@ -19,7 +20,12 @@ namespace fs = std::filesystem;
 
 std::string read_text_file(const std::string& path, const std::string& what) {
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) throw InputError(path + ": cannot read " + what + ": no such file");
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) throw InputError(path + ": cannot read " + what + ": no such file");
+  if (fs::is_directory(st)) throw InputError(path + ": cannot read " + what + ": it is a directory, not a file");
+  if (!fs::is_regular_file(st)) {
+    throw InputError(path + ": cannot read " + what + ": not a regular file (a device, pipe or socket)");
+  }
   const auto size = fs::file_size(path, ec);
   if (ec) throw InputError(path + ": cannot read " + what + ": " + ec.message());
   if (size > kMaxInputFileBytes) {
@@ -33,6 +39,24 @@ std::string read_text_file(const std::string& path, const std::string& what) {
   return ss.str();
 }
 
+// yaml-cpp keeps both entries of a repeated key and reads the first; a user who wrote the key twice meant one of
+// them, so it is an error naming the line of the second.
+static void reject_duplicate_keys(const YAML::Node& node, const std::string& source, int depth = 0) {
+  if (depth > 64) return;  // parse_yaml refused deeper nesting already
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (it->first.IsScalar() && !seen.insert(it->first.Scalar()).second) {
+        throw InputError(source + ":" + std::to_string(it->first.Mark().line + 1) + ": key '" + it->first.Scalar() +
+                         "' appears twice in one mapping");
+      }
+      reject_duplicate_keys(it->second, source, depth + 1);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& child : node) reject_duplicate_keys(child, source, depth + 1);
+  }
+}
+
 YAML::Node parse_yaml(const std::string& text, const std::string& source) {
   if (text.size() > kMaxInputFileBytes) throw InputError(source + ": input larger than the limit");
   // yaml-cpp recurses per nesting level; refuse absurd nesting before it can exhaust the stack.
@@ -43,7 +67,15 @@ YAML::Node parse_yaml(const std::string& text, const std::string& source) {
   }
   if (max_depth > 64) throw InputError(source + ": malformed YAML: nesting deeper than 64 levels");
   try {
-    return YAML::Load(text);
+    // Every document is parsed: a second one (after `---`) is an error rather than silently ignored.
+    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      throw InputError(source + ":" + std::to_string(docs[1].Mark().line + 1) +
+                       ": a second YAML document; a job or cluster file holds one");
+    }
+    YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
+    reject_duplicate_keys(root, source);
+    return root;
   } catch (const YAML::Exception& e) {
     std::string msg = e.msg;
     throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
