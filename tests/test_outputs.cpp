@@ -165,5 +165,29 @@ TEST(Outputs, EveryExampleRuns) {
   EXPECT_EQ(json::parse(test::read_file(tmp("l3.json")))["simulation"]["ranks"], 8192);
 }
 
+TEST(Outputs, BadOutputPathsAreRefusedBeforeAnyWork) {
+  // Issue 15 item 18: an unwritable --json or --trace failed only after the whole simulation; a directory given as
+  // the NCCL log read as a 9.2e18-byte file. Now each is refused while the options are parsed, naming the path.
+  const std::string job = test::source_dir() + "/examples/llama3-405b-8192.yaml";  // the largest example: slow to run
+  const std::string dir = test::temp_dir();
+  auto r = test::run_cli("simulate " + job + " --json /nonexistent-folder/x.json");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--json: /nonexistent-folder/x.json: its folder /nonexistent-folder does not exist"),
+            std::string::npos) << r.output;
+  r = test::run_cli("simulate " + job + " --trace " + dir);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("is a directory; give a file to write"), std::string::npos) << r.output;
+  r = test::run_cli("plan " + job + " --json " + dir);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--json: " + dir + " is a directory"), std::string::npos) << r.output;
+  r = test::run_cli("profile nccl --log " + dir);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot read the NCCL log (--log): it is a directory, not a file"), std::string::npos)
+      << r.output;
+  // A device is a valid target.
+  r = test::run_cli("memory " + job + " --json /dev/null");
+  EXPECT_EQ(r.code, 0) << r.output;
+}
+
 }  // namespace
 }  // namespace stepsim

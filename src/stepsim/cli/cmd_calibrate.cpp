@@ -111,7 +111,7 @@ Action add_calibrate(CLI::App& app) {
   comm->add_option("--algo", o->algo, "force the algorithm of the model's terms: auto | ring | tree | nvls | nvls_tree | pat | collnet_direct | collnet_chain")
       ->capture_default_str();
   comm->add_option("--store", o->store, "calibration store (default: $STEPSIM_CALIBRATION_DB, else ~/.cache/stepsim/calibration.sqlite)");
-  comm->add_option("--json", o->json_path, "write the fit (every point, parameters, errors) as JSON here");
+  comm->add_option("--json", o->json_path, "write the fit (every point, parameters, errors) as JSON here")->check(output_file());
   comm->add_flag("--dry-run", o->dry_run, "fit and print, store nothing");
 
   const Action compute = add_calibrate_compute(*cal);

@@ -87,7 +87,7 @@ std::function<int()> add_calibrate_compute(CLI::App& calibrate) {
   cmd->add_option("--runs", o->runs, "published-runs CSV (format of shared/data/published-runs)")->required();
   cmd->add_option("--store", o->store, "calibration store (default: $STEPSIM_CALIBRATION_DB, else ~/.cache/stepsim/calibration.sqlite)");
   cmd->add_option("--set", o->overrides, "key=value applied to every run's job");
-  cmd->add_option("--json", o->json_path, "write the fit (per architecture, per run errors) as JSON here");
+  cmd->add_option("--json", o->json_path, "write the fit (per architecture, per run errors) as JSON here")->check(output_file());
   cmd->add_option("--exclude", o->exclude, "comma-separated run ids left out of the fit (say why in your notes)")
       ->delimiter(',');
   cmd->add_flag("--dry-run", o->dry_run, "fit and print, store nothing");

@@ -123,7 +123,7 @@ Action add_comm(CLI::App& app) {
   cmd->add_option("--model", o->model, "alpha-beta | nccl | flow")->capture_default_str();
   cmd->add_option("--algo", o->algo, "auto | ring | tree | nvls | nvls_tree | pat | collnet_direct | collnet_chain")->capture_default_str();
   cmd->add_option("--set", o->overrides, "override a cluster key: --set cluster.inter_node.bandwidth_Gbps=200");
-  cmd->add_option("--json", o->json_path, "write the rows as JSON here");
+  cmd->add_option("--json", o->json_path, "write the rows as JSON here")->check(output_file());
   cmd->add_option("--store", o->store,
                   "calibration store for --model nccl (default $STEPSIM_CALIBRATION_DB, else "
                   "~/.cache/stepsim/calibration.sqlite); none = data/nccl.yaml only");

@@ -42,8 +42,8 @@ Action add_compare(CLI::App& app) {
   cmd->add_option("--rank", a->rank, "rank to compare (default: the measured trace's distributedInfo.rank, else the "
                                      "first rank of the simulated trace)");
   cmd->add_option("--step", a->step, "ProfilerStep#N of the measured trace (default: the last that launched kernels)");
-  cmd->add_option("--json", a->json_path, "write the comparison as JSON here");
-  cmd->add_option("--out", a->out_path, "write the side-by-side Chrome trace here");
+  cmd->add_option("--json", a->json_path, "write the comparison as JSON here")->check(output_file());
+  cmd->add_option("--out", a->out_path, "write the side-by-side Chrome trace here")->check(output_file());
   cmd->add_option("--top", a->top, "kernel names listed, largest error first")->capture_default_str();
   return [cmd, a]() { return cmd->parsed() ? run_compare(*a) : -1; };
 }

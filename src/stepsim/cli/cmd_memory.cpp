@@ -32,7 +32,7 @@ Action add_memory(CLI::App& app) {
   auto o = std::make_shared<MemoryOptions>();
   CLI::App* cmd = app.add_subcommand("memory", "per-rank memory of every pipeline stage (analytic)");
   add_job_options(*cmd, o->job);
-  cmd->add_option("--json", o->json_path, "write the memory table as JSON here");
+  cmd->add_option("--json", o->json_path, "write the memory table as JSON here")->check(output_file());
   return [cmd, o]() { return cmd->parsed() ? run_memory(*o) : -1; };
 }
 

@@ -142,7 +142,7 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--top", o->top, "plans to report (default 10)");
   cmd->add_option("--simulate", o->simulate, "best estimates re-timed by the engine (default 2)");
   cmd->add_option("--threads", o->threads, "worker threads (default 0 = all cores)");
-  cmd->add_option("--json", o->json_path, "write the ranked plans as JSON here");
+  cmd->add_option("--json", o->json_path, "write the ranked plans as JSON here")->check(output_file());
   cmd->add_option("--objective", o->objective, "step (step time) or e2e (end-to-end time, MoFa eq. 43)");
   o->o_steps = cmd->add_option("--steps", o->steps, "e2e: training steps of the run");
   o->o_failure = cmd->add_option("--failure-rate", o->failure_rate, "e2e: failures per node-day (default 0.005)");
@@ -150,7 +150,7 @@ Action add_plan(CLI::App& app) {
   o->o_init = cmd->add_option("--init-time", o->init_time_s, "e2e: first start-up, seconds (default 0)");
   cmd->add_option("--price", o->price, "USD per GPU-hour: adds the cost of a step (or of the run with e2e)");
   cmd->add_flag("--memory-map", o->memory_map, "print the (TP, PP) memory-feasibility map instead of searching");
-  cmd->add_option("--csv", o->csv_path, "with --memory-map: write the map as CSV here");
+  cmd->add_option("--csv", o->csv_path, "with --memory-map: write the map as CSV here")->check(output_file());
   return [cmd, o]() { return cmd->parsed() ? run_plan(*o) : -1; };
 }
 

@@ -368,7 +368,7 @@ Action add_reliability(CLI::App& app) {
   o->o_interval = cmd->add_option("--interval", o->interval, "checkpoint every this many steps (default: the optimum)");
   o->o_runs = cmd->add_option("--monte-carlo", o->runs, "also simulate this many whole runs");
   o->o_seed = cmd->add_option("--seed", o->seed, "seed of the Monte-Carlo runs")->capture_default_str();
-  cmd->add_option("--json", o->json_path, "write the results as JSON here");
+  cmd->add_option("--json", o->json_path, "write the results as JSON here")->check(output_file());
   return [cmd, o]() { return cmd->parsed() ? run_reliability(*o) : -1; };
 }
 

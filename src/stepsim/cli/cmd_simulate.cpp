@@ -135,10 +135,10 @@ Action add_simulate(CLI::App& app) {
   auto o = std::make_shared<SimulateOptions>();
   CLI::App* cmd = app.add_subcommand("simulate", "simulate one training step on every rank");
   add_job_options(*cmd, o->job);
-  cmd->add_option("--json", o->json_path, "write the summary JSON here");
-  cmd->add_option("--trace", o->trace_path, "write a Chrome trace (Perfetto) here");
+  cmd->add_option("--json", o->json_path, "write the summary JSON here")->check(output_file());
+  cmd->add_option("--trace", o->trace_path, "write a Chrome trace (Perfetto) here")->check(output_file());
   cmd->add_option("--trace-ranks", o->trace_ranks, "ranks in the trace, e.g. 0-7,64 (default: one per stage)");
-  cmd->add_option("--memory-csv", o->memory_csv, "write memory over time of the traced ranks (CSV) here");
+  cmd->add_option("--memory-csv", o->memory_csv, "write memory over time of the traced ranks (CSV) here")->check(output_file());
   cmd->add_option("--rank", o->rank, "rank for the breakdown and communication bytes (default 0)");
   cmd->add_flag("--quiet", o->quiet, "print nothing on success");
   cmd->add_option("--workload", o->workload_dir,

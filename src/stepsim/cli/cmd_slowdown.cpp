@@ -123,18 +123,18 @@ Action add_slowdown(CLI::App& app) {
 
   CLI::App* train = cmd->add_subcommand("train", "cross-validate, then train on every row and save the model");
   train->add_option("data", t->data, "dataset CSV (docs/SLOWDOWN-MODEL.md; tools/overlap-dataset writes it)")->required();
-  train->add_option("--out", t->out, "model file to write (XGBoost JSON)")->required();
+  train->add_option("--out", t->out, "model file to write (XGBoost JSON)")->required()->check(output_file());
   train->add_option("--folds", t->folds, "folds of the cross-validation")->capture_default_str();
   train->add_option("--seed", t->seed, "seed of the fold assignment")->capture_default_str();
   train->add_option("--rounds", t->booster.rounds, "boosting rounds (trees)")->capture_default_str();
   train->add_option("--max-depth", t->booster.max_depth, "depth of each tree")->capture_default_str();
   train->add_option("--eta", t->booster.eta, "learning rate")->capture_default_str();
-  train->add_option("--json", t->json, "write the cross-validation results as JSON here");
+  train->add_option("--json", t->json, "write the cross-validation results as JSON here")->check(output_file());
 
   CLI::App* eval = cmd->add_subcommand("eval", "accuracy on a dataset (within 5/10/15%, RMSE) and feature importance");
   eval->add_option("data", e->data, "dataset CSV")->required();
   eval->add_option("--model", e->model, "model file written by stepsim slowdown train")->required();
-  eval->add_option("--json", e->json, "write accuracy, importance and every prediction as JSON here");
+  eval->add_option("--json", e->json, "write accuracy, importance and every prediction as JSON here")->check(output_file());
 
   return [train, eval, t, e]() {
     t->booster.seed = t->seed;

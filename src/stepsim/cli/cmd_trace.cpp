@@ -96,7 +96,7 @@ Action add_trace(CLI::App& app) {
   ext->add_option("--schedule", x->schedule, "gpipe or 1f1b (default: the job's parallelism.schedule)");
   ext->add_option("--stages", x->opt.stages, "layer ranges per pipeline stage, e.g. 0-3,4-7 (default: balanced by time)");
   ext->add_option("--trace-batch", x->opt.trace_batch, "per-GPU batch the trace ran (default: the job's micro_batch_size)");
-  ext->add_option("--json", x->json, "also write extrapolation.json (fit and what was generated) here");
+  ext->add_option("--json", x->json, "also write extrapolation.json (fit and what was generated) here")->check(output_file());
   ext->add_flag("--quiet", x->quiet, "do not print the report");
   return [imp, a, ext, x]() { return imp->parsed() ? run_import(*a) : ext->parsed() ? run_extrapolate(*x) : -1; };
 }

@@ -169,10 +169,10 @@ Action add_validate(CLI::App& app) {
   auto o = std::make_shared<ValidateOptions>();
   CLI::App* cmd = app.add_subcommand("validate", "simulate published measured runs (CSV) and report the errors");
   cmd->add_option("runs", o->csv, "published-runs CSV (format of shared/data/published-runs)")->required();
-  cmd->add_option("--json", o->json_path, "write rows, MAPE, mean signed error and failures as JSON here");
+  cmd->add_option("--json", o->json_path, "write rows, MAPE, mean signed error and failures as JSON here")->check(output_file());
   cmd->add_option("--set", o->overrides, "key=value applied to every row's job, e.g. simulation.comm_model=nccl");
   cmd->add_option("--only", o->only, "comma-separated row ids to simulate (default: all)")->delimiter(',');
-  cmd->add_option("--markdown", o->markdown_path, "write the report as Markdown here (docs/VALIDATION.md is made this way)");
+  cmd->add_option("--markdown", o->markdown_path, "write the report as Markdown here (docs/VALIDATION.md is made this way)")->check(output_file());
   cmd->add_option("--jobs-dir", o->jobs_dir,
                   "write each row's simulated job here as ID.yaml (re-run one with `stepsim simulate DIR/ID.yaml`; characters other than letters, digits, - and _ in ID become _)");
   cmd->add_flag("--verbose", o->verbose, "print each row's assumptions and rank 0's breakdown");

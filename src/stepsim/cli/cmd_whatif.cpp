@@ -127,7 +127,7 @@ Action add_whatif(CLI::App& app) {
   cmd->add_option("--storage-GBps", o->settings.storage_GBps, "checkpoint write bandwidth, GB/s")
       ->capture_default_str();
   cmd->add_option("--price", o->settings.usd_per_gpu_hour, "USD per GPU-hour, for the cost rows");
-  cmd->add_option("--json", o->json_path, "write before/after as JSON here");
+  cmd->add_option("--json", o->json_path, "write before/after as JSON here")->check(output_file());
   return [o, cmd]() { return cmd->parsed() ? run_whatif(*o) : -1; };
 }
 

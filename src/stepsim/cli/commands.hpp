@@ -29,6 +29,9 @@ void add_job_options(CLI::App& cmd, JobOptions& o);
 
 // Writes `text` to `path`; InputError naming the path and `what` when it cannot.
 void write_output_file(const std::string& path, const std::string& text, const std::string& what);
+// CLI11 check on an output file option, run while parsing (before any work): refuses a directory, a missing or
+// read-only folder, an existing file that cannot be written. Devices (/dev/stdout) pass: they are valid targets.
+CLI::Validator output_file();
 
 // Now, UTC, ISO 8601 ("2026-11-25T18:03:45Z"): the `created` of calibration rows.
 std::string utc_now_iso();

@@ -1,7 +1,10 @@
 #include "stepsim/cli/commands.hpp"
 
 #include <ctime>
+#include <filesystem>
 #include <fstream>
+
+#include <unistd.h>
 
 #include "stepsim/spec/input_error.hpp"
 
@@ -12,6 +15,25 @@ void add_job_options(CLI::App& cmd, JobOptions& o) {
   cmd.add_option("--megatron-args", o.megatron_args, "the job as a Megatron-LM argument string (with --cluster)");
   cmd.add_option("--cluster", o.cluster_path, "cluster YAML, for --megatron-args");
   cmd.add_option("--set", o.overrides, "override a job key: --set model.num_layers=80 (repeatable)");
+}
+
+CLI::Validator output_file() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        const fs::file_status st = fs::status(path, ec);
+        if (fs::is_directory(st)) return path + " is a directory; give a file to write";
+        if (fs::exists(st)) {
+          if (fs::is_regular_file(st) && ::access(path.c_str(), W_OK) != 0) return path + " exists and cannot be written";
+          return "";
+        }
+        const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+        if (!fs::is_directory(parent, ec)) return path + ": its folder " + parent.string() + " does not exist";
+        if (::access(parent.c_str(), W_OK) != 0) return path + ": its folder " + parent.string() + " cannot be written";
+        return "";
+      },
+      "FILE", "output file");
 }
 
 void write_output_file(const std::string& path, const std::string& text, const std::string& what) {
