@@ -8,10 +8,16 @@
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
 #include <yaml-cpp/yaml.h>
 
 #include "stepsim/spec/hf_config.hpp"
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/job_loader.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -251,7 +257,8 @@ TEST(HfConfig, EmitsOnlySchemaKeys) {
   static const std::set<std::string> kModel = {
       "name", "num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels",
       "ffn_hidden_size", "activation", "normalization", "add_bias_linear", "position_embedding", "vocab_size", "seq_length",
-      "tie_embeddings", "attention", "moe", "mtp_layers"};
+      "tie_embeddings", "attention", "moe", "mtp_layers",
+      "_hf_assumed"};  // what the config left to defaults (kHfAssumedKey), read by the loader, not a schema key
   static const std::set<std::string> kAttention = {"type", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                                                    "qk_rope_head_dim", "v_head_dim"};
   static const std::set<std::string> kMoe = {"num_experts", "topk", "ffn_hidden_size", "shared_expert_ffn_hidden_size",
@@ -427,6 +434,50 @@ TEST(HfConfigErrors, DeepSeekRequiredMlaAndMoeKeys) {
 TEST(HfConfigErrors, MessagesStayOnOneLine) {
   expect_error("{\"model_type\": \"x\\ny\\u0001\"}", {"model_type", "unsupported 'x?y?'"});
   expect_error("{\"model_type\": \"llama\"\n\n,,}", {"malformed JSON at byte"});
+}
+
+TEST(HfConfig, EveryDefaultedValueIsAnAssumptionAndAJobThatDoesNotFitSaysSoFirst) {
+  // Issue 15 item 11: Mistral-7B's config without a seq_length gave 32,768 tokens silently, its sliding window was
+  // ignored silently, and the out-of-memory run printed a step time with exit 0 and OOM at the end of one row.
+  namespace test = stepsim::test;
+  namespace spec = stepsim::spec;
+  const std::string dir = test::temp_dir() + "hf11/";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(test::source_dir() + "/tests/data/hf/mistral-7b-v0.1.json", dir + "config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::string base = "parallelism: {tensor: 1}\ntraining: {global_batch_size: 8, distributed_optimizer: true}\n"
+                           "cluster: {gpu: H100-SXM, num_gpus: 8, gpus_per_node: 8}\n";
+  std::ofstream(dir + "job.yaml") << "model: {hf_config: config.json}\n" << base;
+  std::ofstream(dir + "job4k.yaml") << "model: {hf_config: config.json, seq_length: 4096}\n" << base;
+  const spec::JobSpec j = spec::load_job_file(dir + "job.yaml");
+  ASSERT_EQ(j.model.hf_assumptions.size(), 2u);
+  EXPECT_EQ(j.model.hf_assumptions[0].rfind("model.seq_length = 32768 from max_position_embeddings", 0), 0u);
+  EXPECT_EQ(j.model.hf_assumptions[1].rfind("sliding_window 4096 is not modelled", 0), 0u);
+  // Written beside hf_config, seq_length is no assumption any more; the sliding window note stays.
+  const spec::JobSpec k = spec::load_job_file(dir + "job4k.yaml");
+  ASSERT_EQ(k.model.hf_assumptions.size(), 1u);
+  EXPECT_EQ(k.model.hf_assumptions[0].rfind("sliding_window", 0), 0u);
+  // Llama-2's config has every key: nothing assumed but the context length.
+  const YAML::Node llama = load("llama-2-7b-hf.json");
+  EXPECT_EQ(llama["_hf_assumed"].size(), 1u);
+  EXPECT_TRUE(llama["_hf_assumed"]["seq_length"].IsDefined());
+  // The 32K job does not fit an 80 GiB H100: said before the step time, in the JSON, and an error with --require-fit.
+  const auto r = test::run_cli("simulate " + dir + "job.yaml --json " + dir + "o.json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const size_t verdict = r.output.find("DOES NOT FIT: peak ");
+  ASSERT_NE(verdict, std::string::npos) << r.output;
+  EXPECT_LT(verdict, r.output.find("step time")) << r.output;
+  EXPECT_NE(r.output.find("assumed (Hugging Face config): model.seq_length = 32768"), std::string::npos) << r.output;
+  const auto out = nlohmann::json::parse(test::read_file(dir + "o.json"));
+  EXPECT_FALSE(out["fits"].get<bool>());
+  EXPECT_EQ(out["assumptions"].size(), 2u);
+  const auto strict = test::run_cli("simulate " + dir + "job.yaml --quiet --require-fit");
+  EXPECT_EQ(strict.code, 2) << strict.output;
+  EXPECT_NE(strict.output.find("does not fit: peak "), std::string::npos) << strict.output;
+  // At 4K tokens it fits: exit 0 with --require-fit, no verdict line.
+  const auto fits = test::run_cli("simulate " + dir + "job4k.yaml --require-fit");
+  EXPECT_EQ(fits.code, 0) << fits.output;
+  EXPECT_EQ(fits.output.find("DOES NOT FIT"), std::string::npos) << fits.output;
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ struct SimulateOptions {
   std::string json_path, trace_path, trace_ranks, memory_csv;
   int rank = 0;
   bool quiet = false;
+  bool require_fit = false;
   std::string workload_dir;  // trace-driven: the traced ranks' programs
   int step = -1;
   bool no_host_gaps = false;
@@ -126,6 +127,12 @@ int run_simulate(const SimulateOptions& o) {
     if (!o.quiet) std::cout << "  trace: " << o.trace_path << " (open in ui.perfetto.dev)\n";
   }
   if (!o.memory_csv.empty()) report::write_memory_csv_file(o.memory_csv, s);
+  // Outputs are written either way (the user asked what it would take); --require-fit makes the verdict the exit code.
+  if (o.require_fit && sum.oom) {
+    throw InputError(s.workload.job.source + ": does not fit: peak " +
+                     report::format_bytes(static_cast<double>(sum.peak_bytes_max)) + " of " +
+                     report::format_bytes(static_cast<double>(sum.capacity_bytes)) + " per GPU (--require-fit)");
+  }
   return 0;
 }
 
@@ -141,6 +148,8 @@ Action add_simulate(CLI::App& app) {
   cmd->add_option("--memory-csv", o->memory_csv, "write memory over time of the traced ranks (CSV) here")->check(output_file());
   cmd->add_option("--rank", o->rank, "rank for the breakdown and communication bytes (default 0)");
   cmd->add_flag("--quiet", o->quiet, "print nothing on success");
+  cmd->add_flag("--require-fit", o->require_fit,
+                "exit 2 when the job does not fit the GPU memory (by default it is reported first and the exit is 0)");
   cmd->add_option("--workload", o->workload_dir,
                   "trace-driven: replay the traced ranks in DIR (stepsim trace import/extrapolate, python3 -m stepsim.trace)");
   cmd->add_option("--step", o->step, "with --workload: the ProfilerStep of imported traces to replay (default: last)");

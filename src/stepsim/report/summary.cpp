@@ -82,8 +82,10 @@ Summary summarize(const sim::Simulation& s, int rank) {
 nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   using nlohmann::json;
   json j;
+  j["fits"] = !s.oom;  // false: the peak memory exceeds the GPU's; step_time_s is then what it would take
   j["step_time_s"] = s.step_time_s;
   if (!s.notes.empty()) j["notes"] = s.notes;
+  if (!job.model.hf_assumptions.empty()) j["assumptions"] = job.model.hf_assumptions;
   if (s.step_time_interval_s) j["step_time_interval_s"] = {(*s.step_time_interval_s)[0], (*s.step_time_interval_s)[1]};
   j["tokens_per_s"] = s.tokens_per_s;
   j["tflops_per_gpu"] = s.tflops_per_gpu;
@@ -143,7 +145,19 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   if (!p.pipeline_layers.empty()) {
     o << "  layers per model chunk: " << spec::describe_layers(p.pipeline_layers) << " (" << p.pipeline_split_rule << ")\n";
   }
+  for (const std::string& a : job.model.hf_assumptions) o << "  assumed (Hugging Face config): " << a << "\n";
   o << "\n";
+  // A job that does not fit is said first: the step time below is what it would take if it ran.
+  if (s.oom) {
+    int worst = 0;
+    for (size_t i = 0; i < s.per_stage.size(); ++i) {
+      if (s.per_stage[i].peak_bytes > s.per_stage[static_cast<size_t>(worst)].peak_bytes) worst = static_cast<int>(i);
+    }
+    std::snprintf(line, sizeof line, "  DOES NOT FIT: peak %s on stage %d, %s per GPU; the step below is what it would "
+                  "take if it ran\n", format_bytes(static_cast<double>(s.peak_bytes_max)).c_str(), worst,
+                  format_bytes(static_cast<double>(s.capacity_bytes)).c_str());
+    o << line;
+  }
   for (const std::string& n : s.notes) o << "  note: " << n << "\n";
   std::snprintf(line, sizeof line, "  step time      %s\n", format_seconds(s.step_time_s).c_str());
   o << line;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -205,6 +206,8 @@ struct Model {
   int64_t mtp_layers = 0;  // num_nextn_predict_layers (DeepSeek-V3)
   Mla mla_dims;
   std::optional<Moe> moe;
+  // Job keys whose value was not in the config (a default, or another key standing in): key -> what was assumed.
+  std::map<std::string, std::string> assumed;
 };
 
 void check_topk(const Config& c, const std::string& topk_key, int64_t topk, int64_t experts) {
@@ -375,6 +378,33 @@ void read_deepseek(const Config& c, Model& m) {
   m.moe = moe;
 }
 
+// What the config leaves to defaults, said per job key (issue 15 item 11: a user must see each of them).
+void note_assumptions(const Config& c, Family fam, Model& m) {
+  const char* ctx = fam == Family::Gpt2 ? "n_positions" : "max_position_embeddings";
+  m.assumed["seq_length"] = std::to_string(m.seq_length) + " from " + ctx +
+                            " (the longest context the model supports; set model.seq_length to the sequences you "
+                            "train on)";
+  if (fam != Family::Gpt2 && fam != Family::GptNeox && !c.get("num_key_value_heads")) {
+    m.assumed["num_query_groups"] = std::to_string(m.query_groups) + ": num_key_value_heads absent, full multi-head "
+                                    "attention (transformers' default)";
+  }
+  if (!c.get("tie_word_embeddings")) {
+    m.assumed["tie_embeddings"] = std::string(m.tie ? "true" : "false") + ": tie_word_embeddings absent (transformers' "
+                                  "default for this model type)";
+  }
+  if (fam != Family::Gpt2 && !c.get("hidden_act")) {
+    m.assumed["activation"] = std::string(m.swiglu ? "swiglu" : "gelu") + ": hidden_act absent (transformers' default)";
+  }
+  // Sliding-window attention is not modelled: every token attends to the whole sequence before it.
+  if (const json* w = c.get("sliding_window"); w && w->is_number_integer() && !(c.get("use_sliding_window") &&
+                                                                             c.get("use_sliding_window")->is_boolean() &&
+                                                                             !c.get("use_sliding_window")->get<bool>())) {
+    m.assumed["sliding_window"] = "sliding_window " + std::to_string(w->get<int64_t>()) +
+                                  " is not modelled: attention spans the whole sequence (exact for sequences up to " +
+                                  std::to_string(w->get<int64_t>()) + " tokens, more attention work beyond)";
+  }
+}
+
 Model read_model(const Config& c, Family fam) {
   Model m;
   switch (fam) {
@@ -382,6 +412,7 @@ Model read_model(const Config& c, Family fam) {
     case Family::GptNeox: read_gpt_neox(c, m); break;
     default: read_llama_style(c, m, fam == Family::DeepseekV2 || fam == Family::DeepseekV3); break;
   }
+  note_assumptions(c, fam, m);
   switch (fam) {
     case Family::Llama:
     case Family::Mistral:
@@ -429,6 +460,8 @@ YAML::Node to_node(const Model& m) {
   n["seq_length"] = m.seq_length;  // the trained context; override with --set model.seq_length=...
   n["tie_embeddings"] = m.tie;
   if (m.mtp_layers > 0) n["mtp_layers"] = m.mtp_layers;
+  // Travels with the model keys: a key the job writes beside hf_config removes its entry (job_loader.cpp).
+  for (const auto& [k, text] : m.assumed) n[kHfAssumedKey][k] = text;
   YAML::Node att;
   if (m.mla) {
     att["type"] = "mla";

@@ -11,4 +11,8 @@ namespace stepsim::spec {
 // Throws InputError "<source>: <key>: <rule>" for malformed JSON, missing or invalid keys, unknown type.
 YAML::Node hf_config_to_model_node(const std::string& json_text, const std::string& source);
 
+// Model-node key under which the config's assumptions travel (job key -> what was assumed); the loader turns them
+// into ModelSpec::hf_assumptions. Not a user key (leading underscore).
+inline constexpr const char* kHfAssumedKey = "_hf_assumed";
+
 }  // namespace stepsim::spec

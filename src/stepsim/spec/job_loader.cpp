@@ -145,7 +145,9 @@ void resolve_includes(YAML::Node& root, const std::string& base_dir) {
     // Keys written next to hf_config (e.g. seq_length) override what the config says.
     for (auto it = model.begin(); it != model.end(); ++it) {
       const std::string k = it->first.Scalar();
-      if (k != "hf_config") merged[k] = it->second;
+      if (k == "hf_config") continue;
+      merged[k] = it->second;
+      if (merged[kHfAssumedKey].IsMap()) merged[kHfAssumedKey].remove(k);  // the job says it: nothing assumed
     }
     root["model"] = merged;
   }
@@ -167,6 +169,14 @@ constexpr int64_t kMaxDim = int64_t{1} << 24;
 
 ModelSpec read_model(StrictSection s) {
   ModelSpec m;
+  if (s.has(kHfAssumedKey)) {
+    const YAML::Node a = s.child(kHfAssumedKey);
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      const std::string k = it->first.Scalar();
+      // sliding_window is no job key: its note stands alone.
+      m.hf_assumptions.push_back(k == "sliding_window" ? it->second.Scalar() : "model." + k + " = " + it->second.Scalar());
+    }
+  }
   m.name = s.get_string("name", "model");
   m.num_layers = static_cast<int>(s.require_int("num_layers", 1, 100000));
   m.mtp_layers = static_cast<int>(s.get_int("mtp_layers", 0, 0, 16));

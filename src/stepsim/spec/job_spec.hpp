@@ -48,6 +48,8 @@ struct MoeSpec {
 };
 
 struct ModelSpec {
+  // What a Hugging Face config left to defaults (job key = value, and why); printed with the summary.
+  std::vector<std::string> hf_assumptions;
   std::string name = "model";
   int num_layers = 0;
   // Multi-token prediction depths (DeepSeek-V3; Megatron-Core's --mtp-num-layers, HF num_nextn_predict_layers): on
