@@ -119,6 +119,44 @@ TEST(Planner, SameResultWithOneOrTwoThreads) {
   EXPECT_EQ(one, two);
 }
 
+// Issue 13 item 5: a plan within the memory margin of capacity is flagged at risk and ranked after every plan below
+// it, whatever its step time; margin 0 ranks by the objective alone.
+TEST(Planner, PlansNearCapacityRankAfterSafeOnes) {
+  const spec::JobSpec base = tiny(8, 8);
+  plan::PlannerOptions o = small_options(2, 1);
+  o.memory_margin = 0;
+  const plan::PlanResult plain = plan::run_planner(base, o);
+  ASSERT_GE(plain.plans.size(), 3u);
+  for (const auto& p : plain.plans) EXPECT_FALSE(p.memory_at_risk);
+  EXPECT_EQ(plain.at_risk, 0);
+  // A margin that puts the middle of the peaks at risk: the plans split in two classes, safe first, each in
+  // objective order (engine rows first within a class), and the flag is in the JSON.
+  std::vector<int64_t> peaks;
+  for (const auto& p : plain.plans) peaks.push_back(p.peak_memory_bytes);
+  std::sort(peaks.begin(), peaks.end());
+  const int64_t mid = peaks[peaks.size() / 2];
+  o.memory_margin = 1.0 - (static_cast<double>(mid) + 0.5) / static_cast<double>(plain.capacity_bytes);  // safe: peak <= mid
+  ASSERT_GT(o.memory_margin, 0.0);
+  ASSERT_LT(o.memory_margin, 0.99);
+  const plan::PlanResult r = plan::run_planner(base, o);
+  ASSERT_EQ(r.plans.size(), plain.plans.size());
+  bool seen_risk = false;
+  int risky = 0;
+  for (const auto& p : r.plans) {
+    EXPECT_EQ(p.memory_at_risk, p.peak_memory_bytes > mid);
+    if (p.memory_at_risk) ++risky;
+    EXPECT_FALSE(seen_risk && !p.memory_at_risk) << "a safe plan ranked after one at risk";
+    seen_risk = seen_risk || p.memory_at_risk;
+  }
+  EXPECT_GT(risky, 0);
+  EXPECT_LT(risky, static_cast<int>(r.plans.size()));
+  EXPECT_GT(r.at_risk, 0);
+  const plan::ReportContext ctx{"tiny", "H100-SXM", 8, 8, o};
+  const auto j = plan::plan_json(r, ctx);
+  EXPECT_EQ(j["plans"].back()["memory_at_risk"].get<bool>(), true);
+  EXPECT_NE(plan::plan_text(r, ctx).find("memory at risk"), std::string::npos);
+}
+
 // A distribution over 2 "processes" in one process: each half computed separately, allgather by hand.
 TEST(Planner, SplitAcrossProcessesGivesTheSameResult) {
   const spec::JobSpec base = tiny(8, 8);

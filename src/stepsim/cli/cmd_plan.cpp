@@ -28,6 +28,7 @@ struct PlanOptions {
   std::string objective = "step", json_path, csv_path;
   double failure_rate = plan::kDefaultFailuresPerNodeDay, storage_GBps = plan::kDefaultStorageGBps, init_time_s = 0, price = 0;
   bool memory_map = false;
+  double memory_margin = plan::kDefaultMemoryMargin;
   CLI::Option *o_steps = nullptr, *o_failure = nullptr, *o_storage = nullptr, *o_init = nullptr;
 };
 
@@ -101,6 +102,7 @@ int run_plan(const PlanOptions& o) {
   po.simulate = o.simulate;
   po.threads = o.threads;
   po.price_per_gpu_hour = o.price;
+  po.memory_margin = o.memory_margin;
   if (o.objective == "e2e") {
     po.objective = plan::Objective::E2E;
     if (o.o_steps->count() == 0 || o.steps < 1) {
@@ -142,6 +144,10 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--top", o->top, "plans to report (default 10)");
   cmd->add_option("--simulate", o->simulate, "best estimates re-timed by the engine (default 2)");
   cmd->add_option("--threads", o->threads, "worker threads (default 0 = all cores)");
+  cmd->add_option("--memory-margin", o->memory_margin,
+                  "fraction of GPU memory kept free: plans above capacity x (1 - margin) rank after the others as at "
+                  "risk (default 0.05; 0 = rank by the objective alone)")
+      ->check(CLI::Range(0.0, 0.5));
   cmd->add_option("--json", o->json_path, "write the ranked plans as JSON here")->check(output_file());
   cmd->add_option("--objective", o->objective, "step (step time) or e2e (end-to-end time, MoFa eq. 43)");
   o->o_steps = cmd->add_option("--steps", o->steps, "e2e: training steps of the run");

@@ -67,6 +67,7 @@ std::string plan_text(const PlanResult& r, const ReportContext& c) {
         std::snprintf(buf, sizeof buf, " %10.2f USD", p.cost_usd);
         o << buf;
       }
+      if (p.memory_at_risk) o << "  memory at risk";
       o << "\n";
     }
     o << "  (TP comm: exposed TP + CP + EP communication; PP: bubble + exposed sends; per step, on the slowest stage"
@@ -97,6 +98,7 @@ nlohmann::json plan_json(const PlanResult& r, const ReportContext& c) {
               {"overlap_grad_reduce", x.overlap_grad_reduce},
               {"overlap_param_gather", x.overlap_param_gather},
               {"timed_by", p.simulated ? "engine" : "estimate"},
+              {"memory_at_risk", p.memory_at_risk},
               {"estimated_step_time_s", p.estimate.step_time_s},
               {"estimated_peak_memory_bytes", p.estimate.peak_memory_bytes},
               {"fits", p.peak_memory_bytes <= r.capacity_bytes},

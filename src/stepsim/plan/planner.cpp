@@ -1,6 +1,7 @@
 #include "stepsim/plan/planner.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -176,6 +177,13 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
     }
   };
 
+  const double safe_bytes = static_cast<double>(r.capacity_bytes) * (1.0 - std::clamp(o.memory_margin, 0.0, 0.99));
+  auto at_risk = [&](int64_t peak) { return static_cast<double>(peak) > safe_bytes; };
+  // Plans below the margin first, then by the objective (stable: equal keys keep walk order).
+  auto better = [](const RankedPlan& a, const RankedPlan& b) {
+    if (a.memory_at_risk != b.memory_at_risk) return !a.memory_at_risk;
+    return a.objective_s < b.objective_s;
+  };
   std::vector<RankedPlan> fitting;  // estimated, fits, in walk order
   for (int64_t i = 0; i < count; ++i) {
     if (est[i].peak_memory_bytes > r.capacity_bytes) {
@@ -188,14 +196,15 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
     rp.step_time_s = est[i].step_time_s;
     rp.tflops_per_gpu = est[i].tflops_per_gpu;
     rp.peak_memory_bytes = est[i].peak_memory_bytes;
+    rp.memory_at_risk = at_risk(rp.peak_memory_bytes);
+    r.at_risk += rp.memory_at_risk ? 1 : 0;
     rp.stages = est[i].stages;
     score(rp);
     fitting.push_back(rp);
   }
   r.fits = static_cast<int64_t>(fitting.size());
-  // Stable: equal objectives keep walk order, so the ranking is a function of the input alone.
-  std::stable_sort(fitting.begin(), fitting.end(),
-                   [](const RankedPlan& a, const RankedPlan& b) { return a.objective_s < b.objective_s; });
+  // Stable: equal keys keep walk order, so the ranking is a function of the input alone.
+  std::stable_sort(fitting.begin(), fitting.end(), better);
 
   // Engine runs on the best estimates; a plan the engine finds over capacity is dropped and the next one runs.
   std::vector<RankedPlan> timed;
@@ -214,6 +223,7 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
           rp.step_time_s = sum.step_time_s;
           rp.tflops_per_gpu = sum.tflops_per_gpu;
           rp.peak_memory_bytes = sum.peak_bytes_max;
+          rp.memory_at_risk = at_risk(rp.peak_memory_bytes);
           const auto& b = sum.breakdown;
           rp.stages = StageTimes{b.compute_s, b.exposed_comm_s[report::kTp], b.exposed_comm_s[report::kCp],
                                  b.exposed_comm_s[report::kEp], b.exposed_comm_s[report::kPp] + b.pipeline_bubble_s,
@@ -231,12 +241,15 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
     }
     next += batch;
   }
-  std::stable_sort(timed.begin(), timed.end(),
-                   [](const RankedPlan& a, const RankedPlan& b) { return a.objective_s < b.objective_s; });
+  std::stable_sort(timed.begin(), timed.end(), better);
   for (const RankedPlan& rp : timed) {
     if (static_cast<int>(r.plans.size()) < o.top) r.plans.push_back(rp);
   }
   for (size_t i = next; i < fitting.size() && static_cast<int>(r.plans.size()) < o.top; ++i) r.plans.push_back(fitting[i]);
+  // An engine-timed plan the engine found at risk goes after the safe estimates too (engine rows stay first within
+  // each class).
+  std::stable_sort(r.plans.begin(), r.plans.end(),
+                   [](const RankedPlan& a, const RankedPlan& b) { return !a.memory_at_risk && b.memory_at_risk; });
 
   // Notes: every rule and what it removed, what is not searched, how the rows were timed.
   auto& notes = r.notes;
@@ -251,6 +264,14 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
       line += " (+" + std::to_string(r.engine_oom) + " the engine found over capacity after the estimate fit)";
     }
     notes.push_back(line);
+  }
+  {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "memory margin %.0f %%: %lld fitting plan(s) peak above %.2f GiB and are ranked after "
+                  "the others as at risk (the allocator's fragmentation and transient buffers are not in the memory "
+                  "model; --memory-margin 0 ranks by the objective alone)",
+                  100 * std::clamp(o.memory_margin, 0.0, 0.99), static_cast<long long>(r.at_risk), safe_bytes / (1 << 30));
+    notes.push_back(buf);
   }
   notes.push_back("not searched: TP communication overlap (tp_comm_overlap), ZeRO-3 (zero_stage), expert_tensor, "
                   "attention_backend (the job's own settings are kept); not modelled "

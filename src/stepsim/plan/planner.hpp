@@ -17,6 +17,11 @@ namespace stepsim::plan {
 
 enum class Objective { Step, E2E };
 
+// 5 % of capacity (4 GiB on an 80 GiB GPU). Assumed, not measured: PyTorch's caching allocator reserves more than it
+// allocates by a few percent in long LLM runs, and stepsim counts neither that nor every transient buffer
+// (docs/MODEL.md §13).
+inline constexpr double kDefaultMemoryMargin = 0.05;
+
 // MoFa eq. 43 inputs that are not in the job (same defaults as `stepsim reliability`).
 struct E2EOptions {
   int64_t steps = 0;
@@ -33,6 +38,10 @@ struct PlannerOptions {
   Objective objective = Objective::Step;
   E2EOptions e2e;
   double price_per_gpu_hour = 0;  // > 0 adds cost columns
+  // Fraction of the GPU's memory kept free for what the memory model does not count (the caching allocator's
+  // fragmentation, transient workspaces): a plan whose peak is above capacity x (1 - margin) is "at risk" and ranked
+  // after every plan below it. 0 ranks by the objective alone.
+  double memory_margin = kDefaultMemoryMargin;
 };
 
 struct RankedPlan {
@@ -41,6 +50,7 @@ struct RankedPlan {
   bool simulated = false;   // step_time_s .. stages come from the engine
   double step_time_s = 0, tflops_per_gpu = 0;
   int64_t peak_memory_bytes = 0;
+  bool memory_at_risk = false;  // fits, but within PlannerOptions::memory_margin of capacity
   StageTimes stages;
   // Objective e2e: MoFa eq. 44's interval and eq. 43's time; cost when a price is given.
   int64_t checkpoint_interval = 0;
@@ -53,6 +63,7 @@ struct PlanResult {
   std::array<int64_t, kNumRules> removed{};
   int64_t enumerated = 0, estimated = 0, fits = 0;
   int64_t simulated = 0, engine_oom = 0;  // engine runs; of which the engine found over capacity
+  int64_t at_risk = 0;                    // fitting plans (estimated) within the memory margin
   int64_t capacity_bytes = 0;
   int nodes = 0;
   double checkpoint_save_s = 0;  // e2e only
