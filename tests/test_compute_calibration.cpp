@@ -19,6 +19,23 @@ namespace {
 
 using validate::RunResponse;
 
+hw::ComputeCalibrationRow hopper_row(double clock, double attention_scale = 1.0) {
+  hw::ComputeCalibrationRow row;
+  row.arch = "hopper";
+  row.sustained_clock = clock;
+  row.attention_scale = attention_scale;
+  row.source = "test";
+  row.created = "2026-11-25T00:00:00Z";
+  return row;
+}
+
+// A fresh store at `path` holding `rows` (the last one is the newest).
+void fresh_store(const std::string& path, const std::vector<hw::ComputeCalibrationRow>& rows) {
+  std::filesystem::remove(path);
+  hw::CalibrationStore s = hw::CalibrationStore::open(path);
+  for (const auto& r : rows) s.insert_compute(r);
+}
+
 TEST(ComputeCalibration, FitRecoversTheClockOfRunsThatScaleWithCompute) {
   // Three runs of pure compute (a = 0) measured 1/0.8 slower than predicted at clock 1: the fit is 0.8 exactly.
   const std::vector<RunResponse> runs = {
@@ -65,21 +82,13 @@ TEST(ComputeCalibration, QuantilesInterpolate) {
 
 TEST(ComputeCalibration, SimulationUsesTheStoredClockAndReportsItsInterval) {
   const std::string store = test::temp_dir() + "/compute.sqlite";
-  std::filesystem::remove(store);
-  {
-    hw::CalibrationStore s = hw::CalibrationStore::open(store);
-    hw::ComputeCalibrationRow row;
-    row.arch = "hopper";
-    row.sustained_clock = 0.5;
-    row.runs = 3;
-    row.interval_low = -0.1;
-    row.interval_high = 0.25;
-    row.source = "test";
-    row.created = "2026-11-25T00:00:00Z";
-    s.insert_compute(row);
-    row.sustained_clock = 0.6;  // newer row wins
-    s.insert_compute(row);
-  }
+  hw::ComputeCalibrationRow row = hopper_row(0.5);
+  row.runs = 3;
+  row.interval_low = -0.1;
+  row.interval_high = 0.25;
+  hw::ComputeCalibrationRow newer = row;
+  newer.sustained_clock = 0.6;  // newer row wins
+  fresh_store(store, {row, newer});
   std::string yaml = test::small_gpt_yaml(1, 1, 1, 4);
   const spec::JobSpec at1 = test::job_from_yaml(yaml + "simulation: {calibration_store: none, sustained_clock: 1.0}\n");
   const spec::JobSpec stored = test::job_from_yaml(yaml + "simulation: {calibration_store: " + store + "}\n");
@@ -133,13 +142,7 @@ TEST(ComputeCalibration, StoreKeepsTheAttentionScaleAndReadsOldStoresAsOne) {
   }
   hw::CalibrationStore s = hw::CalibrationStore::open(path);
   EXPECT_DOUBLE_EQ(s.lookup_compute("hopper")->attention_scale, 1.0);  // the old row, migrated
-  hw::ComputeCalibrationRow row;
-  row.arch = "hopper";
-  row.sustained_clock = 0.8;
-  row.attention_scale = 0.75;
-  row.source = "test";
-  row.created = "now";
-  s.insert_compute(row);
+  s.insert_compute(hopper_row(0.8, 0.75));
   EXPECT_DOUBLE_EQ(s.lookup_compute("hopper")->attention_scale, 0.75);
 }
 
@@ -147,17 +150,7 @@ TEST(ComputeCalibration, AttentionScaleSlowsOnlyTheAttentionKernels) {
   // A long-sequence job (attention-heavy): the store's scale applies, the job's own wins, and the step changes by
   // exactly the attention kernels' time (here nothing overlaps them on rank 0 of a single GPU).
   const std::string store = test::temp_dir() + "/attention.sqlite";
-  std::filesystem::remove(store);
-  {
-    hw::CalibrationStore s = hw::CalibrationStore::open(store);
-    hw::ComputeCalibrationRow row;
-    row.arch = "hopper";
-    row.sustained_clock = 1.0;
-    row.attention_scale = 0.5;
-    row.source = "test";
-    row.created = "now";
-    s.insert_compute(row);
-  }
+  fresh_store(store, {hopper_row(1.0, 0.5)});
   std::string yaml = test::small_gpt_yaml(1, 1, 1, 1);
   yaml.replace(yaml.find("seq_length: 1024"), 16, "seq_length: 8192");
   auto with = [&](const std::string& sim) { return test::job_from_yaml(yaml + "simulation: {" + sim + "}\n"); };
@@ -170,15 +163,17 @@ TEST(ComputeCalibration, AttentionScaleSlowsOnlyTheAttentionKernels) {
   EXPECT_EQ(cal.source, "store " + store + "; attention kernels x2.00 (simulation.attention_scale)");
   const auto base = sim::run_simulation(with("calibration_store: none, sustained_clock: 1.0"), {0});
   const auto half = sim::run_simulation(with("calibration_store: none, sustained_clock: 1.0, attention_scale: 0.5"), {0});
-  int64_t attention_ns = 0, attention_half_ns = 0, other_ns = 0, other_half_ns = 0;
-  for (const auto& op : base.workload.programs[0].ops) {
-    if (op.kind != workload::OpKind::Compute) continue;
-    (op.category == workload::ComputeCategory::Attention ? attention_ns : other_ns) += op.duration_ns;
-  }
-  for (const auto& op : half.workload.programs[0].ops) {
-    if (op.kind != workload::OpKind::Compute) continue;
-    (op.category == workload::ComputeCategory::Attention ? attention_half_ns : other_half_ns) += op.duration_ns;
-  }
+  // Nanoseconds of compute in attention kernels and in the rest, on rank 0's program.
+  auto split = [](const sim::Simulation& sim) {
+    std::pair<int64_t, int64_t> t{0, 0};
+    for (const auto& op : sim.workload.programs[0].ops) {
+      if (op.kind != workload::OpKind::Compute) continue;
+      (op.category == workload::ComputeCategory::Attention ? t.first : t.second) += op.duration_ns;
+    }
+    return t;
+  };
+  const auto [attention_ns, other_ns] = split(base);
+  const auto [attention_half_ns, other_half_ns] = split(half);
   EXPECT_GT(attention_ns, 0);
   EXPECT_EQ(other_half_ns, other_ns);
   EXPECT_NEAR(static_cast<double>(attention_half_ns) / static_cast<double>(attention_ns), 2.0, 1e-3);
