@@ -315,5 +315,28 @@ TEST(ProfileKernelName, NewAndOldNames) {
   EXPECT_FALSE(parse_nccl_kernel_name("ampere_sgemm_128x64_nn"));
 }
 
+TEST(ProfileNcclLog, AFileWithoutOneNcclLineIsAnError) {
+  // Issue 15 item 14: an empty log, binary junk or another program's output reported "0 calls on 0 rank(s)", exit 0.
+  auto error_of = [](const std::string& text, const std::string& name) -> std::string {
+    NcclLog log;
+    try {
+      parse_nccl_log_text(text, name, log);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "<no error>";
+  };
+  EXPECT_EQ(error_of("", "empty.log").rfind("empty.log: no NCCL log line in 0 line(s) of 0 bytes", 0), 0u);
+  EXPECT_EQ(error_of("hello\nworld\n", "other.log").rfind("other.log: no NCCL log line in 2 line(s)", 0), 0u);
+  std::string junk(4096, '\0');
+  for (size_t i = 0; i < junk.size(); ++i) junk[i] = static_cast<char>((i * 131) % 251);
+  EXPECT_NE(error_of(junk, "junk.log").find("junk.log: no NCCL log line"), std::string::npos);
+  // One NCCL line is enough (a log of a run that made no collective is still a log).
+  EXPECT_EQ(error_of("h:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n", "boot.log"), "<no error>");
+  // From the command line, exit 2.
+  const auto r = test::run_cli("profile nccl --log /dev/null");
+  EXPECT_EQ(r.code, 2) << r.output;
+}
+
 }  // namespace
 }  // namespace stepsim::profile

@@ -339,6 +339,7 @@ void parse_nccl_log_text(std::string_view text, const std::string& name, NcclLog
                      std::to_string(kMaxLogBytes) + " bytes");
   Parser p{log, static_cast<int>(log.files.size()), name, {}, {}};
   log.files.push_back(name);
+  const int64_t nccl_lines_before = log.nccl_lines;
   int line_no = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -346,6 +347,13 @@ void parse_nccl_log_text(std::string_view text, const std::string& name, NcclLog
     if (nl == std::string_view::npos) nl = text.size();
     p.line(text.substr(pos, nl - pos), ++line_no);
     pos = nl + 1;
+  }
+  // A file with not one NCCL line is not an NCCL log (an empty file, binary data, some other program's output):
+  // reporting "0 calls on 0 ranks" would read as a run that made no collectives.
+  if (log.nccl_lines == nccl_lines_before) {
+    throw InputError(name + ": no NCCL log line in " + std::to_string(line_no) + " line(s) of " +
+                     std::to_string(text.size()) + " bytes (expected lines such as 'host:pid:tid [rank] NCCL INFO ...'; "
+                     "run with NCCL_DEBUG=INFO)");
   }
   const size_t first_block = log.topologies.size();
   for (auto& [key, tp] : p.topo) {
