@@ -130,5 +130,17 @@ TEST(TraceImport, BadInputExitsTwo) {
   expect_exit2(other + " --out " + dir + "o7", other, "neither a Kineto trace");
 }
 
+
+TEST(TraceImport, ATraceWithoutKernelsIsAnError) {
+  // Issue 15 item 14: a trace with no GPU kernel event imported as a rank of 0 kernels, exit 0.
+  const std::string empty = test::write_temp("no-kernels.json", "{\"traceEvents\": []}\n");
+  const auto r = test::run_cli("trace import " + empty + " --out " + test::temp_dir() + "no-kernels-out");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(empty + ": no GPU kernel events"), std::string::npos) << r.output;
+  const std::string nested = test::write_temp("nested-events.json", "{\"traceEvents\": [[[[[1]]]]]}\n");
+  const auto n = test::run_cli("trace import " + nested + " --out " + test::temp_dir() + "nested-out");
+  EXPECT_EQ(n.code, 2) << n.output;
+  EXPECT_NE(n.output.find(nested), std::string::npos) << n.output;
+}
 }  // namespace
 }  // namespace stepsim::trace

@@ -20,6 +20,15 @@ std::vector<RankImport> import_traces(const std::vector<std::string>& paths) {
     throw InputError((paths.empty() ? std::string("trace import") : paths.front()) +
                      ": no Kineto (PyTorch profiler) trace among the inputs; an execution trace alone has no kernel times");
 
+  // A trace with no GPU kernel has nothing to replay (an empty traceEvents, a profile taken without CUDA activity):
+  // importing it as a rank of 0 kernels would simulate a step of nothing.
+  for (const KinetoTrace& k : kineto) {
+    if (k.kernels.empty()) {
+      throw InputError(k.path + ": no GPU kernel events (cat \"kernel\") in the trace; profile with "
+                       "ProfilerActivity.CUDA to record them");
+    }
+  }
+
   std::vector<int> rank(kineto.size());
   std::map<int, size_t> by_rank;
   for (size_t i = 0; i < kineto.size(); ++i) {
