@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "stepsim/spec/hf_config.hpp"
 #include "stepsim/spec/input_error.hpp"
@@ -57,6 +58,27 @@ static void reject_duplicate_keys(const YAML::Node& node, const std::string& sou
   }
 }
 
+// The 1-based line of a document start marker (`---` alone or followed by a space) that comes after content, 0 if
+// none. Comment lines and blank lines are no content; a marker before any content opens the first document.
+static int second_document_line(const std::string& text) {
+  bool content = false;
+  int line = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    const std::string_view l(text.data() + pos, nl - pos);
+    ++line;
+    const bool marker = l.substr(0, 3) == "---" && (l.size() == 3 || l[3] == ' ' || l[3] == '\r');
+    if (marker && content) return line;
+    const size_t first = l.find_first_not_of(" \t\r");
+    if (!marker && first != std::string_view::npos && l[first] != '#') content = true;
+    if (nl == text.size()) break;
+    pos = nl + 1;
+  }
+  return 0;
+}
+
 YAML::Node parse_yaml(const std::string& text, const std::string& source) {
   if (text.size() > kMaxInputFileBytes) throw InputError(source + ": input larger than the limit");
   // yaml-cpp recurses per nesting level; refuse absurd nesting before it can exhaust the stack.
@@ -67,13 +89,13 @@ YAML::Node parse_yaml(const std::string& text, const std::string& source) {
   }
   if (max_depth > 64) throw InputError(source + ": malformed YAML: nesting deeper than 64 levels");
   try {
-    // Every document is parsed: a second one (after `---`) is an error rather than silently ignored.
-    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.size() > 1) {
-      throw InputError(source + ":" + std::to_string(docs[1].Mark().line + 1) +
-                       ": a second YAML document; a job or cluster file holds one");
+    YAML::Node root = YAML::Load(text);
+    // A second document (a `---` line after content) is an error rather than silently ignored. Found by scanning
+    // the text, not by YAML::LoadAll, which loops forever on some malformed inputs (yaml-cpp 0.7, found by
+    // fuzz_job_yaml).
+    if (const int line = second_document_line(text); line > 0) {
+      throw InputError(source + ":" + std::to_string(line) + ": a second YAML document; a job or cluster file holds one");
     }
-    YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
     reject_duplicate_keys(root, source);
     return root;
   } catch (const YAML::Exception& e) {
