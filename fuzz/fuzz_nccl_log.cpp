@@ -1,11 +1,12 @@
-// libFuzzer target for the NCCL debug-log parser (and the kernel-name parser on the same bytes). InputError is
-// never expected for in-memory text under the size limit; any exception, crash or hang, or a record that breaks
-// the invariants below, is a bug.
+// libFuzzer target for the NCCL debug-log parser (and the kernel-name parser on the same bytes). The one InputError
+// expected for in-memory text under the size limit is a text without a single NCCL line; any other exception, crash
+// or hang, or a record that breaks the invariants below, is a bug.
 #include <cstdint>
 #include <string>
 
 #include "stepsim/profile/nccl_kernel_name.hpp"
 #include "stepsim/profile/nccl_log.hpp"
+#include "stepsim/spec/input_error.hpp"
 
 #include "fuzz_support.hpp"
 
@@ -17,8 +18,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int64_t lines = 0;
   for (char c : text) lines += c == '\n';
   lines += !text.empty() && text.back() != '\n';
+  const size_t nl = text.find('\n');
+  if (auto k = parse_nccl_kernel_name(text.substr(0, nl))) require(k->datatype >= -1 && k->datatype < 12);
   NcclLog log;
-  parse_nccl_log_text(text, "fuzz.log", log);
+  try {
+    parse_nccl_log_text(text, "fuzz.log", log);
+  } catch (const stepsim::InputError& e) {
+    require(std::string(e.what()).rfind("fuzz.log: no NCCL log line", 0) == 0 && log.nccl_lines == 0);
+    return 0;
+  }
+  require(log.nccl_lines > 0);
   require(log.lines == lines);
   require(log.garbled_lines >= 0 && log.garbled_examples.size() <= 8);
   require(log.nccl_lines <= log.lines);
@@ -38,7 +47,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (t.nodes.size() >= 2) (void)t.gpu_pair_bottleneck(t.nodes[0].id, t.nodes[1].id);
   }
-  const size_t nl = text.find('\n');
-  if (auto k = parse_nccl_kernel_name(text.substr(0, nl))) require(k->datatype >= -1 && k->datatype < 12);
   return 0;
 }
