@@ -177,7 +177,8 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
     }
   };
 
-  const double safe_bytes = static_cast<double>(r.capacity_bytes) * (1.0 - std::clamp(o.memory_margin, 0.0, 0.99));
+  const double margin = std::clamp(o.memory_margin, 0.0, 0.99);
+  const double safe_bytes = static_cast<double>(r.capacity_bytes) * (1.0 - margin);
   auto at_risk = [&](int64_t peak) { return static_cast<double>(peak) > safe_bytes; };
   // Plans below the margin first, then by the objective (stable: equal keys keep walk order).
   auto better = [](const RankedPlan& a, const RankedPlan& b) {
@@ -270,7 +271,7 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
     std::snprintf(buf, sizeof buf, "memory margin %.0f %%: %lld fitting plan(s) peak above %.2f GiB and are ranked after "
                   "the others as at risk (the allocator's fragmentation and transient buffers are not in the memory "
                   "model; --memory-margin 0 ranks by the objective alone)",
-                  100 * std::clamp(o.memory_margin, 0.0, 0.99), static_cast<long long>(r.at_risk), safe_bytes / (1 << 30));
+                  100 * margin, static_cast<long long>(r.at_risk), safe_bytes / (1 << 30));
     notes.push_back(buf);
   }
   notes.push_back("not searched: TP communication overlap (tp_comm_overlap), ZeRO-3 (zero_stage), expert_tensor, "

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <tuple>
 
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/input_file.hpp"
 
 namespace stepsim::profile {
 namespace {
@@ -367,12 +367,7 @@ void parse_nccl_log_text(std::string_view text, const std::string& name, NcclLog
 NcclLog parse_nccl_logs(const std::vector<std::string>& paths) {
   NcclLog log;
   for (const auto& path : paths) {
-    std::error_code ec;
-    const std::filesystem::file_status st = std::filesystem::status(path, ec);
-    if (!std::filesystem::exists(st)) throw InputError(path + ": cannot read the NCCL log (--log): no such file");
-    if (std::filesystem::is_directory(st)) {
-      throw InputError(path + ": cannot read the NCCL log (--log): it is a directory, not a file");
-    }
+    spec::require_existing_file(path, "the NCCL log (--log)");
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) throw InputError(path + ": cannot open the NCCL log (--log)");
     const std::streamoff size = in.tellg();

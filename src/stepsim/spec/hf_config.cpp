@@ -396,9 +396,10 @@ void note_assumptions(const Config& c, Family fam, Model& m) {
     m.assumed["activation"] = std::string(m.swiglu ? "swiglu" : "gelu") + ": hidden_act absent (transformers' default)";
   }
   // Sliding-window attention is not modelled: every token attends to the whole sequence before it.
-  if (const json* w = c.get("sliding_window"); w && w->is_number_integer() && !(c.get("use_sliding_window") &&
-                                                                             c.get("use_sliding_window")->is_boolean() &&
-                                                                             !c.get("use_sliding_window")->get<bool>())) {
+  const json* w = c.get("sliding_window");
+  const json* use = c.get("use_sliding_window");  // Qwen2: false turns the window off
+  const bool off = use && use->is_boolean() && !use->get<bool>();
+  if (w && w->is_number_integer() && !off) {
     m.assumed["sliding_window"] = "sliding_window " + std::to_string(w->get<int64_t>()) +
                                   " is not modelled: attention spans the whole sequence (exact for sequences up to " +
                                   std::to_string(w->get<int64_t>()) + " tokens, more attention work beyond)";

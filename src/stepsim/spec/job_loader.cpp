@@ -8,6 +8,7 @@
 
 #include "stepsim/spec/hf_config.hpp"
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/input_file.hpp"
 #include "stepsim/spec/megatron_args.hpp"
 #include "stepsim/spec/yaml_reader.hpp"
 
@@ -21,10 +22,8 @@ namespace fs = std::filesystem;
 
 std::string read_text_file(const std::string& path, const std::string& what) {
   std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (!fs::exists(st)) throw InputError(path + ": cannot read " + what + ": no such file");
-  if (fs::is_directory(st)) throw InputError(path + ": cannot read " + what + ": it is a directory, not a file");
-  if (!fs::is_regular_file(st)) {
+  require_existing_file(path, what);
+  if (!fs::is_regular_file(path, ec)) {
     throw InputError(path + ": cannot read " + what + ": not a regular file (a device, pipe or socket)");
   }
   const auto size = fs::file_size(path, ec);

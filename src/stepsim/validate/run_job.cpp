@@ -109,6 +109,12 @@ double attention_width(const PublishedRun& r, const Family& f) {
                : static_cast<double>(r.hidden);
 }
 
+// Micro-batches each pipeline runs per step (micro-batch 1 when not stated); 0 when the row's degrees leave no DP.
+int64_t microbatches_per_pipeline(const PublishedRun& r) {
+  const int64_t dp = static_cast<int64_t>(r.num_gpus) / (int64_t{r.tp} * r.pp * r.cp);
+  return dp > 0 ? r.global_batch / (dp * r.micro_batch.value_or(1)) : 0;
+}
+
 }  // namespace
 
 const hw::GpuSpec& gpu_of(const PublishedRun& r) {
@@ -262,8 +268,7 @@ RunJob job_for_run(const PublishedRun& r) {
   } else if (!r.vp && r.pp > 1 && contains(r.notes, "interleav") && !old) {
     // The source says it interleaved but not how deeply: the deepest of 4 and 2 chunks per stage that keeps two
     // layers a chunk on average (embedding and loss counted) and fits the micro-batches (a multiple of pipeline).
-    const int64_t dp = static_cast<int64_t>(r.num_gpus) / (int64_t{r.tp} * r.pp * r.cp);
-    const int64_t m = dp > 0 ? r.global_batch / (dp * r.micro_batch.value_or(1)) : 0;
+    const int64_t m = microbatches_per_pipeline(r);
     int v = 1;
     for (int c : {4, 2}) {
       if (v == 1 && (r.layers + 2) >= 2 * r.pp * c && m % r.pp == 0) v = c;
@@ -278,8 +283,7 @@ RunJob job_for_run(const PublishedRun& r) {
     // enabled" for Table 1, without the chunk count: the fewest chunks (> 1) that divide a stage's layers, as
     // Megatron-LM 2021 requires, when the micro-batches are a multiple of pipeline (its other requirement). Its p2p
     // was synchronous then (asynchronous overlap came with Megatron-LM 3.0, 2022).
-    const int64_t dp = static_cast<int64_t>(r.num_gpus) / (int64_t{r.tp} * r.pp * r.cp);
-    const int64_t m = dp > 0 ? r.global_batch / (dp * r.micro_batch.value_or(1)) : 0;
+    const int64_t m = microbatches_per_pipeline(r);
     const int per_stage = r.layers % r.pp == 0 ? r.layers / r.pp : 0;
     int v = 1;
     for (int c = 2; v == 1 && c <= per_stage; ++c) {

@@ -1,0 +1,12 @@
+#pragma once
+// What a path given as an input file is, said before it is read: every reader names a missing file and a directory
+// the same way.
+#include <string>
+
+namespace stepsim::spec {
+
+// InputError "<path>: cannot read <what>: no such file" or "...: it is a directory, not a file". Devices and pipes
+// pass (a log may come from /dev/stdin); readers that need a regular file check that themselves.
+void require_existing_file(const std::string& path, const std::string& what);
+
+}  // namespace stepsim::spec
