@@ -35,7 +35,12 @@ TEST(ContextParallel, RingPassesKvBlocksAndDkvAround) {
       EXPECT_EQ(op.bytes, block) << p.name(op);
       ++calls[p.name(op)];
     }
-    if (p.name(op).rfind("core_attention", 0) == 0) ++calls[p.name(op)];
+    if (p.name(op).rfind("core_attention", 0) == 0) {
+      ++calls[p.name(op)];
+      // Each ring step walks this rank's s/c = 1024 keys at head dim 64: the attention efficiency's shape.
+      EXPECT_EQ(op.gemm_n, 4096 / 4) << p.name(op);
+      EXPECT_EQ(op.gemm_k, 64) << p.name(op);
+    }
   }
   // Per layer and micro-batch: forward c - 1 = 3 K/V passes and c = 4 steps (1 local + 3); backward 3 K/V passes,
   // 4 steps and 4 dK/dV passes (the last brings each dK/dV home). 4 layers x 2 micro-batches.
@@ -114,6 +119,10 @@ TEST(ContextParallel, AllGatherAndUlyssesVolumes) {
   EXPECT_EQ(c.calls[report::kCp], uint64_t(8 * 4));
   const double per_layer = 2.0 * tokens * ((1024 + 512) + 1024) * 2;
   EXPECT_NEAR(double(c.message[report::kCp]), 8 * per_layer, 0.5);
+  // Ulysses attends over the whole sequence (its heads / c): the kernel walks all 4096 keys.
+  for (const auto& op : u.programs[0].ops)
+    if (op.category == workload::ComputeCategory::Attention && op.kind == workload::OpKind::Compute)
+      EXPECT_EQ(op.gemm_n, 4096) << u.programs[0].name(op);
 }
 
 TEST(ContextParallel, UlyssesNeedsHeadsDivisibleByTensorTimesContext) {

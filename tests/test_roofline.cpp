@@ -101,6 +101,11 @@ TEST(Roofline, HandComputedCasesOnARoundGpu) {
   // FP8 keeps attention at the BF16 peak (Transformer Engine runs it in BF16).
   att.phase = Phase::Forward;
   EXPECT_EQ(make_roofline_model(round_gpu(), Precision::Fp8, round_table())->duration_ns(att), 25000000);
+  // Without shape curves the op's shape (kv tokens, head dim) changes nothing.
+  att.gemm_n = 512;
+  att.gemm_k = 64;
+  EXPECT_EQ(model->duration_ns(att), 25000000);
+  att.gemm_n = att.gemm_k = 0;
   // Grouped GEMM, 4 experts of 1024x1024x512 (2^30 each): eff 0.65 * 0.5; 2^32 / (100e12 * 0.325) = 132.1528 us.
   Op grouped = gemm(1024, 1024, 512);
   grouped.category = ComputeCategory::GroupedGemm;
@@ -300,6 +305,51 @@ TEST(EfficiencyTables, MergesDefaultsArchAndGpuOverride) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("archs.volta"), std::string::npos) << e.what();
   }
+}
+
+TEST(Roofline, AttentionFollowsTheSequenceAndHeadDimCurves) {
+  EfficiencyTable t = round_table();
+  t.attention_sequence = {{1024, 0.5}, {4096, 1.0}};
+  t.attention_head_dim = {{64, 0.8}, {128, 1.0}};
+  // Interpolated in log2: 2048 tokens is half-way from 1024 to 4096 -> 0.75; head dim 2^6.5 half-way -> 0.9.
+  EXPECT_DOUBLE_EQ(t.attention_shape_factor(2048, 128), 0.75);
+  EXPECT_NEAR(t.attention_shape_factor(4096, std::exp2(6.5)), 0.9, 1e-12);
+  EXPECT_DOUBLE_EQ(t.attention_shape_factor(256, 32), 0.5 * 0.8);    // flat below the first points
+  EXPECT_DOUBLE_EQ(t.attention_shape_factor(1 << 20, 256), 1.0);    // and above the last
+  EXPECT_DOUBLE_EQ(t.attention_shape_factor(0, 0), 1.0);            // an op without a shape
+  const auto model = make_roofline_model(round_gpu(), Precision::Bf16, t);
+  Op att;
+  att.category = ComputeCategory::Attention;
+  att.flops = 1e12;
+  att.gemm_n = 2048;
+  att.gemm_k = 64;
+  // 1e12 / (100e12 * 0.4 * 0.75 * 0.8) = 41.667 ms forward; backward at 0.2: 83.333 ms.
+  att.phase = Phase::Forward;
+  EXPECT_EQ(model->duration_ns(att), 41666667);
+  att.phase = Phase::Backward;
+  EXPECT_EQ(model->duration_ns(att), 83333333);
+}
+
+TEST(EfficiencyTables, AttentionShapeCurvesLoadMergeAndRefuseBadPoints) {
+  const std::string curves = "    attention: {forward: 0.6, backward: 0.5, sequence_curve: [[512, 0.5], [8192, 1.0]], "
+                             "head_dim_curve: [[64, 0.8], [128, 1]]}\n";
+  const auto cat = EfficiencyCatalog::load(write_temp("curves.yaml", variant("    attention: {forward: 0.6, backward: 0.5}\n", curves)));
+  GpuSpec g = round_gpu();
+  g.name = "OTHER";
+  const EfficiencyTable t = cat.resolve(g);
+  ASSERT_EQ(t.attention_sequence.size(), 2u);
+  EXPECT_DOUBLE_EQ(t.attention_shape_factor(2048, 64), 0.75 * 0.8);
+  g.name = "TEST-GPU";  // its override sets attention.forward only: the arch's curves stay
+  EXPECT_DOUBLE_EQ(cat.resolve(g).attention_shape_factor(2048, 128), 0.75);
+  expect_error("seq_order.yaml", variant("    attention: {forward: 0.6, backward: 0.5}\n",
+                                         "    attention: {forward: 0.6, backward: 0.5, sequence_curve: [[512, 0.5], [256, 1]]}\n"),
+               {"archs.hopper.attention.sequence_curve[1]", "increase"});
+  expect_error("seq_factor.yaml", variant("    attention: {forward: 0.6, backward: 0.5}\n",
+                                          "    attention: {forward: 0.6, backward: 0.5, head_dim_curve: [[64, 1.5]]}\n"),
+               {"archs.hopper.attention.head_dim_curve[0][1]", "(0, 1]"});
+  expect_error("seq_x.yaml", variant("    attention: {forward: 0.6, backward: 0.5}\n",
+                                     "    attention: {forward: 0.6, backward: 0.5, sequence_curve: [[-1, 0.5]]}\n"),
+               {"archs.hopper.attention.sequence_curve[0][0]", "kv_tokens"});
 }
 
 TEST(EfficiencyTables, StrictLoadingNamesFileAndKey) {

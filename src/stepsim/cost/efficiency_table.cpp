@@ -21,6 +21,7 @@ struct EfficiencyCatalog::Partial {
   std::array<std::optional<double>, 4> gemm_precision_scale;
   std::optional<double> grouped_gemm_scale;
   std::optional<double> attention_forward, attention_backward;
+  std::optional<std::vector<ShapePoint>> attention_sequence, attention_head_dim;
   std::array<std::optional<double>, static_cast<int>(MemoryClass::kCount)> memory;
   std::optional<double> kernel_floor_us, host_to_device_GBps;
   std::optional<double> sustained_clock;
@@ -125,6 +126,25 @@ class Parser {
     return pts;
   }
 
+  // An attention shape curve: [[x, factor], ...] with x > 0 strictly increasing, factor in (0, 1].
+  std::vector<ShapePoint> shape_curve(const YAML::Node& n, const std::string& key, const char* x_name) const {
+    if (!n.IsSequence() || n.size() == 0 || n.size() > 64)
+      fail(key, std::string("must be a list of 1 to 64 [") + x_name + ", factor] points" + line_of(n));
+    std::vector<ShapePoint> pts;
+    for (size_t i = 0; i < n.size(); ++i) {
+      const std::string k = key + "[" + std::to_string(i) + "]";
+      const YAML::Node p = n[i];
+      if (!p.IsSequence() || p.size() != 2) fail(k, std::string("must be a pair [") + x_name + ", factor]" + line_of(p));
+      const ShapePoint c{number(p[0], k + "[0]"), fraction(p[1], k + "[1]")};
+      if (!(c.x > 0 && c.x < 1e12)) fail(k + "[0]", std::string(x_name) + " must be in (0, 1e12), got " + fmt(c.x) + line_of(p));
+      if (!pts.empty() && !(c.x > pts.back().x))
+        fail(k, std::string(x_name) + " must increase from point to point (" + fmt(pts.back().x) + " then " + fmt(c.x) +
+                    ")" + line_of(p));
+      pts.push_back(c);
+    }
+    return pts;
+  }
+
   // One table (defaults, archs.X or gpus.Y); every field optional.
   Partial table(const YAML::Node& n, const std::string& key) const {
     Partial t;
@@ -146,9 +166,13 @@ class Parser {
       t.grouped_gemm_scale = fraction(n["grouped_gemm_scale"], key + ".grouped_gemm_scale");
     if (present.count("attention")) {
       const YAML::Node a = n["attention"];
-      const auto have = keys(a, key + ".attention", {"forward", "backward"});
+      const auto have = keys(a, key + ".attention", {"forward", "backward", "sequence_curve", "head_dim_curve"});
       if (have.count("forward")) t.attention_forward = fraction(a["forward"], key + ".attention.forward");
       if (have.count("backward")) t.attention_backward = fraction(a["backward"], key + ".attention.backward");
+      if (have.count("sequence_curve"))
+        t.attention_sequence = shape_curve(a["sequence_curve"], key + ".attention.sequence_curve", "kv_tokens");
+      if (have.count("head_dim_curve"))
+        t.attention_head_dim = shape_curve(a["head_dim_curve"], key + ".attention.head_dim_curve", "head_dim");
     }
     if (present.count("memory_efficiency")) {
       const YAML::Node m = n["memory_efficiency"];
@@ -196,6 +220,8 @@ Partial merge(const Partial& base, const Partial& over) {
   take(r.grouped_gemm_scale, over.grouped_gemm_scale);
   take(r.attention_forward, over.attention_forward);
   take(r.attention_backward, over.attention_backward);
+  take(r.attention_sequence, over.attention_sequence);
+  take(r.attention_head_dim, over.attention_head_dim);
   for (size_t i = 0; i < r.memory.size(); ++i) take(r.memory[i], over.memory[i]);
   take(r.kernel_floor_us, over.kernel_floor_us);
   take(r.host_to_device_GBps, over.host_to_device_GBps);
@@ -222,6 +248,8 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   t.attention_forward = *p.attention_forward;
   need(p.attention_backward.has_value(), "attention.backward");
   t.attention_backward = *p.attention_backward;
+  t.attention_sequence = p.attention_sequence.value_or(std::vector<ShapePoint>{});
+  t.attention_head_dim = p.attention_head_dim.value_or(std::vector<ShapePoint>{});
   for (int i = 0; i < static_cast<int>(MemoryClass::kCount); ++i) {
     need(p.memory[i].has_value(), std::string("memory_efficiency.") + kMemoryKeys[i]);
     t.memory[i] = *p.memory[i];
@@ -248,6 +276,22 @@ double EfficiencyTable::gemm_efficiency(double flops) const {
   auto lo = hi - 1;
   const double f = (x - lo->log2_flops) / (hi->log2_flops - lo->log2_flops);
   return lo->efficiency + f * (hi->efficiency - lo->efficiency);
+}
+
+namespace {
+double shape_factor(const std::vector<ShapePoint>& c, double x) {
+  if (c.empty() || !(x > 0)) return 1.0;
+  if (x <= c.front().x) return c.front().factor;
+  if (x >= c.back().x) return c.back().factor;
+  auto hi = std::upper_bound(c.begin(), c.end(), x, [](double v, const ShapePoint& p) { return v < p.x; });
+  auto lo = hi - 1;
+  const double f = std::log2(x / lo->x) / std::log2(hi->x / lo->x);
+  return lo->factor + f * (hi->factor - lo->factor);
+}
+}  // namespace
+
+double EfficiencyTable::attention_shape_factor(double kv_tokens, double head_dim) const {
+  return shape_factor(attention_sequence, kv_tokens) * shape_factor(attention_head_dim, head_dim);
 }
 
 EfficiencyCatalog EfficiencyCatalog::load(const std::string& path) {

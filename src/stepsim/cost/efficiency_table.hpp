@@ -21,6 +21,13 @@ struct CurvePoint {
   double efficiency = 0;
 };
 
+// One point of an attention shape curve: a multiplier of the attention efficiency at a sequence length (key/value
+// tokens one kernel walks) or a head dimension; interpolated linearly in log2(x), flat beyond both ends.
+struct ShapePoint {
+  double x = 0;       // tokens or head dimension (> 0)
+  double factor = 0;  // in (0, 1]
+};
+
 // Memory-side efficiencies (fraction of the datasheet HBM bandwidth).
 enum class MemoryClass : int { Stream = 0, Elementwise, Norm, Embedding, Loss, Optimizer, kCount };
 
@@ -31,6 +38,10 @@ struct EfficiencyTable {
   double grouped_gemm_scale = 0;                  // grouped (MoE) GEMM vs a dense GEMM of the per-expert shape
   double attention_forward = 0;                   // flash attention, forward (and recompute) kernels
   double attention_backward = 0;                  // flash attention, backward kernels
+  // Flash attention's efficiency by shape, relative to the figures above (which hold at the curves' factor 1: long
+  // sequences, head dimension 128). Empty = factor 1 everywhere.
+  std::vector<ShapePoint> attention_sequence;     // by key/value tokens per kernel
+  std::vector<ShapePoint> attention_head_dim;     // by head dimension
   std::array<double, static_cast<int>(MemoryClass::kCount)> memory{};
   double kernel_floor_us = 0;                     // shortest kernel duration
   double host_to_device_GBps = 0;                 // PCIe rate for Offload ops, GB/s
@@ -44,6 +55,8 @@ struct EfficiencyTable {
 
   // Curve value at the given FLOPs of one GEMM: piecewise linear in log2(flops), constant beyond both ends.
   double gemm_efficiency(double flops) const;
+  // Product of the two attention shape factors (1 where a curve is empty or an argument is <= 0).
+  double attention_shape_factor(double kv_tokens, double head_dim) const;
   double memory_efficiency(MemoryClass c) const { return memory[static_cast<int>(c)]; }
 };
 

@@ -76,8 +76,10 @@ class RooflineModel final : public ComputeModel {
         return std::max(op.flops / (peak_of(op) * eff), memory_time(op, MemoryClass::Stream));
       }
       case ComputeCategory::Attention: {
+        // Flash-attention kernels carry their shape: gemm_n = key/value tokens one kernel walks, gemm_k = head dim.
         const double eff =
-            (op.phase == workload::Phase::Backward ? table_.attention_backward : table_.attention_forward) * tensor_scale_;
+            (op.phase == workload::Phase::Backward ? table_.attention_backward : table_.attention_forward) *
+            table_.attention_shape_factor(static_cast<double>(op.gemm_n), static_cast<double>(op.gemm_k)) * tensor_scale_;
         return std::max(op.flops / (attention_peak_ * eff), memory_time(op, MemoryClass::Stream));
       }
       // Memory-bound kernels: their arithmetic runs on CUDA cores, so the compute roof is the non-tensor FP32

@@ -121,10 +121,13 @@ class StageBuilder {
     in_wgrad_ = false;
     return r;
   }
-  // A flash-attention kernel of `flops` with `bytes` of operand traffic.
-  static Op attention_op(double flops, int64_t bytes) {
+  // A flash-attention kernel of `flops` with `bytes` of operand traffic whose queries each walk up to `kv_tokens`
+  // keys (the sequence; a ring step's block under context parallelism), at the model's mean head dimension.
+  Op attention_op(double flops, int64_t bytes, int64_t kv_tokens) const {
     Op op = memop(ComputeCategory::Attention, bytes);
     op.flops = flops;
+    op.gemm_n = kv_tokens;
+    op.gemm_k = (d_.d_qk + d_.d_v) / 2;
     return op;
   }
   static Op memop(ComputeCategory cat, int64_t bytes) {
@@ -462,7 +465,7 @@ Ref StageBuilder::attention_fwd(Ref in) {
   } else if (job_.training.attention_backend == spec::AttentionBackend::Unfused) {
     core = unfused_attention_fwd(qkv, false);
   } else {
-    core = compute(attention_op(flops, attn_bytes), "core_attention", {qkv}, attn_saved);
+    core = compute(attention_op(flops, attn_bytes, d.s), "core_attention", {qkv}, attn_saved);
   }
   Ref r = scattered_gemm(gemm(d.tokens, d.h, d.attn_out_width), "attention_proj", core, beta_ * d.tokens * d.attn_out_width,
                          d.sp ? "attention_reduce_scatter" : "attention_all_reduce");
@@ -486,15 +489,15 @@ Ref StageBuilder::cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t
     case spec::CpCommType::AllGather: {
       // K/V of the other context ranks arrive while the local block is computed.
       Ref kv = coll(CollType::AllGather, GroupKind::Cp, kv_block * d.c, "cp_kv_all_gather", qkv);
-      compute(attention_op(flops / d.c, bytes / d.c), "core_attention_local", {qkv}, saved);
-      return compute(attention_op(flops - flops / d.c, bytes - bytes / d.c), "core_attention_remote", {kv});
+      compute(attention_op(flops / d.c, bytes / d.c, d.s_loc), "core_attention_local", {qkv}, saved);
+      return compute(attention_op(flops - flops / d.c, bytes - bytes / d.c, d.s), "core_attention_remote", {kv});
     }
     case spec::CpCommType::A2A: {
       // Ulysses: Q, K, V from sequence shards to head shards (all of the sequence, heads / c), attention, and the
       // output back; nothing overlaps the all-to-alls.
       Ref in = coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * (d.q_width + d.kv_width), "cp_qkv_all_to_all",
                     qkv);
-      Ref core = compute(attention_op(flops, bytes), "core_attention", {in}, saved);
+      Ref core = compute(attention_op(flops, bytes, d.s), "core_attention", {in}, saved);
       return coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * d.attn_out_width, "cp_out_all_to_all", core);
     }
     case spec::CpCommType::P2P:
@@ -513,7 +516,7 @@ Ref StageBuilder::cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t
     const int blocks = rs.blocks(i);
     const Ref next = ring_next_kv(rs, i, kv_block, kv, before);
     before = core;
-    core = compute(attention_op(flops / d.c * blocks, bytes / d.c * blocks), i == 0 ? "core_attention_ring_local" : "core_attention_ring_step", {kv}, i == 0 ? saved : 0);
+    core = compute(attention_op(flops / d.c * blocks, bytes / d.c * blocks, d.s_loc), i == 0 ? "core_attention_ring_local" : "core_attention_ring_step", {kv}, i == 0 ? saved : 0);
     kv = next;
   }
   return core;
@@ -527,13 +530,13 @@ Ref StageBuilder::cp_attention_bwd(Ref dout, double flops, int64_t bytes) {
   switch (job_.parallelism.cp_comm_type) {
     case spec::CpCommType::AllGather: {
       Ref kv = coll(CollType::AllGather, GroupKind::Cp, kv_block * d.c, "cp_kv_all_gather", dout);
-      Ref core = compute(attention_op(2.5 * flops, 2 * bytes), "core_attention_bwd", {kv});
+      Ref core = compute(attention_op(2.5 * flops, 2 * bytes, d.s), "core_attention_bwd", {kv});
       return coll(CollType::ReduceScatter, GroupKind::Cp, kv_block * d.c, "cp_dkv_reduce_scatter", core);
     }
     case spec::CpCommType::A2A: {
       Ref in = coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * d.attn_out_width, "cp_out_grad_all_to_all",
                     dout);
-      Ref core = compute(attention_op(2.5 * flops, 2 * bytes), "core_attention_bwd", {in});
+      Ref core = compute(attention_op(2.5 * flops, 2 * bytes, d.s), "core_attention_bwd", {in});
       return coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * (d.q_width + d.kv_width),
                   "cp_qkv_grad_all_to_all", core);
     }
@@ -549,7 +552,7 @@ Ref StageBuilder::cp_attention_bwd(Ref dout, double flops, int64_t bytes) {
     const int blocks = rs.blocks(i);
     const Ref next = ring_next_kv(rs, i, kv_block, kv, before);
     before = core;
-    core = compute(attention_op(2.5 * flops / d.c * blocks, 2 * bytes / d.c * blocks), "core_attention_ring_bwd", {kv});
+    core = compute(attention_op(2.5 * flops / d.c * blocks, 2 * bytes / d.c * blocks, d.s_loc), "core_attention_ring_bwd", {kv});
     dkv = coll(CollType::SendRecv, GroupKind::Cp, kv_block * blocks, "cp_dkv_ring_exchange", core, dkv);
     kv = next;
   }
@@ -615,7 +618,7 @@ Ref StageBuilder::attention_bwd(Ref in) {
       if (d.c > 1) {
         cp_attention_fwd(dg, flops, attn_bytes, 0);
       } else {
-        compute(attention_op(flops, attn_bytes), "core_attention_recompute", {dg});
+        compute(attention_op(flops, attn_bytes, d.s), "core_attention_recompute", {dg});
       }
       phase_ = keep;
     }
@@ -623,7 +626,7 @@ Ref StageBuilder::attention_bwd(Ref in) {
       dkv = cp_attention_bwd(dg, flops, attn_bytes);
     } else {
       // Flash-attention backward: 5 matmuls of the forward's 2, i.e. 2.5x its FLOPs.
-      dkv = compute(attention_op(2.5 * flops, 2 * attn_bytes), "core_attention_bwd", {dg});
+      dkv = compute(attention_op(2.5 * flops, 2 * attn_bytes, d.s), "core_attention_bwd", {dg});
     }
   }
   Ref r;

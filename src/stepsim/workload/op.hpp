@@ -76,7 +76,9 @@ struct Op {
 
   double flops = 0;           // floating-point operations executed
   uint64_t bytes = 0;         // compute: HBM traffic; collective: message size S (nccl-tests convention)
-  int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;  // GEMM shape (per expert for GroupedGemm)
+  // GEMM shape (per expert for GroupedGemm); a flash-attention op: gemm_n = key/value tokens one kernel walks,
+  // gemm_k = head dimension (gemm_m unused), for the attention efficiency's shape curves.
+  int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;
   int32_t gemm_batch = 1;                      // experts in a grouped GEMM
   // SMs that communication kernels hold while this kernel runs (Transformer Engine's userbuffers under
   // training.tp_comm_overlap); the compute model runs the kernel on the GPU's remaining SMs.
