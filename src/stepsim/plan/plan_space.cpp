@@ -108,6 +108,8 @@ spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_
   tr.micro_batch_size = p.micro_batch_size;
   tr.global_batch_size = global_batch;
   tr.recompute = p.recompute;
+  // A plan's selective recompute re-runs the modules the base job lists (Megatron-Core's default core_attn if none).
+  if (tr.recompute != spec::Recompute::Selective) tr.recompute_modules = spec::module_bit(spec::RecomputeModule::CoreAttn);
   tr.distributed_optimizer = p.distributed_optimizer;
   // ZeRO-3 is kept from the base job (not searched); stages 1-2 follow the plan's distributed-optimizer choice.
   if (tr.zero_stage != 3) tr.zero_stage = 0;

@@ -1,5 +1,6 @@
 #include "stepsim/spec/job_loader.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -298,6 +299,30 @@ ParallelismSpec read_parallelism(StrictSection s) {
   return p;
 }
 
+// training.recompute_modules: a list of Megatron-Core's module names, each at most once.
+uint8_t read_recompute_modules(StrictSection& s) {
+  static const std::pair<const char*, RecomputeModule> kNames[] = {
+      {"core_attn", RecomputeModule::CoreAttn},         {"mlp", RecomputeModule::Mlp},
+      {"moe", RecomputeModule::Moe},                    {"moe_act", RecomputeModule::MoeAct},
+      {"shared_experts", RecomputeModule::SharedExperts}, {"layernorm", RecomputeModule::Layernorm},
+      {"mla_up_proj", RecomputeModule::MlaUpProj}};
+  const YAML::Node v = s.child("recompute_modules");
+  if (!v.IsSequence()) s.fail("recompute_modules", "must be a list of module names (core_attn, mlp, moe, moe_act, "
+                                                   "shared_experts, layernorm, mla_up_proj)");
+  if (v.size() > 64) s.fail("recompute_modules", "list too long");
+  uint8_t bits = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string name = v[i].IsScalar() ? v[i].Scalar() : "";
+    const auto* it = std::find_if(std::begin(kNames), std::end(kNames), [&](const auto& p) { return name == p.first; });
+    if (it == std::end(kNames))
+      s.fail("recompute_modules", "entry " + std::to_string(i) + " '" + name +
+                                      "' is none of core_attn, mlp, moe, moe_act, shared_experts, layernorm, mla_up_proj");
+    if (bits & module_bit(it->second)) s.fail("recompute_modules", "'" + name + "' is listed twice");
+    bits |= module_bit(it->second);
+  }
+  return bits;
+}
+
 TrainingSpec read_training(StrictSection s) {
   TrainingSpec t;
   t.micro_batch_size = static_cast<int>(s.get_int("micro_batch_size", 1, 1, 1 << 16));
@@ -311,6 +336,8 @@ TrainingSpec read_training(StrictSection s) {
   t.recompute_method = s.get_enum<RecomputeMethod>("recompute_method", RecomputeMethod::Uniform,
                                                    {{"uniform", RecomputeMethod::Uniform}, {"block", RecomputeMethod::Block}});
   t.recompute_num_layers = static_cast<int>(s.get_int("recompute_num_layers", 1, 1, 1 << 20));
+  if (s.has("recompute_modules")) t.recompute_modules = read_recompute_modules(s);
+  else s.mark("recompute_modules");
   t.distributed_optimizer = s.get_bool("distributed_optimizer", false);
   t.zero_stage = static_cast<int>(s.get_int("zero_stage", 0, 0, 3));
   t.zero3_param_fetch = s.get_enum<Zero3Fetch>("zero3_param_fetch", Zero3Fetch::Prefetch,

@@ -115,6 +115,11 @@ struct ParallelismSpec {
 
 enum class Zero3Fetch { Prefetch, Blocking };
 enum class RecomputeMethod { Uniform, Block };
+// Modules selective recompute re-runs in backward (Megatron-Core's recompute_modules). core_attn, mlp, moe and
+// shared_experts are checkpointed (only their input kept, the whole forward re-run, communication included);
+// layernorm, moe_act and mla_up_proj discard their output and re-create it when the backward needs it.
+enum class RecomputeModule : uint8_t { CoreAttn, Mlp, Moe, MoeAct, SharedExperts, Layernorm, MlaUpProj, kCount };
+constexpr uint8_t module_bit(RecomputeModule m) { return static_cast<uint8_t>(1u << static_cast<unsigned>(m)); }
 
 struct TrainingSpec {
   int micro_batch_size = 1;
@@ -126,6 +131,11 @@ struct TrainingSpec {
   // first recompute_num_layers layers of each model chunk and keeps all activations of the others.
   RecomputeMethod recompute_method = RecomputeMethod::Uniform;
   int recompute_num_layers = 1;
+  // Selective recompute only: a bit per RecomputeModule; Megatron-Core's default is core_attn alone.
+  uint8_t recompute_modules = module_bit(RecomputeModule::CoreAttn);
+  bool recomputes(RecomputeModule m) const {
+    return recompute == Recompute::Selective && (recompute_modules & module_bit(m)) != 0;
+  }
   bool distributed_optimizer = false;
   // ZeRO stage (DeepSpeed / FSDP): 1 shards the optimizer states (= distributed_optimizer), 2 also the gradients,
   // 3 also the parameters, all-gathered per layer before forward and backward. validate() sets

@@ -276,8 +276,9 @@ const Table& table() {
             "--sft-tokenizer-prompt-format", "--warmup"},
         Kind::Value, Use::Ignore);
     add(t, {"--data-path", "--train-data-path", "--valid-data-path", "--test-data-path", "--rampup-batch-size",
-            "--recompute-modules", "--spec", "--high-priority-stream-groups"},
+            "--spec", "--high-priority-stream-groups"},
         Kind::List0, Use::Ignore);
+    add(t, {"--recompute-modules"}, Kind::List0, Use::Map);
     add(t, {"--cp-comm-type"}, Kind::List1, Use::Map);
     add(t, {"--hierarchical-context-parallel-sizes", "--iterations-to-skip", "--profile-ranks",
             "--mrope-section", "--tiktoken-special-tokens", "--moe-router-load-balancing-type", "--moe-aux-loss-coeff"},
@@ -819,6 +820,20 @@ YAML::Node build(const Args& a) {
     fail("--recompute-num-layers", "applies to --recompute-granularity full only");
   }
   tr["recompute"] = recompute;
+  if (const std::string* mods = a.get("--recompute-modules")) {
+    if (recompute != "selective") fail("--recompute-modules", "applies to --recompute-granularity selective only");
+    std::istringstream in(*mods);
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (std::string m; in >> m;) {
+      static const std::set<std::string, std::less<>> kModules = {"core_attn", "mlp", "moe", "moe_act", "shared_experts",
+                                                                  "layernorm", "mla_up_proj"};
+      if (!kModules.count(m))
+        fail("--recompute-modules", "'" + printable(m) + "' is none of core_attn, mlp, moe, moe_act, shared_experts, "
+                                    "layernorm, mla_up_proj");
+      list.push_back(m);
+    }
+    tr["recompute_modules"] = list;
+  }
 
   const bool dist_opt = a.has("--use-distributed-optimizer");
   if (a.has("--overlap-param-gather")) {

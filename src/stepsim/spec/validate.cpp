@@ -250,6 +250,20 @@ void validate(JobSpec& job) {
     fail("training.tp_comm_overlap", "needs parallelism.sequence_parallel: true (Megatron-LM asserts it: userbuffers "
                                      "overlap the sequence-parallel all-gathers and reduce-scatters)");
   }
+  if (t.recompute != Recompute::Selective && t.recompute_modules != module_bit(RecomputeModule::CoreAttn)) {
+    fail("training.recompute_modules", "applies to recompute: selective only (Megatron-Core reads it with "
+                                       "--recompute-granularity selective)");
+  }
+  if (t.recompute == Recompute::Selective) {
+    const bool moe = job.model.moe.has_value();
+    if (t.recomputes(RecomputeModule::Moe) && !moe) fail("training.recompute_modules", "'moe' needs an MoE model (model.moe)");
+    if (t.recomputes(RecomputeModule::MoeAct) && !moe)
+      fail("training.recompute_modules", "'moe_act' needs an MoE model (model.moe)");
+    if (t.recomputes(RecomputeModule::SharedExperts) && !(moe && job.model.moe->shared_expert_ffn_hidden_size > 0))
+      fail("training.recompute_modules", "'shared_experts' needs model.moe.shared_expert_ffn_hidden_size > 0");
+    if (t.recomputes(RecomputeModule::MlaUpProj) && job.model.attention != AttentionType::Mla)
+      fail("training.recompute_modules", "'mla_up_proj' needs multi-latent attention (model.attention: mla)");
+  }
   if (t.optimizer_offload) fail("training.optimizer_offload", "CPU optimizer offload is not modelled in this version; set false");
   if (t.activation_offload) fail("training.activation_offload", "activation offload is not modelled in this version; set false");
 

@@ -213,9 +213,28 @@ class StageBuilder {
   }
   Ref attention_bwd(Ref in);
   Ref mlp_fwd(Ref in);
+  Ref mlp_body_fwd(Ref n);
   Ref mlp_bwd(Ref in);
   Ref moe_fwd(Ref in);
+  Ref moe_body_fwd(Ref n);
+  Ref shared_expert_fwd(Ref out);
   Ref moe_bwd(Ref in);
+  // Selective recompute of a Megatron-Core module (training.recompute_modules).
+  bool rc(spec::RecomputeModule m) const { return job_.training.recomputes(m); }
+  // Inside the forward pass of a checkpointed module: nothing it computes is stored.
+  bool discarding(spec::RecomputeModule m) const { return rc(m) && phase_ == Phase::Forward; }
+  // Bytes of the MLA up-projections' outputs (K, V; Q with a query LoRA) for this micro-batch.
+  int64_t mla_up_proj_bytes() const {
+    return beta_ * d_.tokens * (d_.kv_width + (job_.model.mla.q_lora_rank > 0 ? d_.q_width : 0));
+  }
+  // A norm's output re-created in backward (recompute_modules: layernorm); stored until the layer's backward ends.
+  void layernorm_recompute(const char* name, Ref dep) {
+    if (!rc(spec::RecomputeModule::Layernorm)) return;
+    const Phase keep = phase_;
+    phase_ = Phase::Recompute;
+    compute(memop(ComputeCategory::Norm, 2 * beta_ * d_.tokens_sp * d_.h), name, {dep}, beta_ * d_.tokens_sp * d_.h);
+    phase_ = keep;
+  }
   Ref column_parallel_bwd(const std::string& name, int64_t m, int64_t n, int64_t k, Ref in, bool input_sharded);
   Ref gathered_gemm(const std::string& ag_name, Op g, const std::string& name, Ref in, int64_t saved);
   Ref scattered_gemm(Op g, const std::string& name, Ref in, int64_t saved, const std::string& reduce_name);
@@ -428,7 +447,10 @@ Ref StageBuilder::attention_fwd(Ref in) {
   const auto& m = job_.model;
   Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "input_layernorm", {in},
                   beta_ * d.tokens_sp * d.h);
-  const int64_t in_saved = beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h;
+  // The projections store the norm's output for their weight gradients, unless recompute_modules' layernorm discards
+  // it (re-created at the start of this block's backward).
+  const bool norm_kept = !rc(spec::RecomputeModule::Layernorm);
+  const int64_t in_saved = norm_kept ? beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h : 0;
   Ref qkv;
   if (m.attention == spec::AttentionType::Mla) {
     // Megatron-Core MLA: the down-projections are replicated and run on the tokens this rank holds
@@ -439,7 +461,7 @@ Ref StageBuilder::attention_fwd(Ref in) {
     Ref q;
     int64_t latent = kv_lat;
     if (a.q_lora_rank > 0) {
-      compute(gemm(d.tokens_sp, a.q_lora_rank, d.h), "q_down_proj", {n}, beta_ * d.tokens_sp * d.h);
+      compute(gemm(d.tokens_sp, a.q_lora_rank, d.h), "q_down_proj", {n}, norm_kept ? beta_ * d.tokens_sp * d.h : 0);
       latent += a.q_lora_rank;
     } else {
       Ref x = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "q_proj_all_gather", n) : n;
@@ -458,7 +480,10 @@ Ref StageBuilder::attention_fwd(Ref in) {
   // Flash attention, causal: half of the s_loc x s score matrix; stores Q, K, V and the softmax statistics.
   const double flops = 2.0 * d.b * d.heads_loc * d.s_loc * d.s * (d.d_qk + d.d_v) * 0.5;
   const int64_t attn_bytes = beta_ * d.tokens * (d.q_width + d.kv_width + d.attn_out_width);
-  const int64_t attn_saved = beta_ * d.tokens * (d.q_width + d.kv_width) + 4 * d.b * d.heads_loc * d.s_loc;
+  int64_t attn_saved = beta_ * d.tokens * (d.q_width + d.kv_width) + 4 * d.b * d.heads_loc * d.s_loc;
+  // recompute_modules' mla_up_proj discards the up-projections' outputs (K, V and, with a query LoRA, Q) that the
+  // attention core would keep; they are re-projected before its backward.
+  if (rc(spec::RecomputeModule::MlaUpProj)) attn_saved -= mla_up_proj_bytes();
   Ref core;
   if (d.c > 1) {
     core = cp_attention_fwd(qkv, flops, attn_bytes, attn_saved);
@@ -568,7 +593,7 @@ Ref StageBuilder::unfused_attention_fwd(Ref qkv, bool recompute) {
   const auto& d = d_;
   const int64_t batch = d.b * d.heads_loc;
   const int64_t scores = batch * d.s_loc * d.s;
-  const bool keep = !recompute && job_.training.recompute != Recompute::Selective;
+  const bool keep = !recompute && !rc(spec::RecomputeModule::CoreAttn);
   Ref qk = compute(batched_gemm(batch, d.s_loc, d.s, d.d_qk), "attention_scores", {qkv},
                    recompute ? 0 : beta_ * d.tokens * (d.q_width + d.kv_width));
   Ref sm = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * scores), "scale_mask_softmax", {qk},
@@ -585,7 +610,7 @@ Ref StageBuilder::unfused_attention_bwd(Ref in) {
   const auto& d = d_;
   const int64_t batch = d.b * d.heads_loc;
   const int64_t scores = batch * d.s_loc * d.s;
-  if (job_.training.recompute == Recompute::Selective) {
+  if (rc(spec::RecomputeModule::CoreAttn)) {
     const Phase keep = phase_;
     phase_ = Phase::Recompute;
     in = unfused_attention_fwd(in, true);
@@ -602,16 +627,30 @@ Ref StageBuilder::unfused_attention_bwd(Ref in) {
 Ref StageBuilder::attention_bwd(Ref in) {
   const auto& d = d_;
   const auto& m = job_.model;
+  // Output-discarding recompute fires when the gradient reaches the block's output (Megatron-Core's
+  // CheckpointWithoutOutput hook), i.e. first in its backward.
+  layernorm_recompute("input_layernorm_recompute", in);
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "attention_bias_dropout_add_bwd", {in});
   const Ref dg = grad_gathered_gemms("attention_proj_grad_all_gather", gemm(d.tokens, d.attn_out_width, d.h),
                                      "attention_proj_dgrad", d.attn_out_width, d.h, "attention_proj_wgrad", b);
   const double flops = 2.0 * d.b * d.heads_loc * d.s_loc * d.s * (d.d_qk + d.d_v) * 0.5;
   const int64_t attn_bytes = beta_ * d.tokens * (d.q_width + d.kv_width + d.attn_out_width);
   Ref dkv{};  // the op after which dQ, dK and dV are ready
+  if (rc(spec::RecomputeModule::MlaUpProj)) {
+    // The up-projections (and RoPE) re-run on the stored latents before the attention core's backward needs Q, K, V.
+    const auto& a = m.mla;
+    const Phase keep = phase_;
+    phase_ = Phase::Recompute;
+    if (a.q_lora_rank > 0)
+      compute(gemm(d.tokens, d.q_width, a.q_lora_rank), "q_up_proj_recompute", {dg}, beta_ * d.tokens * d.q_width);
+    compute(gemm(d.tokens, d.heads_loc * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank), "kv_up_proj_recompute",
+            {dg}, beta_ * d.tokens * d.kv_width);
+    phase_ = keep;
+  }
   if (job_.training.attention_backend == spec::AttentionBackend::Unfused) {
     dkv = unfused_attention_bwd(dg);
   } else {
-    if (job_.training.recompute == Recompute::Selective) {
+    if (rc(spec::RecomputeModule::CoreAttn)) {
       // Megatron's selective recompute re-runs the core attention forward (with its K/V exchange) before its backward.
       const Phase keep = phase_;
       phase_ = Phase::Recompute;
@@ -666,20 +705,38 @@ Ref StageBuilder::mlp_fwd(Ref in) {
   const auto& d = d_;
   Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm", {in},
                   beta_ * d.tokens_sp * d.h);
-  Ref f1 = gathered_gemm("fc1_all_gather", gemm(d.tokens, d.ffn_in / d.t, d.h), "fc1", n,
-                         beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h);
-  Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (d.ffn_in + d.ffn) / d.t),
-                  job_.model.activation == spec::Activation::Swiglu ? "swiglu" : "gelu", {f1},
-                  beta_ * d.tokens * d.ffn_in / d.t);
-  Ref r = scattered_gemm(gemm(d.tokens, d.h, d.ffn / d.t), "fc2", a, beta_ * d.tokens * d.ffn / d.t,
-                         d.sp ? "mlp_reduce_scatter" : "mlp_all_reduce");
+  Ref r = mlp_body_fwd(n);
   return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add", {r},
                  d.tokens_sp * d.h);
 }
 
+// The dense MLP after its norm: fc1, activation, fc2 and the TP reduction. Under recompute_modules' mlp its forward
+// keeps only fc1's input (the checkpoint) and the whole body, communication included, re-runs before its backward.
+Ref StageBuilder::mlp_body_fwd(Ref n) {
+  const auto& d = d_;
+  // Re-running the checkpointed body: its input (the checkpoint) is still stored from the forward.
+  const bool rerun = phase_ == Phase::Recompute && rc(spec::RecomputeModule::Mlp);
+  const bool keep = !discarding(spec::RecomputeModule::Mlp);
+  const bool keep_input = !rerun && (rc(spec::RecomputeModule::Mlp) || !rc(spec::RecomputeModule::Layernorm));
+  Ref f1 = gathered_gemm("fc1_all_gather", gemm(d.tokens, d.ffn_in / d.t, d.h), "fc1", n,
+                         keep_input ? beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h : 0);
+  Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (d.ffn_in + d.ffn) / d.t),
+                  job_.model.activation == spec::Activation::Swiglu ? "swiglu" : "gelu", {f1},
+                  keep ? beta_ * d.tokens * d.ffn_in / d.t : 0);
+  return scattered_gemm(gemm(d.tokens, d.h, d.ffn / d.t), "fc2", a, keep ? beta_ * d.tokens * d.ffn / d.t : 0,
+                        d.sp ? "mlp_reduce_scatter" : "mlp_all_reduce");
+}
+
 Ref StageBuilder::mlp_bwd(Ref in) {
   const auto& d = d_;
+  layernorm_recompute("pre_mlp_layernorm_recompute", in);
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add_bwd", {in});
+  if (rc(spec::RecomputeModule::Mlp)) {  // the checkpoint re-runs when the gradient reaches its output
+    const Phase keep = phase_;
+    phase_ = Phase::Recompute;
+    mlp_body_fwd(b);
+    phase_ = keep;
+  }
   grad_gathered_gemms("fc2_grad_all_gather", gemm(d.tokens, d.ffn / d.t, d.h), "fc2_dgrad", d.ffn / d.t, d.h, "fc2_wgrad", b);
   Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (2 * d.ffn_in + d.ffn) / d.t),
                   job_.model.activation == spec::Activation::Swiglu ? "swiglu_bwd" : "gelu_bwd", {});
@@ -693,6 +750,18 @@ Ref StageBuilder::mlp_bwd(Ref in) {
 // moe_shared_expert_overlap).
 Ref StageBuilder::moe_fwd(Ref in) {
   const auto& d = d_;
+  Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm", {in},
+                  beta_ * d.tokens_sp * d.h);
+  Ref out = moe_body_fwd(n);
+  return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add", {out},
+                 d.tokens_sp * d.h);
+}
+
+// The MoE layer after its norm. Under recompute_modules' moe the forward keeps only the router's input (the
+// checkpoint) and the whole layer (router, dispatch, experts, combine, shared experts) re-runs before its backward;
+// moe_act keeps the experts' activation output out of memory (re-created before fc2's backward).
+Ref StageBuilder::moe_body_fwd(Ref n) {
+  const auto& d = d_;
   const auto& moe = *job_.model.moe;
   const int64_t E = moe.num_experts, k = moe.topk, e_loc = E / d.e;
   const int64_t routed_sp = static_cast<int64_t>(static_cast<double>(d.tokens_sp * k) * cf_);  // tokens leaving this rank
@@ -700,36 +769,48 @@ Ref StageBuilder::moe_fwd(Ref in) {
   // tensor parallel size 1 (parallel folding) each rank's experts see only what the all-to-all brought.
   const int64_t routed = d.et > 1 ? static_cast<int64_t>(static_cast<double>(d.tokens * k) * cf_) : routed_sp;
   const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
-  Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm", {in},
-                  beta_ * d.tokens_sp * d.h);
+  const bool rerun = phase_ == Phase::Recompute && rc(spec::RecomputeModule::Moe);
+  const bool keep = !discarding(spec::RecomputeModule::Moe);
+  const bool keep_input = !rerun && (rc(spec::RecomputeModule::Moe) || !rc(spec::RecomputeModule::Layernorm));
+  const bool keep_act = keep && !discarding(spec::RecomputeModule::MoeAct);
   // The router (and the shared expert) keep the normalized input for their weight gradients.
-  Ref rt = bf16_gemms([&] { return compute(gemm(d.tokens_sp, E, d.h), "router", {n}, beta_ * d.tokens_sp * d.h); });
-  Ref tk = compute(memop(ComputeCategory::Elementwise, 8 * d.tokens_sp * E), "router_topk", {rt}, 4 * d.tokens_sp * E);
+  Ref rt = bf16_gemms([&] {
+    return compute(gemm(d.tokens_sp, E, d.h), "router", {n}, keep_input ? beta_ * d.tokens_sp * d.h : 0);
+  });
+  Ref tk = compute(memop(ComputeCategory::Elementwise, 8 * d.tokens_sp * E), "router_topk", {rt}, keep ? 4 * d.tokens_sp * E : 0);
   Ref pm = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_permute", {tk});
   Ref disp = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_dispatch_all_to_all", pm);
   Ref g = d.sp && d.et > 1 ? coll(CollType::AllGather, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_gather", disp) : disp;
   const int64_t per_expert = std::max<int64_t>(1, routed / e_loc);
-  Ref f1 = compute(gemm(per_expert, fe_in / d.et, d.h, static_cast<int>(e_loc)), "expert_fc1", {g}, beta_ * routed * d.h);
+  Ref f1 = compute(gemm(per_expert, fe_in / d.et, d.h, static_cast<int>(e_loc)), "expert_fc1", {g},
+                   keep ? beta_ * routed * d.h : 0);
   Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * routed * (fe_in + fe) / d.et), "expert_act", {f1},
-                  beta_ * routed * fe_in / d.et);
-  Ref f2 = compute(gemm(per_expert, d.h, fe / d.et, static_cast<int>(e_loc)), "expert_fc2", {a}, beta_ * routed * fe / d.et);
+                  keep ? beta_ * routed * fe_in / d.et : 0);
+  Ref f2 = compute(gemm(per_expert, d.h, fe / d.et, static_cast<int>(e_loc)), "expert_fc2", {a},
+                   keep_act ? beta_ * routed * fe / d.et : 0);
   Ref rs = d.et == 1 ? f2
            : d.sp   ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_reduce_scatter", f2)
                     : coll(CollType::AllReduce, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_reduce", f2);
   Ref comb = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_combine_all_to_all", rs);
   Ref out = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_unpermute", {comb});
-  if (moe.shared_expert_ffn_hidden_size > 0) {
-    const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = fe_in / fe * fs;
-    Ref sx = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_all_gather", out) : out;
-    Ref s1 = compute(gemm(d.tokens, fs_in / d.t, d.h), "shared_expert_fc1", {sx});
-    Ref sa = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (fs_in + fs) / d.t), "shared_expert_act", {s1},
-                     beta_ * d.tokens * fs_in / d.t);
-    Ref s2 = compute(gemm(d.tokens, d.h, fs / d.t), "shared_expert_fc2", {sa}, beta_ * d.tokens * fs / d.t);
-    out = coll(d.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
-               "shared_expert_reduce", s2);
-  }
-  return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add", {out},
-                 d.tokens_sp * d.h);
+  return moe.shared_expert_ffn_hidden_size > 0 ? shared_expert_fwd(out) : out;
+}
+
+// The shared expert, after the routed experts on the same stream (Megatron's default, without
+// moe_shared_expert_overlap). recompute_modules' shared_experts (or moe) keeps nothing of it.
+Ref StageBuilder::shared_expert_fwd(Ref out) {
+  const auto& d = d_;
+  const auto& moe = *job_.model.moe;
+  const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
+  const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = fe_in / fe * fs;
+  const bool keep = !discarding(spec::RecomputeModule::Moe) && !discarding(spec::RecomputeModule::SharedExperts);
+  Ref sx = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_all_gather", out) : out;
+  Ref s1 = compute(gemm(d.tokens, fs_in / d.t, d.h), "shared_expert_fc1", {sx});
+  Ref sa = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (fs_in + fs) / d.t), "shared_expert_act", {s1},
+                   keep ? beta_ * d.tokens * fs_in / d.t : 0);
+  Ref s2 = compute(gemm(d.tokens, d.h, fs / d.t), "shared_expert_fc2", {sa}, keep ? beta_ * d.tokens * fs / d.t : 0);
+  return coll(d.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
+              "shared_expert_reduce", s2);
 }
 
 Ref StageBuilder::moe_bwd(Ref in) {
@@ -739,10 +820,21 @@ Ref StageBuilder::moe_bwd(Ref in) {
   const int64_t routed_sp = static_cast<int64_t>(static_cast<double>(d.tokens_sp * k) * cf_);
   const int64_t routed = d.et > 1 ? static_cast<int64_t>(static_cast<double>(d.tokens * k) * cf_) : routed_sp;
   const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
+  layernorm_recompute("pre_mlp_layernorm_recompute", in);
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add_bwd", {in});
+  const auto recompute = [&](auto&& body) {
+    const Phase keep = phase_;
+    phase_ = Phase::Recompute;
+    body();
+    phase_ = keep;
+  };
+  // recompute_modules' moe: the whole layer re-runs (its all-to-alls included) when the gradient reaches its output.
+  if (rc(spec::RecomputeModule::Moe)) recompute([&] { moe_body_fwd(b); });
   Ref shared{};
   if (moe.shared_expert_ffn_hidden_size > 0) {
     // Created last in forward, so autograd runs it first.
+    if (rc(spec::RecomputeModule::SharedExperts) && !rc(spec::RecomputeModule::Moe))
+      recompute([&] { shared_expert_fwd(b); });
     const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = fe_in / fe * fs;
     Ref sg = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_grad_all_gather", b) : b;
     compute(gemm(d.tokens, fs / d.t, d.h), "shared_expert_fc2_dgrad", {sg});
@@ -756,6 +848,13 @@ Ref StageBuilder::moe_bwd(Ref in) {
   const int64_t per_expert = std::max<int64_t>(1, routed / e_loc);
   const int batch = static_cast<int>(e_loc);
   // The grouped MLP's backward (input and weight gradients) completes before its input's collectives run.
+  if (rc(spec::RecomputeModule::MoeAct) && !rc(spec::RecomputeModule::Moe)) {
+    // Output-discarding recompute of the experts' activation, for fc2's weight gradient.
+    recompute([&] {
+      compute(memop(ComputeCategory::Elementwise, beta_ * routed * (fe_in + fe) / d.et), "expert_act_recompute", {g},
+              beta_ * routed * fe / d.et);
+    });
+  }
   compute(gemm(per_expert, fe / d.et, d.h, batch), "expert_fc2_dgrad", {g});
   wgrad(fe / d.et, d.h, per_expert, "expert_fc2_wgrad", {}, batch);
   compute(memop(ComputeCategory::Elementwise, beta_ * routed * (2 * fe_in + fe) / d.et), "expert_act_bwd", {});
