@@ -246,6 +246,10 @@ ModelSpec read_model(StrictSection s) {
     moe.topk = static_cast<int>(e.require_int("topk", 1, 1 << 16));
     moe.ffn_hidden_size = e.get_int("ffn_hidden_size", m.ffn_hidden_size, 1, kMaxDim);
     moe.shared_expert_ffn_hidden_size = e.get_int("shared_expert_ffn_hidden_size", 0, 0, kMaxDim);
+    moe.token_dispatcher = e.get_enum<TokenDispatcher>(
+        "token_dispatcher", TokenDispatcher::AllToAll,
+        {{"alltoall", TokenDispatcher::AllToAll}, {"allgather", TokenDispatcher::AllGather}, {"flex", TokenDispatcher::Flex}});
+    moe.shared_expert_overlap = e.get_bool("shared_expert_overlap", false);
     moe.layer_freq = static_cast<int>(e.get_int("layer_freq", 1, 1, 100000));
     // first_dense_layers is the (and NeMo's) name for the same count; one of the two.
     if (e.has("first_k_dense") && e.has("first_dense_layers")) {

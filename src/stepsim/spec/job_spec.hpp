@@ -37,6 +37,11 @@ struct MlaSpec {
   int64_t v_head_dim = 0;
 };
 
+// Megatron-Core's token dispatchers (--moe-token-dispatcher-type): all-to-all over the expert group; all-gather of
+// every token of the expert-tensor x expert group with a reduce-scatter back (Megatron-Core's own default); flex =
+// DeepEP's fused dispatch/combine (the permutation inside the communication kernels).
+enum class TokenDispatcher : uint8_t { AllToAll, AllGather, Flex };
+
 struct MoeSpec {
   int num_experts = 0;
   int topk = 0;
@@ -45,6 +50,9 @@ struct MoeSpec {
   int layer_freq = 1;                        // every layer_freq-th layer is MoE ...
   int first_k_dense = 0;                     // ... after the first first_k_dense dense layers
   std::optional<double> capacity_factor;     // nullopt = dropless
+  TokenDispatcher token_dispatcher = TokenDispatcher::AllToAll;
+  // --moe-shared-expert-overlap: the shared expert's fc1 runs beside the dispatch, its fc2 beside the combine.
+  bool shared_expert_overlap = false;
 };
 
 struct ModelSpec {

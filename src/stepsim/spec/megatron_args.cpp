@@ -191,7 +191,7 @@ const Table& table() {
             "--moe-use-legacy-grouped-gemm", "--moe-layer-recompute", "--moe-permute-fusion", "--moe-router-pre-softmax",
             "--moe-router-enable-expert-bias", "--moe-router-fusion", "--moe-router-force-load-balancing",
             "--moe-router-padding-for-fp8", "--moe-per-layer-logging", "--moe-pad-expert-input-to-capacity",
-            "--moe-shared-expert-overlap", "--moe-enable-deepep", "--moe-apply-probs-on-input",
+            "--moe-enable-deepep", "--moe-apply-probs-on-input",
             "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute", "--moe-use-upcycling", "--moe-extended-tp",
             "--first-last-layers-bf16", "--no-fp8-wgrad", "--te-rng-tracker",
             "--inference-rng-tracker", "--overlap-param-gather-with-optimizer-step", "--no-align-param-gather",
@@ -260,7 +260,7 @@ const Table& table() {
             "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16", "--moe-router-dtype",
             "--moe-router-score-function", "--moe-router-num-groups", "--moe-router-group-topk",
             "--moe-router-topk-scaling-factor", "--moe-router-bias-update-rate", "--moe-z-loss-coeff",
-            "--moe-input-jitter-eps", "--moe-token-dispatcher-type", "--moe-deepep-num-sms", "--moe-token-drop-policy",
+            "--moe-input-jitter-eps", "--moe-deepep-num-sms", "--moe-token-drop-policy",
             "--moe-upcycling-granularity", "--ddp-num-buckets", "--microbatch-group-size-per-virtual-pipeline-stage",
             "--pipeline-model-parallel-comm-backend", "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
             "--empty-unused-memory-level", "--check-weight-hash-across-dp-replicas-interval", "--train-sync-interval",
@@ -279,6 +279,8 @@ const Table& table() {
             "--spec", "--high-priority-stream-groups"},
         Kind::List0, Use::Ignore);
     add(t, {"--recompute-modules"}, Kind::List0, Use::Map);
+    add(t, {"--moe-token-dispatcher-type"}, Kind::Value, Use::Map);
+    add(t, {"--moe-shared-expert-overlap"}, Kind::Flag, Use::Map);
     add(t, {"--cp-comm-type"}, Kind::List1, Use::Map);
     add(t, {"--hierarchical-context-parallel-sizes", "--iterations-to-skip", "--profile-ranks",
             "--mrope-section", "--tiktoken-special-tokens", "--moe-router-load-balancing-type", "--moe-aux-loss-coeff"},
@@ -689,6 +691,10 @@ YAML::Node build(const Args& a) {
       moe["layer_freq"] = lf.layer_freq;
       moe["first_k_dense"] = lf.first_k_dense;
       moe["capacity_factor"] = capacity ? YAML::Node(*capacity) : YAML::Node(YAML::NodeType::Null);
+      // Megatron-Core's default dispatcher is allgather (recipes choose alltoall or flex).
+      moe["token_dispatcher"] = a.opt_choice("--moe-token-dispatcher-type", {"allgather", "alltoall", "flex"})
+                                    .value_or("allgather");
+      if (a.has("--moe-shared-expert-overlap")) moe["shared_expert_overlap"] = true;
       model["moe"] = moe;
     }
   }

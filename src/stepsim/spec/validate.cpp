@@ -250,6 +250,13 @@ void validate(JobSpec& job) {
     fail("training.tp_comm_overlap", "needs parallelism.sequence_parallel: true (Megatron-LM asserts it: userbuffers "
                                      "overlap the sequence-parallel all-gathers and reduce-scatters)");
   }
+  if (job.model.moe && job.model.moe->shared_expert_overlap) {
+    if (job.model.moe->shared_expert_ffn_hidden_size == 0)
+      fail("model.moe.shared_expert_overlap", "needs a shared expert (model.moe.shared_expert_ffn_hidden_size > 0)");
+    if (job.model.moe->token_dispatcher == TokenDispatcher::AllGather)
+      fail("model.moe.shared_expert_overlap", "works with the alltoall or flex token dispatcher only (Megatron-Core "
+                                              "raises the same error)");
+  }
   if (t.recompute != Recompute::Selective && t.recompute_modules != module_bit(RecomputeModule::CoreAttn)) {
     fail("training.recompute_modules", "applies to recompute: selective only (Megatron-Core reads it with "
                                        "--recompute-granularity selective)");

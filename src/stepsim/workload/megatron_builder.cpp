@@ -218,6 +218,20 @@ class StageBuilder {
   Ref moe_fwd(Ref in);
   Ref moe_body_fwd(Ref n);
   Ref shared_expert_fwd(Ref out);
+  Ref shared_expert_fc1_fwd(Ref in);
+  Ref shared_expert_fc2_fwd(Ref act);
+  void shared_expert_bwd(Ref grad, Ref& done);
+  // Routed tokens per rank: leaving it (sequence shard x top-k) and reaching its experts (gathered over the expert-tensor
+  // group when experts are TP-split); the all-gather dispatcher's gathered tokens.
+  struct MoeTokens {
+    int64_t routed_sp = 0, routed = 0, gathered = 0;
+    bool tp_stage = false;  // a TP all-gather / reduce-scatter beside the expert-group collective
+  };
+  MoeTokens moe_tokens() const;
+  // Dispatch (forward) or the combine's gradient (backward): from this rank's tokens to its experts' input.
+  Ref moe_to_experts(Ref dep, bool backward);
+  // Combine (forward) or the dispatch's gradient (backward): from its experts' output to this rank's tokens.
+  Ref moe_from_experts(Ref dep, bool backward);
   Ref moe_bwd(Ref in);
   // Selective recompute of a Megatron-Core module (training.recompute_modules).
   bool rc(spec::RecomputeModule m) const { return job_.training.recomputes(m); }
@@ -763,24 +777,23 @@ Ref StageBuilder::moe_fwd(Ref in) {
 Ref StageBuilder::moe_body_fwd(Ref n) {
   const auto& d = d_;
   const auto& moe = *job_.model.moe;
-  const int64_t E = moe.num_experts, k = moe.topk, e_loc = E / d.e;
-  const int64_t routed_sp = static_cast<int64_t>(static_cast<double>(d.tokens_sp * k) * cf_);  // tokens leaving this rank
-  // Tokens its experts process: gathered over the expert-tensor group (= TP) when experts are TP-split; with expert
-  // tensor parallel size 1 (parallel folding) each rank's experts see only what the all-to-all brought.
-  const int64_t routed = d.et > 1 ? static_cast<int64_t>(static_cast<double>(d.tokens * k) * cf_) : routed_sp;
+  const int64_t E = moe.num_experts, e_loc = E / d.e;
+  const MoeTokens mt = moe_tokens();
+  const int64_t routed = mt.routed;
   const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
   const bool rerun = phase_ == Phase::Recompute && rc(spec::RecomputeModule::Moe);
   const bool keep = !discarding(spec::RecomputeModule::Moe);
   const bool keep_input = !rerun && (rc(spec::RecomputeModule::Moe) || !rc(spec::RecomputeModule::Layernorm));
   const bool keep_act = keep && !discarding(spec::RecomputeModule::MoeAct);
+  const bool shared = moe.shared_expert_ffn_hidden_size > 0, overlap = shared && moe.shared_expert_overlap;
   // The router (and the shared expert) keep the normalized input for their weight gradients.
   Ref rt = bf16_gemms([&] {
     return compute(gemm(d.tokens_sp, E, d.h), "router", {n}, keep_input ? beta_ * d.tokens_sp * d.h : 0);
   });
   Ref tk = compute(memop(ComputeCategory::Elementwise, 8 * d.tokens_sp * E), "router_topk", {rt}, keep ? 4 * d.tokens_sp * E : 0);
-  Ref pm = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_permute", {tk});
-  Ref disp = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_dispatch_all_to_all", pm);
-  Ref g = d.sp && d.et > 1 ? coll(CollType::AllGather, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_gather", disp) : disp;
+  Ref g = moe_to_experts(tk, false);
+  // moe_shared_expert_overlap: the shared expert's fc1 is issued while the dispatch runs, its fc2 while the combine runs.
+  Ref sa = overlap ? shared_expert_fc1_fwd(n) : Ref{};
   const int64_t per_expert = std::max<int64_t>(1, routed / e_loc);
   Ref f1 = compute(gemm(per_expert, fe_in / d.et, d.h, static_cast<int>(e_loc)), "expert_fc1", {g},
                    keep ? beta_ * routed * d.h : 0);
@@ -788,38 +801,129 @@ Ref StageBuilder::moe_body_fwd(Ref n) {
                   keep ? beta_ * routed * fe_in / d.et : 0);
   Ref f2 = compute(gemm(per_expert, d.h, fe / d.et, static_cast<int>(e_loc)), "expert_fc2", {a},
                    keep_act ? beta_ * routed * fe / d.et : 0);
-  Ref rs = d.et == 1 ? f2
-           : d.sp   ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_reduce_scatter", f2)
-                    : coll(CollType::AllReduce, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_reduce", f2);
-  Ref comb = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_combine_all_to_all", rs);
-  Ref out = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_unpermute", {comb});
-  return moe.shared_expert_ffn_hidden_size > 0 ? shared_expert_fwd(out) : out;
+  // Under the overlap the shared fc2 is queued before the combine's unpermute, so it computes while the combine moves.
+  const Ref shared_out = overlap ? shared_expert_fc2_fwd(sa) : Ref{};
+  Ref out = moe_from_experts(f2, false);
+  if (overlap) {
+    extra_deps_.push_back(shared_out);  // the layer's output waits for the shared expert too
+    return out;
+  }
+  return shared ? shared_expert_fwd(out) : out;
 }
 
-// The shared expert, after the routed experts on the same stream (Megatron's default, without
-// moe_shared_expert_overlap). recompute_modules' shared_experts (or moe) keeps nothing of it.
-Ref StageBuilder::shared_expert_fwd(Ref out) {
+StageBuilder::MoeTokens StageBuilder::moe_tokens() const {
+  const auto& d = d_;
+  const int64_t k = job_.model.moe->topk;
+  MoeTokens t;
+  t.routed_sp = static_cast<int64_t>(static_cast<double>(d.tokens_sp * k) * cf_);
+  // With expert tensor parallel size 1 (parallel folding) each rank's experts see only what the dispatch brought.
+  t.routed = d.et > 1 ? static_cast<int64_t>(static_cast<double>(d.tokens * k) * cf_) : t.routed_sp;
+  t.tp_stage = d.sp && d.et > 1;
+  t.gathered = d.tokens_sp * (t.tp_stage ? d.t : 1) * d.e;
+  return t;
+}
+
+// alltoall: permute the routed copies, all-to-all over the expert group, all-gather over the expert-tensor group.
+// allgather: every token of the expert-tensor x expert group gathered (TP stage, then EP: the bytes of one all-gather
+// over both), the local experts' tokens picked out. flex (DeepEP): the all-to-all with the permutation fused into it.
+Ref StageBuilder::moe_to_experts(Ref dep, bool backward) {
+  const auto& d = d_;
+  const MoeTokens mt = moe_tokens();
+  const auto type = job_.model.moe->token_dispatcher;
+  const std::string sfx = backward ? "_bwd" : "";
+  if (type == spec::TokenDispatcher::AllGather) {
+    Ref x = mt.tp_stage ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h,
+                               "moe_tp_all_gather" + sfx, dep) : dep;
+    x = coll(CollType::AllGather, GroupKind::Ep, beta_ * mt.gathered * d.h,
+             backward ? "moe_combine_all_gather_bwd" : "moe_dispatch_all_gather", x);
+    return compute(memop(ComputeCategory::Elementwise, beta_ * (mt.gathered + mt.routed) * d.h),
+                   backward ? "token_unpermute_bwd" : "token_permute", {x});
+  }
+  Ref x = dep;
+  if (type == spec::TokenDispatcher::AllToAll)
+    x = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * mt.routed_sp * d.h),
+                backward ? "token_unpermute_bwd" : "token_permute", {dep});
+  x = coll(CollType::AllToAll, GroupKind::Ep, beta_ * mt.routed_sp * d.h,
+           backward ? "moe_combine_all_to_all_bwd" : "moe_dispatch_all_to_all", x);
+  return mt.tp_stage ? coll(CollType::AllGather, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_all_gather" + sfx, x) : x;
+}
+
+Ref StageBuilder::moe_from_experts(Ref dep, bool backward) {
+  const auto& d = d_;
+  const MoeTokens mt = moe_tokens();
+  const auto type = job_.model.moe->token_dispatcher;
+  const std::string sfx = backward ? "_bwd" : "";
+  if (type == spec::TokenDispatcher::AllGather) {
+    // The reduce-scatter over the expert-tensor x expert group also sums the TP-split experts' partial outputs.
+    Ref x = compute(memop(ComputeCategory::Elementwise, beta_ * (mt.routed + mt.gathered) * d.h),
+                    backward ? "token_permute_bwd" : "token_unpermute", {dep});
+    x = coll(CollType::ReduceScatter, GroupKind::Ep, beta_ * mt.gathered * d.h,
+             backward ? "moe_dispatch_reduce_scatter_bwd" : "moe_combine_reduce_scatter", x);
+    return mt.tp_stage ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * d.tokens * d.h,
+                              "moe_tp_reduce_scatter" + sfx, x) : x;
+  }
+  Ref x = d.et == 1 ? dep
+          : d.sp    ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_reduce_scatter" + sfx, dep)
+                    : coll(CollType::AllReduce, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_all_reduce" + sfx, dep);
+  x = coll(CollType::AllToAll, GroupKind::Ep, beta_ * mt.routed_sp * d.h,
+           backward ? "moe_dispatch_all_to_all_bwd" : "moe_combine_all_to_all", x);
+  if (type == spec::TokenDispatcher::Flex) return x;
+  return compute(memop(ComputeCategory::Elementwise, 2 * beta_ * mt.routed_sp * d.h),
+                 backward ? "token_permute_bwd" : "token_unpermute", {x});
+}
+
+// The shared expert, after the routed experts on the same stream (without moe_shared_expert_overlap).
+// recompute_modules' shared_experts (or moe) keeps nothing of it.
+Ref StageBuilder::shared_expert_fwd(Ref out) { return shared_expert_fc2_fwd(shared_expert_fc1_fwd(out)); }
+
+Ref StageBuilder::shared_expert_fc1_fwd(Ref in) {
   const auto& d = d_;
   const auto& moe = *job_.model.moe;
   const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
   const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = fe_in / fe * fs;
   const bool keep = !discarding(spec::RecomputeModule::Moe) && !discarding(spec::RecomputeModule::SharedExperts);
-  Ref sx = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_all_gather", out) : out;
+  Ref sx = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_all_gather", in) : in;
   Ref s1 = compute(gemm(d.tokens, fs_in / d.t, d.h), "shared_expert_fc1", {sx});
-  Ref sa = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (fs_in + fs) / d.t), "shared_expert_act", {s1},
-                   keep ? beta_ * d.tokens * fs_in / d.t : 0);
-  Ref s2 = compute(gemm(d.tokens, d.h, fs / d.t), "shared_expert_fc2", {sa}, keep ? beta_ * d.tokens * fs / d.t : 0);
+  return compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (fs_in + fs) / d.t), "shared_expert_act", {s1},
+                 keep ? beta_ * d.tokens * fs_in / d.t : 0);
+}
+
+Ref StageBuilder::shared_expert_fc2_fwd(Ref act) {
+  const auto& d = d_;
+  const int64_t fs = job_.model.moe->shared_expert_ffn_hidden_size;
+  const bool keep = !discarding(spec::RecomputeModule::Moe) && !discarding(spec::RecomputeModule::SharedExperts);
+  Ref s2 = compute(gemm(d.tokens, d.h, fs / d.t), "shared_expert_fc2", {act}, keep ? beta_ * d.tokens * fs / d.t : 0);
   return coll(d.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
               "shared_expert_reduce", s2);
+}
+
+// The shared expert's backward from the layer's output gradient; `done` = the op after which its input gradient is
+// ready (recompute first under recompute_modules' shared_experts).
+void StageBuilder::shared_expert_bwd(Ref grad, Ref& done) {
+  const auto& d = d_;
+  const auto& moe = *job_.model.moe;
+  const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
+  const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = fe_in / fe * fs;
+  if (rc(spec::RecomputeModule::SharedExperts) && !rc(spec::RecomputeModule::Moe)) {
+    const Phase keep = phase_;
+    phase_ = Phase::Recompute;
+    shared_expert_fwd(grad);
+    phase_ = keep;
+  }
+  Ref sg = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_grad_all_gather", grad) : grad;
+  compute(gemm(d.tokens, fs / d.t, d.h), "shared_expert_fc2_dgrad", {sg});
+  wgrad(fs / d.t, d.h, d.tokens, "shared_expert_fc2_wgrad");
+  Ref sa = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (2 * fs_in + fs) / d.t), "shared_expert_act_bwd", {});
+  done = column_parallel_bwd("shared_expert_fc1", d.tokens, fs_in / d.t, d.h, sa, d.sp);
 }
 
 Ref StageBuilder::moe_bwd(Ref in) {
   const auto& d = d_;
   const auto& moe = *job_.model.moe;
-  const int64_t E = moe.num_experts, k = moe.topk, e_loc = E / d.e;
-  const int64_t routed_sp = static_cast<int64_t>(static_cast<double>(d.tokens_sp * k) * cf_);
-  const int64_t routed = d.et > 1 ? static_cast<int64_t>(static_cast<double>(d.tokens * k) * cf_) : routed_sp;
+  const int64_t E = moe.num_experts, e_loc = E / d.e;
+  const int64_t routed = moe_tokens().routed;
   const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
+  const bool shared_expert = moe.shared_expert_ffn_hidden_size > 0;
   layernorm_recompute("pre_mlp_layernorm_recompute", in);
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add_bwd", {in});
   const auto recompute = [&](auto&& body) {
@@ -828,23 +932,15 @@ Ref StageBuilder::moe_bwd(Ref in) {
     body();
     phase_ = keep;
   };
-  // recompute_modules' moe: the whole layer re-runs (its all-to-alls included) when the gradient reaches its output.
+  // recompute_modules' moe: the whole layer re-runs (its dispatch and combine included) when the gradient reaches its
+  // output.
   if (rc(spec::RecomputeModule::Moe)) recompute([&] { moe_body_fwd(b); });
   Ref shared{};
-  if (moe.shared_expert_ffn_hidden_size > 0) {
-    // Created last in forward, so autograd runs it first.
-    if (rc(spec::RecomputeModule::SharedExperts) && !rc(spec::RecomputeModule::Moe))
-      recompute([&] { shared_expert_fwd(b); });
-    const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = fe_in / fe * fs;
-    Ref sg = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_grad_all_gather", b) : b;
-    compute(gemm(d.tokens, fs / d.t, d.h), "shared_expert_fc2_dgrad", {sg});
-    wgrad(fs / d.t, d.h, d.tokens, "shared_expert_fc2_wgrad");
-    Ref sa = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (2 * fs_in + fs) / d.t), "shared_expert_act_bwd", {});
-    shared = column_parallel_bwd("shared_expert_fc1", d.tokens, fs_in / d.t, d.h, sa, d.sp);
-  }
-  Ref up = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_unpermute_bwd", {b});
-  Ref comb = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_combine_all_to_all_bwd", up);
-  Ref g = d.sp && d.et > 1 ? coll(CollType::AllGather, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_gather_bwd", comb) : comb;
+  // Created last in forward, autograd runs the shared expert first; with moe_shared_expert_overlap it runs beside the
+  // combine's gradient exchange instead.
+  if (shared_expert && !moe.shared_expert_overlap) shared_expert_bwd(b, shared);
+  Ref g = moe_to_experts(b, true);
+  if (shared_expert && moe.shared_expert_overlap) shared_expert_bwd(b, shared);
   const int64_t per_expert = std::max<int64_t>(1, routed / e_loc);
   const int batch = static_cast<int>(e_loc);
   // The grouped MLP's backward (input and weight gradients) completes before its input's collectives run.
@@ -860,11 +956,7 @@ Ref StageBuilder::moe_bwd(Ref in) {
   compute(memop(ComputeCategory::Elementwise, beta_ * routed * (2 * fe_in + fe) / d.et), "expert_act_bwd", {});
   compute(gemm(per_expert, d.h, fe_in / d.et, batch), "expert_fc1_dgrad", {});
   Ref f1 = wgrad(d.h, fe_in / d.et, per_expert, "expert_fc1_wgrad", {}, batch);
-  Ref rs = d.et == 1 ? f1
-           : d.sp   ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_reduce_scatter_bwd", f1)
-                    : coll(CollType::AllReduce, GroupKind::Tp, beta_ * routed * d.h, "moe_tp_all_reduce_bwd", f1);
-  Ref disp = coll(CollType::AllToAll, GroupKind::Ep, beta_ * routed_sp * d.h, "moe_dispatch_all_to_all_bwd", rs);
-  Ref pm = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * routed_sp * d.h), "token_permute_bwd", {disp});
+  Ref pm = moe_from_experts(f1, true);
   Ref rt = bf16_gemms([&] {
     const Ref dg = compute(gemm(d.tokens_sp, d.h, E), "router_dgrad", {pm});
     wgrad(d.h, E, d.tokens_sp, "router_wgrad");
