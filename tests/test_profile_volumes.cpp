@@ -257,6 +257,34 @@ TEST(ProfileVolumeTable, EndToEndRatiosOne) {
   for (const auto& t : v["by_type"]) EXPECT_EQ(t["ranks"], 8) << t.dump();
 }
 
+// Megatron's TP all-reduces at TP 4 and 8 (issue 15 item 3): 2 layers x 2 micro-batches x 4 all-reduces (2 forward,
+// 2 backward) of b s h = 8192 fp16 elements (16384 B) per rank. Eq. 2.7 x m counts bus volume, 2 x 8 b s h (t-1)/t
+// beta x 2 = 524288 (t-1)/t B; the log's messages are 16 x 16384 = 262144 B, which the table used to compare with
+// it (0.67x at TP 4). Measured is now the bus volume too: 16 x 2 (t-1)/t x 16384 B, ratio 1 for every t.
+TEST(ProfileVolumeTable, TensorParallelComparesBusVolumeWithBusVolume) {
+  for (const int t : {4, 8}) {
+    std::string text;
+    for (int r = 0; r < t; ++r)
+      for (int k = 0; k < 16; ++k) text += call_line(r, "AllReduce", k, 8192, 6, "0xa" + std::to_string(r), t);
+    const std::string log = test::write_temp("tp" + std::to_string(t) + ".log", text);
+    const std::string out = test::temp_dir() + "tp" + std::to_string(t) + ".json";
+    const auto res = test::run_cli("profile nccl --log " + log + " --parallelism tp=" + std::to_string(t) +
+                                   " --model layers=2,hidden=64,seq=128,vocab=1000,mbs=1,microbatches=2 --summary " + out);
+    ASSERT_EQ(res.code, 0) << res.output;
+    EXPECT_NE(res.output.find("bus volume"), std::string::npos) << res.output;
+    const auto v = nlohmann::json::parse(test::read_file(out))["volume_vs_model"];
+    ASSERT_EQ(v["rows"].size(), size_t(t));
+    const int64_t bus = 524288 * (t - 1) / t;
+    for (const auto& row : v["rows"]) {
+      EXPECT_EQ(row["parallelism"], "TP");
+      EXPECT_EQ(row["model_bytes"], bus) << row.dump();
+      EXPECT_EQ(row["measured_bytes"], bus) << row.dump();
+      EXPECT_EQ(row["message_bytes"], 262144) << row.dump();
+      EXPECT_DOUBLE_EQ(row["ratio"].get<double>(), 1.0) << row.dump();
+    }
+  }
+}
+
 // No --parallelism: the sizes come from the communicators (comm_infer.cpp infer_sizes). The log above has
 // point-to-point communicators of 2 ranks with one peer each → pp = 2; two collective communicators of 2 ranks
 // whose members, cut in rank order, are consecutive pairs → tp = 2 (the smallest); dp = 8 / (2 · 2) = 2. With these

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <tuple>
 #include <map>
 #include <sstream>
 
@@ -17,33 +16,62 @@ json ratio(int64_t measured, int64_t model) {
   return model > 0 ? json(static_cast<double>(measured) / static_cast<double>(model)) : json(nullptr);
 }
 
+
+// Bytes a rank sends for one call in the bandwidth-optimal (ring) algorithm, the quantity the §2.4 formulas count
+// (eq. 2.6-2.7: 2(n-1)/n of an all-reduce's message; all-gather and reduce-scatter (n-1)/n of the whole buffer;
+// point-to-point, broadcast and reduce the message itself). A communicator of unknown size counts its message.
+int64_t bus_bytes(const NcclCall& call, int n) {
+  if (n <= 1) return call.bytes();
+  const double f = static_cast<double>(n - 1) / n;
+  switch (call.op) {
+    case NcclOp::AllReduce: return std::llround(2 * f * static_cast<double>(call.bytes()));
+    case NcclOp::AllGather:
+    case NcclOp::ReduceScatter: return std::llround(f * static_cast<double>(algbw_bytes(call, n)));
+    default: return call.bytes();
+  }
+}
+
 }  // namespace
 
 json volume_vs_model_json(const ProfileResult& r) {
   if (!r.model) return nullptr;
   const ModelShape& m = *r.model;
   const ParallelismSizes& p = r.parallelism;
-  std::map<int, std::map<std::string, int64_t>> measured;
-  for (const auto& c : r.calls) measured[c.rank][call_parallelism(r, c)] += r.log.calls[c.call].bytes();
+  struct Bytes {
+    int64_t bus = 0, message = 0;
+  };
+  std::map<int, std::map<std::string, Bytes>> measured;
+  for (const auto& c : r.calls) {
+    const NcclCall& call = r.log.calls[c.call];
+    const int n = c.comm >= 0 ? r.comms[c.comm].size : call.nranks;
+    Bytes& b = measured[c.rank][call_parallelism(r, c)];
+    b.bus += bus_bytes(call, n);
+    b.message += call.bytes();
+  }
   json rows = json::array();
-  std::map<std::string, std::tuple<int, int64_t, int64_t>> total;  // type → (ranks, measured, model)
+  struct Total {
+    int ranks = 0;
+    int64_t bus = 0, message = 0, model = 0;
+  };
+  std::map<std::string, Total> total;
   for (const auto& rp : r.ranks) {
-    std::map<std::string, std::pair<int64_t, int64_t>> row;  // type → (measured, model)
+    std::map<std::string, std::pair<Bytes, int64_t>> row;  // type → (measured, model)
     for (const auto& [type, b] : measured[rp.rank]) row[type].first = b;
     for (const auto& [type, b] : model_volumes(m, p, rp.rank)) row[type].second = std::llround(b);
     for (const auto& [type, v] : row) {
-      rows.push_back({{"rank", rp.rank}, {"parallelism", type}, {"measured_bytes", v.first}, {"model_bytes", v.second},
-                      {"ratio", ratio(v.first, v.second)}});
-      auto& t = total[type];
-      ++std::get<0>(t);
-      std::get<1>(t) += v.first;
-      std::get<2>(t) += v.second;
+      rows.push_back({{"rank", rp.rank}, {"parallelism", type}, {"measured_bytes", v.first.bus},
+                      {"message_bytes", v.first.message}, {"model_bytes", v.second}, {"ratio", ratio(v.first.bus, v.second)}});
+      Total& t = total[type];
+      ++t.ranks;
+      t.bus += v.first.bus;
+      t.message += v.first.message;
+      t.model += v.second;
     }
   }
   json by_type = json::array();
   for (const auto& [type, t] : total)
-    by_type.push_back({{"parallelism", type}, {"ranks", std::get<0>(t)}, {"measured_bytes", std::get<1>(t)},
-                       {"model_bytes", std::get<2>(t)}, {"ratio", ratio(std::get<1>(t), std::get<2>(t))}});
+    by_type.push_back({{"parallelism", type}, {"ranks", t.ranks}, {"measured_bytes", t.bus}, {"message_bytes", t.message},
+                       {"model_bytes", t.model}, {"ratio", ratio(t.bus, t.model)}});
   json model = {{"layers", m.layers}, {"hidden", m.hidden}, {"seq", m.seq}, {"vocab", m.vocab},
                 {"mbs", m.micro_batch}, {"microbatches", m.micro_batches}, {"iterations", m.iterations},
                 {"bytes", m.dtype_bytes}, {"moe_layers", m.moe_layers}, {"topk", m.topk},
@@ -60,7 +88,9 @@ std::string volume_vs_model_text(const json& v) {
   const json& z = m["sizes"];
   o << "\nvolume per rank vs the §2.4 models (thesis Table 5.1 style; P = " << m["params"].get<int64_t>() << " ("
     << m["params_from"].get<std::string>() << "), " << m["iterations"].get<int64_t>() << " iteration(s), tp "
-    << z["tp"] << " pp " << z["pp"] << " dp " << z["dp"] << " ep " << z["ep"] << " cp " << z["cp"] << "):\n";
+    << z["tp"] << " pp " << z["pp"] << " dp " << z["dp"] << " ep " << z["ep"] << " cp " << z["cp"] << "); both columns are\n"
+    << "bus volume, the bytes a rank sends: all-reduce 2(n-1)/n x message, all-gather / reduce-scatter (n-1)/n x buffer,\n"
+    << "send/recv the message (message bytes as logged: message_bytes in the JSON):\n";
   auto line = [&](const std::string& who, const json& x) {
     char buf[160];
     const std::string r = x["ratio"].is_null() ? "-" : [&] {
