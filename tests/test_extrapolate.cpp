@@ -360,6 +360,23 @@ TEST(Extrapolate, RealDlrmRankZeroToEightGpus) {
   const json s = simulate(yaml, dir, "dlrm-x");
   EXPECT_EQ(s["workload"]["reused_ranks"], 7);
   EXPECT_NEAR(s["step_time_s"].get<double>(), 0.014455, 0.15 * 0.014455);
+  // No allocations in a traced program: said, not printed as a 0 B prediction (issue 15 item 1).
+  ASSERT_TRUE(s.contains("notes")) << s.dump();
+  EXPECT_NE(s["notes"][0].get<std::string>().find("no allocations"), std::string::npos) << s["notes"].dump();
+
+  // Host time is work, replayed per micro-batch (issue 15 item 1): at global batch 256 (2 micro-batches per rank) the
+  // step is twice the one micro-batch step (it was 2.068 ms against 12.686 ms before: the host gaps were dropped).
+  std::string yaml256 = yaml;
+  yaml256.replace(yaml256.find("global_batch_size: 128"), 22, "global_batch_size: 256");
+  const std::string job256 = test::write_temp("dlrm-x256.yaml", yaml256);
+  const std::string dir256 = test::temp_dir() + "dlrm-x256";
+  const auto r256 = test::run_cli("trace extrapolate " + real("param/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json") +
+                                  " --et " + real("param/dlrm_pytorch_et/dlrm_eg_0.json") + " --job " + job256 + " --out " +
+                                  dir256 + " --trace-batch 16");
+  ASSERT_EQ(r256.code, 0) << r256.output;
+  EXPECT_TRUE(json::parse(test::read_file(dir256 + "/extrapolation.json"))["generated"]["host_gaps"].get<bool>());
+  const json s256 = simulate(yaml256, dir256, "dlrm-x256");
+  EXPECT_NEAR(s256["step_time_s"].get<double>(), 2 * s["step_time_s"].get<double>(), 0.01 * s["step_time_s"].get<double>());
 }
 
 }  // namespace

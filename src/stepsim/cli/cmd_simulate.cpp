@@ -1,5 +1,6 @@
 // stepsim simulate: one training step of the job, every rank simulated; summary on stdout, optional
 // summary JSON and Chrome trace.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -88,7 +89,12 @@ int run_simulate(const SimulateOptions& o) {
   }
   TraceRunInfo info;
   const sim::Simulation s = o.workload_dir.empty() ? sim::run_simulation(job, record) : run_traced(o, job, record, info);
-  const report::Summary sum = report::summarize(s, o.rank);
+  report::Summary sum = report::summarize(s, o.rank);
+  if (!o.workload_dir.empty() &&
+      std::all_of(sum.per_stage.begin(), sum.per_stage.end(), [](const auto& m) { return m.peak_bytes == 0; })) {
+    sum.notes.push_back("memory: the traced programs carry no allocations (Kineto [memory] events are not read and "
+                        "trace extrapolate models none), so the memory table reads 0 B; it is not a prediction");
+  }
   nlohmann::json j = report::to_json(sum, s.workload.job);
   if (!o.workload_dir.empty()) {
     const double sim_s = sum.step_time_s;

@@ -161,7 +161,7 @@ void write_extrapolation(const Extrapolation& x, const spec::JobSpec& job, const
         {"stages", stages},
         {"kernels_rescaled", x.rescaled},
         {"kernels_kept", x.kept},
-        {"host_gaps", x.plan.host_gaps && x.plan.layout.pipeline() == 1 && x.plan.micro_batches == 1},
+        {"host_gaps", x.plan.host_gaps},
         {"programs", x.roles}}}};
   write_text(dir + "/extrapolation.json", out.dump(2) + "\n");
 }

@@ -88,7 +88,9 @@ std::vector<trace::TracedOp> build_program(const StepPlan& plan, int tp_rank, in
     if (st < 0) tail.push_back(static_cast<int>(i));
     else if (st == stage) (src.ops[i].phase == Phase::Backward ? bwd : fwd).push_back(static_cast<int>(i));
   }
-  const bool gaps = plan.host_gaps && p == 1 && m == 1;
+  // Host time is work: the CPU-bound idle time before each traced op is replayed wherever the op runs, once per
+  // micro-batch (the training loop's Python, launches and data loading run again for each), on the op's stage.
+  const bool gaps = plan.host_gaps;
   const std::vector<Bucket>& buckets = plan.buckets[static_cast<size_t>(stage)];
 
   Emitter e;
@@ -97,9 +99,12 @@ std::vector<trace::TracedOp> build_program(const StepPlan& plan, int tp_rank, in
     int last = -1;
     for (int i : list) {
       const SourceOp& op = src.ops[static_cast<size_t>(i)];
-      if (gaps && op.gap_ns > 0) e.compute("host gap", workload::ComputeCategory::Host, op.phase, op.gap_ns);
+      // The tail (optimizer) is shared out among the stages, its host time with it.
+      const bool shared_tail = plan.stage_of_op[static_cast<size_t>(i)] < 0 && p > 1;
+      if (gaps && op.gap_ns > 0)
+        e.compute("host gap", workload::ComputeCategory::Host, op.phase, shared_tail ? op.gap_ns / p : op.gap_ns);
       int64_t ns = plan.duration_ns[static_cast<size_t>(i)];
-      if (plan.stage_of_op[static_cast<size_t>(i)] < 0 && p > 1) ns = std::max<int64_t>(1, ns / p);
+      if (shared_tail) ns = std::max<int64_t>(1, ns / p);
       last = e.compute(op.name, op.category, op.phase, ns);
       for (const TpCollective& c : plan.tp) {
         if (c.after_op == i && L.tensor() > 1) e.collective(c.coll, GroupKind::Tp, c.bytes, tp_group, c.name, last, true);

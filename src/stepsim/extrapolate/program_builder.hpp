@@ -27,7 +27,7 @@ struct StepPlan {
   int micro_batches = 1;
   bool one_f_one_b = true;
   bool dp_after_backward = false;                // all buckets after the backward pass instead of overlapped
-  bool host_gaps = true;                         // keep the trace's CPU-bound idle time (one micro-batch, one stage)
+  bool host_gaps = true;                         // replay the trace's CPU-bound idle time per micro-batch and stage
   workload::RankLayout layout;
 };
 
