@@ -294,25 +294,24 @@ ProfileResult run_profile(NcclLog log, std::vector<NsysDb> dbs, const ProfileOpt
     }
   }
 
-  // Clock offsets: the k-th matched call of each logical communicator is one collective instance.
+  // Clock offsets: the calls of one logical communicator with the same opCount are one collective instance (matched
+  // by operation, so a rank's missing kernel drops it from that instance only); each rank's node is its log host.
   if (r.timing && opt.sync_clocks) {
-    std::map<std::pair<int, int>, std::vector<size_t>> seq;  // (comm, rank) → matched calls in order
+    // (comm, opCount, k): the k-th call of a rank with that opCount on that communicator; k is 0 where opCounts are
+    // unique (NCCL's per-communicator counter) and the call's order where a log repeats them.
+    std::map<std::tuple<int, uint64_t, int>, CollectiveInstance> by_op;
+    std::map<std::tuple<int, int, uint64_t>, int> seen;  // (comm, rank, opCount) → calls so far
     for (const auto& c : r.calls)
-      if (c.kernel >= 0 && c.comm >= 0 && !twin[c.call] && !is_p2p(L.calls[c.call].op))
-        seq[{c.comm, c.rank}].push_back(c.call);
-    std::map<int, std::vector<std::pair<int, const std::vector<size_t>*>>> by_comm;
-    for (const auto& [key, v] : seq) by_comm[key.first].emplace_back(key.second, &v);
-    std::vector<CollectiveInstance> instances;
-    for (const auto& [comm, members] : by_comm) {
-      size_t len = std::numeric_limits<size_t>::max();
-      for (const auto& m : members) len = std::min(len, m.second->size());
-      for (size_t k = 0; k < len; ++k) {
-        CollectiveInstance inst;
-        for (const auto& m : members) inst.emplace_back(m.first, r.kernels[r.calls[(*m.second)[k]].kernel].start_ns);
-        instances.push_back(std::move(inst));
+      if (c.kernel >= 0 && c.comm >= 0 && !twin[c.call] && !is_p2p(L.calls[c.call].op)) {
+        const uint64_t op = L.calls[c.call].op_count;
+        const int k = seen[{c.comm, c.rank, op}]++;
+        by_op[{c.comm, op, k}].emplace_back(c.rank, r.kernels[c.kernel].start_ns);
       }
-    }
-    const auto off = clock_offsets(instances);
+    std::vector<CollectiveInstance> instances;
+    for (auto& [key, inst] : by_op) instances.push_back(std::move(inst));
+    std::map<int, std::string> host_of;
+    for (const auto& p : r.ranks) host_of[p.rank] = p.host;
+    const auto off = clock_offsets(instances, host_of);
     for (auto& p : r.ranks) {
       auto it = off.find(p.rank);
       if (it != off.end()) p.clock_offset_ns = it->second;
