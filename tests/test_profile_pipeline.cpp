@@ -2,6 +2,8 @@
 // §4.2.5 (Fig. 4.2's numbers), Send/Recv fusion and 2:1 batching (§4.1.1), and `stepsim profile nccl` end to end
 // on synthetic logs + a synthetic Nsight Systems export (real schema) and on a real log alone.
 #include <gtest/gtest.h>
+
+#include <set>
 #include <sqlite3.h>
 
 #include <nlohmann/json.hpp>
@@ -262,6 +264,28 @@ TEST(ProfileCli, LogsOnlyRealLog) {
   EXPECT_EQ(s["timing"], false);
   EXPECT_EQ(s["ranks"].size(), 2u);  // hopper01 GPUs 0 and 1
   EXPECT_NE(res.output.find("no --nsys export"), std::string::npos);
+}
+
+// Issue 15 item 5: the sglang log holds two runs of a 16-rank communicator, each with the 8 processes of this node
+// (GPUs 0-7 twice; commId on four of the second run's init lines). It was read as one group of 12 and an exact group
+// "size 16 ranks 8 10 12 14". One GPU holds one rank of a communicator, so the runs are two communicators of 8 logged
+// members each, and the text says how many of the 16 are in the log.
+TEST(ProfileCli, TwoRunsOnOneNodeAreTwoCommunicators) {
+  const std::string dir = test::temp_dir();
+  const auto res = test::run_cli("profile nccl --log " + std::string(STEPSIM_SHARED_DIR) +
+                                 "/data/real/nccl-logs/devopsrustem-slurmv4-sglang-tp16.log --summary " + dir + "sg.json");
+  ASSERT_EQ(res.code, 0) << res.output;
+  EXPECT_NE(res.output.find("size 16 (8 in this log)"), std::string::npos) << res.output;
+  const auto s = nlohmann::json::parse(test::read_file(dir + "sg.json"));
+  ASSERT_EQ(s["communicators"].size(), 2u) << s["communicators"].dump();
+  std::set<std::set<int>> devices;  // each communicator's GPUs: all 8, none twice
+  for (const auto& c : s["communicators"]) {
+    EXPECT_EQ(c["size"], 16);
+    ASSERT_EQ(c["ranks"].size(), 8u) << c.dump();
+    std::set<int> devs;
+    for (int r : c["ranks"]) devs.insert(s["ranks"][r]["cuda_dev"].get<int>());
+    EXPECT_EQ(devs.size(), 8u) << c.dump();
+  }
 }
 
 TEST(ProfileCli, BadInputsExitTwoWithOneLine) {

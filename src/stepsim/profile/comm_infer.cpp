@@ -171,14 +171,47 @@ std::vector<InferredComm> infer_comms(std::vector<CommEntry> e, int world, Paral
     units.push_back(u);
     for (size_t i : idx) placed[i] = true;
   }
-  // The rest: equal op sequences of equal size are one logical group (§4.2.3).
+  // The rest: equal op sequences of equal size are one logical group (§4.2.3) — except that one GPU holds one rank of
+  // a communicator: entries on a GPU already in the group (a second run in the same log) start another instance, the
+  // k-th entry of each GPU (in rank order) going to instance k.
   std::map<std::tuple<std::vector<std::tuple<int, int64_t, int>>, int, bool>, std::vector<size_t>> by_seq;
   for (size_t i = 0; i < e.size(); ++i)
     if (!placed[i]) by_seq[{e[i].seq, e[i].nranks, e[i].p2p}].push_back(i);
+  auto gpu_of = [&](size_t i) { return std::make_pair(e[i].host, e[i].device); };
+  const size_t exact_units = units.size();
   for (auto& [key, idx] : by_seq) {
-    Unit u;
-    u.entries = idx;
-    units.push_back(u);
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return e[a].rank < e[b].rank; });
+    std::map<std::pair<std::string, int>, size_t> on_gpu;  // GPU → entries seen on it
+    std::vector<std::vector<size_t>> instance;
+    for (size_t i : idx) {
+      const size_t k = e[i].device >= 0 ? on_gpu[gpu_of(i)]++ : 0;
+      if (instance.size() <= k) instance.resize(k + 1);
+      instance[k].push_back(i);
+    }
+    for (auto& members : instance) {
+      // The entries of an exact group's run that logged no init line: same sequence and size, on GPUs the exact group
+      // does not use, and room left in it.
+      bool merged = false;
+      for (size_t x = 0; x < exact_units && !merged; ++x) {
+        Unit& u = units[x];
+        const CommEntry& f = e[u.entries.front()];
+        if (f.seq != e[members.front()].seq || f.nranks != e[members.front()].nranks || f.nranks <= 0 ||
+            static_cast<int>(u.entries.size() + members.size()) > f.nranks)
+          continue;
+        std::set<std::pair<std::string, int>> gpus;
+        std::set<int> ranks;
+        for (size_t i : u.entries) gpus.insert(gpu_of(i)), ranks.insert(e[i].rank);
+        bool clash = false;
+        for (size_t i : members) clash = clash || (e[i].device >= 0 && gpus.count(gpu_of(i))) || ranks.count(e[i].rank);
+        if (clash) continue;
+        u.entries.insert(u.entries.end(), members.begin(), members.end());
+        merged = true;
+      }
+      if (merged) continue;
+      Unit u;
+      u.entries = members;
+      units.push_back(u);
+    }
   }
   for (auto& u : units) {
     std::sort(u.entries.begin(), u.entries.end(), [&](size_t a, size_t b) {

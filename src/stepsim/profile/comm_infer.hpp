@@ -25,6 +25,10 @@ struct CommEntry {
   int peers = 0;          // distinct Send/Recv peers (the "root" of p2p lines)
   int local_rank = -1;    // rank inside the communicator, from its init line
   uint64_t comm_id = 0;   // commId of its init line, 0 when not logged
+  // The process's GPU (log host, CUDA device; -1 = unknown): NCCL refuses two ranks of one communicator on one GPU, so
+  // processes sharing a GPU (two runs in one log) belong to different communicators.
+  std::string host;
+  int device = -1;
 };
 
 struct InferredComm {

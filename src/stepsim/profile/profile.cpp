@@ -244,6 +244,8 @@ ProfileResult run_profile(NcclLog log, std::vector<NsysDb> dbs, const ProfileOpt
         ce.rank = p.rank;
         ce.ptr = call.comm;
         ce.p2p = true;
+        ce.host = p.host;
+        ce.device = p.cuda_dev;
         entries.push_back(ce);
       }
       CommEntry& k = entries[it->second];

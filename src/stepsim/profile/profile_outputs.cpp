@@ -154,7 +154,7 @@ json summary_json(const ProfileResult& r) {
     comms.push_back({{"name", c.name},
                      {"parallelism", c.parallelism},
                      {"size", c.size},
-                     {"ranks", c.ranks},
+                     {"ranks", c.ranks},  // the members in the log (fewer than size for a log of some ranks)
                      {"bottleneck_link", c.bottleneck_link},
                      {"bottleneck_GBps", c.bottleneck_GBps}});
   s["communicators"] = comms;
@@ -275,7 +275,9 @@ std::string report_text(const ProfileResult& r) {
       << std::max(ps.cp, 1) << "):\n";
   }
   for (const auto& c : r.comms) {
-    o << "  " << c.name << " size " << c.size << " ranks";
+    o << "  " << c.name << " size " << c.size;
+    if (static_cast<int>(c.ranks.size()) != c.size) o << " (" << c.ranks.size() << " in this log)";
+    o << " ranks";
     for (int k : c.ranks) o << " " << k;
     if (c.bottleneck_GBps > 0) o << "  bottleneck " << c.bottleneck_link << " " << c.bottleneck_GBps << " GB/s";
     o << "\n";
