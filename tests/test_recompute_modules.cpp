@@ -152,6 +152,13 @@ TEST(RecomputeModules, MegatronArgsMapTheList) {
       spec::megatron_args_to_job_node(base + "--recompute-granularity selective --recompute-modules core_attn mlp");
   ASSERT_TRUE(j["training"]["recompute_modules"].IsSequence());
   EXPECT_EQ(j["training"]["recompute_modules"][1].as<std::string>(), "mlp");
+  // The deprecated --moe-layer-recompute is selective recompute with 'moe' added to Megatron-Core's default list.
+  const YAML::Node legacy = spec::megatron_args_to_job_node(base + "--moe-layer-recompute");
+  EXPECT_EQ(legacy["training"]["recompute"].as<std::string>(), "selective");
+  ASSERT_EQ(legacy["training"]["recompute_modules"].size(), 2u);
+  EXPECT_EQ(legacy["training"]["recompute_modules"][0].as<std::string>(), "core_attn");
+  EXPECT_EQ(legacy["training"]["recompute_modules"][1].as<std::string>(), "moe");
+  EXPECT_THROW(spec::megatron_args_to_job_node(base + "--moe-layer-recompute --recompute-granularity full"), InputError);
   try {
     spec::megatron_args_to_job_node(base + "--recompute-modules mlp");
     FAIL() << "no error without selective granularity";

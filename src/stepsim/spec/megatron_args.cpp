@@ -188,7 +188,7 @@ const Table& table() {
             "--apply-query-key-layer-scaling", "--attention-softmax-in-fp32", "--fp16-lm-cross-entropy",
             "--disable-bf16-reduced-precision-matmul", "--no-check-for-nan-in-loss-and-grad", "--check-for-spiky-loss",
             "--check-for-large-grads", "--distribute-saved-activations", "--moe-grouped-gemm",
-            "--moe-use-legacy-grouped-gemm", "--moe-layer-recompute", "--moe-permute-fusion", "--moe-router-pre-softmax",
+            "--moe-use-legacy-grouped-gemm", "--moe-permute-fusion", "--moe-router-pre-softmax",
             "--moe-router-enable-expert-bias", "--moe-router-fusion", "--moe-router-force-load-balancing",
             "--moe-router-padding-for-fp8", "--moe-per-layer-logging", "--moe-pad-expert-input-to-capacity",
             "--moe-enable-deepep", "--moe-apply-probs-on-input",
@@ -280,7 +280,7 @@ const Table& table() {
         Kind::List0, Use::Ignore);
     add(t, {"--recompute-modules"}, Kind::List0, Use::Map);
     add(t, {"--moe-token-dispatcher-type"}, Kind::Value, Use::Map);
-    add(t, {"--moe-shared-expert-overlap"}, Kind::Flag, Use::Map);
+    add(t, {"--moe-shared-expert-overlap", "--moe-layer-recompute"}, Kind::Flag, Use::Map);
     add(t, {"--cp-comm-type"}, Kind::List1, Use::Map);
     add(t, {"--hierarchical-context-parallel-sizes", "--iterations-to-skip", "--profile-ranks",
             "--mrope-section", "--tiktoken-special-tokens", "--moe-router-load-balancing-type", "--moe-aux-loss-coeff"},
@@ -814,6 +814,12 @@ YAML::Node build(const Args& a) {
 
   std::string recompute = a.opt_choice("--recompute-granularity", {"full", "selective"}).value_or("none");
   if (a.has("--recompute-activations")) recompute = "selective";  // Megatron's override
+  // Deprecated --moe-layer-recompute: Megatron-Core turns it into selective recompute with 'moe' added to the modules.
+  const bool moe_layer_recompute = a.has("--moe-layer-recompute");
+  if (moe_layer_recompute) {
+    if (recompute == "full") fail("--moe-layer-recompute", "cannot be combined with --recompute-granularity full");
+    recompute = "selective";
+  }
   const auto method = a.opt_choice("--recompute-method", {"uniform", "block"});
   if (method && recompute == "selective")
     fail("--recompute-method", "not supported with selective recompute granularity");
@@ -826,18 +832,22 @@ YAML::Node build(const Args& a) {
     fail("--recompute-num-layers", "applies to --recompute-granularity full only");
   }
   tr["recompute"] = recompute;
-  if (const std::string* mods = a.get("--recompute-modules")) {
+  const std::string* mods = a.get("--recompute-modules");
+  if (mods || moe_layer_recompute) {
     if (recompute != "selective") fail("--recompute-modules", "applies to --recompute-granularity selective only");
-    std::istringstream in(*mods);
+    std::istringstream in(mods ? *mods : std::string("core_attn"));  // Megatron-Core's default list
     YAML::Node list(YAML::NodeType::Sequence);
+    bool has_moe = false;
     for (std::string m; in >> m;) {
       static const std::set<std::string, std::less<>> kModules = {"core_attn", "mlp", "moe", "moe_act", "shared_experts",
                                                                   "layernorm", "mla_up_proj"};
       if (!kModules.count(m))
         fail("--recompute-modules", "'" + printable(m) + "' is none of core_attn, mlp, moe, moe_act, shared_experts, "
                                     "layernorm, mla_up_proj");
+      has_moe = has_moe || m == "moe";
       list.push_back(m);
     }
+    if (moe_layer_recompute && !has_moe) list.push_back("moe");
     tr["recompute_modules"] = list;
   }
 
