@@ -108,6 +108,37 @@ TEST(Planner, AnalyticMemoryTracksTheMemoryModel) {
   }
 }
 
+// The layout variants the planner searches (issue 13 item 5): the analytic estimate follows the engine on each —
+// TP overlap off and on, ring / all-gather / all-to-all context parallelism — within 5 %, and moves the same way as
+// the engine when TP overlap is switched on (the probe replays the rank's streams, so communication that runs beside
+// compute is not charged).
+TEST(Planner, EstimateFollowsTheEngineOnLayoutVariants) {
+  const spec::JobSpec base = tiny(16, 32);
+  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
+  const auto compute = cost::make_roofline_model(gpu, base.training.precision);
+  const auto comm = sim::make_collective_model(base);
+  auto both = [&](const plan::Plan& p) {
+    spec::JobSpec j = plan::job_for(base, p, 16, 32);
+    spec::validate(j);
+    const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
+    return std::make_pair(plan::estimate_plan(j, lc, *compute, *comm).step_time_s, engine_step(base, p, 16, 32));
+  };
+  plan::Plan tp{4, 2, 2, 1, 1, 1, 1, spec::Recompute::None, true, true, false};
+  const auto off = both(tp);
+  tp.tp_comm_overlap = true;
+  const auto on = both(tp);
+  EXPECT_NEAR(off.first / off.second, 1.0, 0.05);
+  EXPECT_NEAR(on.first / on.second, 1.0, 0.05);
+  EXPECT_EQ(on.first < off.first, on.second < off.second) << "estimate " << off.first << " -> " << on.first
+                                                           << ", engine " << off.second << " -> " << on.second;
+  for (const spec::CpCommType t : {spec::CpCommType::P2P, spec::CpCommType::AllGather, spec::CpCommType::A2A}) {
+    plan::Plan cp{2, 2, 2, 2, 1, 1, 1, spec::Recompute::None, true, true, false};
+    cp.cp_comm_type = t;
+    const auto r = both(cp);
+    EXPECT_NEAR(r.first / r.second, 1.0, 0.05) << spec::name_of(t);
+  }
+}
+
 TEST(Planner, SameResultWithOneOrTwoThreads) {
   const spec::JobSpec base = tiny(8, 8);
   plan::PlannerOptions o = small_options(3, 1);

@@ -25,6 +25,7 @@ TEST(PlanSpace, EachRuleRemovesTheHandCountedPlans) {
   o.micro_batch_sizes = {1, 2};
   o.virtual_stages = {1, 2};
   o.recomputes = {spec::Recompute::None};
+  o.search_layouts = false;  // the layout variants are counted in LayoutVariantsMultiplyTheLeaves
   const plan::PlanSpace s = plan::enumerate_plans(tiny(16, 16), o);
   // (TP, CP, PP) with TP x CP x PP dividing 16 = 2^4: exponent triples summing to <= 4: C(7, 3) = 35.
   EXPECT_EQ(s.enumerated, 35 * 24);
@@ -67,6 +68,7 @@ TEST(PlanSpace, ExpertDegreeMustDivideExpertsAndDataTimesContext) {
   o.micro_batch_sizes = {1};
   o.virtual_stages = {1};
   o.recomputes = {spec::Recompute::None};
+  o.search_layouts = false;
   const plan::PlanSpace s = plan::enumerate_plans(j, o);
   // Triples (TP, CP, PP) with product | 8: C(6, 3) = 20, times 4 EP values x 6 variants.
   EXPECT_EQ(s.enumerated, 20 * 4 * 6);
@@ -80,6 +82,39 @@ TEST(PlanSpace, ExpertDegreeMustDivideExpertsAndDataTimesContext) {
         for (int e : {1, 2, 4, 8}) expected += e > dc ? 6 : 0;
       }
   EXPECT_EQ(removed(s, plan::Rule::ExpertDegree), expected);
+}
+
+// Layout variants (issue 13 item 5): per (TP, CP) node 2 TP-overlap settings when TP > 1 and 3 CP communications
+// when CP > 1 (x 2 expert-TP settings for an MoE model when TP > 1). The 16-GPU space above has 35 (TP, CP, PP)
+// triples of 2^a 2^b 2^c with a + b + c <= 4; leaves = 24 x sum over triples of (a > 0 ? 2 : 1) (b > 0 ? 3 : 1).
+TEST(PlanSpace, LayoutVariantsMultiplyTheLeaves) {
+  plan::SpaceOptions o;
+  o.gpus = 16;
+  o.global_batch = 16;
+  o.micro_batch_sizes = {1, 2};
+  o.virtual_stages = {1, 2};
+  o.recomputes = {spec::Recompute::None};
+  const plan::PlanSpace s = plan::enumerate_plans(tiny(16, 16), o);
+  int64_t leaves = 0;
+  for (int a = 0; a <= 4; ++a)
+    for (int b = 0; a + b <= 4; ++b)
+      for (int c = 0; a + b + c <= 4; ++c) leaves += 24 * (a > 0 ? 2 : 1) * (b > 0 ? 3 : 1);
+  EXPECT_EQ(s.enumerated, leaves);
+  int tpo = 0, a2a = 0;
+  for (const plan::Plan& p : s.plans) {
+    EXPECT_TRUE(!p.tp_comm_overlap || p.tensor > 1);
+    EXPECT_TRUE(p.cp_comm_type == spec::CpCommType::P2P || p.context > 1);
+    tpo += p.tp_comm_overlap;
+    a2a += p.cp_comm_type == spec::CpCommType::A2A;
+  }
+  EXPECT_GT(tpo, 0);
+  EXPECT_GT(a2a, 0);
+  // The variants alone: TP 1, CP 1 -> one; TP 2, CP 2 -> 2 x 3; an MoE model at TP 2 -> 2 x 2.
+  spec::ModelSpec dense = tiny(16, 16).model;
+  EXPECT_EQ(plan::layout_variants(dense, 1, 1).size(), 1u);
+  EXPECT_EQ(plan::layout_variants(dense, 2, 2).size(), 6u);
+  dense.moe = spec::MoeSpec{8, 2, 1024, 0, 1, 0, std::nullopt};
+  EXPECT_EQ(plan::layout_variants(dense, 2, 1).size(), 4u);
 }
 
 TEST(PlanSpace, UnevenStagesFollowMegatronsEmbeddingAndLossAccounting) {

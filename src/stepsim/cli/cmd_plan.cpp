@@ -28,6 +28,7 @@ struct PlanOptions {
   std::string objective = "step", json_path, csv_path;
   double failure_rate = plan::kDefaultFailuresPerNodeDay, storage_GBps = plan::kDefaultStorageGBps, init_time_s = 0, price = 0;
   bool memory_map = false;
+  bool keep_layout = false;
   double memory_margin = plan::kDefaultMemoryMargin;
   CLI::Option *o_steps = nullptr, *o_failure = nullptr, *o_storage = nullptr, *o_init = nullptr;
 };
@@ -98,6 +99,7 @@ int run_plan(const PlanOptions& o) {
   plan::PlannerOptions po;
   po.space.gpus = gpus;
   po.space.global_batch = gbs;
+  po.space.search_layouts = !o.keep_layout;
   po.top = o.top;
   po.simulate = o.simulate;
   po.threads = o.threads;
@@ -155,6 +157,8 @@ Action add_plan(CLI::App& app) {
   o->o_storage = cmd->add_option("--storage-GBps", o->storage_GBps, "e2e: checkpoint write bandwidth, GB/s (default 100)");
   o->o_init = cmd->add_option("--init-time", o->init_time_s, "e2e: first start-up, seconds (default 0)");
   cmd->add_option("--price", o->price, "USD per GPU-hour: adds the cost of a step (or of the run with e2e)");
+  cmd->add_flag("--keep-layout", o->keep_layout,
+                "do not search TP overlap, the CP communication and expert TP: every plan keeps the job's own");
   cmd->add_flag("--memory-map", o->memory_map, "print the (TP, PP) memory-feasibility map instead of searching");
   cmd->add_option("--csv", o->csv_path, "with --memory-map: write the map as CSV here")->check(output_file());
   return [cmd, o]() { return cmd->parsed() ? run_plan(*o) : -1; };

@@ -19,7 +19,8 @@ using workload::OpKind;
 using workload::Phase;
 
 ProbeKey probe_key(const Plan& p) {
-  return ProbeKey{p.tensor, p.context, p.expert, p.micro_batch_size, p.recompute};
+  return ProbeKey{p.tensor, p.context, p.expert, p.micro_batch_size, p.recompute, p.tp_comm_overlap, p.cp_comm_type,
+                  p.expert_tensor};
 }
 
 namespace {
@@ -40,6 +41,9 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   // The smallest data degree that holds the expert groups: EP must divide DP x CP.
   const int data = k.expert / std::gcd(k.expert, k.context);
   Plan p{k.tensor, 1, data, k.context, k.expert, k.micro_batch_size, 1, k.recompute};
+  p.tp_comm_overlap = k.tp_comm_overlap;
+  p.cp_comm_type = k.cp_comm_type;
+  p.expert_tensor = k.expert_tensor;
   spec::JobSpec job = job_for(base, p, k.tensor * k.context * data, int64_t{k.micro_batch_size} * data);
   job.parallelism.pipeline_layers.clear();
   workload::Workload w = workload::build_megatron_workload(job);
@@ -51,12 +55,43 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   out.fwd.assign(layers, {});
   out.bwd.assign(layers, {});
   out.stored_bytes.assign(layers, 0);
-  // CP all-gathers run beside the local attention block; only what sticks out is charged (per layer, phase).
-  std::vector<double> local_attn_fwd(layers, 0), local_attn_bwd(layers, 0);
   double stored_total = 0;
   bool before_layers = true;  // layer -1 ops before the first layer are the embedding's
   std::array<std::optional<cost::GroupGeometry>, workload::kNumGroupKinds> geometry;
-  for (const Op& op : prog.ops) {
+  // The rank's streams replayed in issue order (every rank of the probe runs the same program, so a collective
+  // starts when this rank's inputs are ready): a compute op starts when its stream is free and what it waits for has
+  // finished, a collective when its group's stream is free and its inputs are ready. The time the compute stream
+  // stands idle waiting for a collective is that collective kind's exposed time; communication that runs beside
+  // compute (userbuffers TP overlap, ring attention, backward reduce-scatters under the weight gradients) costs
+  // nothing, as in the engine.
+  std::vector<double> end_s(prog.ops.size(), 0.0);
+  std::array<double, workload::kNumStreams> stream_free{};
+  for (size_t i = 0; i < prog.ops.size(); ++i) {
+    const Op& op = prog.ops[i];
+    double ready = 0;
+    int blocker = -1;  // the op whose end decided `ready`
+    for (uint32_t k = 0; k < op.wait_count; ++k) {
+      const workload::Wait& wt = prog.waits[op.wait_begin + k];
+      if (wt.count == 0) continue;
+      const auto& on = prog.stream_ops[static_cast<int>(wt.stream)];
+      const uint32_t j = on[std::min<size_t>(wt.count, on.size()) - 1];
+      if (end_s[j] > ready) ready = end_s[j], blocker = static_cast<int>(j);
+    }
+    double dur = 0;
+    if (op.kind == OpKind::Compute) {
+      dur = static_cast<double>(op.duration_ns) * kNs;
+    } else if (op.kind == OpKind::Collective) {
+      // One geometry per group kind (RankLayout::geometry walks the group's ranks; a ring-attention layer alone
+      // issues 3c - 1 CP exchanges).
+      auto& geo = geometry[static_cast<int>(op.group)];
+      if (!geo) geo = w.layout.geometry(op.group, 0);
+      dur = static_cast<double>(comm.collective_ns(op.coll, op.bytes, *geo)) * kNs;
+    }
+    const int st = static_cast<int>(op.stream);
+    const double prev_free = stream_free[st];
+    const double start = std::max(prev_free, ready);
+    end_s[i] = start + dur;
+    stream_free[st] = end_s[i];
     if (op.microbatch < 0) continue;  // optimizer tail and parameter gathers: planned per stage
     const bool fwd = op.phase == Phase::Forward;
     // Multi-token prediction layers (index >= num_layers) run on the last stage: charged with the head.
@@ -77,27 +112,19 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
       else if (before_layers) out.first_stored += stored;
       else out.last_stored += stored;
     }
-    if (op.kind == OpKind::Compute) {
-      part->compute_s += static_cast<double>(op.duration_ns) * kNs;
-      if (fwd) out.forward_flops += op.flops;
-      // Attention that runs beside the CP exchange: the all-gather's local block, every ring step.
-      if (decoder_layer && (name.rfind("core_attention_local", 0) == 0 || name.rfind("core_attention_ring", 0) == 0)) {
-        (fwd ? local_attn_fwd : local_attn_bwd)[op.layer] += static_cast<double>(op.duration_ns) * kNs;
+    if (op.kind != OpKind::Compute) continue;
+    part->compute_s += dur;
+    if (fwd) out.forward_flops += op.flops;
+    // The compute stream waited for a collective: its kind's exposed time.
+    if (start > prev_free && blocker >= 0 && prog.ops[static_cast<size_t>(blocker)].kind == OpKind::Collective) {
+      const double idle = start - prev_free;
+      switch (prog.ops[static_cast<size_t>(blocker)].group) {
+        case GroupKind::Tp: part->tp_s += idle; break;
+        case GroupKind::Cp: part->cp_s += idle; break;
+        case GroupKind::Ep: part->ep_s += idle; break;
+        default: break;
       }
-    } else if (op.kind == OpKind::Collective) {
-      // One geometry per group kind (RankLayout::geometry walks the group's ranks; a ring-attention layer alone
-      // issues 3c - 1 CP exchanges).
-      auto& geo = geometry[static_cast<int>(op.group)];
-      if (!geo) geo = w.layout.geometry(op.group, 0);
-      const double s = static_cast<double>(comm.collective_ns(op.coll, op.bytes, *geo)) * kNs;
-      if (op.group == GroupKind::Tp) part->tp_s += s;
-      else if (op.group == GroupKind::Cp) part->cp_s += s;
-      else if (op.group == GroupKind::Ep) part->ep_s += s;
     }
-  }
-  for (int l = 0; l < layers; ++l) {
-    out.fwd[l].cp_s = std::max(0.0, out.fwd[l].cp_s - local_attn_fwd[l]);
-    out.bwd[l].cp_s = std::max(0.0, out.bwd[l].cp_s - local_attn_bwd[l]);
   }
   out.transient_bytes = std::max(0.0, static_cast<double>(prog.activation_peak) - stored_total);
   return out;

@@ -20,6 +20,9 @@ namespace stepsim::plan {
 struct ProbeKey {
   int tensor = 1, context = 1, expert = 1, micro_batch_size = 1;
   spec::Recompute recompute = spec::Recompute::None;
+  bool tp_comm_overlap = false;
+  spec::CpCommType cp_comm_type = spec::CpCommType::P2P;
+  int expert_tensor = 0;
   auto operator<=>(const ProbeKey&) const = default;
 };
 ProbeKey probe_key(const Plan& p);

@@ -18,6 +18,18 @@ std::string optimizer_label(const Plan& p) {
   return s;
 }
 
+// The layout variants a plan chose: userbuffers TP overlap, the CP communication, expert tensor parallel 1.
+std::string layout_label(const Plan& p) {
+  std::string s;
+  auto add = [&](const std::string& x) { s += (s.empty() ? "" : "+") + x; };
+  if (p.tp_comm_overlap) add("tpo");
+  if (p.context > 1) {
+    add(p.cp_comm_type == spec::CpCommType::P2P ? "cp:ring" : p.cp_comm_type == spec::CpCommType::A2A ? "cp:a2a" : "cp:ag");
+  }
+  if (p.expert_tensor == 1 && p.tensor > 1) add("etp1");
+  return s.empty() ? "-" : s;
+}
+
 }  // namespace
 
 std::string plan_text(const PlanResult& r, const ReportContext& c) {
@@ -32,8 +44,8 @@ std::string plan_text(const PlanResult& r, const ReportContext& c) {
   } else {
     char buf[512];
     o << "\n";
-    std::snprintf(buf, sizeof buf, "  %2s %3s %3s %5s %3s %3s %3s %2s %-9s %-14s %10s %11s %10s %10s %9s %9s %9s %9s %-8s",
-                  "#", "TP", "PP", "DP", "CP", "EP", "mbs", "VP", "recompute", "optimizer", "step", "TFLOP/s/GPU",
+    std::snprintf(buf, sizeof buf, "  %2s %3s %3s %5s %3s %3s %3s %2s %-9s %-14s %-16s %10s %11s %10s %10s %9s %9s %9s %9s %-8s",
+                  "#", "TP", "PP", "DP", "CP", "EP", "mbs", "VP", "recompute", "optimizer", "layout", "step", "TFLOP/s/GPU",
                   "peak mem", "compute", "TP comm", "PP", "DP", "update", "timed by");
     o << buf;
     if (e2e) {
@@ -46,10 +58,11 @@ std::string plan_text(const PlanResult& r, const ReportContext& c) {
     for (const RankedPlan& p : r.plans) {
       const Plan& x = p.plan;
       std::snprintf(buf, sizeof buf,
-                    "  %2d %3d %3d %5d %3d %3d %3d %2d %-9s %-14s %8.3f s %11.1f %6.2f GiB %8.3f s %7.3f s %7.3f s "
+                    "  %2d %3d %3d %5d %3d %3d %3d %2d %-9s %-14s %-16s %8.3f s %11.1f %6.2f GiB %8.3f s %7.3f s %7.3f s "
                     "%7.3f s %7.3f s %-8s",
                     ++i, x.tensor, x.pipeline, x.data, x.context, x.expert, x.micro_batch_size, x.virtual_stages,
-                    spec::name_of(x.recompute), optimizer_label(x).c_str(), p.step_time_s, p.tflops_per_gpu,
+                    spec::name_of(x.recompute), optimizer_label(x).c_str(), layout_label(x).c_str(), p.step_time_s,
+                    p.tflops_per_gpu,
                     static_cast<double>(p.peak_memory_bytes) / kGiB, p.stages.compute_s,
                     p.stages.tp_s + p.stages.cp_s + p.stages.ep_s, p.stages.pp_s, p.stages.dp_s, p.stages.update_s,
                     p.simulated ? "engine" : "estimate");
@@ -97,6 +110,9 @@ nlohmann::json plan_json(const PlanResult& r, const ReportContext& c) {
               {"distributed_optimizer", x.distributed_optimizer},
               {"overlap_grad_reduce", x.overlap_grad_reduce},
               {"overlap_param_gather", x.overlap_param_gather},
+              {"tp_comm_overlap", x.tp_comm_overlap},
+              {"cp_comm_type", spec::name_of(x.cp_comm_type)},
+              {"expert_tensor", x.expert_tensor > 0 ? x.expert_tensor : x.tensor},
               {"timed_by", p.simulated ? "engine" : "estimate"},
               {"memory_at_risk", p.memory_at_risk},
               {"estimated_step_time_s", p.estimate.step_time_s},

@@ -66,13 +66,34 @@ std::vector<int> divisors(int64_t n) {
   return d;
 }
 
-// Leaves under one (t, c, p, e) node: micro-batch sizes x virtual stages x recomputes x optimizer variants.
-int64_t leaves_per_expert_node(const SpaceOptions& o) {
+// Leaves under one (t, c, p, e) node: micro-batch sizes x virtual stages x recomputes x layout variants x optimizer
+// variants.
+int64_t leaves_per_expert_node(const SpaceOptions& o, int64_t layout_variants) {
   return static_cast<int64_t>(o.micro_batch_sizes.size() * o.virtual_stages.size() * o.recomputes.size()) *
-         kOptimizerVariants;
+         layout_variants * kOptimizerVariants;
 }
 
 }  // namespace
+
+std::vector<LayoutVariant> layout_variants(const spec::ModelSpec& m, int tensor, int context) {
+  std::vector<LayoutVariant> out{LayoutVariant{}};
+  auto expand = [&](auto&& set, const auto& values) {
+    std::vector<LayoutVariant> next;
+    for (const LayoutVariant& v : out)
+      for (const auto& x : values) {
+        LayoutVariant w = v;
+        set(w, x);
+        next.push_back(w);
+      }
+    out = std::move(next);
+  };
+  if (tensor > 1) expand([](LayoutVariant& v, bool x) { v.tp_comm_overlap = x; }, std::vector<bool>{false, true});
+  if (context > 1)
+    expand([](LayoutVariant& v, spec::CpCommType x) { v.cp_comm_type = x; },
+           std::vector<spec::CpCommType>{spec::CpCommType::P2P, spec::CpCommType::AllGather, spec::CpCommType::A2A});
+  if (m.moe && tensor > 1) expand([](LayoutVariant& v, int x) { v.expert_tensor = x; }, std::vector<int>{0, 1});
+  return out;
+}
 
 std::vector<int> chunk_layers(int layers, int chunks, bool& ok) {
   ok = true;
@@ -99,6 +120,8 @@ spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_
   par.virtual_stages = p.virtual_stages;
   par.schedule = p.virtual_stages > 1 ? spec::PipelineSchedule::Interleaved1F1B : spec::PipelineSchedule::OneFOneB;
   par.overlap_p2p_comm = p.virtual_stages > 1;
+  par.cp_comm_type = p.cp_comm_type;
+  par.expert_tensor = p.expert_tensor > 0 ? p.expert_tensor : p.tensor;
   bool ok = true;
   par.pipeline_layers = chunk_layers(j.model.num_layers, p.pipeline * p.virtual_stages, ok);
   // The plan's own split replaces the base job's split requests (validate() made them into pipeline_layers).
@@ -115,6 +138,7 @@ spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_
   if (tr.zero_stage != 3) tr.zero_stage = 0;
   tr.overlap_grad_reduce = p.overlap_grad_reduce;
   tr.overlap_param_gather = p.overlap_param_gather;
+  tr.tp_comm_overlap = p.tp_comm_overlap;
   j.cluster.num_gpus = gpus;
   return j;
 }
@@ -124,7 +148,9 @@ std::string describe(const Plan& p) {
   s << "TP " << p.tensor << " PP " << p.pipeline << " DP " << p.data << " CP " << p.context << " EP " << p.expert
     << " mbs " << p.micro_batch_size << " VP " << p.virtual_stages << " recompute " << spec::name_of(p.recompute)
     << (p.distributed_optimizer ? " dist-opt" : "") << (p.overlap_grad_reduce ? " ogr" : "")
-    << (p.overlap_param_gather ? " opg" : "");
+    << (p.overlap_param_gather ? " opg" : "") << (p.tp_comm_overlap ? " tp-overlap" : "")
+    << (p.context > 1 ? std::string(" cp ") + spec::name_of(p.cp_comm_type) : std::string())
+    << (p.expert_tensor == 1 && p.tensor > 1 ? " etp 1" : "");
   return s.str();
 }
 
@@ -133,20 +159,31 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
   const spec::ModelSpec& m = base.model;
   const int n = o.gpus;
   const int gpn = base.cluster.gpus_per_node;
-  const int64_t per_e = leaves_per_expert_node(o);
   const std::vector<int> experts = m.moe ? divisors(m.moe->num_experts) : std::vector<int>{1};
-  const int64_t per_p = per_e * static_cast<int64_t>(experts.size());
+  auto variants_of = [&](int t, int c) {
+    if (o.search_layouts) return layout_variants(m, t, c);
+    LayoutVariant own;  // the job's own settings
+    own.tp_comm_overlap = t > 1 && base.training.tp_comm_overlap;
+    own.cp_comm_type = base.parallelism.cp_comm_type;
+    own.expert_tensor = base.parallelism.expert_tensor == 1 ? 1 : 0;
+    return std::vector<LayoutVariant>{own};
+  };
+  // Leaves under a (t, c, p, e) node, a (t, c) node and a t node, for rules that cut high in the tree.
+  auto per_e_of = [&](int t, int c) {
+    return leaves_per_expert_node(o, static_cast<int64_t>(variants_of(t, c).size()));
+  };
   auto drop = [&](Rule r, int64_t leaves) { out.removed[static_cast<int>(r)] += leaves; };
-  // Leaves under a (t, c) node and under a t node, for rules that cut high in the tree.
-  auto leaves_c = [&](int64_t rest) { return static_cast<int64_t>(divisors(rest).size()) * per_p; };
-  auto leaves_t = [&](int64_t rest) {
+  auto leaves_c = [&](int t, int c, int64_t rest) {
+    return static_cast<int64_t>(divisors(rest).size()) * per_e_of(t, c) * static_cast<int64_t>(experts.size());
+  };
+  auto leaves_t = [&](int t, int64_t rest) {
     int64_t s = 0;
-    for (int c : divisors(rest)) s += leaves_c(rest / c);
+    for (int c : divisors(rest)) s += leaves_c(t, c, rest / c);
     return s;
   };
 
   for (int t : divisors(n)) {
-    const int64_t t_leaves = leaves_t(n / t);
+    const int64_t t_leaves = leaves_t(t, n / t);
     out.enumerated += t_leaves;
     if (t > gpn) { drop(Rule::TpWithinNode, t_leaves); continue; }
     const bool shards = m.num_attention_heads % t == 0 && m.ffn_hidden_size % t == 0 &&
@@ -154,7 +191,9 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
                         (!m.moe || m.moe->ffn_hidden_size % t == 0);
     if (!shards) { drop(Rule::TpDividesModel, t_leaves); continue; }
     for (int c : divisors(n / t)) {
-      const int64_t c_leaves = leaves_c(n / t / c);
+      const int64_t c_leaves = leaves_c(t, c, n / t / c);
+      const std::vector<LayoutVariant> variants = variants_of(t, c);
+      const int64_t per_e = per_e_of(t, c);
       const bool seq_ok = (c == 1 || m.seq_length % (2 * int64_t{c}) == 0) &&
                           (t == 1 || m.seq_length % (int64_t{t} * c) == 0);
       if (!seq_ok) { drop(Rule::CpDividesSequence, c_leaves); continue; }
@@ -178,19 +217,24 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
                                  (m.moe ? 60.0 : 40.0);
               if (ops > static_cast<double>(workload::kMaxOpsPerProgram)) { drop(Rule::ProgramSize, per_v); continue; }
               for (spec::Recompute rc : o.recomputes) {
-                for (int variant = 0; variant < kOptimizerVariants; ++variant) {
-                  Plan pl{t, p, d, c, e, mbs, v, rc};
-                  pl.distributed_optimizer = variant >= 2;
-                  pl.overlap_grad_reduce = variant % 2 == 1;
-                  pl.overlap_param_gather = variant >= 4;
-                  spec::JobSpec j = job_for(base, pl, n, o.global_batch);
-                  try {
-                    spec::validate(j);
-                  } catch (const InputError&) {
-                    drop(Rule::Megatron, 1);
-                    continue;
+                for (const LayoutVariant& lv : variants) {
+                  for (int variant = 0; variant < kOptimizerVariants; ++variant) {
+                    Plan pl{t, p, d, c, e, mbs, v, rc};
+                    pl.distributed_optimizer = variant >= 2;
+                    pl.overlap_grad_reduce = variant % 2 == 1;
+                    pl.overlap_param_gather = variant >= 4;
+                    pl.tp_comm_overlap = lv.tp_comm_overlap;
+                    pl.cp_comm_type = lv.cp_comm_type;
+                    pl.expert_tensor = lv.expert_tensor;
+                    spec::JobSpec j = job_for(base, pl, n, o.global_batch);
+                    try {
+                      spec::validate(j);
+                    } catch (const InputError&) {
+                      drop(Rule::Megatron, 1);
+                      continue;
+                    }
+                    out.plans.push_back(pl);
                   }
-                  out.plans.push_back(pl);
                 }
               }
             }

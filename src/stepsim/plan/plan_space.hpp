@@ -18,6 +18,11 @@ struct Plan {
   int micro_batch_size = 1, virtual_stages = 1;
   spec::Recompute recompute = spec::Recompute::None;
   bool distributed_optimizer = false, overlap_grad_reduce = false, overlap_param_gather = false;
+  // Searched where they exist (issue 13 item 5): userbuffers TP overlap (TP > 1), the context-parallel communication
+  // (CP > 1) and the expert tensor parallel size (MoE with TP > 1: TP, or 1 = parallel folding; 0 = TP).
+  bool tp_comm_overlap = false;
+  spec::CpCommType cp_comm_type = spec::CpCommType::P2P;
+  int expert_tensor = 0;
   bool operator==(const Plan&) const = default;
 };
 
@@ -47,6 +52,9 @@ struct SpaceOptions {
   std::vector<int> micro_batch_sizes{1, 2, 4, 8};
   std::vector<int> virtual_stages{1, 2, 4};
   std::vector<spec::Recompute> recomputes{spec::Recompute::None, spec::Recompute::Selective, spec::Recompute::Full};
+  // Search the layout variants (layout_variants below); false keeps the job's own tp_comm_overlap, cp_comm_type and
+  // expert_tensor for every plan (`stepsim plan --keep-layout`).
+  bool search_layouts = true;
 };
 
 struct PlanSpace {
@@ -54,6 +62,15 @@ struct PlanSpace {
   std::array<int64_t, kNumRules> removed{}; // leaves each rule removed
   int64_t enumerated = 0;                   // leaves of the whole tree (survivors + removed)
 };
+
+// The layout variants of a (TP, CP) node: TP overlap off/on when TP > 1, p2p / all_gather / a2a when CP > 1, expert
+// tensor TP / 1 for an MoE model when TP > 1.
+struct LayoutVariant {
+  bool tp_comm_overlap = false;
+  spec::CpCommType cp_comm_type = spec::CpCommType::P2P;
+  int expert_tensor = 0;
+};
+std::vector<LayoutVariant> layout_variants(const spec::ModelSpec& m, int tensor, int context);
 
 // The optimizer switches searched per plan: (distributed optimizer, overlap_grad_reduce, overlap_param_gather).
 // overlap_param_gather exists only with the distributed optimizer.

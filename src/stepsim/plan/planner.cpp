@@ -255,7 +255,7 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
   // Notes: every rule and what it removed, what is not searched, how the rows were timed.
   auto& notes = r.notes;
   notes.push_back(count_text(r.enumerated) + " plans enumerated (TP x CP x PP x EP x micro-batch x VP x recompute x " +
-                  std::to_string(kOptimizerVariants) + " optimizer variants), " + count_text(count) +
+                  "layout variants x " + std::to_string(kOptimizerVariants) + " optimizer variants), " + count_text(count) +
                   " estimated, " + count_text(r.fits) + " fit in memory");
   for (int k = 0; k < kNumRules; ++k) {
     const Rule rule = static_cast<Rule>(k);
@@ -274,8 +274,16 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
                   100 * margin, static_cast<long long>(r.at_risk), safe_bytes / (1 << 30));
     notes.push_back(buf);
   }
-  notes.push_back("not searched: TP communication overlap (tp_comm_overlap), ZeRO-3 (zero_stage), expert_tensor, "
-                  "attention_backend (the job's own settings are kept); not modelled "
+  if (o.space.search_layouts) {
+    notes.push_back("layout variants: TP communication overlap off/on (tpo) when TP > 1, the context-parallel "
+                    "communication ring / all-gather / all-to-all (cp:ring, cp:ag, cp:a2a) when CP > 1, expert tensor "
+                    "parallel TP or 1 (etp1) for an MoE model when TP > 1");
+  } else {
+    notes.push_back("layout variants not searched (--keep-layout): every plan keeps the job's tp_comm_overlap, "
+                    "cp_comm_type and expert_tensor");
+  }
+  notes.push_back("not searched: ZeRO-3 (zero_stage), the fp8 recipe, attention_backend, the MoE token dispatcher, "
+                  "recompute_modules (the job's own settings are kept); not modelled "
                   "in this version: CPU optimizer offload (optimizer_offload), activation offload (activation_offload)");
   notes.push_back("every plan uses all " + std::to_string(n) + " GPUs (eq. 42 allows fewer; not searched); sequence "
                   "parallelism is on whenever TP > 1; VP > 1 uses interleaved 1F1B with overlapped p2p");

@@ -63,6 +63,14 @@ const char* name_of(Fp8Recipe r) {
   }
   return "?";
 }
+const char* name_of(CpCommType c) {
+  switch (c) {
+    case CpCommType::P2P: return "p2p";
+    case CpCommType::AllGather: return "all_gather";
+    case CpCommType::A2A: return "a2a";
+  }
+  return "?";
+}
 const char* name_of(AttentionBackend b) { return b == AttentionBackend::Flash ? "flash" : "unfused"; }
 const char* name_of(OverlapModel m) {
   switch (m) {

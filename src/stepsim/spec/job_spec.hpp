@@ -227,5 +227,6 @@ const char* name_of(CommModel m);
 const char* name_of(OverlapModel m);
 const char* name_of(AttentionBackend b);
 const char* name_of(Fp8Recipe r);
+const char* name_of(CpCommType c);
 
 }  // namespace stepsim::spec
