@@ -246,10 +246,9 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     }
     // Memory: static (weights, gradients, optimizer shards, overheads) + the activations of the micro-batch
     // chunks in flight at the end of the warm-up, + the probe's working memory.
-    const int64_t bf16_params = (s == 0 ? d.params_embedding : 0) + (s == p - 1 ? d.params_output : 0);
     const workload::StaticMemory sm =
         workload::static_memory(job, static_cast<int64_t>(x.dense), static_cast<int64_t>(x.expert), dp_shards,
-                                edp_shards, communicators, bf16_params);
+                                edp_shards, communicators);
     const int in_flight = workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m)) + 1;
     const double act = static_cast<double>(in_flight) * x.stored / v + lc.transient_bytes;
     const int64_t total = sm.total() + static_cast<int64_t>(act);

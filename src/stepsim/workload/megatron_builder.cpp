@@ -1441,10 +1441,8 @@ Workload build_megatron_workload(const spec::JobSpec& job) {
   }
   for (Program& p : w.programs) {
     p.activation_peak = replay_activation_peak(p);
-    // Word embeddings and the output layer stay in bf16 under fp8 (no fp8 weight copies).
-    const int64_t bf16_params = (p.stage == 0 ? d.params_embedding : 0) + (p.stage == par.pipeline - 1 ? d.params_output : 0);
     p.static_memory = static_memory(job, p.dense_parameters, p.expert_parameters, w.layout.group_size(GroupKind::Dp),
-                                    w.layout.group_size(GroupKind::Edp), communicators, bf16_params);
+                                    w.layout.group_size(GroupKind::Edp), communicators);
     double fwd = 0;
     for (const Op& op : p.ops) {
       if (op.kind == OpKind::Compute && op.phase == Phase::Forward) fwd += op.flops;
