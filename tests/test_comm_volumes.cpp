@@ -62,6 +62,24 @@ TEST(CommVolume, DataParallelOnAMiddleStageWithTpAndPp) {
   (void)p;
 }
 
+// DeepSpeed's pipeline engine with ZeRO-1 (training.zero1_grad_reduce: all_reduce): the fp32 gradients all-reduced,
+// 2 (d-1)/d, then the bf16 parameters all-gathered, (d-1)/d: one all-gather's worth of fp32 gradients more than
+// Megatron's reduce-scatter.
+TEST(CommVolume, DeepSpeedZero1AllReducesTheGradients) {
+  const int64_t h = 512, t = 2, p = 4, d = 4, L = 16, Ls = L / p;
+  const spec::JobSpec job = test::job_from_yaml(gpt(L, h, 8, 32000, 1024, "tensor: 2, pipeline: 4, data: 4", 32, 16,
+                                                     ", distributed_optimizer: true, zero1_grad_reduce: all_reduce"));
+  const double P_local = Ls * (12.0 * h * h / t + 7.0 * h / t + 6.0 * h);
+  const double expected = (d - 1.0) / d * P_local * (2 * 4 + 2) + norm_volume(d);
+  const CommBytes c = bytes_for_rank(job, int(t * d));
+  EXPECT_NEAR(double(c.volume[report::kDp]), expected, 4.0);
+  (void)p;
+  // Only with the distributed optimizer at ZeRO stage 1.
+  const std::string err = test::job_error(gpt(L, h, 8, 32000, 1024, "tensor: 2, pipeline: 4, data: 4", 32, 16,
+                                              ", zero1_grad_reduce: all_reduce"));
+  EXPECT_NE(err.find("training.zero1_grad_reduce"), std::string::npos) << err;
+}
+
 // Eq. 2.7: V_TP = L_stage * 8 b s h (n_TP - 1)/n_TP * beta per micro-batch (four all-reduces of b s h per
 // layer, two forward and two backward), without sequence parallelism.
 TEST(CommVolume, TensorParallelMatchesEq2_7) {

@@ -120,9 +120,11 @@ TEST(ContextParallel, AllGatherAndUlyssesVolumes) {
   const double per_layer = 2.0 * tokens * ((1024 + 512) + 1024) * 2;
   EXPECT_NEAR(double(c.message[report::kCp]), 8 * per_layer, 0.5);
   // Ulysses attends over the whole sequence (its heads / c): the kernel walks all 4096 keys.
-  for (const auto& op : u.programs[0].ops)
-    if (op.category == workload::ComputeCategory::Attention && op.kind == workload::OpKind::Compute)
+  for (const auto& op : u.programs[0].ops) {
+    if (op.category == workload::ComputeCategory::Attention && op.kind == workload::OpKind::Compute) {
       EXPECT_EQ(op.gemm_n, 4096) << u.programs[0].name(op);
+    }
+  }
 }
 
 TEST(ContextParallel, UlyssesNeedsHeadsDivisibleByTensorTimesContext) {

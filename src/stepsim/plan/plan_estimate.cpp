@@ -216,7 +216,8 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   for (int s = 0; s < p; ++s) {
     const Stage& x = st[s];
     const double grad_bytes = static_cast<double>(bpp.gradient);
-    const auto reduce = dist ? workload::CollType::ReduceScatter : workload::CollType::AllReduce;
+    const auto reduce = dist && !tr.zero1_grad_all_reduce ? workload::CollType::ReduceScatter
+                                                          : workload::CollType::AllReduce;
     double t_rs = 0, t_ag = 0;
     if (dp_shards > 1 && x.dense > 0) {
       t_rs += static_cast<double>(comm.collective_ns(reduce, static_cast<uint64_t>(x.dense * grad_bytes), dp_geo)) * kNs;

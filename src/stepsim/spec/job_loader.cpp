@@ -344,6 +344,8 @@ TrainingSpec read_training(StrictSection s) {
   else s.mark("recompute_modules");
   t.distributed_optimizer = s.get_bool("distributed_optimizer", false);
   t.zero_stage = static_cast<int>(s.get_int("zero_stage", 0, 0, 3));
+  t.zero1_grad_all_reduce = s.get_enum<bool>("zero1_grad_reduce", false,
+                                             {{"reduce_scatter", false}, {"all_reduce", true}});
   t.zero3_param_fetch = s.get_enum<Zero3Fetch>("zero3_param_fetch", Zero3Fetch::Prefetch,
                                                {{"prefetch", Zero3Fetch::Prefetch}, {"blocking", Zero3Fetch::Blocking}});
   t.overlap_grad_reduce = s.get_bool("overlap_grad_reduce", false);

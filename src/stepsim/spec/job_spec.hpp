@@ -149,6 +149,10 @@ struct TrainingSpec {
   // 3 also the parameters, all-gathered per layer before forward and backward. validate() sets
   // distributed_optimizer for stage >= 1 and raises zero_stage to 1 when only distributed_optimizer is given.
   int zero_stage = 0;
+  // With the distributed optimizer (ZeRO-1): how the gradients are reduced over DP. Megatron reduce-scatters them to
+  // the shard owners; DeepSpeed's pipeline engine all-reduces them (its _exec_reduce_grads: buffered_allreduce_fallback,
+  // ZeRO-1 does not partition gradients), then each rank updates its shard and the parameters are all-gathered.
+  bool zero1_grad_all_reduce = false;
   // ZeRO-3 only: how a layer's parameters are fetched. Prefetch: the whole unit in one all-gather, the next
   // unit's issued while this one computes (FSDP, Megatron-FSDP, DeepSpeed since 0.4.3). Blocking: DeepSpeed
   // before 0.4.3 (2021): one all-gather per parameter tensor, each waited for by the host

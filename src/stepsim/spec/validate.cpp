@@ -239,6 +239,10 @@ void validate(JobSpec& job) {
     fail("training.overlap_param_gather", "does not apply to zero_stage 3 (its parameters are gathered per layer, "
                                           "prefetched one layer ahead); set false");
   }
+  if (t.zero1_grad_all_reduce && (!t.distributed_optimizer || t.zero_stage != 1)) {
+    fail("training.zero1_grad_reduce", "all_reduce applies to the distributed optimizer at ZeRO stage 1 (DeepSpeed's "
+                                       "pipeline engine); the other stages shard the gradients or keep them whole");
+  }
   if (t.zero_stage != 3 && t.zero3_param_fetch != Zero3Fetch::Prefetch) {
     fail("training.zero3_param_fetch", "applies to zero_stage 3 only (the other stages keep whole parameters)");
   }

@@ -352,6 +352,12 @@ RunJob job_for_run(const PublishedRun& r) {
     assume(std::string("dist_optimizer not stated: ") + (dist ? "distributed optimizer" : "none"));
   }
   if (!t["zero_stage"]) t["distributed_optimizer"] = dist;
+  // DeepSpeed's pipeline engine with ZeRO-1 all-reduces the gradients (runtime/pipe/engine.py _exec_reduce_grads:
+  // buffered_allreduce_fallback; the BF16_Optimizer's fp32 ones for bf16) and all-gathers the updated partitions.
+  if (dist && r.pp > 1 && contains(dopt, "deepspeed") && !t["zero_stage"]) {
+    t["zero1_grad_reduce"] = "all_reduce";
+    assume("ZeRO-1 in DeepSpeed's pipeline engine: gradients all-reduced, updated partitions all-gathered");
+  }
   if (!old) {
     t["overlap_grad_reduce"] = true;
     if (dist) t["overlap_param_gather"] = true;

@@ -1050,9 +1050,9 @@ void StageBuilder::plan_buckets() {
 }
 
 Ref StageBuilder::reduce_bucket(const Bucket& b) {
-  const bool dist = job_.training.distributed_optimizer;
-  return coll(dist ? CollType::ReduceScatter : CollType::AllReduce, b.group, b.params * grad_bytes_,
-              dist ? "dp_grad_reduce_scatter" : "dp_grad_all_reduce", pb_.last(Stream::Compute));
+  const bool scatter = job_.training.distributed_optimizer && !job_.training.zero1_grad_all_reduce;
+  return coll(scatter ? CollType::ReduceScatter : CollType::AllReduce, b.group, b.params * grad_bytes_,
+              scatter ? "dp_grad_reduce_scatter" : "dp_grad_all_reduce", pb_.last(Stream::Compute));
 }
 
 // After `unit`'s backward in the last micro-batch: reduce the buckets it completes (overlapped reduction).
