@@ -16,17 +16,23 @@ spec::JobSpec tiny(int gpus, int64_t gbs) {
 
 int64_t removed(const plan::PlanSpace& s, plan::Rule r) { return s.removed[static_cast<int>(r)]; }
 
-// 16 GPUs (2 nodes of 8), global batch 16, 8 layers, 16 heads, FFN 4096, seq 1024; micro-batch {1, 2},
-// VP {1, 2}, recompute none: 2 x 2 x 1 x 6 optimizer variants = 24 leaves per (TP, CP, PP).
-TEST(PlanSpace, EachRuleRemovesTheHandCountedPlans) {
+// 16 GPUs, global batch 16, micro-batch {1, 2}, VP {1, 2}, recompute none.
+plan::SpaceOptions sixteen_gpu_options(bool search_layouts) {
   plan::SpaceOptions o;
   o.gpus = 16;
   o.global_batch = 16;
   o.micro_batch_sizes = {1, 2};
   o.virtual_stages = {1, 2};
   o.recomputes = {spec::Recompute::None};
-  o.search_layouts = false;  // the layout variants are counted in LayoutVariantsMultiplyTheLeaves
-  const plan::PlanSpace s = plan::enumerate_plans(tiny(16, 16), o);
+  o.search_layouts = search_layouts;
+  return o;
+}
+
+// 16 GPUs (2 nodes of 8), global batch 16, 8 layers, 16 heads, FFN 4096, seq 1024; micro-batch {1, 2},
+// VP {1, 2}, recompute none: 2 x 2 x 1 x 6 optimizer variants = 24 leaves per (TP, CP, PP).
+TEST(PlanSpace, EachRuleRemovesTheHandCountedPlans) {
+  // The layout variants are counted in LayoutVariantsMultiplyTheLeaves.
+  const plan::PlanSpace s = plan::enumerate_plans(tiny(16, 16), sixteen_gpu_options(false));
   // (TP, CP, PP) with TP x CP x PP dividing 16 = 2^4: exponent triples summing to <= 4: C(7, 3) = 35.
   EXPECT_EQ(s.enumerated, 35 * 24);
   // TP 16 > 8 GPUs per node: only (16, 1, 1).
@@ -88,13 +94,7 @@ TEST(PlanSpace, ExpertDegreeMustDivideExpertsAndDataTimesContext) {
 // when CP > 1 (x 2 expert-TP settings for an MoE model when TP > 1). The 16-GPU space above has 35 (TP, CP, PP)
 // triples of 2^a 2^b 2^c with a + b + c <= 4; leaves = 24 x sum over triples of (a > 0 ? 2 : 1) (b > 0 ? 3 : 1).
 TEST(PlanSpace, LayoutVariantsMultiplyTheLeaves) {
-  plan::SpaceOptions o;
-  o.gpus = 16;
-  o.global_batch = 16;
-  o.micro_batch_sizes = {1, 2};
-  o.virtual_stages = {1, 2};
-  o.recomputes = {spec::Recompute::None};
-  const plan::PlanSpace s = plan::enumerate_plans(tiny(16, 16), o);
+  const plan::PlanSpace s = plan::enumerate_plans(tiny(16, 16), sixteen_gpu_options(true));
   int64_t leaves = 0;
   for (int a = 0; a <= 4; ++a)
     for (int b = 0; a + b <= 4; ++b)
