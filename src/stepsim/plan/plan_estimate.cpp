@@ -137,8 +137,10 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   const int p = par.pipeline, v = par.virtual_stages;
   const int64_t m = job.num_microbatches();
   const workload::ModelDims d = workload::make_dims(job);
+  // The builder's layout, expert tensor parallel size included (it sets the expert-DP group that shards the experts'
+  // optimizer states and reduces their gradients).
   const workload::RankLayout layout(par.tensor, par.context, par.data, par.pipeline, par.expert,
-                                    std::min(job.cluster.gpus_per_node, job.cluster.num_gpus));
+                                    std::min(job.cluster.gpus_per_node, job.cluster.num_gpus), par.expert_tensor);
   const workload::BytesPerParam bpp = workload::bytes_per_param(tr);
 
   // Layers of each model chunk (global chunk order), as job_for placed them.
