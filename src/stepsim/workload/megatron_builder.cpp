@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <unordered_map>
 
 #include "stepsim/spec/input_error.hpp"
@@ -241,14 +242,36 @@ class StageBuilder {
   int64_t mla_up_proj_bytes() const {
     return beta_ * d_.tokens * (d_.kv_width + (job_.model.mla.q_lora_rank > 0 ? d_.q_width : 0));
   }
+  // Whether a checkpointed module's body (mlp, moe) stores its input, the norm's output: the checkpoint keeps it
+  // unless the body is being re-run (the stored copy is still there); otherwise the weight gradients keep it, unless
+  // recompute_modules' layernorm discards it.
+  bool stores_body_input(spec::RecomputeModule m) const {
+    if (phase_ == Phase::Recompute && rc(m)) return false;
+    return rc(m) || !rc(spec::RecomputeModule::Layernorm);
+  }
+  // Runs `body` as recompute (ops in phase Recompute), then returns to the current phase.
+  template <typename Body>
+  auto recomputing(Body&& body) {
+    const Phase keep = phase_;
+    phase_ = Phase::Recompute;
+    if constexpr (std::is_void_v<decltype(body())>) {
+      body();
+      phase_ = keep;
+    } else {
+      auto r = body();
+      phase_ = keep;
+      return r;
+    }
+  }
   // A norm's output re-created in backward (recompute_modules: layernorm); stored until the layer's backward ends.
   void layernorm_recompute(const char* name, Ref dep) {
     if (!rc(spec::RecomputeModule::Layernorm)) return;
-    const Phase keep = phase_;
-    phase_ = Phase::Recompute;
-    compute(memop(ComputeCategory::Norm, 2 * beta_ * d_.tokens_sp * d_.h), name, {dep}, beta_ * d_.tokens_sp * d_.h);
-    phase_ = keep;
+    recomputing([&] {
+      compute(memop(ComputeCategory::Norm, 2 * beta_ * d_.tokens_sp * d_.h), name, {dep}, beta_ * d_.tokens_sp * d_.h);
+    });
   }
+  // Input width of an MLP of `ffn` (fc1's output): doubled for a gated (SwiGLU) activation.
+  int64_t ffn_in(int64_t ffn) const { return job_.model.activation == spec::Activation::Swiglu ? 2 * ffn : ffn; }
   Ref column_parallel_bwd(const std::string& name, int64_t m, int64_t n, int64_t k, Ref in, bool input_sharded);
   Ref gathered_gemm(const std::string& ag_name, Op g, const std::string& name, Ref in, int64_t saved);
   Ref scattered_gemm(Op g, const std::string& name, Ref in, int64_t saved, const std::string& reduce_name);
@@ -624,12 +647,7 @@ Ref StageBuilder::unfused_attention_bwd(Ref in) {
   const auto& d = d_;
   const int64_t batch = d.b * d.heads_loc;
   const int64_t scores = batch * d.s_loc * d.s;
-  if (rc(spec::RecomputeModule::CoreAttn)) {
-    const Phase keep = phase_;
-    phase_ = Phase::Recompute;
-    in = unfused_attention_fwd(in, true);
-    phase_ = keep;
-  }
+  if (rc(spec::RecomputeModule::CoreAttn)) in = recomputing([&] { return unfused_attention_fwd(in, true); });
   compute(batched_gemm(batch, d.s, d.d_v, d.s_loc), "attention_context_dgrad_v", {in});
   compute(batched_gemm(batch, d.s_loc, d.s, d.d_v), "attention_context_dgrad_probs", {});
   compute(memop(ComputeCategory::Elementwise, (2 * beta_ + 1) * scores), "attention_dropout_bwd", {});
@@ -653,27 +671,25 @@ Ref StageBuilder::attention_bwd(Ref in) {
   if (rc(spec::RecomputeModule::MlaUpProj)) {
     // The up-projections (and RoPE) re-run on the stored latents before the attention core's backward needs Q, K, V.
     const auto& a = m.mla;
-    const Phase keep = phase_;
-    phase_ = Phase::Recompute;
-    if (a.q_lora_rank > 0)
-      compute(gemm(d.tokens, d.q_width, a.q_lora_rank), "q_up_proj_recompute", {dg}, beta_ * d.tokens * d.q_width);
-    compute(gemm(d.tokens, d.heads_loc * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank), "kv_up_proj_recompute",
-            {dg}, beta_ * d.tokens * d.kv_width);
-    phase_ = keep;
+    recomputing([&] {
+      if (a.q_lora_rank > 0)
+        compute(gemm(d.tokens, d.q_width, a.q_lora_rank), "q_up_proj_recompute", {dg}, beta_ * d.tokens * d.q_width);
+      compute(gemm(d.tokens, d.heads_loc * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank), "kv_up_proj_recompute",
+              {dg}, beta_ * d.tokens * d.kv_width);
+    });
   }
   if (job_.training.attention_backend == spec::AttentionBackend::Unfused) {
     dkv = unfused_attention_bwd(dg);
   } else {
     if (rc(spec::RecomputeModule::CoreAttn)) {
       // Megatron's selective recompute re-runs the core attention forward (with its K/V exchange) before its backward.
-      const Phase keep = phase_;
-      phase_ = Phase::Recompute;
-      if (d.c > 1) {
-        cp_attention_fwd(dg, flops, attn_bytes, 0);
-      } else {
-        compute(attention_op(flops, attn_bytes, d.s), "core_attention_recompute", {dg});
-      }
-      phase_ = keep;
+      recomputing([&] {
+        if (d.c > 1) {
+          cp_attention_fwd(dg, flops, attn_bytes, 0);
+        } else {
+          compute(attention_op(flops, attn_bytes, d.s), "core_attention_recompute", {dg});
+        }
+      });
     }
     if (d.c > 1) {
       dkv = cp_attention_bwd(dg, flops, attn_bytes);
@@ -728,10 +744,8 @@ Ref StageBuilder::mlp_fwd(Ref in) {
 // keeps only fc1's input (the checkpoint) and the whole body, communication included, re-runs before its backward.
 Ref StageBuilder::mlp_body_fwd(Ref n) {
   const auto& d = d_;
-  // Re-running the checkpointed body: its input (the checkpoint) is still stored from the forward.
-  const bool rerun = phase_ == Phase::Recompute && rc(spec::RecomputeModule::Mlp);
   const bool keep = !discarding(spec::RecomputeModule::Mlp);
-  const bool keep_input = !rerun && (rc(spec::RecomputeModule::Mlp) || !rc(spec::RecomputeModule::Layernorm));
+  const bool keep_input = stores_body_input(spec::RecomputeModule::Mlp);
   Ref f1 = gathered_gemm("fc1_all_gather", gemm(d.tokens, d.ffn_in / d.t, d.h), "fc1", n,
                          keep_input ? beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h : 0);
   Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (d.ffn_in + d.ffn) / d.t),
@@ -745,12 +759,8 @@ Ref StageBuilder::mlp_bwd(Ref in) {
   const auto& d = d_;
   layernorm_recompute("pre_mlp_layernorm_recompute", in);
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add_bwd", {in});
-  if (rc(spec::RecomputeModule::Mlp)) {  // the checkpoint re-runs when the gradient reaches its output
-    const Phase keep = phase_;
-    phase_ = Phase::Recompute;
-    mlp_body_fwd(b);
-    phase_ = keep;
-  }
+  // The checkpoint re-runs when the gradient reaches its output.
+  if (rc(spec::RecomputeModule::Mlp)) recomputing([&] { mlp_body_fwd(b); });
   grad_gathered_gemms("fc2_grad_all_gather", gemm(d.tokens, d.ffn / d.t, d.h), "fc2_dgrad", d.ffn / d.t, d.h, "fc2_wgrad", b);
   Ref a = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * (2 * d.ffn_in + d.ffn) / d.t),
                   job_.model.activation == spec::Activation::Swiglu ? "swiglu_bwd" : "gelu_bwd", {});
@@ -780,10 +790,9 @@ Ref StageBuilder::moe_body_fwd(Ref n) {
   const int64_t E = moe.num_experts, e_loc = E / d.e;
   const MoeTokens mt = moe_tokens();
   const int64_t routed = mt.routed;
-  const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
-  const bool rerun = phase_ == Phase::Recompute && rc(spec::RecomputeModule::Moe);
+  const int64_t fe = moe.ffn_hidden_size, fe_in = ffn_in(fe);
   const bool keep = !discarding(spec::RecomputeModule::Moe);
-  const bool keep_input = !rerun && (rc(spec::RecomputeModule::Moe) || !rc(spec::RecomputeModule::Layernorm));
+  const bool keep_input = stores_body_input(spec::RecomputeModule::Moe);
   const bool keep_act = keep && !discarding(spec::RecomputeModule::MoeAct);
   const bool shared = moe.shared_expert_ffn_hidden_size > 0, overlap = shared && moe.shared_expert_overlap;
   // The router (and the shared expert) keep the normalized input for their weight gradients.
@@ -879,8 +888,7 @@ Ref StageBuilder::shared_expert_fwd(Ref out) { return shared_expert_fc2_fwd(shar
 Ref StageBuilder::shared_expert_fc1_fwd(Ref in) {
   const auto& d = d_;
   const auto& moe = *job_.model.moe;
-  const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
-  const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = fe_in / fe * fs;
+  const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = ffn_in(fs);
   const bool keep = !discarding(spec::RecomputeModule::Moe) && !discarding(spec::RecomputeModule::SharedExperts);
   Ref sx = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_all_gather", in) : in;
   Ref s1 = compute(gemm(d.tokens, fs_in / d.t, d.h), "shared_expert_fc1", {sx});
@@ -902,13 +910,9 @@ Ref StageBuilder::shared_expert_fc2_fwd(Ref act) {
 void StageBuilder::shared_expert_bwd(Ref grad, Ref& done) {
   const auto& d = d_;
   const auto& moe = *job_.model.moe;
-  const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
-  const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = fe_in / fe * fs;
+  const int64_t fs = moe.shared_expert_ffn_hidden_size, fs_in = ffn_in(fs);
   if (rc(spec::RecomputeModule::SharedExperts) && !rc(spec::RecomputeModule::Moe)) {
-    const Phase keep = phase_;
-    phase_ = Phase::Recompute;
-    shared_expert_fwd(grad);
-    phase_ = keep;
+    recomputing([&] { shared_expert_fwd(grad); });
   }
   Ref sg = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "shared_expert_grad_all_gather", grad) : grad;
   compute(gemm(d.tokens, fs / d.t, d.h), "shared_expert_fc2_dgrad", {sg});
@@ -922,19 +926,13 @@ Ref StageBuilder::moe_bwd(Ref in) {
   const auto& moe = *job_.model.moe;
   const int64_t E = moe.num_experts, e_loc = E / d.e;
   const int64_t routed = moe_tokens().routed;
-  const int64_t fe = moe.ffn_hidden_size, fe_in = job_.model.activation == spec::Activation::Swiglu ? 2 * fe : fe;
+  const int64_t fe = moe.ffn_hidden_size, fe_in = ffn_in(fe);
   const bool shared_expert = moe.shared_expert_ffn_hidden_size > 0;
   layernorm_recompute("pre_mlp_layernorm_recompute", in);
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add_bwd", {in});
-  const auto recompute = [&](auto&& body) {
-    const Phase keep = phase_;
-    phase_ = Phase::Recompute;
-    body();
-    phase_ = keep;
-  };
   // recompute_modules' moe: the whole layer re-runs (its dispatch and combine included) when the gradient reaches its
   // output.
-  if (rc(spec::RecomputeModule::Moe)) recompute([&] { moe_body_fwd(b); });
+  if (rc(spec::RecomputeModule::Moe)) recomputing([&] { moe_body_fwd(b); });
   Ref shared{};
   // Created last in forward, autograd runs the shared expert first; with moe_shared_expert_overlap it runs beside the
   // combine's gradient exchange instead.
@@ -946,7 +944,7 @@ Ref StageBuilder::moe_bwd(Ref in) {
   // The grouped MLP's backward (input and weight gradients) completes before its input's collectives run.
   if (rc(spec::RecomputeModule::MoeAct) && !rc(spec::RecomputeModule::Moe)) {
     // Output-discarding recompute of the experts' activation, for fc2's weight gradient.
-    recompute([&] {
+    recomputing([&] {
       compute(memop(ComputeCategory::Elementwise, beta_ * routed * (fe_in + fe) / d.et), "expert_act_recompute", {g},
               beta_ * routed * fe / d.et);
     });
@@ -995,9 +993,7 @@ Ref StageBuilder::layer_fwd(int layer, Ref in) {
 Ref StageBuilder::layer_bwd(int layer, Ref in) {
   layer_ = layer;
   if (recomputed(layer)) {
-    phase_ = Phase::Recompute;
-    in = layer_fwd(layer, in);
-    phase_ = Phase::Backward;
+    in = recomputing([&] { return layer_fwd(layer, in); });
     layer_ = layer;
   }
   Ref m = job_.model.is_moe_layer(layer) ? moe_bwd(in) : mlp_bwd(in);
