@@ -18,18 +18,6 @@ std::string optimizer_label(const Plan& p) {
   return s;
 }
 
-// The layout variants a plan chose: userbuffers TP overlap, the CP communication, expert tensor parallel 1.
-std::string layout_label(const Plan& p) {
-  std::string s;
-  auto add = [&](const std::string& x) { s += (s.empty() ? "" : "+") + x; };
-  if (p.tp_comm_overlap) add("tpo");
-  if (p.context > 1) {
-    add(p.cp_comm_type == spec::CpCommType::P2P ? "cp:ring" : p.cp_comm_type == spec::CpCommType::A2A ? "cp:a2a" : "cp:ag");
-  }
-  if (p.expert_tensor == 1 && p.tensor > 1) add("etp1");
-  return s.empty() ? "-" : s;
-}
-
 }  // namespace
 
 std::string plan_text(const PlanResult& r, const ReportContext& c) {

@@ -143,14 +143,26 @@ spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_
   return j;
 }
 
+std::string layout_label(const Plan& p) {
+  std::string s;
+  auto add = [&](const char* x) {
+    if (!s.empty()) s += '+';
+    s += x;
+  };
+  if (p.tp_comm_overlap) add("tpo");
+  if (p.context > 1) {
+    add(p.cp_comm_type == spec::CpCommType::P2P ? "cp:ring" : p.cp_comm_type == spec::CpCommType::A2A ? "cp:a2a" : "cp:ag");
+  }
+  if (p.expert_tensor == 1 && p.tensor > 1) add("etp1");
+  return s.empty() ? "-" : s;
+}
+
 std::string describe(const Plan& p) {
   std::ostringstream s;
   s << "TP " << p.tensor << " PP " << p.pipeline << " DP " << p.data << " CP " << p.context << " EP " << p.expert
     << " mbs " << p.micro_batch_size << " VP " << p.virtual_stages << " recompute " << spec::name_of(p.recompute)
     << (p.distributed_optimizer ? " dist-opt" : "") << (p.overlap_grad_reduce ? " ogr" : "")
-    << (p.overlap_param_gather ? " opg" : "") << (p.tp_comm_overlap ? " tp-overlap" : "")
-    << (p.context > 1 ? std::string(" cp ") + spec::name_of(p.cp_comm_type) : std::string())
-    << (p.expert_tensor == 1 && p.tensor > 1 ? " etp 1" : "");
+    << (p.overlap_param_gather ? " opg" : "") << " layout " << layout_label(p);
   return s.str();
 }
 

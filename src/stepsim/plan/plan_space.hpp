@@ -88,7 +88,11 @@ std::vector<int> chunk_layers(int layers, int chunks, bool& ok);
 // schedule (with Megatron's default p2p overlap) when virtual_stages > 1.
 spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_t global_batch);
 
-// "TP 8 PP 16 DP 64 CP 1 EP 1 mbs 1 VP 1 recompute full dist-opt ogr opg" — for messages and notes.
+// The layout variants a plan chose, as the plan table's `layout` column: "tpo" (TP overlap), "cp:ring" / "cp:ag" /
+// "cp:a2a" (CP > 1), "etp1" (expert tensor parallel 1 with TP > 1), joined by '+'; "-" when none applies.
+std::string layout_label(const Plan& p);
+
+// "TP 8 PP 16 DP 64 CP 1 EP 1 mbs 1 VP 1 recompute full dist-opt ogr opg layout -" — for messages and notes.
 std::string describe(const Plan& p);
 
 }  // namespace stepsim::plan

@@ -18,17 +18,11 @@ json ratio(int64_t measured, int64_t model) {
 
 
 // Bytes a rank sends for one call in the bandwidth-optimal (ring) algorithm, the quantity the §2.4 formulas count
-// (eq. 2.6-2.7: 2(n-1)/n of an all-reduce's message; all-gather and reduce-scatter (n-1)/n of the whole buffer;
-// point-to-point, broadcast and reduce the message itself). A communicator of unknown size counts its message.
+// (eq. 2.6-2.7): nccl-tests' bytes times the ring bus factor (all-reduce 2(n-1)/n of the message, all-gather and
+// reduce-scatter (n-1)/n of the whole buffer, the rest the message). A communicator of unknown size counts its message.
 int64_t bus_bytes(const NcclCall& call, int n) {
   if (n <= 1) return call.bytes();
-  const double f = static_cast<double>(n - 1) / n;
-  switch (call.op) {
-    case NcclOp::AllReduce: return std::llround(2 * f * static_cast<double>(call.bytes()));
-    case NcclOp::AllGather:
-    case NcclOp::ReduceScatter: return std::llround(f * static_cast<double>(algbw_bytes(call, n)));
-    default: return call.bytes();
-  }
+  return std::llround(static_cast<double>(algbw_bytes(call, n)) * bus_factors(call.op, "RING", n).gamma);
 }
 
 }  // namespace

@@ -305,24 +305,16 @@ ParallelismSpec read_parallelism(StrictSection s) {
 
 // training.recompute_modules: a list of Megatron-Core's module names, each at most once.
 uint8_t read_recompute_modules(StrictSection& s) {
-  static const std::pair<const char*, RecomputeModule> kNames[] = {
-      {"core_attn", RecomputeModule::CoreAttn},         {"mlp", RecomputeModule::Mlp},
-      {"moe", RecomputeModule::Moe},                    {"moe_act", RecomputeModule::MoeAct},
-      {"shared_experts", RecomputeModule::SharedExperts}, {"layernorm", RecomputeModule::Layernorm},
-      {"mla_up_proj", RecomputeModule::MlaUpProj}};
   const YAML::Node v = s.child("recompute_modules");
-  if (!v.IsSequence()) s.fail("recompute_modules", "must be a list of module names (core_attn, mlp, moe, moe_act, "
-                                                   "shared_experts, layernorm, mla_up_proj)");
+  if (!v.IsSequence()) s.fail("recompute_modules", "must be a list of module names (" + recompute_module_names() + ")");
   if (v.size() > 64) s.fail("recompute_modules", "list too long");
   uint8_t bits = 0;
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string name = v[i].IsScalar() ? v[i].Scalar() : "";
-    const auto* it = std::find_if(std::begin(kNames), std::end(kNames), [&](const auto& p) { return name == p.first; });
-    if (it == std::end(kNames))
-      s.fail("recompute_modules", "entry " + std::to_string(i) + " '" + name +
-                                      "' is none of core_attn, mlp, moe, moe_act, shared_experts, layernorm, mla_up_proj");
-    if (bits & module_bit(it->second)) s.fail("recompute_modules", "'" + name + "' is listed twice");
-    bits |= module_bit(it->second);
+    const std::optional<RecomputeModule> m = recompute_module_named(name);
+    if (!m) s.fail("recompute_modules", "entry " + std::to_string(i) + " '" + name + "' is none of " + recompute_module_names());
+    if (bits & module_bit(*m)) s.fail("recompute_modules", "'" + name + "' is listed twice");
+    bits |= module_bit(*m);
   }
   return bits;
 }

@@ -71,6 +71,35 @@ const char* name_of(CpCommType c) {
   }
   return "?";
 }
+const char* name_of(RecomputeModule m) {
+  switch (m) {
+    case RecomputeModule::CoreAttn: return "core_attn";
+    case RecomputeModule::Mlp: return "mlp";
+    case RecomputeModule::Moe: return "moe";
+    case RecomputeModule::MoeAct: return "moe_act";
+    case RecomputeModule::SharedExperts: return "shared_experts";
+    case RecomputeModule::Layernorm: return "layernorm";
+    case RecomputeModule::MlaUpProj: return "mla_up_proj";
+    case RecomputeModule::kCount: break;
+  }
+  return "?";
+}
+std::optional<RecomputeModule> recompute_module_named(std::string_view name) {
+  for (int i = 0; i < static_cast<int>(RecomputeModule::kCount); ++i) {
+    const auto m = static_cast<RecomputeModule>(i);
+    if (name == name_of(m)) return m;
+  }
+  return std::nullopt;
+}
+std::string recompute_module_names() {
+  std::string s;
+  for (int i = 0; i < static_cast<int>(RecomputeModule::kCount); ++i)
+  {
+    if (i) s += ", ";
+    s += name_of(static_cast<RecomputeModule>(i));
+  }
+  return s;
+}
 const char* name_of(AttentionBackend b) { return b == AttentionBackend::Flash ? "flash" : "unfused"; }
 const char* name_of(OverlapModel m) {
   switch (m) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stepsim/spec/network_spec.hpp"
@@ -232,5 +233,10 @@ const char* name_of(OverlapModel m);
 const char* name_of(AttentionBackend b);
 const char* name_of(Fp8Recipe r);
 const char* name_of(CpCommType c);
+const char* name_of(RecomputeModule m);  // Megatron-Core's name (core_attn, mlp, ...)
+// The module Megatron-Core calls `name`; nullopt for any other name.
+std::optional<RecomputeModule> recompute_module_named(std::string_view name);
+// "core_attn, mlp, moe, moe_act, shared_experts, layernorm, mla_up_proj", for messages.
+std::string recompute_module_names();
 
 }  // namespace stepsim::spec

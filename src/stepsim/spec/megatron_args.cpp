@@ -839,11 +839,8 @@ YAML::Node build(const Args& a) {
     YAML::Node list(YAML::NodeType::Sequence);
     bool has_moe = false;
     for (std::string m; in >> m;) {
-      static const std::set<std::string, std::less<>> kModules = {"core_attn", "mlp", "moe", "moe_act", "shared_experts",
-                                                                  "layernorm", "mla_up_proj"};
-      if (!kModules.count(m))
-        fail("--recompute-modules", "'" + printable(m) + "' is none of core_attn, mlp, moe, moe_act, shared_experts, "
-                                    "layernorm, mla_up_proj");
+      if (!recompute_module_named(m))
+        fail("--recompute-modules", "'" + printable(m) + "' is none of " + recompute_module_names());
       has_moe = has_moe || m == "moe";
       list.push_back(m);
     }
