@@ -467,9 +467,16 @@ TEST(MegatronArgs, FlagDefaultsAndMegatronSemantics) {
   EXPECT_EQ(str(job("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1")["training"],
                 "recompute"),
             "full");
-  EXPECT_TRUE(flag(job("--cpu-offloading-num-layers 2")["training"], "activation_offload"));
-  EXPECT_FALSE(flag(job("--cpu-offloading-num-layers 0")["training"], "activation_offload"));
+  EXPECT_EQ(i64(job("--cpu-offloading-num-layers 2")["training"], "activation_offload_layers"), 2);
+  EXPECT_FALSE(job("--cpu-offloading-num-layers 0")["training"]["activation_offload_layers"]);
   EXPECT_TRUE(flag(job("--optimizer-cpu-offload")["training"], "optimizer_offload"));
+  EXPECT_FALSE(job("--optimizer-cpu-offload")["training"]["optimizer_offload_fraction"]);  // Megatron's CLI default 1
+  const YAML::Node half = job("--optimizer-cpu-offload --optimizer-offload-fraction 0.5 --overlap-cpu-optimizer-d2h-h2d")["training"];
+  EXPECT_DOUBLE_EQ(half["optimizer_offload_fraction"].as<double>(), 0.5);
+  EXPECT_TRUE(flag(half, "optimizer_offload_overlap"));
+  EXPECT_FALSE(flag(job("--optimizer-cpu-offload --optimizer-offload-fraction 0")["training"], "optimizer_offload"));
+  // Without --optimizer-cpu-offload the fraction and the overlap flag change nothing, as in Megatron.
+  EXPECT_FALSE(job("--optimizer-offload-fraction 0.5 --overlap-cpu-optimizer-d2h-h2d")["training"]["optimizer_offload"]);
   EXPECT_EQ(str(job("--squared-relu")["model"], "activation"), "gelu");
   EXPECT_EQ(str(job("--quick-geglu")["model"], "activation"), "swiglu");
   EXPECT_FALSE(job("--num-experts 0")["model"]["moe"]);
@@ -497,7 +504,8 @@ TEST(MegatronArgs, EmitsOnlySchemaKeys) {
                                              "account_for_loss_in_pipeline_split", "expert_tensor"};
   static const std::set<std::string> kTrain = {
       "micro_batch_size", "global_batch_size", "precision", "recompute", "distributed_optimizer",
-      "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "optimizer_offload", "activation_offload",
+      "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "optimizer_offload", "optimizer_offload_fraction",
+      "optimizer_offload_overlap", "activation_offload_layers",
       "grad_reduce_in_fp32", "bucket_size", "attention_backend", "zero_stage", "fp8_recipe", "fp8_param_gather"};
   for (const YAML::Node& j : {megatron_args_to_job_node(kGpt3_175B), megatron_args_to_job_node(kLlama3_8B)}) {
     for (const auto& kv : j) EXPECT_TRUE(kSections.count(kv.first.as<std::string>()));

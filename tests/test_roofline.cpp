@@ -71,6 +71,7 @@ EfficiencyTable round_table() {
   t.memory = {1.0, 0.5, 0.25, 0.5, 0.5, 0.5};  // stream, elementwise, norm, embedding, loss, optimizer
   t.kernel_floor_us = 2;
   t.host_to_device_GBps = 25;
+  t.cpu_optimizer_GBps = 20;
   return t;
 }
 
@@ -88,6 +89,8 @@ TEST(Roofline, HandComputedCasesOnARoundGpu) {
   EXPECT_EQ(model->duration_ns(memory_op(ComputeCategory::Elementwise, 1000000, 1e10)), 1000000);
   // Offload of 1 GB at 25 GB/s = 40 ms.
   EXPECT_EQ(model->duration_ns(memory_op(ComputeCategory::Offload, 1000000000)), 40000000);
+  // A CPU optimizer step touching 1 GB of host DRAM at 20 GB/s = 50 ms (no GPU roof, no kernel floor needed).
+  EXPECT_EQ(model->duration_ns(memory_op(ComputeCategory::CpuOptimizer, 1000000000)), 50000000);
   // Attention 1e12 FLOPs: forward at 0.4 -> 25 ms, backward at 0.2 -> 50 ms, recompute counts as forward.
   Op att;
   att.category = ComputeCategory::Attention;
@@ -253,6 +256,7 @@ const char* const kValidEfficiency =
     "defaults:\n"
     "  kernel_floor_us: 3\n"
     "  host_to_device_GBps: 25\n"
+    "  cpu_optimizer_GBps: 20\n"
     "  memory_efficiency: {stream: 0.9, elementwise: 0.8, norm: 0.7, embedding: 0.6, loss: 0.7, optimizer: 0.8}\n"
     "  gemm_precision_scale: {fp32: 1.0, fp16: 1.0, bf16: 1.0, fp8: 1.0}\n"
     "  grouped_gemm_scale: 0.9\n"
@@ -364,6 +368,9 @@ TEST(EfficiencyTables, StrictLoadingNamesFileAndKey) {
   expect_error("bad_mem.yaml", variant("norm: 0.7", "norm: 0"), {"defaults.memory_efficiency.norm"});
   expect_error("bad_h2d.yaml", variant("host_to_device_GBps: 25", "host_to_device_GBps: -1"),
                {"defaults.host_to_device_GBps", "> 0"});
+  expect_error("bad_cpu_opt.yaml", variant("cpu_optimizer_GBps: 20", "cpu_optimizer_GBps: 0"),
+               {"defaults.cpu_optimizer_GBps", "> 0"});
+  expect_error("no_cpu_opt.yaml", variant("  cpu_optimizer_GBps: 20\n", ""), {"missing key cpu_optimizer_GBps"});
   expect_error("not_number.yaml", variant("kernel_floor_us: 3", "kernel_floor_us: soon"),
                {"defaults.kernel_floor_us", "number"});
   expect_error("bad_attention.yaml", variant("backward: 0.5", "sideways: 0.5"), {"archs.hopper.attention.sideways"});

@@ -23,7 +23,7 @@ struct EfficiencyCatalog::Partial {
   std::optional<double> attention_forward, attention_backward;
   std::optional<std::vector<ShapePoint>> attention_sequence, attention_head_dim;
   std::array<std::optional<double>, static_cast<int>(MemoryClass::kCount)> memory;
-  std::optional<double> kernel_floor_us, host_to_device_GBps;
+  std::optional<double> kernel_floor_us, host_to_device_GBps, cpu_optimizer_GBps;
   std::optional<double> sustained_clock;
   std::optional<std::array<double, 2>> prediction_interval;
 };
@@ -151,7 +151,7 @@ class Parser {
     if (n.IsNull()) return t;
     const auto present = keys(n, key,
                               {"gemm_curve", "gemm_precision_scale", "grouped_gemm_scale", "attention",
-                               "memory_efficiency", "kernel_floor_us", "host_to_device_GBps", "sustained_clock",
+                               "memory_efficiency", "kernel_floor_us", "host_to_device_GBps", "cpu_optimizer_GBps", "sustained_clock",
                                "prediction_interval"});
     if (present.count("gemm_curve")) t.gemm_curve = curve(n["gemm_curve"], key + ".gemm_curve");
     if (present.count("gemm_precision_scale")) {
@@ -201,6 +201,11 @@ class Parser {
       if (!(v > 0)) fail(key + ".host_to_device_GBps", "must be > 0 GB/s, got " + fmt(v));
       t.host_to_device_GBps = v;
     }
+    if (present.count("cpu_optimizer_GBps")) {
+      const double v = number(n["cpu_optimizer_GBps"], key + ".cpu_optimizer_GBps");
+      if (!(v > 0)) fail(key + ".cpu_optimizer_GBps", "must be > 0 GB/s, got " + fmt(v));
+      t.cpu_optimizer_GBps = v;
+    }
     return t;
   }
 
@@ -225,6 +230,7 @@ Partial merge(const Partial& base, const Partial& over) {
   for (size_t i = 0; i < r.memory.size(); ++i) take(r.memory[i], over.memory[i]);
   take(r.kernel_floor_us, over.kernel_floor_us);
   take(r.host_to_device_GBps, over.host_to_device_GBps);
+  take(r.cpu_optimizer_GBps, over.cpu_optimizer_GBps);
   take(r.sustained_clock, over.sustained_clock);
   take(r.prediction_interval, over.prediction_interval);
   return r;
@@ -258,6 +264,8 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   t.kernel_floor_us = *p.kernel_floor_us;
   need(p.host_to_device_GBps.has_value(), "host_to_device_GBps");
   t.host_to_device_GBps = *p.host_to_device_GBps;
+  need(p.cpu_optimizer_GBps.has_value(), "cpu_optimizer_GBps");
+  t.cpu_optimizer_GBps = *p.cpu_optimizer_GBps;
   t.sustained_clock = p.sustained_clock.value_or(1.0);
   t.prediction_interval = p.prediction_interval;
   return t;

@@ -45,6 +45,8 @@ struct EfficiencyTable {
   std::array<double, static_cast<int>(MemoryClass::kCount)> memory{};
   double kernel_floor_us = 0;                     // shortest kernel duration
   double host_to_device_GBps = 0;                 // PCIe rate for Offload ops, GB/s
+  // Host-DRAM traffic one rank's CPU optimizer step sustains while every GPU of the node steps at once, GB/s.
+  double cpu_optimizer_GBps = 0;
   // Fraction of the datasheet tensor-core rate sustained in a training job (power-limited clocks, the model's real
   // shapes vs the microbenchmark's best): multiplies the GEMM and attention efficiencies. Fitted per architecture by
   // `stepsim calibrate compute` on measured runs; 1 = the microbenchmark curves as they are.

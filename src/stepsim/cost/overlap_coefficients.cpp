@@ -25,7 +25,9 @@ class CoefficientOverlapModel final : public OverlapModel {
   explicit CoefficientOverlapModel(OverlapCoefficients c) : c_(std::move(c)) {}
 
   double compute_slowdown(const OverlapCompute& compute, std::span<const OverlapComm> comms) const override {
-    const double base = c_.compute[static_cast<int>(compute.category)];
+    const int category = static_cast<int>(compute.category);
+    if (category >= OverlapCoefficients::kCategories) return 0.0;  // host-side time: no GPU kernel to slow
+    const double base = c_.compute[category];
     double s = 0;
     for (const OverlapComm& m : comms) {
       const int kind = m.kind == workload::OpKind::P2P ? 6 : static_cast<int>(m.coll);

@@ -11,7 +11,7 @@
 namespace stepsim::cost {
 
 struct OverlapCoefficients {
-  static constexpr int kCategories = 9;   // workload::ComputeCategory
+  static constexpr int kCategories = 9;   // workload::ComputeCategory up to offload (GPU work; the host-side ones after it)
   static constexpr int kCommKinds = 7;    // workload::CollType, then send/recv
   std::array<double, kCategories> compute{};  // slowdown under one communication kernel of multiplier 1
   std::array<double, kCommKinds> comm{};      // multiplier per kind of communication

@@ -36,9 +36,11 @@ class RooflineModel final : public ComputeModel {
                                                       : precision_scale_),
         floor_s_(table_.kernel_floor_us * 1e-6),
         h2d_Bps_(table_.host_to_device_GBps * 1e9),
+        cpu_opt_Bps_(table_.cpu_optimizer_GBps * 1e9),
         sm_count_(std::max(gpu.sm_count, 1)),
         tensor_scale_(table_.sustained_clock) {
-    if (!(gemm_peak_ > 0) || !(attention_peak_ > 0) || !(vector_peak_ > 0) || !(hbm_Bps_ > 0) || !(h2d_Bps_ > 0))
+    if (!(gemm_peak_ > 0) || !(attention_peak_ > 0) || !(vector_peak_ > 0) || !(hbm_Bps_ > 0) || !(h2d_Bps_ > 0) ||
+        !(cpu_opt_Bps_ > 0))
       throw std::invalid_argument("roofline model: GPU '" + gpu.name +
                                   "' needs positive peak FLOP/s, HBM and host bandwidth");
   }
@@ -97,6 +99,9 @@ class RooflineModel final : public ComputeModel {
       case ComputeCategory::Offload:
         // A host<->device copy: only the PCIe link matters.
         return static_cast<double>(op.bytes) / h2d_Bps_;
+      case ComputeCategory::CpuOptimizer:
+        // Adam on the host is bound by host DRAM (four fp32 arrays read, three written per parameter).
+        return static_cast<double>(op.bytes) / cpu_opt_Bps_;
       case ComputeCategory::Host:
         return 0.0;  // timed by duration_ns() from the op's own duration
     }
@@ -112,6 +117,7 @@ class RooflineModel final : public ComputeModel {
   double bf16_scale_;
   double floor_s_;
   double h2d_Bps_;
+  double cpu_opt_Bps_;
   int sm_count_;
   double tensor_scale_;  // sustained clock: GEMM and attention kernels
 };

@@ -14,7 +14,7 @@ enum Feature {
   kChannels
 };
 
-constexpr int kOtherKernelType = 9;  // after the nine ComputeCategory values
+constexpr int kOtherKernelType = 9;  // after the nine GPU ComputeCategory values (gemm .. offload)
 constexpr int kSendRecv = 6;         // after the six CollType values
 
 // log2 keeps sizes from 1 B to 1 PiB exact in a float; trees are indifferent to monotone transforms.

@@ -283,8 +283,9 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
                     "cp_comm_type and expert_tensor");
   }
   notes.push_back("not searched: ZeRO-3 (zero_stage), the fp8 recipe, attention_backend, the MoE token dispatcher, "
-                  "recompute_modules (the job's own settings are kept); not modelled "
-                  "in this version: CPU optimizer offload (optimizer_offload), activation offload (activation_offload)");
+                  "recompute_modules, CPU optimizer offload, activation offload (the job's own settings are kept: "
+                  "with optimizer_offload only distributed-optimizer plans, with activation_offload_layers only "
+                  "pipeline 1 without recompute, as Megatron-LM requires)");
   notes.push_back("every plan uses all " + std::to_string(n) + " GPUs (eq. 42 allows fewer; not searched); sequence "
                   "parallelism is on whenever TP > 1; VP > 1 uses interleaved 1F1B with overlapped p2p");
   notes.push_back("optimizer variants: plain or distributed optimizer, overlap_grad_reduce off/on, and with the "

@@ -28,14 +28,14 @@ CommKind comm_kind_of(GroupKind g) {
 }
 
 double Breakdown::total_s() const {
-  double t = compute_s + pipeline_bubble_s + optimizer_s + overlap_slowdown_s + host_gap_s;
+  double t = compute_s + pipeline_bubble_s + optimizer_s + overlap_slowdown_s + host_gap_s + offload_s;
   for (double x : exposed_comm_s) t += x;
   return t;
 }
 
 Breakdown breakdown(const workload::Program& prog, const sim::RankTimeline& tl, int64_t step_ns) {
   // Sweep over interval boundaries with a count of active compute, optimizer and per-kind comm ops.
-  constexpr int kCompute = 0, kOptimizer = 1, kHost = 2, kComm0 = 3;
+  constexpr int kCompute = 0, kOptimizer = 1, kHost = 2, kOffload = 3, kComm0 = 4;
   struct Edge {
     int64_t t;
     int cls;
@@ -48,6 +48,9 @@ Breakdown breakdown(const workload::Program& prog, const sim::RankTimeline& tl, 
     const workload::Op& op = prog.ops[r.op];
     int cls;
     if (op.kind == OpKind::Compute && op.category == workload::ComputeCategory::Host) cls = kHost;
+    else if (op.kind == OpKind::Compute && op.category == workload::ComputeCategory::Offload &&
+             op.phase != workload::Phase::Optimizer)
+      cls = kOffload;
     else if (op.kind == OpKind::Compute) cls = op.phase == workload::Phase::Optimizer ? kOptimizer : kCompute;
     else cls = kComm0 + comm_kind_of(op.group);
     const int64_t b = std::clamp<int64_t>(r.begin_ns, 0, step_ns), e = std::clamp<int64_t>(r.end_ns, 0, step_ns);
@@ -73,6 +76,7 @@ Breakdown breakdown(const workload::Program& prog, const sim::RankTimeline& tl, 
           break;
         }
       }
+      if (cls == kComm0 + kNumCommKinds && active[kOffload]) cls = kOffload;
     }
     ns[cls] += until - t;
     t = until;
@@ -89,6 +93,7 @@ Breakdown breakdown(const workload::Program& prog, const sim::RankTimeline& tl, 
   b.optimizer_s = static_cast<double>(ns[kOptimizer] - overlap_ns[kOptimizer]) * 1e-9;
   b.overlap_slowdown_s = static_cast<double>(overlap_ns[kCompute] + overlap_ns[kOptimizer]) * 1e-9;
   b.host_gap_s = static_cast<double>(ns[kHost]) * 1e-9;
+  b.offload_s = static_cast<double>(ns[kOffload]) * 1e-9;
   for (int k = 0; k < kNumCommKinds; ++k) b.exposed_comm_s[k] = static_cast<double>(ns[kComm0 + k]) * 1e-9;
   b.pipeline_bubble_s = static_cast<double>(ns[kComm0 + kNumCommKinds]) * 1e-9;
   return b;

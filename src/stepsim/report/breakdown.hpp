@@ -2,7 +2,8 @@
 // Where one rank's step time goes. Every nanosecond of [0, step] is counted once: compute (forward,
 // backward, recompute), optimizer, communication that no compute hides (by parallelism, priority
 // tp > cp > ep > pp > dp when several run at once), and the rest as pipeline bubble (idle: waiting for
-// other stages, for stragglers, or for the step to end on other ranks). With an overlap model, the time compute
+// other stages, for stragglers, or for the step to end on other ranks); activation offload copies that nothing
+// else hides count as offload (the optimizer's own host copies count as optimizer). With an overlap model, the time compute
 // and optimizer kernels lost to communication kernels sharing the GPU is taken out of those two and shown as
 // overlap_slowdown.
 #include <array>
@@ -20,6 +21,7 @@ CommKind comm_kind_of(workload::GroupKind g);
 struct Breakdown {
   double compute_s = 0, pipeline_bubble_s = 0, optimizer_s = 0, overlap_slowdown_s = 0;
   double host_gap_s = 0;  // trace-driven: GPU idle while the traced CPU was late to launch (Host ops)
+  double offload_s = 0;   // activation offload: host<->device copies nothing else hides (compute waits for them)
   std::array<double, kNumCommKinds> exposed_comm_s{};
   double total_s() const;
 };

@@ -97,6 +97,7 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
                       {"optimizer", s.breakdown.optimizer_s},
                       {"overlap_slowdown_s", s.breakdown.overlap_slowdown_s},
                       {"host_gap", s.breakdown.host_gap_s},
+                      {"offload", s.breakdown.offload_s},
                       {"exposed_comm", exposed}};
   json stages = json::array();
   for (const auto& sm : s.per_stage) {
@@ -186,6 +187,7 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   row("optimizer", s.breakdown.optimizer_s);
   if (job.simulation.overlap_model != spec::OverlapModel::None) row("overlap slowdown", s.breakdown.overlap_slowdown_s);
   if (s.breakdown.host_gap_s > 0) row("host gaps (CPU-bound)", s.breakdown.host_gap_s);
+  if (job.training.activation_offload_layers > 0) row("exposed activation offload", s.breakdown.offload_s);
   for (int k = 0; k < kNumCommKinds; ++k) {
     if (s.breakdown.exposed_comm_s[k] > 0 || s.comm.calls[k] > 0) {
       row(std::string("exposed ") + comm_kind_name(k) + " communication", s.breakdown.exposed_comm_s[k]);

@@ -316,6 +316,8 @@ class Engine {
 
   // The overlap model's slowdown of compute op `op` under the communication ops now in flight on `rank`.
   [[gnu::noinline]] double slowdown(int rank, const Op& op) {
+    // Host time (a traced CPU gap, a CPU optimizer step) runs on no SM: communication kernels cannot slow it.
+    if (op.category == workload::ComputeCategory::Host || op.category == workload::ComputeCategory::CpuOptimizer) return 0.0;
     OverlapKey key;
     key.ops[0] = &op;
     int n = 0;

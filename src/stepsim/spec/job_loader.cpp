@@ -350,7 +350,9 @@ TrainingSpec read_training(StrictSection s) {
   t.attention_backend = s.get_enum<AttentionBackend>(
       "attention_backend", AttentionBackend::Flash, {{"flash", AttentionBackend::Flash}, {"unfused", AttentionBackend::Unfused}});
   t.optimizer_offload = s.get_bool("optimizer_offload", false);
-  t.activation_offload = s.get_bool("activation_offload", false);
+  t.optimizer_offload_fraction = s.get_double("optimizer_offload_fraction", 1.0, 0.0, 1.0);
+  t.optimizer_offload_overlap = s.get_bool("optimizer_offload_overlap", false);
+  t.activation_offload_layers = static_cast<int>(s.get_int("activation_offload_layers", 0, 0, 1 << 20));
   if (s.has("grad_reduce_in_fp32")) t.grad_reduce_in_fp32 = s.get_bool("grad_reduce_in_fp32", true);
   else s.mark("grad_reduce_in_fp32");
   t.bucket_size = s.get_int("bucket_size", 0, 1, int64_t{1} << 40);
@@ -398,6 +400,8 @@ ClusterSpec read_cluster(StrictSection s) {
   for (const auto& [rank, factor] : s.get_int_double_map("slow_ranks", 0, (1 << 20) - 1, 1e-3, 1e6)) {
     c.slow_ranks[static_cast<int>(rank)] = factor;
   }
+  c.host_to_device_GBps = s.get_double("host_to_device_GBps", 0.0, 1e-3, 1e5);
+  c.cpu_optimizer_GBps = s.get_double("cpu_optimizer_GBps", 0.0, 1e-3, 1e5);
   if (s.has("network")) c.network = read_network_spec(StrictSection(s.child("network"), s.key_path("network"), s.source()), c);
   else s.mark("network");
   s.finish();

@@ -165,8 +165,18 @@ struct TrainingSpec {
   AttentionBackend attention_backend = AttentionBackend::Flash;
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // fp8 only
   bool fp8_param_gather = false;              // fp8 only: parameters kept and all-gathered in fp8 (no bf16 copy)
+  // CPU optimizer offload (Megatron-LM's --optimizer-cpu-offload, HybridDeviceOptimizer; DeepSpeed ZeRO-Offload): the
+  // fp32 master weights and Adam moments of `optimizer_offload_fraction` of this rank's optimizer shard live in host
+  // memory and are updated by the CPU; each step copies those gradients to the host (fp32) and the updated weights
+  // back (fp32, cast on the GPU). optimizer_offload_overlap (Megatron's --overlap-cpu-optimizer-d2h-h2d) pipelines
+  // the copies with the CPU update tensor by tensor; without it copy, update and copy run one after the other.
   bool optimizer_offload = false;
-  bool activation_offload = false;
+  double optimizer_offload_fraction = 1.0;
+  bool optimizer_offload_overlap = false;
+  // Activation offload (Megatron-LM's --cpu-offloading-num-layers, Transformer Engine's CPU offload): the saved
+  // activations of the first N transformer layers are copied to host memory during the forward and brought back
+  // ahead of their backward. 0 = off.
+  int activation_offload_layers = 0;
   // Megatron-LM reduces gradients in fp32 under bf16 (accumulate_allreduce_grads_in_fp32).
   std::optional<bool> grad_reduce_in_fp32;  // nullopt = Megatron's default for the precision
   int64_t bucket_size = 0;                  // DP bucket in parameters; 0 = max(40M, 1M * dp) as Megatron-Core
@@ -186,6 +196,11 @@ struct ClusterSpec {
   LinkSpec intra_node{450.0, 1.0, ""};
   LinkSpec inter_node{50.0, 5.0, "fat-tree"};  // 400 Gb/s per GPU NIC = 50 GB/s
   std::map<int, double> slow_ranks;             // rank -> compute slow-down factor (>= 1 slows)
+  // The host side of each GPU, for offload (0 = data/efficiency.yaml's figure for the GPU's architecture): the
+  // host<->device copy rate (PCIe; NVLink-C2C on Grace Hopper/Blackwell) and the host-DRAM traffic one rank's CPU
+  // optimizer step sustains, both GB/s per GPU with every GPU of the node busy.
+  double host_to_device_GBps = 0;
+  double cpu_optimizer_GBps = 0;
   NetworkSpec network;                          // topology for the flow network model (docs/NETWORK.md)
 };
 

@@ -145,7 +145,7 @@ const Table& table() {
             "--decoder-last-pipeline-num-layers", "--micro-batch-size", "--global-batch-size", "--fp8-format",
             "--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--ddp-bucket-size",
             "--cpu-offloading-num-layers", "--num-distributed-optimizer-instances", "--optimizer",
-            "--position-embedding-type", "--attention-backend", "--fp8-recipe"},
+            "--position-embedding-type", "--attention-backend", "--fp8-recipe", "--optimizer-offload-fraction"},
         Kind::Value, Use::Map);
     add(t, {"--group-query-attention", "--swiglu", "--squared-relu", "--quick-geglu", "--disable-bias-linear",
             "--untie-embeddings-and-output-weights", "--multi-latent-attention", "--sequence-parallel", "--bf16",
@@ -153,7 +153,7 @@ const Table& table() {
             "--overlap-param-gather", "--tp-comm-overlap", "--optimizer-cpu-offload",
             "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--no-overlap-p2p-communication",
             "--use-rotary-position-embeddings", "--no-position-embedding", "--fp8-param-gather",
-            "--overlap-p2p-communication"},
+            "--overlap-p2p-communication", "--overlap-cpu-optimizer-d2h-h2d"},
         Kind::Flag, Use::Map);
 
     // Change the step but cannot be expressed in a job: refused rather than silently dropped.
@@ -200,7 +200,7 @@ const Table& table() {
             "--defer-embedding-wgrad-compute", "--no-scatter-gather-tensors-in-pipeline", "--use-ring-exchange-p2p",
             "--overlap-p2p-communication-warmup-flush", "--use-nccl-ub", "--disable-symmetric-registration",
             "--use-sharp", "--use-tp-pp-dp-mapping", "--use-precision-aware-optimizer",
-            "--use-torch-optimizer-for-cpu-offload", "--overlap-cpu-optimizer-d2h-h2d", "--no-pin-cpu-grads",
+            "--use-torch-optimizer-for-cpu-offload", "--no-pin-cpu-grads",
             "--no-pin-cpu-params", "--disable-tp-comm-overlap-ag", "--disable-tp-comm-overlap-rs",
             "--tp-comm-overlap-rs-dgrad", "--disable-tp-comm-bulk-dgrad", "--disable-tp-comm-bulk-wgrad",
             "--disable-tp-comm-split-ag", "--disable-tp-comm-split-rs", "--use-cpu-initialization",
@@ -237,7 +237,7 @@ const Table& table() {
             "--relative-attention-num-buckets", "--relative-attention-max-distance", "--norm-epsilon",
             "--init-method-std", "--embedding-init-method-std", "--attention-dropout", "--hidden-dropout",
             "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--weight-decay-incr-style", "--clip-grad",
-            "--adam-beta1", "--adam-beta2", "--adam-eps", "--sgd-momentum", "--optimizer-offload-fraction", "--lr",
+            "--adam-beta1", "--adam-beta2", "--adam-eps", "--sgd-momentum", "--lr",
             "--lr-decay-style", "--lr-wsd-decay-style", "--lr-decay-iters", "--lr-decay-samples",
             "--lr-wsd-decay-samples", "--lr-wsd-decay-iters", "--lr-warmup-fraction", "--lr-warmup-iters",
             "--lr-warmup-samples", "--lr-warmup-init", "--min-lr", "--decoupled-lr", "--decoupled-min-lr", "--seed",
@@ -325,14 +325,18 @@ struct Args {
     if (!v) fail(name, "missing (required)");
     return to_int(name, *v, 1);
   }
-  std::optional<double> opt_positive_float(std::string_view name) const {
+  std::optional<double> opt_float(std::string_view name) const {
     const std::string* v = get(name);
     if (!v) return std::nullopt;
     double x = 0;
     const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
     if (ec != std::errc() || end != v->data() + v->size() || v->empty() || !std::isfinite(x))
       fail(name, "not a finite number: '" + printable(*v) + "'");
-    if (!(x > 0)) fail(name, "must be positive, got " + printable(*v));
+    return x;
+  }
+  std::optional<double> opt_positive_float(std::string_view name) const {
+    const auto x = opt_float(name);
+    if (x && !(*x > 0)) fail(name, "must be positive, got " + printable(*get(name)));
     return x;
   }
   // One of `choices`, or the flag's default when absent.
@@ -865,10 +869,20 @@ YAML::Node build(const Args& a) {
   if (auto be = a.opt_choice("--attention-backend", {"flash", "fused", "unfused", "local", "auto"})) {
     tr["attention_backend"] = (*be == "unfused" || *be == "local") ? "unfused" : "flash";
   }
-  // --optimizer-offload-fraction below 1 is not modelled: offload means all optimizer state.
-  tr["optimizer_offload"] = a.has("--optimizer-cpu-offload");
-  // Megatron's activation offloading is per layer; any offloaded layer counts as offloading on.
-  tr["activation_offload"] = a.opt_int("--cpu-offloading-num-layers", 0).value_or(0) > 0;
+  // Megatron's command line defaults --optimizer-offload-fraction to 1.0 (all of the shard on the CPU); the fraction
+  // and the copy/update pipelining apply only with --optimizer-cpu-offload, as in Megatron.
+  if (a.has("--optimizer-cpu-offload")) {
+    tr["optimizer_offload"] = true;
+    const double f = a.opt_float("--optimizer-offload-fraction").value_or(1.0);
+    if (!(f >= 0 && f <= 1)) fail("--optimizer-offload-fraction", "must be in [0, 1], got " + printable(*a.get("--optimizer-offload-fraction")));
+    if (f == 0) {
+      tr["optimizer_offload"] = false;  // nothing offloaded: the plain distributed optimizer
+    } else {
+      if (f < 1) tr["optimizer_offload_fraction"] = f;
+      if (a.has("--overlap-cpu-optimizer-d2h-h2d")) tr["optimizer_offload_overlap"] = true;
+    }
+  }
+  if (auto n = a.opt_int("--cpu-offloading-num-layers", 0); n && *n > 0) tr["activation_offload_layers"] = *n;
   if (a.has("--grad-reduce-in-bf16")) tr["grad_reduce_in_fp32"] = false;  // wins, as in Megatron
   else if (a.has("--accumulate-allreduce-grads-in-fp32")) tr["grad_reduce_in_fp32"] = true;
   if (auto b = a.opt_int("--ddp-bucket-size")) tr["bucket_size"] = *b;

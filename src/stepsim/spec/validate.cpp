@@ -275,8 +275,32 @@ void validate(JobSpec& job) {
     if (t.recomputes(RecomputeModule::MlaUpProj) && job.model.attention != AttentionType::Mla)
       fail("training.recompute_modules", "'mla_up_proj' needs multi-latent attention (model.attention: mla)");
   }
-  if (t.optimizer_offload) fail("training.optimizer_offload", "CPU optimizer offload is not modelled in this version; set false");
-  if (t.activation_offload) fail("training.activation_offload", "activation offload is not modelled in this version; set false");
+  if (t.optimizer_offload && !t.distributed_optimizer) {
+    fail("training.optimizer_offload", "needs distributed_optimizer: true or zero_stage >= 1 (Megatron-LM's CPU offload "
+                                       "runs inside the distributed optimizer, DeepSpeed's ZeRO-Offload inside ZeRO)");
+  }
+  if (t.optimizer_offload && t.optimizer_offload_fraction == 0.0) {
+    fail("training.optimizer_offload_fraction", "0 offloads nothing: set optimizer_offload: false instead");
+  }
+  if (!t.optimizer_offload && t.optimizer_offload_fraction != 1.0)
+    fail("training.optimizer_offload_fraction", "applies to optimizer_offload: true only");
+  if (!t.optimizer_offload && t.optimizer_offload_overlap)
+    fail("training.optimizer_offload_overlap", "applies to optimizer_offload: true only");
+  if (const int n = t.activation_offload_layers; n > 0) {
+    // Megatron-LM's TransformerConfig rules for cpu_offloading, kept so that a job stepsim accepts is one Megatron runs.
+    if (n >= job.model.num_layers) {
+      fail("training.activation_offload_layers", "must be below model.num_layers (" + s(job.model.num_layers) +
+                                                     "): the last layer's backward follows its forward at once");
+    }
+    if (p.pipeline > 1) {
+      fail("training.activation_offload_layers", "needs parallelism.pipeline: 1 (Megatron-LM does not support pipeline "
+                                                 "parallelism with CPU offloading)");
+    }
+    if (t.recompute != Recompute::None) {
+      fail("training.activation_offload_layers", "needs training.recompute: none (Megatron-LM does not combine CPU "
+                                                 "offloading with activation recomputation)");
+    }
+  }
 
   // --- simulation: models that later issues add are refused rather than silently replaced.
   if (job.simulation.overlap_model == OverlapModel::XGBoost && job.simulation.overlap_file.empty()) {

@@ -166,6 +166,15 @@ class StageBuilder {
     }
     return pb_.emit(op, name, deps);
   }
+  // A host<->device copy on the memcpy stream (activation and optimizer offload) or a CPU optimizer step on the
+  // compute stream; deps as for compute().
+  Ref host_side(ComputeCategory cat, Stream stream, int64_t bytes, const std::string& name, std::vector<Ref> deps) {
+    Op op = memop(cat, bytes);
+    op.kind = OpKind::Compute;
+    op.stream = stream;
+    tag(op);
+    return pb_.emit(op, name, deps);
+  }
   // Emits a collective on its group's stream (nothing for a group of one: returns `dep`).
   Ref coll(CollType c, GroupKind g, int64_t bytes, const std::string& name, Ref dep, Ref dep2 = {}) {
     if (layout_.group_size(g) <= 1) return dep;
@@ -198,6 +207,10 @@ class StageBuilder {
   int64_t mtp_extra_params(int unit) const;
   Ref layer_fwd(int layer, Ref in);
   Ref layer_bwd(int layer, Ref in);
+  void offload_before_forward(int unit);
+  void offload_after_forward(int unit);
+  void reload_before_backward(int unit);
+  Ref offloaded_optimizer_step(int64_t params, int64_t adam_bytes, std::vector<Ref> deps);
   bool recomputed(int layer) const;
   Ref attention_fwd(Ref in);
   Ref unfused_attention_fwd(Ref qkv, bool recompute);
@@ -332,6 +345,7 @@ class StageBuilder {
   int64_t unit_saved_ = 0;    // bytes stored by the current unit so far
   std::vector<Ref> extra_deps_;  // attached to the next compute op (parameter all-gather waits)
   std::unordered_map<int64_t, int64_t> saved_;  // (mb, unit) -> bytes stored in forward
+  std::unordered_map<int64_t, Ref> offload_copy_;  // (mb, layer) -> its activation copy to the host / back
 
   // DP gradient buckets (reduction order) and the parameter all-gathers waiting on them.
   std::vector<Bucket> buckets_;
@@ -1212,6 +1226,49 @@ void StageBuilder::zero3_reduce_scatter(int unit) {
   }
 }
 
+// ---------------------------------------------------------------- activation offload
+// Transformer Engine's CPU offload as Megatron-LM drives it (--cpu-offloading-num-layers N; TE 2.10's
+// cpu_offload.py): the saved activations of layers 0..N-1 are copied to the host on one copy stream while the next
+// layers compute, and freed on the GPU once copied; layer i's copy must be done before the forward of layer L-N+i,
+// so at most L-N layers' activations are on the GPU. In backward, layer i's reload starts when the backward of layer
+// L-1-N+i begins (L-1-N layers ahead) and its backward waits for it. MoFa eq. 33-35 with the per-layer overlap made
+// explicit. Only on a single pipeline stage (validate() refuses PP > 1, as Megatron does): layer = unit.
+
+void StageBuilder::offload_before_forward(int unit) {
+  const int n = job_.training.activation_offload_layers, L = job_.model.num_layers;
+  if (n == 0 || unit < L - n || unit >= L) return;
+  if (auto it = offload_copy_.find(key(mb_, unit - (L - n))); it != offload_copy_.end()) extra_deps_.push_back(it->second);
+}
+
+void StageBuilder::offload_after_forward(int unit) {
+  if (unit < 0 || unit >= job_.training.activation_offload_layers || unit_saved_ == 0) return;
+  offload_copy_[key(mb_, unit)] = host_side(ComputeCategory::Offload, Stream::Memcpy, unit_saved_,
+                                            "activation_offload", {pb_.last(Stream::Compute)});
+  pb_.back().mem_free_at_end += unit_saved_;
+}
+
+void StageBuilder::reload_before_backward(int unit) {
+  const int n = job_.training.activation_offload_layers, L = job_.model.num_layers;
+  if (n == 0 || unit < 0 || unit >= L) return;
+  const int reload = unit - (L - 1 - n);
+  if (reload >= 0 && reload < n) {
+    const auto it = saved_.find(key(mb_, reload));
+    const int64_t bytes = it == saved_.end() ? 0 : it->second;
+    if (bytes > 0 && offload_copy_.count(key(mb_, reload))) {
+      layer_ = reload;  // tagged with the layer it brings back
+      offload_copy_[key(mb_, reload)] = host_side(ComputeCategory::Offload, Stream::Memcpy, bytes, "activation_reload",
+                                                  {pb_.last(Stream::Compute)});
+      pb_.back().mem_alloc_at_start += bytes;
+    }
+  }
+  if (unit < n) {
+    if (auto it = offload_copy_.find(key(mb_, unit)); it != offload_copy_.end()) {
+      extra_deps_.push_back(it->second);
+      offload_copy_.erase(it);
+    }
+  }
+}
+
 // ---------------------------------------------------------------- pipeline steps
 
 int64_t StageBuilder::key(int mb, int unit) { return int64_t{mb} * (kHeadUnit + 2) + unit + 1; }
@@ -1236,8 +1293,10 @@ void StageBuilder::forward_step(int mb, int chunk, Ref in) {
     const int unit = units[i];
     unit_saved_ = 0;
     params_ready(chunk, units, i);
+    offload_before_forward(unit);
     x = unit_pass(unit, x, true);
     saved_[key(mb, unit)] = unit_saved_;
+    offload_after_forward(unit);
   }
   chunk_started_[chunk] = true;
 }
@@ -1260,6 +1319,7 @@ void StageBuilder::backward_step(int mb, int chunk, Ref in) {
     const int unit = units[i];
     unit_saved_ = 0;
     params_ready(chunk, units, i);
+    reload_before_backward(unit);
     x = unit_pass(unit, x, false);
     // Activations re-created by full recompute are released with the layer's backward too.
     release_unit(take(unit) + unit_saved_);
@@ -1384,13 +1444,45 @@ void StageBuilder::build() {
   const int64_t opt_params = dist ? dense / dp + expert / edp : dense + expert;
   // Adam: read the gradient, read/write fp32 master weights, m and v, write the low-precision weights.
   const int64_t adam_bytes = tr.precision == spec::Precision::Fp32 ? 28 : 30;
-  Ref opt = compute(memop(ComputeCategory::Optimizer, opt_params * adam_bytes), "optimizer_step",
-                    {pb_.last(Stream::Dp), pb_.last(Stream::Tp), norm, tied});
+  std::vector<Ref> opt_deps{pb_.last(Stream::Dp), pb_.last(Stream::Tp), norm, tied};
+  const Ref opt = tr.optimizer_offload
+                      ? offloaded_optimizer_step(opt_params, adam_bytes, std::move(opt_deps))
+                      : compute(memop(ComputeCategory::Optimizer, opt_params * adam_bytes), "optimizer_step", opt_deps);
   if (dist && !tr.overlap_param_gather && !zero3_) {
     for (size_t i = buckets_.size(); i-- > 0;) {
       coll(CollType::AllGather, buckets_[i].group, buckets_[i].params * weight_bytes_, "dp_param_all_gather", opt);
     }
   }
+}
+
+// CPU optimizer offload (Megatron-LM's HybridDeviceOptimizer; DeepSpeed ZeRO-Offload; MoFa eq. 28): the GPU's share
+// of the shard is updated first (Megatron launches it before the CPU work), then for the offloaded share the fp32
+// gradients go to the host, the CPU runs Adam over its fp32 master weights and moments, and the updated fp32 weights
+// come back to be cast on the GPU. Without optimizer_offload_overlap the three run one after the other (Megatron's
+// default; MoFa's sum). With it Megatron pipelines them tensor by tensor on separate copy streams: modelled as
+// kOffloadChunks equal chunks, every gradient copy queued first as Megatron does. The CPU step occupies the compute
+// stream: the host thread that launches kernels is busy with it.
+Ref StageBuilder::offloaded_optimizer_step(int64_t params, int64_t adam_bytes, std::vector<Ref> deps) {
+  constexpr int kOffloadChunks = 8;
+  // The CPU's own DRAM traffic per parameter: fp32 weight, gradient, m and v read; weight, m and v written.
+  constexpr int64_t kCpuAdamBytes = 28, kFp32 = 4;
+  const auto& tr = job_.training;
+  const int64_t host = std::llround(static_cast<double>(params) * tr.optimizer_offload_fraction);
+  if (params - host > 0) compute(memop(ComputeCategory::Optimizer, (params - host) * adam_bytes), "optimizer_step", deps);
+  const int chunks = tr.optimizer_offload_overlap ? kOffloadChunks : 1;
+  std::vector<Ref> to_host;
+  for (int c = 0; c < chunks; ++c) {
+    const int64_t share = host * (c + 1) / chunks - host * c / chunks;
+    to_host.push_back(host_side(ComputeCategory::Offload, Stream::Memcpy, share * kFp32, "optimizer_grad_to_host", deps));
+  }
+  Ref last = pb_.last(Stream::Compute);
+  for (int c = 0; c < chunks; ++c) {
+    const int64_t share = host * (c + 1) / chunks - host * c / chunks;
+    const Ref step = host_side(ComputeCategory::CpuOptimizer, Stream::Compute, share * kCpuAdamBytes,
+                               "cpu_optimizer_step", {to_host[static_cast<size_t>(c)]});
+    last = host_side(ComputeCategory::Offload, Stream::Memcpy, share * kFp32, "optimizer_params_to_device", {step});
+  }
+  return last;
 }
 
 // Replays the program's allocations in issue order: the peak of stored activations on this rank.

@@ -48,6 +48,7 @@ enum class ComputeCategory : uint8_t {
   Loss,          // softmax cross-entropy over the vocabulary (memory-bound)
   Optimizer,     // Adam update (memory-bound)
   Offload,       // host<->device copy (PCIe)
+  CpuOptimizer,  // optimizer step run by the host CPU on offloaded states (bytes = host-DRAM traffic)
   Host,          // trace-driven: the GPU idle while the CPU was late to launch (a measured gap, never modelled)
 };
 

@@ -1,5 +1,7 @@
 #include "stepsim/workload/static_memory.hpp"
 
+#include <cmath>
+
 namespace stepsim::workload {
 
 BytesPerParam bytes_per_param(const spec::TrainingSpec& t) {
@@ -33,6 +35,12 @@ StaticMemory static_memory(const spec::JobSpec& job, int64_t dense_params, int64
     m.optimizer = dense_params * b.optimizer / dp_shards + expert_params * b.optimizer / edp_shards;
   } else {
     m.optimizer = params * b.optimizer;
+  }
+  // CPU optimizer offload (MoFa eq. 27): the offloaded share of the fp32 master weights and Adam moments lives in host
+  // memory; the low-precision weights and the main gradients stay on the GPU.
+  if (job.training.optimizer_offload) {
+    m.optimizer = static_cast<int64_t>(std::llround(static_cast<double>(m.optimizer) *
+                                                    (1.0 - job.training.optimizer_offload_fraction)));
   }
   m.overhead = kCudaContextBytes + int64_t{communicators} * kNcclBytesPerCommunicator;
   return m;
