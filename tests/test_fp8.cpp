@@ -7,6 +7,7 @@
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
+#include "stepsim/workload/model_dims.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {
@@ -81,6 +82,34 @@ TEST(Fp8, RecipeKeysNeedFp8AndMxfp8NeedsBlackwell) {
             std::string::npos);
   EXPECT_NE(error(", precision: fp8, fp8_recipe: mxfp8").find("mxfp8 needs a Blackwell GPU"), std::string::npos);
   EXPECT_EQ(error(", precision: fp8, fp8_recipe: mxfp8", "B200"), "no error");
+}
+
+// Issue 13 item 5 (fp8 weight caches): Transformer Engine keeps an fp8 copy of each linear layer's weight and of its
+// transpose for the whole step, 1 byte each per parameter, none for the bf16 word embeddings and output layer;
+// with fp8_param_gather the parameter is the fp8 copy and only the transpose is extra; mxfp8 adds a 1-byte scale
+// per 32 values to each copy. bf16 jobs have none.
+TEST(Fp8, WeightCopiesInStaticMemory) {
+  auto copies = [](const std::string& extra, const std::string& gpu = "H100-SXM") {
+    std::string yaml = test::small_gpt_yaml(1, 1, 1, 2, "", extra);
+    yaml.replace(yaml.find("H100-SXM"), 8, gpu);
+    const workload::Workload w = workload::build_megatron_workload(test::job_from_yaml(yaml));
+    const Program& p = w.programs[0];
+    const workload::ModelDims d = workload::make_dims(w.job);
+    const int64_t linear = p.dense_parameters + p.expert_parameters - d.params_embedding - d.params_output;
+    return std::make_pair(p.static_memory.fp8_weight_cache, linear);
+  };
+  const auto [delayed, linear] = copies(", precision: fp8");
+  EXPECT_GT(linear, 0);
+  EXPECT_EQ(delayed, 2 * linear);
+  EXPECT_EQ(copies(", precision: fp8, fp8_param_gather: true").first, linear);
+  EXPECT_EQ(copies(", precision: fp8, fp8_recipe: mxfp8", "B200").first,
+            static_cast<int64_t>(static_cast<double>(linear) * 2 * (1 + 1.0 / 32)));
+  EXPECT_EQ(copies(", precision: bf16").first, 0);
+  // `stepsim memory` shows them in their own column and JSON key.
+  const std::string path = test::write_temp("fp8mem.yaml", test::small_gpt_yaml(1, 1, 1, 2, "", ", precision: fp8"));
+  const auto r = test::run_cli("memory " + path);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("fp8 copies"), std::string::npos) << r.output;
 }
 
 }  // namespace

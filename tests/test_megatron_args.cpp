@@ -469,14 +469,23 @@ TEST(MegatronArgs, FlagDefaultsAndMegatronSemantics) {
             "full");
   EXPECT_EQ(i64(job("--cpu-offloading-num-layers 2")["training"], "activation_offload_layers"), 2);
   EXPECT_FALSE(job("--cpu-offloading-num-layers 0")["training"]["activation_offload_layers"]);
-  EXPECT_TRUE(flag(job("--optimizer-cpu-offload")["training"], "optimizer_offload"));
-  EXPECT_FALSE(job("--optimizer-cpu-offload")["training"]["optimizer_offload_fraction"]);  // Megatron's CLI default 1
-  const YAML::Node half = job("--optimizer-cpu-offload --optimizer-offload-fraction 0.5 --overlap-cpu-optimizer-d2h-h2d")["training"];
+  EXPECT_TRUE(flag(job("--optimizer-cpu-offload --use-precision-aware-optimizer")["training"], "optimizer_offload"));
+  EXPECT_FALSE(job("--optimizer-cpu-offload --use-precision-aware-optimizer")["training"]["optimizer_offload_fraction"]);  // Megatron's CLI default 1
+  const YAML::Node half = job("--use-precision-aware-optimizer --optimizer-cpu-offload --optimizer-offload-fraction 0.5 --overlap-cpu-optimizer-d2h-h2d")["training"];
   EXPECT_DOUBLE_EQ(half["optimizer_offload_fraction"].as<double>(), 0.5);
   EXPECT_TRUE(flag(half, "optimizer_offload_overlap"));
-  EXPECT_FALSE(flag(job("--optimizer-cpu-offload --optimizer-offload-fraction 0")["training"], "optimizer_offload"));
+  EXPECT_FALSE(flag(job("--use-precision-aware-optimizer --optimizer-cpu-offload --optimizer-offload-fraction 0")["training"], "optimizer_offload"));
   // Without --optimizer-cpu-offload the fraction and the overlap flag change nothing, as in Megatron.
   EXPECT_FALSE(job("--optimizer-offload-fraction 0.5 --overlap-cpu-optimizer-d2h-h2d")["training"]["optimizer_offload"]);
+  // The precision-aware optimizer's dtypes; bf16 main grads turn fp32 gradient accumulation off, as in Megatron.
+  const YAML::Node pao = job("--bf16 --use-precision-aware-optimizer --main-grads-dtype bf16 --exp-avg-dtype bf16 "
+                             "--exp-avg-sq-dtype fp8 --main-params-dtype fp16")["training"];
+  EXPECT_TRUE(flag(pao, "precision_aware_optimizer"));
+  EXPECT_EQ(str(pao, "exp_avg_dtype"), "bf16");
+  EXPECT_EQ(str(pao, "exp_avg_sq_dtype"), "fp8");
+  EXPECT_EQ(str(pao, "main_params_dtype"), "fp16");
+  EXPECT_FALSE(flag(pao, "grad_reduce_in_fp32"));
+  EXPECT_FALSE(job("--use-precision-aware-optimizer --exp-avg-dtype fp32")["training"]["exp_avg_dtype"]);
   EXPECT_EQ(str(job("--squared-relu")["model"], "activation"), "gelu");
   EXPECT_EQ(str(job("--quick-geglu")["model"], "activation"), "swiglu");
   EXPECT_FALSE(job("--num-experts 0")["model"]["moe"]);
@@ -505,7 +514,8 @@ TEST(MegatronArgs, EmitsOnlySchemaKeys) {
   static const std::set<std::string> kTrain = {
       "micro_batch_size", "global_batch_size", "precision", "recompute", "distributed_optimizer",
       "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "optimizer_offload", "optimizer_offload_fraction",
-      "optimizer_offload_overlap", "activation_offload_layers",
+      "optimizer_offload_overlap", "activation_offload_layers", "precision_aware_optimizer", "main_params_dtype",
+      "exp_avg_dtype", "exp_avg_sq_dtype",
       "grad_reduce_in_fp32", "bucket_size", "attention_backend", "zero_stage", "fp8_recipe", "fp8_param_gather"};
   for (const YAML::Node& j : {megatron_args_to_job_node(kGpt3_175B), megatron_args_to_job_node(kLlama3_8B)}) {
     for (const auto& kv : j) EXPECT_TRUE(kSections.count(kv.first.as<std::string>()));
@@ -520,6 +530,17 @@ TEST(MegatronArgsErrors, UnbalancedQuotesAndDanglingBackslash) {
   expect_error(kBase + "--split '99,1", {"unterminated single quote"});
   expect_error(kBase + "--split \"99,1", {"unterminated double quote"});
   expect_error(kBase + "--split 99\\", {"backslash at end of input"});
+}
+
+TEST(MegatronArgsErrors, OptimizerPrecisionAndOffloadFollowMegatronsAsserts) {
+  expect_base_error("--exp-avg-dtype bf16", {"--exp-avg-dtype", "--use-precision-aware-optimizer"});
+  expect_base_error("--main-grads-dtype bf16", {"--main-grads-dtype", "--use-precision-aware-optimizer"});
+  expect_base_error("--use-precision-aware-optimizer --main-grads-dtype bf16 --accumulate-allreduce-grads-in-fp32",
+                    {"--main-grads-dtype", "can only be fp32"});
+  expect_base_error("--exp-avg-dtype fp4", {"--exp-avg-dtype", "must be one of"});
+  expect_base_error("--optimizer-cpu-offload", {"--optimizer-cpu-offload", "--use-precision-aware-optimizer"});
+  expect_base_error("--use-precision-aware-optimizer --optimizer-cpu-offload --optimizer-offload-fraction 1.5",
+                    {"--optimizer-offload-fraction", "[0, 1]"});
 }
 
 TEST(MegatronArgsErrors, UnknownArgument) {

@@ -35,19 +35,30 @@ int64_t overhead(const workload::Workload& w) {
   return workload::kCudaContextBytes + comms * workload::kNcclBytesPerCommunicator;
 }
 
-// MoFa eq. 4: D_para P + D_grad P + 4 D_opt P, with D_opt = 3 fp32 optimizer tensors (master, m, v).
+// MoFa eq. 4: D_para P + D_grad P + 4 D_opt P, with D_opt = 3 fp32 optimizer tensors (master, m, v). Megatron's
+// docs/distrib_optimizer table counts with 16-bit gradients also the step's fp32 gradient copy (20 = 16 + 4, 4 + 16/d
+// = (4 + 12/d) + 4/d): Megatron creates it in the step and drops it at the next zero_grad, so it is held by the
+// optimizer op (in the peak only if the step's memory exceeds the activation peak), not static memory.
 TEST(Memory, StaticMemoryMatchesMoFaEq4AndMegatronTable) {
   const int t = 2, p = 4, d = 4, L = 16;
   struct Case {
     std::string train;
-    double bytes_per_param;  // Megatron docs/distrib_optimizer table
+    double bytes_per_param;  // static part of Megatron docs/distrib_optimizer table
+    double step_copy;        // per parameter of the optimizer shard, while optimizer_step runs
   } cases[] = {
-      {"", 2 + 4 + 4 * 3},                                              // bf16, fp32 grads: 18
-      {", distributed_optimizer: true", 6 + 12.0 / d},                  // 6 + 12/d
-      {", precision: fp32", 16},                                        // 16
-      {", precision: fp32, distributed_optimizer: true", 8 + 8.0 / d},  // 8 + 8/d
-      {", precision: fp16", 20},                                        // 20
-      {", precision: fp16, distributed_optimizer: true", 4 + 16.0 / d}, // 4 + 16/d
+      {"", 2 + 4 + 4 * 3, 0},                                              // bf16, fp32 grads: 18
+      {", distributed_optimizer: true", 6 + 12.0 / d, 0},                  // 6 + 12/d
+      {", precision: fp32", 16, 0},                                        // 16
+      {", precision: fp32, distributed_optimizer: true", 8 + 8.0 / d, 0},  // 8 + 8/d
+      {", precision: fp16", 16, 4},                                        // 20 = 16 + 4
+      {", precision: fp16, distributed_optimizer: true", 4 + 12.0 / d, 4}, // 4 + 16/d
+      // Precision-aware optimizer (Megatron --use-precision-aware-optimizer): bf16 moments; fp16 master + fp8 moments.
+      {", distributed_optimizer: true, precision_aware_optimizer: true, exp_avg_dtype: bf16, exp_avg_sq_dtype: bf16",
+       6 + 8.0 / d, 0},
+      {", distributed_optimizer: true, precision_aware_optimizer: true, main_params_dtype: fp16, exp_avg_dtype: fp8, "
+       "exp_avg_sq_dtype: fp8, grad_reduce_in_fp32: false",
+       4 + 4.0 / d, 0},  // bf16 gradients read as they are: no fp32 copy
+      {", distributed_optimizer: true, grad_reduce_in_fp32: false", 4 + 12.0 / d, 4},
   };
   for (const Case& c : cases) {
     const workload::Workload w = workload::build_megatron_workload(test::job_from_yaml(job(t, p, d, L, 16, "", c.train)));
@@ -55,7 +66,22 @@ TEST(Memory, StaticMemoryMatchesMoFaEq4AndMegatronTable) {
     const double P = (L / p) * layer_params(t);
     EXPECT_EQ(double(mid.dense_parameters), P) << c.train;
     EXPECT_NEAR(double(mid.static_memory.total() - overhead(w)), P * c.bytes_per_param, 2.0) << c.train;
+    const bool dist = c.train.find("distributed_optimizer") != std::string::npos;
+    for (const auto& op : mid.ops) {
+      if (mid.name(op) != "optimizer_step") continue;
+      EXPECT_NEAR(double(op.mem_alloc_at_start), P / (dist ? d : 1) * c.step_copy, 2.0) << c.train;
+    }
   }
+}
+
+TEST(Memory, OptimizerDtypesNeedThePrecisionAwareOptimizer) {
+  const std::string base = job(2, 4, 4, 16, 16, "", ", distributed_optimizer: true, exp_avg_dtype: bf16");
+  EXPECT_NE(test::job_error(base).find("training.precision_aware_optimizer: must be true"), std::string::npos);
+  const std::string no_dist = job(2, 4, 4, 16, 16, "", ", precision_aware_optimizer: true");
+  EXPECT_NE(test::job_error(no_dist).find("training.precision_aware_optimizer: needs distributed_optimizer"),
+            std::string::npos);
+  const std::string bad = job(2, 4, 4, 16, 16, "", ", main_params_dtype: bf16");
+  EXPECT_NE(test::job_error(bad).find("training.main_params_dtype"), std::string::npos);
 }
 
 // Stored activations of one layer and micro-batch with TP + sequence parallelism and flash attention.

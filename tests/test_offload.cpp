@@ -161,8 +161,12 @@ TEST(ActivationOffload, TwoLayersOneOffloadedExposesBothCopies) {
   // Layer 1's first forward op waits for the copy; layer 0's first backward op for the reload.
   for (const Timed& t : r.ops) {
     if (t.op->stream != workload::Stream::Compute || t.op->microbatch != out[0].op->microbatch) continue;
-    if (t.op->layer == 1 && t.op->phase == workload::Phase::Forward) EXPECT_GE(t.begin, out[0].end);
-    if (t.op->layer == 0 && t.op->phase == workload::Phase::Backward) EXPECT_GE(t.begin, back[0].end);
+    if (t.op->layer == 1 && t.op->phase == workload::Phase::Forward) {
+      EXPECT_GE(t.begin, out[0].end);
+    }
+    if (t.op->layer == 0 && t.op->phase == workload::Phase::Backward) {
+      EXPECT_GE(t.begin, back[0].end);
+    }
   }
   const report::Summary s = report::summarize(r.sim, 0);
   EXPECT_NEAR(s.breakdown.offload_s, 1e-9 * static_cast<double>(copies), 1e-8);

@@ -157,7 +157,6 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   const auto dp_geo = layout.geometry(GroupKind::Dp, 0), edp_geo = layout.geometry(GroupKind::Edp, 0);
   const int64_t dp_shards = layout.group_size(GroupKind::Dp), edp_shards = layout.group_size(GroupKind::Edp);
   const bool dist = tr.distributed_optimizer;
-  const int64_t adam_bytes = tr.precision == spec::Precision::Fp32 ? 28 : 30;  // as the builder's optimizer_step
 
   struct Stage {
     LayerCosts::Part f, b;
@@ -237,7 +236,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
                                    : x.dense + x.expert;
     Op opt;
     opt.category = workload::ComputeCategory::Optimizer;
-    opt.bytes = static_cast<uint64_t>(opt_params * static_cast<double>(adam_bytes));
+    opt.bytes = static_cast<uint64_t>(opt_params * static_cast<double>(bpp.step_traffic));
     const double opt_s = static_cast<double>(compute.duration_ns(opt)) * kNs;
     const double ag_tail = dist && !tr.overlap_param_gather ? t_ag : 0;
     if (dist && tr.overlap_param_gather) head = std::max(head, t_ag - x.f.total());
@@ -249,9 +248,10 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     }
     // Memory: static (weights, gradients, optimizer shards, overheads) + the activations of the micro-batch
     // chunks in flight at the end of the warm-up, + the probe's working memory.
+    const int64_t bf16_params = (s == 0 ? d.params_embedding : 0) + (s == p - 1 ? d.params_output : 0);
     const workload::StaticMemory sm =
         workload::static_memory(job, static_cast<int64_t>(x.dense), static_cast<int64_t>(x.expert), dp_shards,
-                                edp_shards, communicators);
+                                edp_shards, communicators, bf16_params);
     const int in_flight = workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m)) + 1;
     const double act = static_cast<double>(in_flight) * x.stored / v + lc.transient_bytes;
     const int64_t total = sm.total() + static_cast<int64_t>(act);

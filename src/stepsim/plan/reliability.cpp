@@ -21,10 +21,8 @@ double mean_time_to_repair(const std::vector<RecoveryLevel>& levels) {
 
 int checkpoint_bytes_per_param(const spec::TrainingSpec& training) {
   const workload::BytesPerParam b = workload::bytes_per_param(training);
-  // With fp16 gradients the optimizer's 16 bytes include a 4-byte fp32 gradient copy that is rebuilt from
-  // the next step's gradients, so it is not part of the saved state.
-  const int saved_optimizer = b.gradient == 2 ? b.optimizer - 4 : b.optimizer;
-  return b.weight + saved_optimizer;
+  // Model weights + master weights and Adam moments (the step's fp32 gradient copy is not state).
+  return b.weight + b.optimizer;
 }
 
 double checkpoint_bytes(const spec::JobSpec& job) {

@@ -23,6 +23,7 @@ nlohmann::json memory_json(const workload::Workload& w) {
                       {"gradient_bytes", p.static_memory.gradients},
                       {"optimizer_bytes", p.static_memory.optimizer},
                       {"overhead_bytes", p.static_memory.overhead},
+                      {"fp8_weight_cache_bytes", p.static_memory.fp8_weight_cache},
                       {"static_bytes", p.static_memory.total()},
                       {"activation_bytes", p.activation_peak},
                       {"peak_bytes", peak},
@@ -40,10 +41,14 @@ std::string memory_text(const workload::Workload& w) {
   o << "stepsim memory: " << w.job.model.name << " on " << w.job.cluster.num_gpus << " x " << j["gpu"].get<std::string>()
     << " (TP " << par.tensor << ", PP " << par.pipeline << ", DP " << par.data << ", CP " << par.context << ", EP "
     << par.expert << "), per rank, capacity " << format_bytes(j["capacity_bytes"].get<double>()) << "\n";
-  o << "  stage      weights    gradients    optimizer     overhead  activations         peak\n";
+  bool fp8 = false;
+  for (const auto& s : j["per_stage"]) fp8 = fp8 || s["fp8_weight_cache_bytes"].get<int64_t>() > 0;
+  o << "  stage      weights" << (fp8 ? "   fp8 copies" : "") << "    gradients    optimizer     overhead  activations         peak\n";
   for (const auto& s : j["per_stage"]) {
-    std::snprintf(line, sizeof line, "  %5d %12s %12s %12s %12s %12s %12s%s\n", s["stage"].get<int>(),
-                  format_bytes(s["weight_bytes"].get<double>()).c_str(),
+    char copies[32] = "";
+    if (fp8) std::snprintf(copies, sizeof copies, " %12s", format_bytes(s["fp8_weight_cache_bytes"].get<double>()).c_str());
+    std::snprintf(line, sizeof line, "  %5d %12s%s %12s %12s %12s %12s %12s%s\n", s["stage"].get<int>(),
+                  format_bytes(s["weight_bytes"].get<double>()).c_str(), copies,
                   format_bytes(s["gradient_bytes"].get<double>()).c_str(),
                   format_bytes(s["optimizer_bytes"].get<double>()).c_str(),
                   format_bytes(s["overhead_bytes"].get<double>()).c_str(),

@@ -349,6 +349,10 @@ TrainingSpec read_training(StrictSection s) {
   t.fp8_param_gather = s.get_bool("fp8_param_gather", false);
   t.attention_backend = s.get_enum<AttentionBackend>(
       "attention_backend", AttentionBackend::Flash, {{"flash", AttentionBackend::Flash}, {"unfused", AttentionBackend::Unfused}});
+  t.precision_aware_optimizer = s.get_bool("precision_aware_optimizer", false);
+  t.main_params_bytes = s.get_enum<int>("main_params_dtype", 4, {{"fp32", 4}, {"fp16", 2}});
+  t.exp_avg_bytes = s.get_enum<int>("exp_avg_dtype", 4, {{"fp32", 4}, {"fp16", 2}, {"bf16", 2}, {"fp8", 1}});
+  t.exp_avg_sq_bytes = s.get_enum<int>("exp_avg_sq_dtype", 4, {{"fp32", 4}, {"fp16", 2}, {"bf16", 2}, {"fp8", 1}});
   t.optimizer_offload = s.get_bool("optimizer_offload", false);
   t.optimizer_offload_fraction = s.get_double("optimizer_offload_fraction", 1.0, 0.0, 1.0);
   t.optimizer_offload_overlap = s.get_bool("optimizer_offload_overlap", false);

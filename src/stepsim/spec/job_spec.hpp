@@ -170,6 +170,12 @@ struct TrainingSpec {
   // memory and are updated by the CPU; each step copies those gradients to the host (fp32) and the updated weights
   // back (fp32, cast on the GPU). optimizer_offload_overlap (Megatron's --overlap-cpu-optimizer-d2h-h2d) pipelines
   // the copies with the CPU update tensor by tensor; without it copy, update and copy run one after the other.
+  // Megatron-LM's --use-precision-aware-optimizer (Transformer Engine's FusedAdam): optimizer states stored in the
+  // dtypes below (bytes per value) and 16-bit main gradients read as they are (no fp32 copy for the step).
+  bool precision_aware_optimizer = false;
+  int main_params_bytes = 4;  // --main-params-dtype fp32 | fp16
+  int exp_avg_bytes = 4;      // --exp-avg-dtype fp32 | fp16 | bf16 | fp8
+  int exp_avg_sq_bytes = 4;   // --exp-avg-sq-dtype
   bool optimizer_offload = false;
   double optimizer_offload_fraction = 1.0;
   bool optimizer_offload_overlap = false;

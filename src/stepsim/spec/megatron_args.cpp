@@ -145,7 +145,8 @@ const Table& table() {
             "--decoder-last-pipeline-num-layers", "--micro-batch-size", "--global-batch-size", "--fp8-format",
             "--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--ddp-bucket-size",
             "--cpu-offloading-num-layers", "--num-distributed-optimizer-instances", "--optimizer",
-            "--position-embedding-type", "--attention-backend", "--fp8-recipe", "--optimizer-offload-fraction"},
+            "--position-embedding-type", "--attention-backend", "--fp8-recipe", "--optimizer-offload-fraction",
+            "--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype"},
         Kind::Value, Use::Map);
     add(t, {"--group-query-attention", "--swiglu", "--squared-relu", "--quick-geglu", "--disable-bias-linear",
             "--untie-embeddings-and-output-weights", "--multi-latent-attention", "--sequence-parallel", "--bf16",
@@ -153,7 +154,7 @@ const Table& table() {
             "--overlap-param-gather", "--tp-comm-overlap", "--optimizer-cpu-offload",
             "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--no-overlap-p2p-communication",
             "--use-rotary-position-embeddings", "--no-position-embedding", "--fp8-param-gather",
-            "--overlap-p2p-communication", "--overlap-cpu-optimizer-d2h-h2d"},
+            "--overlap-p2p-communication", "--overlap-cpu-optimizer-d2h-h2d", "--use-precision-aware-optimizer"},
         Kind::Flag, Use::Map);
 
     // Change the step but cannot be expressed in a job: refused rather than silently dropped.
@@ -199,7 +200,7 @@ const Table& table() {
             "--ddp-reduce-scatter-with-fp32-accumulation", "--ddp-average-in-collective",
             "--defer-embedding-wgrad-compute", "--no-scatter-gather-tensors-in-pipeline", "--use-ring-exchange-p2p",
             "--overlap-p2p-communication-warmup-flush", "--use-nccl-ub", "--disable-symmetric-registration",
-            "--use-sharp", "--use-tp-pp-dp-mapping", "--use-precision-aware-optimizer",
+            "--use-sharp", "--use-tp-pp-dp-mapping",
             "--use-torch-optimizer-for-cpu-offload", "--no-pin-cpu-grads",
             "--no-pin-cpu-params", "--disable-tp-comm-overlap-ag", "--disable-tp-comm-overlap-rs",
             "--tp-comm-overlap-rs-dgrad", "--disable-tp-comm-bulk-dgrad", "--disable-tp-comm-bulk-wgrad",
@@ -266,8 +267,7 @@ const Table& table() {
             "--empty-unused-memory-level", "--check-weight-hash-across-dp-replicas-interval", "--train-sync-interval",
             "--manual-gc-interval", "--profile-step-start", "--profile-step-end", "--memory-snapshot-path",
             "--result-rejected-tracker-filename", "--cuda-graph-impl", "--cuda-graph-scope",
-            "--cuda-graph-warmup-steps", "--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype",
-            "--exp-avg-sq-dtype", "--dump-param-to-param-group-map", "--sharp-enabled-group",
+            "--cuda-graph-warmup-steps", "--dump-param-to-param-group-map", "--sharp-enabled-group",
             "--data-parallel-sharding-strategy", "--suggested-communication-unit-size",
             "--nccl-communicator-config-path", "--config-logger-dir", "--one-logger-project", "--one-logger-run-name",
             "--app-tag-run-name", "--app-tag-run-version", "--straggler-ctrlr-port", "--straggler-minmax-count",
@@ -883,8 +883,32 @@ YAML::Node build(const Args& a) {
     }
   }
   if (auto n = a.opt_int("--cpu-offloading-num-layers", 0); n && *n > 0) tr["activation_offload_layers"] = *n;
+  // The precision-aware optimizer's dtypes (Megatron's defaults fp32); each needs the flag, as Megatron's help says.
+  const bool pao = a.has("--use-precision-aware-optimizer");
+  if (pao) tr["precision_aware_optimizer"] = true;
+  const auto main_grads = a.opt_choice("--main-grads-dtype", {"fp32", "bf16"});
+  const std::pair<const char*, const char*> dtypes[] = {{"--main-params-dtype", "main_params_dtype"},
+                                                        {"--exp-avg-dtype", "exp_avg_dtype"},
+                                                        {"--exp-avg-sq-dtype", "exp_avg_sq_dtype"}};
+  for (const auto& [flag, key] : dtypes) {
+    const auto v = key == std::string_view("main_params_dtype") ? a.opt_choice(flag, {"fp32", "fp16"})
+                                                                : a.opt_choice(flag, {"fp32", "fp16", "bf16", "fp8"});
+    if (!v || *v == "fp32") continue;
+    if (!pao) fail(flag, "applies with --use-precision-aware-optimizer only");
+    tr[key] = *v;
+  }
+  if (main_grads && *main_grads == "bf16") {
+    if (!pao) fail("--main-grads-dtype", "applies with --use-precision-aware-optimizer only");
+    if (a.has("--accumulate-allreduce-grads-in-fp32"))
+      fail("--main-grads-dtype", "can only be fp32 when --accumulate-allreduce-grads-in-fp32 is set (Megatron asserts it)");
+  }
+  if (a.has("--optimizer-cpu-offload") && !pao) {
+    fail("--optimizer-cpu-offload", "needs --use-precision-aware-optimizer (Megatron asserts it: the hybrid device "
+                                    "optimizer reuses its code path)");
+  }
   if (a.has("--grad-reduce-in-bf16")) tr["grad_reduce_in_fp32"] = false;  // wins, as in Megatron
   else if (a.has("--accumulate-allreduce-grads-in-fp32")) tr["grad_reduce_in_fp32"] = true;
+  else if (main_grads && *main_grads == "bf16") tr["grad_reduce_in_fp32"] = false;  // bf16 main grads: no fp32 accumulation
   if (auto b = a.opt_int("--ddp-bucket-size")) tr["bucket_size"] = *b;
 
   YAML::Node root;

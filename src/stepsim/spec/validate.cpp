@@ -275,6 +275,17 @@ void validate(JobSpec& job) {
     if (t.recomputes(RecomputeModule::MlaUpProj) && job.model.attention != AttentionType::Mla)
       fail("training.recompute_modules", "'mla_up_proj' needs multi-latent attention (model.attention: mla)");
   }
+  if ((t.main_params_bytes != 4 || t.exp_avg_bytes != 4 || t.exp_avg_sq_bytes != 4) && !t.precision_aware_optimizer) {
+    fail("training.precision_aware_optimizer", "must be true for main_params_dtype / exp_avg_dtype / exp_avg_sq_dtype "
+                                               "other than fp32 (Megatron-LM: --use-precision-aware-optimizer)");
+  }
+  if (t.precision_aware_optimizer && !t.distributed_optimizer) {
+    fail("training.precision_aware_optimizer", "needs distributed_optimizer: true or zero_stage >= 1 (Megatron-LM "
+                                               "supports it with the distributed optimizer only)");
+  }
+  if (t.precision_aware_optimizer && t.precision == Precision::Fp32) {
+    fail("training.precision_aware_optimizer", "applies to fp16, bf16 and fp8 training (fp32 weights are the master copy)");
+  }
   if (t.optimizer_offload && !t.distributed_optimizer) {
     fail("training.optimizer_offload", "needs distributed_optimizer: true or zero_stage >= 1 (Megatron-LM's CPU offload "
                                        "runs inside the distributed optimizer, DeepSpeed's ZeRO-Offload inside ZeRO)");

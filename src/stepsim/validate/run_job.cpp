@@ -358,6 +358,13 @@ RunJob job_for_run(const PublishedRun& r) {
     t["zero1_grad_reduce"] = "all_reduce";
     assume("ZeRO-1 in DeepSpeed's pipeline engine: gradients all-reduced, updated partitions all-gathered");
   }
+  // NeMo 1.x (the NeMo Framework Launcher's recipes, the 24.0x containers) trains with Apex's distributed_fused_adam
+  // and optim.grad_sync_dtype=bf16 in every published performance example (NeMo-Megatron-Launcher
+  // examples/training/{gpt,llama}/h100/*.sh): gradients accumulated and reduce-scattered in bf16.
+  if (starts_with_any(r.source, {"nemo_long_sequence"}) && !r.precision.empty() && r.precision != "fp32") {
+    t["grad_reduce_in_fp32"] = false;
+    assume("NeMo 1.x distributed_fused_adam with grad_sync_dtype bf16 (the launcher's recipes): bf16 gradients");
+  }
   if (!old) {
     t["overlap_grad_reduce"] = true;
     if (dist) t["overlap_param_gather"] = true;

@@ -210,7 +210,8 @@ class StageBuilder {
   void offload_before_forward(int unit);
   void offload_after_forward(int unit);
   void reload_before_backward(int unit);
-  Ref offloaded_optimizer_step(int64_t params, int64_t adam_bytes, std::vector<Ref> deps);
+  Ref gpu_optimizer_step(int64_t params, const std::vector<Ref>& deps);
+  Ref offloaded_optimizer_step(int64_t params, std::vector<Ref> deps);
   bool recomputed(int layer) const;
   Ref attention_fwd(Ref in);
   Ref unfused_attention_fwd(Ref qkv, bool recompute);
@@ -1442,12 +1443,9 @@ void StageBuilder::build() {
   prog_.expert_parameters = expert;
   const int64_t dp = layout_.group_size(GroupKind::Dp), edp = layout_.group_size(GroupKind::Edp);
   const int64_t opt_params = dist ? dense / dp + expert / edp : dense + expert;
-  // Adam: read the gradient, read/write fp32 master weights, m and v, write the low-precision weights.
-  const int64_t adam_bytes = tr.precision == spec::Precision::Fp32 ? 28 : 30;
   std::vector<Ref> opt_deps{pb_.last(Stream::Dp), pb_.last(Stream::Tp), norm, tied};
-  const Ref opt = tr.optimizer_offload
-                      ? offloaded_optimizer_step(opt_params, adam_bytes, std::move(opt_deps))
-                      : compute(memop(ComputeCategory::Optimizer, opt_params * adam_bytes), "optimizer_step", opt_deps);
+  const Ref opt = tr.optimizer_offload ? offloaded_optimizer_step(opt_params, std::move(opt_deps))
+                                       : gpu_optimizer_step(opt_params, opt_deps);
   if (dist && !tr.overlap_param_gather && !zero3_) {
     for (size_t i = buckets_.size(); i-- > 0;) {
       coll(CollType::AllGather, buckets_[i].group, buckets_[i].params * weight_bytes_, "dp_param_all_gather", opt);
@@ -1462,13 +1460,23 @@ void StageBuilder::build() {
 // default; MoFa's sum). With it Megatron pipelines them tensor by tensor on separate copy streams: modelled as
 // kOffloadChunks equal chunks, every gradient copy queued first as Megatron does. The CPU step occupies the compute
 // stream: the host thread that launches kernels is busy with it.
-Ref StageBuilder::offloaded_optimizer_step(int64_t params, int64_t adam_bytes, std::vector<Ref> deps) {
+// Adam on the GPU over `params` of the shard (BytesPerParam::step_traffic bytes each); 16-bit gradients copied to fp32
+// for it hold memory while it runs.
+Ref StageBuilder::gpu_optimizer_step(int64_t params, const std::vector<Ref>& deps) {
+  const BytesPerParam bpp = bytes_per_param(job_.training);
+  const Ref r = compute(memop(ComputeCategory::Optimizer, params * bpp.step_traffic), "optimizer_step", deps);
+  pb_.back().mem_alloc_at_start += params * bpp.step_grad_copy;
+  pb_.back().mem_free_at_end += params * bpp.step_grad_copy;
+  return r;
+}
+
+Ref StageBuilder::offloaded_optimizer_step(int64_t params, std::vector<Ref> deps) {
   constexpr int kOffloadChunks = 8;
   // The CPU's own DRAM traffic per parameter: fp32 weight, gradient, m and v read; weight, m and v written.
   constexpr int64_t kCpuAdamBytes = 28, kFp32 = 4;
   const auto& tr = job_.training;
   const int64_t host = std::llround(static_cast<double>(params) * tr.optimizer_offload_fraction);
-  if (params - host > 0) compute(memop(ComputeCategory::Optimizer, (params - host) * adam_bytes), "optimizer_step", deps);
+  if (params - host > 0) gpu_optimizer_step(params - host, deps);
   const int chunks = tr.optimizer_offload_overlap ? kOffloadChunks : 1;
   std::vector<Ref> to_host;
   for (int c = 0; c < chunks; ++c) {
@@ -1529,8 +1537,10 @@ Workload build_megatron_workload(const spec::JobSpec& job) {
   }
   for (Program& p : w.programs) {
     p.activation_peak = replay_activation_peak(p);
+    // Word embeddings and the output layer stay in bf16 under fp8 (no fp8 weight copies).
+    const int64_t bf16_params = (p.stage == 0 ? d.params_embedding : 0) + (p.stage == par.pipeline - 1 ? d.params_output : 0);
     p.static_memory = static_memory(job, p.dense_parameters, p.expert_parameters, w.layout.group_size(GroupKind::Dp),
-                                    w.layout.group_size(GroupKind::Edp), communicators);
+                                    w.layout.group_size(GroupKind::Edp), communicators, bf16_params);
     double fwd = 0;
     for (const Op& op : p.ops) {
       if (op.kind == OpKind::Compute && op.phase == Phase::Forward) fwd += op.flops;

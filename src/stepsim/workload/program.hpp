@@ -19,7 +19,8 @@ struct StaticMemory {
   int64_t gradients = 0;
   int64_t optimizer = 0;
   int64_t overhead = 0;  // CUDA context, NCCL buffers, allocator slack (documented constants)
-  int64_t total() const { return weights + gradients + optimizer + overhead; }
+  int64_t fp8_weight_cache = 0;  // Transformer Engine's fp8 weight copies (fp8 jobs)
+  int64_t total() const { return weights + gradients + optimizer + overhead + fp8_weight_cache; }
 };
 
 // One transfer of a trace-driven P2P op: to or from `peer`, an index into the rank's RankBinding::peers.

@@ -14,14 +14,24 @@ constexpr int64_t kCudaContextBytes = int64_t{768} << 20;
 constexpr int64_t kNcclBytesPerCommunicator = int64_t{192} << 20;
 
 struct BytesPerParam {
-  int weight = 2;     // low-precision model weights
-  int gradient = 4;   // main gradients (fp32 when Megatron accumulates/reduces in fp32)
-  int optimizer = 12; // fp32 master weights + Adam m and v (+ fp32 gradient copy when gradients are fp16)
+  int weight = 2;          // low-precision model weights
+  int gradient = 4;        // main gradients (fp32 when Megatron accumulates/reduces in fp32)
+  int optimizer = 12;      // master weights + Adam m and v (fp32 each unless the precision-aware optimizer says)
+  int step_grad_copy = 0;  // fp32 copy of 16-bit gradients that exists only while the optimizer step runs
+  int step_traffic = 30;   // HBM bytes the GPU's Adam step moves per parameter
 };
 BytesPerParam bytes_per_param(const spec::TrainingSpec& t);
 
-// dense/expert params of one rank; shards = the DP(-with-CP) and expert-DP group sizes.
+// Bytes per parameter of Transformer Engine's fp8 copies of a linear layer's weight, kept for the whole step (Megatron
+// passes is_first_microbatch, so TE quantizes once per step and caches): the rowwise fp8 weight for forward and the
+// transposed / columnwise one for the input-gradient GEMM, 1 byte each (mxfp8: + one e8m0 scale per 32 values each).
+// With fp8_param_gather the parameter itself is the fp8 rowwise copy (counted in the weights): only the transpose.
+// 0 for a job that does not train in fp8.
+double fp8_cache_bytes_per_param(const spec::TrainingSpec& t);
+
+// dense/expert params of one rank; shards = the DP(-with-CP) and expert-DP group sizes. bf16_params: the rank's
+// parameters that stay in bf16 under fp8 (word embeddings, output layer), which have no fp8 copies.
 StaticMemory static_memory(const spec::JobSpec& job, int64_t dense_params, int64_t expert_params,
-                           int64_t dp_shards, int64_t edp_shards, int communicators);
+                           int64_t dp_shards, int64_t edp_shards, int communicators, int64_t bf16_params = 0);
 
 }  // namespace stepsim::workload
