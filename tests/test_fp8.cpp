@@ -5,6 +5,7 @@
 
 #include "stepsim/cost/compute_model.hpp"
 #include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/sim/simulation.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/model_dims.hpp"
@@ -110,6 +111,49 @@ TEST(Fp8, WeightCopiesInStaticMemory) {
   const auto r = test::run_cli("memory " + path);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("fp8 copies"), std::string::npos) << r.output;
+}
+
+// Megatron's --first-last-layers-bf16 (num_layers_at_start/end_in_bf16) and --no-fp8-wgrad: the small GPT has 8 layers;
+// layers 0 and 7 in bf16 have no casts and bf16 GEMMs, their parameters no fp8 copies; wgrad in bf16 everywhere.
+TEST(Fp8, FirstAndLastLayersInBf16AndBf16Wgrad) {
+  const std::string yaml = test::small_gpt_yaml(1, 1, 1, 2, "", ", precision: fp8, fp8_bf16_first_layers: 1, "
+                                                                "fp8_bf16_last_layers: 1, fp8_wgrad: false");
+  const workload::Workload w = workload::build_megatron_workload(test::job_from_yaml(yaml));
+  const Program& p = w.programs[0];
+  int casts[8] = {}, bf16_fc1[8] = {};
+  for (const Op& op : p.ops) {
+    if (op.layer < 0 || op.layer >= 8 || op.microbatch != 0) continue;
+    const std::string n = p.name(op);
+    if (n.size() > 9 && n.compare(n.size() - 9, 9, "_fp8_cast") == 0) ++casts[op.layer];
+    if (n == "fc1" && op.phase == Phase::Forward && op.keep_bf16) ++bf16_fc1[op.layer];
+    if (n == "fc1_wgrad") {
+      EXPECT_TRUE(op.keep_bf16) << "layer " << op.layer;
+    }
+  }
+  for (int l = 0; l < 8; ++l) {
+    const bool bf16 = l == 0 || l == 7;
+    EXPECT_EQ(casts[l] == 0, bf16) << "layer " << l;
+    EXPECT_EQ(bf16_fc1[l], bf16 ? 1 : 0) << "layer " << l;
+  }
+  const workload::ModelDims d = workload::make_dims(w.job);
+  const int64_t linear = p.dense_parameters - d.params_embedding - d.params_output;
+  EXPECT_EQ(p.bf16_layer_parameters, 2 * d.layer_params_dense(false));  // two of eight equal layers
+  EXPECT_EQ(p.static_memory.fp8_weight_cache, 2 * (linear - p.bf16_layer_parameters));
+  // Both cost time: bf16 GEMMs run at half the fp8 rate.
+  const auto step = [](const std::string& extra) {
+    return sim::run_simulation(test::job_from_yaml(test::small_gpt_yaml(1, 1, 1, 2, "", ", precision: fp8" + extra)), {0})
+        .result.step_ns;
+  };
+  const int64_t all_fp8 = step(""), ends_bf16 = step(", fp8_bf16_first_layers: 1, fp8_bf16_last_layers: 1");
+  EXPECT_GT(ends_bf16, all_fp8);
+  EXPECT_GT(step(", fp8_wgrad: false"), all_fp8);
+  EXPECT_NE(test::job_error(test::small_gpt_yaml(1, 1, 1, 2, "", ", fp8_wgrad: false")).find("training.fp8_wgrad: needs "
+                                                                                              "training.precision: fp8"),
+            std::string::npos);
+  EXPECT_NE(test::job_error(test::small_gpt_yaml(1, 1, 1, 2, "", ", precision: fp8, fp8_bf16_first_layers: 5, "
+                                                                 "fp8_bf16_last_layers: 4"))
+                .find("exceed model.num_layers (8)"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -477,6 +477,12 @@ TEST(MegatronArgs, FlagDefaultsAndMegatronSemantics) {
   EXPECT_FALSE(flag(job("--use-precision-aware-optimizer --optimizer-cpu-offload --optimizer-offload-fraction 0")["training"], "optimizer_offload"));
   // Without --optimizer-cpu-offload the fraction and the overlap flag change nothing, as in Megatron.
   EXPECT_FALSE(job("--optimizer-offload-fraction 0.5 --overlap-cpu-optimizer-d2h-h2d")["training"]["optimizer_offload"]);
+  // fp8 layers kept in bf16 (Megatron: only with --first-last-layers-bf16, N defaulting to 1) and bf16 wgrad.
+  const YAML::Node ends = job("--fp8-format hybrid --first-last-layers-bf16 --num-layers-at-end-in-bf16 2 --no-fp8-wgrad")["training"];
+  EXPECT_EQ(i64(ends, "fp8_bf16_first_layers"), 1);
+  EXPECT_EQ(i64(ends, "fp8_bf16_last_layers"), 2);
+  EXPECT_FALSE(flag(ends, "fp8_wgrad"));
+  EXPECT_FALSE(job("--fp8-format hybrid --num-layers-at-start-in-bf16 3")["training"]["fp8_bf16_first_layers"]);
   // The precision-aware optimizer's dtypes; bf16 main grads turn fp32 gradient accumulation off, as in Megatron.
   const YAML::Node pao = job("--bf16 --use-precision-aware-optimizer --main-grads-dtype bf16 --exp-avg-dtype bf16 "
                              "--exp-avg-sq-dtype fp8 --main-params-dtype fp16")["training"];
@@ -515,7 +521,7 @@ TEST(MegatronArgs, EmitsOnlySchemaKeys) {
       "micro_batch_size", "global_batch_size", "precision", "recompute", "distributed_optimizer",
       "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "optimizer_offload", "optimizer_offload_fraction",
       "optimizer_offload_overlap", "activation_offload_layers", "precision_aware_optimizer", "main_params_dtype",
-      "exp_avg_dtype", "exp_avg_sq_dtype",
+      "exp_avg_dtype", "exp_avg_sq_dtype", "fp8_bf16_first_layers", "fp8_bf16_last_layers", "fp8_wgrad",
       "grad_reduce_in_fp32", "bucket_size", "attention_backend", "zero_stage", "fp8_recipe", "fp8_param_gather"};
   for (const YAML::Node& j : {megatron_args_to_job_node(kGpt3_175B), megatron_args_to_job_node(kLlama3_8B)}) {
     for (const auto& kv : j) EXPECT_TRUE(kSections.count(kv.first.as<std::string>()));

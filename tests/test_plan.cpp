@@ -139,6 +139,29 @@ TEST(Planner, EstimateFollowsTheEngineOnLayoutVariants) {
   }
 }
 
+// CPU optimizer offload is kept from the job (not searched): the analytic estimate charges the copies and the CPU's
+// Adam as the builder emits them, in series and pipelined, within 5 % of the engine.
+TEST(Planner, EstimateFollowsTheEngineUnderOptimizerOffload) {
+  for (const bool overlap : {false, true}) {
+    spec::JobSpec base = tiny(16, 32);
+    base.training.optimizer_offload = true;
+    base.training.optimizer_offload_overlap = overlap;
+    const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
+    const auto compute = cost::make_roofline_model(gpu, base.training.precision);
+    const auto comm = sim::make_collective_model(base);
+    const plan::Plan p{2, 2, 4, 1, 1, 1, 1, spec::Recompute::None, true, true, false};
+    spec::JobSpec j = plan::job_for(base, p, 16, 32);
+    spec::validate(j);
+    const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
+    const double estimate = plan::estimate_plan(j, lc, *compute, *comm).step_time_s;
+    const double engine = engine_step(base, p, 16, 32);
+    spec::JobSpec plain = base;
+    plain.training.optimizer_offload = plain.training.optimizer_offload_overlap = false;
+    EXPECT_GT(engine, engine_step(plain, p, 16, 32) * 1.05) << "the offload must cost something here";
+    EXPECT_NEAR(estimate / engine, 1.0, 0.05) << "overlap " << overlap;
+  }
+}
+
 // Expert tensor parallel 1 (a searched layout): the experts are whole on each rank and their optimizer states are
 // sharded over the larger expert-data-parallel group; the analytic memory follows the builder's (it used to assume
 // expert TP = TP and overstated a Mixtral plan's peak by half: 67.3 against the engine's 43.9 GiB).

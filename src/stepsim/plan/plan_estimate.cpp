@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <optional>
 #include <numeric>
 
 #include "stepsim/sim/engine.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/model_dims.hpp"
+#include "stepsim/workload/optimizer_offload.hpp"
 #include "stepsim/workload/schedule.hpp"
 #include "stepsim/workload/static_memory.hpp"
 
@@ -130,6 +132,31 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   return out;
 }
 
+namespace {
+
+// The optimizer step of one rank's shard as the builder emits it: the GPU's Adam, and under CPU offload the copies down,
+// the CPU's Adam and the copies up (in series, or pipelined in kOffloadChunks with the first copy down and the last
+// copy up exposed), the GPU's share running beside the first copy down.
+double optimizer_seconds(const spec::TrainingSpec& tr, const workload::BytesPerParam& bpp, double params,
+                         const cost::ComputeModel& compute) {
+  auto seconds = [&](workload::ComputeCategory c, double bytes) {
+    if (bytes <= 0) return 0.0;
+    Op op;
+    op.category = c;
+    op.bytes = static_cast<uint64_t>(bytes);
+    return static_cast<double>(compute.duration_ns(op)) * kNs;
+  };
+  const double host = tr.optimizer_offload ? std::round(params * tr.optimizer_offload_fraction) : 0.0;
+  const double gpu = seconds(workload::ComputeCategory::Optimizer, (params - host) * bpp.step_traffic);
+  if (host <= 0) return gpu;
+  const int chunks = tr.optimizer_offload_overlap ? workload::kOffloadChunks : 1;
+  const double copy = seconds(workload::ComputeCategory::Offload, host / chunks * workload::kOffloadCopyBytesPerParam);
+  const double cpu = seconds(workload::ComputeCategory::CpuOptimizer, host * workload::kCpuAdamBytesPerParam);
+  return std::max(gpu, copy) + cpu + copy;
+}
+
+}  // namespace
+
 Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cost::ComputeModel& compute,
                        const cost::CollectiveModel& comm) {
   const auto& par = job.parallelism;
@@ -160,7 +187,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
 
   struct Stage {
     LayerCosts::Part f, b;
-    double stored = 0, dense = 0, expert = 0;
+    double stored = 0, dense = 0, expert = 0, bf16 = 0;  // bf16: parameters of layers fp8 jobs keep in bf16
   };
   std::vector<Stage> st(p);
   for (int s = 0; s < p; ++s) {
@@ -174,6 +201,8 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
         const bool moe = job.model.is_moe_layer(l);
         x.dense += static_cast<double>(d.layer_params_dense(moe));
         if (moe) x.expert += static_cast<double>(d.params_moe_experts);
+        if (tr.layer_in_bf16(l, job.model.num_layers))
+          x.bf16 += static_cast<double>(d.layer_params_dense(moe) + (moe ? d.params_moe_experts : 0));
       }
     }
     if (s == 0) {
@@ -234,10 +263,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     const double dp_s = std::max(0.0, t_rs - slack);
     const double opt_params = dist ? x.dense / static_cast<double>(dp_shards) + x.expert / static_cast<double>(edp_shards)
                                    : x.dense + x.expert;
-    Op opt;
-    opt.category = workload::ComputeCategory::Optimizer;
-    opt.bytes = static_cast<uint64_t>(opt_params * static_cast<double>(bpp.step_traffic));
-    const double opt_s = static_cast<double>(compute.duration_ns(opt)) * kNs;
+    const double opt_s = optimizer_seconds(tr, bpp, opt_params, compute);
     const double ag_tail = dist && !tr.overlap_param_gather ? t_ag : 0;
     if (dist && tr.overlap_param_gather) head = std::max(head, t_ag - x.f.total());
     const double end = dp_s + opt_s + ag_tail;
@@ -248,7 +274,8 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     }
     // Memory: static (weights, gradients, optimizer shards, overheads) + the activations of the micro-batch
     // chunks in flight at the end of the warm-up, + the probe's working memory.
-    const int64_t bf16_params = (s == 0 ? d.params_embedding : 0) + (s == p - 1 ? d.params_output : 0);
+    const int64_t bf16_params = (s == 0 ? d.params_embedding : 0) + (s == p - 1 ? d.params_output : 0) +
+                                static_cast<int64_t>(x.bf16);
     const workload::StaticMemory sm =
         workload::static_memory(job, static_cast<int64_t>(x.dense), static_cast<int64_t>(x.expert), dp_shards,
                                 edp_shards, communicators, bf16_params);

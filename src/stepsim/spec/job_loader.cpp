@@ -347,6 +347,9 @@ TrainingSpec read_training(StrictSection s) {
                                        {{"delayed", Fp8Recipe::Delayed}, {"current", Fp8Recipe::Current},
                                         {"blockwise", Fp8Recipe::Blockwise}, {"mxfp8", Fp8Recipe::Mxfp8}});
   t.fp8_param_gather = s.get_bool("fp8_param_gather", false);
+  t.fp8_bf16_first_layers = static_cast<int>(s.get_int("fp8_bf16_first_layers", 0, 0, 1 << 20));
+  t.fp8_bf16_last_layers = static_cast<int>(s.get_int("fp8_bf16_last_layers", 0, 0, 1 << 20));
+  t.fp8_wgrad = s.get_bool("fp8_wgrad", true);
   t.attention_backend = s.get_enum<AttentionBackend>(
       "attention_backend", AttentionBackend::Flash, {{"flash", AttentionBackend::Flash}, {"unfused", AttentionBackend::Unfused}});
   t.precision_aware_optimizer = s.get_bool("precision_aware_optimizer", false);

@@ -165,6 +165,14 @@ struct TrainingSpec {
   AttentionBackend attention_backend = AttentionBackend::Flash;
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // fp8 only
   bool fp8_param_gather = false;              // fp8 only: parameters kept and all-gathered in fp8 (no bf16 copy)
+  // fp8 only: Megatron's --first-last-layers-bf16 with --num-layers-at-start/end-in-bf16: the first and last layers
+  // run their linear layers in bf16 (no casts, no fp8 weight copies); --no-fp8-wgrad: weight gradients in bf16.
+  int fp8_bf16_first_layers = 0;
+  int fp8_bf16_last_layers = 0;
+  bool fp8_wgrad = true;
+  bool layer_in_bf16(int layer, int num_layers) const {
+    return layer >= 0 && layer < num_layers && (layer < fp8_bf16_first_layers || layer >= num_layers - fp8_bf16_last_layers);
+  }
   // CPU optimizer offload (Megatron-LM's --optimizer-cpu-offload, HybridDeviceOptimizer; DeepSpeed ZeRO-Offload): the
   // fp32 master weights and Adam moments of `optimizer_offload_fraction` of this rank's optimizer shard live in host
   // memory and are updated by the CPU; each step copies those gradients to the host (fp32) and the updated weights

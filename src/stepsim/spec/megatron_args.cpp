@@ -146,7 +146,8 @@ const Table& table() {
             "--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--ddp-bucket-size",
             "--cpu-offloading-num-layers", "--num-distributed-optimizer-instances", "--optimizer",
             "--position-embedding-type", "--attention-backend", "--fp8-recipe", "--optimizer-offload-fraction",
-            "--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype"},
+            "--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype",
+            "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16"},
         Kind::Value, Use::Map);
     add(t, {"--group-query-attention", "--swiglu", "--squared-relu", "--quick-geglu", "--disable-bias-linear",
             "--untie-embeddings-and-output-weights", "--multi-latent-attention", "--sequence-parallel", "--bf16",
@@ -154,7 +155,8 @@ const Table& table() {
             "--overlap-param-gather", "--tp-comm-overlap", "--optimizer-cpu-offload",
             "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--no-overlap-p2p-communication",
             "--use-rotary-position-embeddings", "--no-position-embedding", "--fp8-param-gather",
-            "--overlap-p2p-communication", "--overlap-cpu-optimizer-d2h-h2d", "--use-precision-aware-optimizer"},
+            "--overlap-p2p-communication", "--overlap-cpu-optimizer-d2h-h2d", "--use-precision-aware-optimizer",
+            "--first-last-layers-bf16", "--no-fp8-wgrad"},
         Kind::Flag, Use::Map);
 
     // Change the step but cannot be expressed in a job: refused rather than silently dropped.
@@ -194,7 +196,7 @@ const Table& table() {
             "--moe-router-padding-for-fp8", "--moe-per-layer-logging", "--moe-pad-expert-input-to-capacity",
             "--moe-enable-deepep", "--moe-apply-probs-on-input",
             "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute", "--moe-use-upcycling", "--moe-extended-tp",
-            "--first-last-layers-bf16", "--no-fp8-wgrad", "--te-rng-tracker",
+            "--te-rng-tracker",
             "--inference-rng-tracker", "--overlap-param-gather-with-optimizer-step", "--no-align-param-gather",
             "--no-align-grad-reduce", "--ddp-pad-buckets-for-high-nccl-busbw",
             "--ddp-reduce-scatter-with-fp32-accumulation", "--ddp-average-in-collective",
@@ -258,7 +260,7 @@ const Table& table() {
             "--distributed-timeout-seconds-after-init", "--local-rank", "--loss-scale", "--initial-loss-scale",
             "--min-loss-scale", "--loss-scale-window", "--hysteresis", "--fp8-margin", "--fp8-interval",
             "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-quantizer-factory",
-            "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16", "--moe-router-dtype",
+            "--moe-router-dtype",
             "--moe-router-score-function", "--moe-router-num-groups", "--moe-router-group-topk",
             "--moe-router-topk-scaling-factor", "--moe-router-bias-update-rate", "--moe-z-loss-coeff",
             "--moe-input-jitter-eps", "--moe-deepep-num-sms", "--moe-token-drop-policy",
@@ -812,8 +814,15 @@ YAML::Node build(const Args& a) {
       tr["fp8_recipe"] = *r == "tensorwise" ? "current" : *r;
     }
     if (a.has("--fp8-param-gather")) tr["fp8_param_gather"] = true;
-  } else if (a.has("--fp8-param-gather")) {
-    fail("--fp8-param-gather", "needs --fp8-format");
+    // Megatron keeps the first and last N layers in bf16 only with --first-last-layers-bf16 (N defaults to 1 each).
+    if (a.has("--first-last-layers-bf16")) {
+      tr["fp8_bf16_first_layers"] = a.opt_int("--num-layers-at-start-in-bf16", 0).value_or(1);
+      tr["fp8_bf16_last_layers"] = a.opt_int("--num-layers-at-end-in-bf16", 0).value_or(1);
+    }
+    if (a.has("--no-fp8-wgrad")) tr["fp8_wgrad"] = false;
+  } else {
+    // Without fp8 these change nothing (Megatron reads them only under fp8).
+    if (a.has("--fp8-param-gather")) fail("--fp8-param-gather", "needs --fp8-format");
   }
 
   std::string recompute = a.opt_choice("--recompute-granularity", {"full", "selective"}).value_or("none");

@@ -177,6 +177,16 @@ void validate(JobSpec& job) {
   if (t.precision != Precision::Fp8 && (t.fp8_param_gather || t.fp8_recipe != Fp8Recipe::Delayed)) {
     fail(t.fp8_param_gather ? "training.fp8_param_gather" : "training.fp8_recipe", "needs training.precision: fp8");
   }
+  if (t.precision != Precision::Fp8 && (t.fp8_bf16_first_layers > 0 || t.fp8_bf16_last_layers > 0 || !t.fp8_wgrad)) {
+    fail(!t.fp8_wgrad ? "training.fp8_wgrad" : t.fp8_bf16_first_layers > 0 ? "training.fp8_bf16_first_layers"
+                                                                            : "training.fp8_bf16_last_layers",
+         "needs training.precision: fp8");
+  }
+  if (int64_t{t.fp8_bf16_first_layers} + t.fp8_bf16_last_layers > m.num_layers) {
+    fail("training.fp8_bf16_last_layers", "fp8_bf16_first_layers + fp8_bf16_last_layers (" +
+                                              s(int64_t{t.fp8_bf16_first_layers} + t.fp8_bf16_last_layers) +
+                                              ") exceed model.num_layers (" + s(m.num_layers) + ")");
+  }
   if (t.fp8_recipe == Fp8Recipe::Mxfp8 && gpu.arch != "blackwell") {
     fail("training.fp8_recipe", "mxfp8 needs a Blackwell GPU (" + gpu.name + " is " + gpu.arch + ")");
   }

@@ -10,6 +10,7 @@
 
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/workload/model_dims.hpp"
+#include "stepsim/workload/optimizer_offload.hpp"
 #include "stepsim/workload/schedule.hpp"
 #include "stepsim/workload/static_memory.hpp"
 
@@ -101,7 +102,7 @@ class StageBuilder {
     op.gemm_batch = batch;
     op.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * batch;
     op.bytes = static_cast<uint64_t>(beta_ * (m * k + k * n + m * n) * batch);
-    op.keep_bf16 = in_bf16_scope_;
+    op.keep_bf16 = in_bf16_scope_ || job_.training.layer_in_bf16(layer_, job_.model.num_layers);
     return op;
   }
   // Transformer Engine keeps the output layer and the router in bf16 under fp8: their GEMMs are built in here.
@@ -117,6 +118,7 @@ class StageBuilder {
   Ref wgrad(int64_t k, int64_t n, int64_t m, const std::string& name, std::vector<Ref> deps = {}, int batch = 1) {
     Op op = gemm(k, n, m, batch);
     op.bytes = static_cast<uint64_t>((beta_ * (k * m + m * n) + 2 * grad_bytes_ * k * n) * batch);
+    if (!job_.training.fp8_wgrad) op.keep_bf16 = true;  // --no-fp8-wgrad: TE runs wgrad in the higher precision
     in_wgrad_ = true;  // its fp8 operands are the transposed copies the forward casts made
     const Ref r = compute(op, name, std::move(deps));
     in_wgrad_ = false;
@@ -1440,6 +1442,13 @@ void StageBuilder::build() {
   int64_t dense = 0, expert = 0;
   for (const Bucket& b : buckets_) (b.group == GroupKind::Edp ? expert : dense) += b.params;
   prog_.dense_parameters = dense;
+  for (int c = 0; c < v_; ++c) {
+    for (int l = chunk_first_layer_[c]; l < chunk_first_layer_[c] + chunk_layers_[c]; ++l) {
+      if (!job_.training.layer_in_bf16(l, job_.model.num_layers)) continue;
+      const bool moe = job_.model.is_moe_layer(l);
+      prog_.bf16_layer_parameters += d_.layer_params_dense(moe) + (moe ? d_.params_moe_experts : 0);
+    }
+  }
   prog_.expert_parameters = expert;
   const int64_t dp = layout_.group_size(GroupKind::Dp), edp = layout_.group_size(GroupKind::Edp);
   const int64_t opt_params = dist ? dense / dp + expert / edp : dense + expert;
@@ -1471,9 +1480,6 @@ Ref StageBuilder::gpu_optimizer_step(int64_t params, const std::vector<Ref>& dep
 }
 
 Ref StageBuilder::offloaded_optimizer_step(int64_t params, std::vector<Ref> deps) {
-  constexpr int kOffloadChunks = 8;
-  // The CPU's own DRAM traffic per parameter: fp32 weight, gradient, m and v read; weight, m and v written.
-  constexpr int64_t kCpuAdamBytes = 28, kFp32 = 4;
   const auto& tr = job_.training;
   const int64_t host = std::llround(static_cast<double>(params) * tr.optimizer_offload_fraction);
   if (params - host > 0) gpu_optimizer_step(params - host, deps);
@@ -1481,14 +1487,15 @@ Ref StageBuilder::offloaded_optimizer_step(int64_t params, std::vector<Ref> deps
   std::vector<Ref> to_host;
   for (int c = 0; c < chunks; ++c) {
     const int64_t share = host * (c + 1) / chunks - host * c / chunks;
-    to_host.push_back(host_side(ComputeCategory::Offload, Stream::Memcpy, share * kFp32, "optimizer_grad_to_host", deps));
+    to_host.push_back(host_side(ComputeCategory::Offload, Stream::Memcpy, share * kOffloadCopyBytesPerParam,
+                                "optimizer_grad_to_host", deps));
   }
   Ref last = pb_.last(Stream::Compute);
   for (int c = 0; c < chunks; ++c) {
     const int64_t share = host * (c + 1) / chunks - host * c / chunks;
-    const Ref step = host_side(ComputeCategory::CpuOptimizer, Stream::Compute, share * kCpuAdamBytes,
+    const Ref step = host_side(ComputeCategory::CpuOptimizer, Stream::Compute, share * kCpuAdamBytesPerParam,
                                "cpu_optimizer_step", {to_host[static_cast<size_t>(c)]});
-    last = host_side(ComputeCategory::Offload, Stream::Memcpy, share * kFp32, "optimizer_params_to_device", {step});
+    last = host_side(ComputeCategory::Offload, Stream::Memcpy, share * kOffloadCopyBytesPerParam, "optimizer_params_to_device", {step});
   }
   return last;
 }
@@ -1538,7 +1545,8 @@ Workload build_megatron_workload(const spec::JobSpec& job) {
   for (Program& p : w.programs) {
     p.activation_peak = replay_activation_peak(p);
     // Word embeddings and the output layer stay in bf16 under fp8 (no fp8 weight copies).
-    const int64_t bf16_params = (p.stage == 0 ? d.params_embedding : 0) + (p.stage == par.pipeline - 1 ? d.params_output : 0);
+    const int64_t bf16_params = (p.stage == 0 ? d.params_embedding : 0) + (p.stage == par.pipeline - 1 ? d.params_output : 0) +
+                                p.bf16_layer_parameters;
     p.static_memory = static_memory(job, p.dense_parameters, p.expert_parameters, w.layout.group_size(GroupKind::Dp),
                                     w.layout.group_size(GroupKind::Edp), communicators, bf16_params);
     double fwd = 0;

@@ -40,6 +40,7 @@ struct Program {
   StaticMemory static_memory;
   int64_t dense_parameters = 0;   // parameters held by this rank, reduced over the DP(-with-CP) group
   int64_t expert_parameters = 0;  // expert parameters held by this rank, reduced over the expert-DP group
+  int64_t bf16_layer_parameters = 0;  // fp8 jobs: parameters of this rank's layers kept in bf16 (no fp8 copies)
   int64_t activation_peak = 0;    // analytic peak of stored activations (schedule-aware), bytes
 
   const std::string& name(const Op& op) const { return names[op.name]; }
