@@ -71,5 +71,43 @@ TEST(RecomputeMethod, MegatronArgsMapBothFlags) {
   EXPECT_EQ(j["training"]["recompute_num_layers"].as<int>(), 2);
 }
 
+// Megatron's --distribute-saved-activations: with TP 2 and no SP each rank keeps half of the 2 MiB checkpoint and the
+// layer's recompute first all-gathers it over TP (2 MiB all-gather, one per recomputed layer and micro-batch).
+TEST(RecomputeMethod, DistributedCheckpointIsSplitOverTpAndGatheredBack) {
+  auto tp2 = [](const std::string& extra) {
+    std::string y = job("recompute: full" + extra);
+    y.replace(y.find("pipeline: 2, data: 1"), 20, "pipeline: 2, tensor: 2");
+    y.replace(y.find("num_gpus: 2, gpus_per_node: 2"), 29, "num_gpus: 4, gpus_per_node: 4");
+    return y;
+  };
+  const workload::Workload plain = workload::build_megatron_workload(test::job_from_yaml(tp2("")));
+  const workload::Workload split =
+      workload::build_megatron_workload(test::job_from_yaml(tp2(", distribute_saved_activations: true")));
+  const workload::Program& a = plain.programs[0];
+  const workload::Program& b = split.programs[0];
+  int64_t stored_a = 0, stored_b = 0;
+  int gathers = 0;
+  for (const auto& op : a.ops)
+    if (op.layer == 0 && op.phase == workload::Phase::Forward) stored_a += op.mem_alloc_at_start;
+  for (const auto& op : b.ops) {
+    if (op.layer == 0 && op.phase == workload::Phase::Forward) stored_b += op.mem_alloc_at_start;
+    if (b.name(op) == "checkpoint_all_gather") {
+      ++gathers;
+      EXPECT_EQ(op.bytes, 2u << 20);
+      EXPECT_EQ(op.group, workload::GroupKind::Tp);
+    }
+  }
+  EXPECT_EQ(stored_a, 2 << 20);
+  EXPECT_EQ(stored_b, 1 << 20);
+  EXPECT_EQ(gathers, 4);  // 4 layers on this stage, 1 micro-batch
+  EXPECT_NE(test::job_error(job("recompute: full, distribute_saved_activations: true"))
+                .find("training.distribute_saved_activations: needs recompute: full, parallelism.tensor > 1"),
+            std::string::npos);
+  const YAML::Node j = spec::megatron_args_to_job_node(
+      "--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 1024 --micro-batch-size 1 "
+      "--global-batch-size 8 --recompute-granularity full --recompute-method uniform --distribute-saved-activations");
+  EXPECT_TRUE(j["training"]["distribute_saved_activations"].as<bool>());
+}
+
 }  // namespace
 }  // namespace stepsim

@@ -334,6 +334,7 @@ TrainingSpec read_training(StrictSection s) {
   t.recompute_num_layers = static_cast<int>(s.get_int("recompute_num_layers", 1, 1, 1 << 20));
   if (s.has("recompute_modules")) t.recompute_modules = read_recompute_modules(s);
   else s.mark("recompute_modules");
+  t.distribute_saved_activations = s.get_bool("distribute_saved_activations", false);
   t.distributed_optimizer = s.get_bool("distributed_optimizer", false);
   t.zero_stage = static_cast<int>(s.get_int("zero_stage", 0, 0, 3));
   t.zero1_grad_all_reduce = s.get_enum<bool>("zero1_grad_reduce", false,

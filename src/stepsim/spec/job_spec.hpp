@@ -140,6 +140,9 @@ struct TrainingSpec {
   // first recompute_num_layers layers of each model chunk and keeps all activations of the others.
   RecomputeMethod recompute_method = RecomputeMethod::Uniform;
   int recompute_num_layers = 1;
+  // Full recompute with TP and no sequence parallelism: each TP rank keeps 1/t of the checkpoint, all-gathered before
+  // the layer re-runs (Megatron's --distribute-saved-activations).
+  bool distribute_saved_activations = false;
   // Selective recompute only: a bit per RecomputeModule; Megatron-Core's default is core_attn alone.
   uint8_t recompute_modules = module_bit(RecomputeModule::CoreAttn);
   bool recomputes(RecomputeModule m) const {

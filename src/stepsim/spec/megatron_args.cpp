@@ -156,7 +156,7 @@ const Table& table() {
             "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--no-overlap-p2p-communication",
             "--use-rotary-position-embeddings", "--no-position-embedding", "--fp8-param-gather",
             "--overlap-p2p-communication", "--overlap-cpu-optimizer-d2h-h2d", "--use-precision-aware-optimizer",
-            "--first-last-layers-bf16", "--no-fp8-wgrad"},
+            "--first-last-layers-bf16", "--no-fp8-wgrad", "--distribute-saved-activations"},
         Kind::Flag, Use::Map);
 
     // Change the step but cannot be expressed in a job: refused rather than silently dropped.
@@ -173,6 +173,20 @@ const Table& table() {
             "--hybrid-override-pattern", "--hybrid-attention-ratio", "--hybrid-mlp-ratio"},
         Kind::Value, Use::Reject, "heterogeneous/hybrid layer stacks are not modelled");
     add(t, {"--is-hybrid-model"}, Kind::Flag, Use::Reject, "hybrid (Mamba) models are not modelled");
+    add(t, {"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"}, Kind::Flag, Use::Reject,
+        "the combined 1F1B schedule that hides EP all-to-alls behind another micro-batch's compute is not modelled; "
+        "without the flag the step is simulated with exposed all-to-alls (an upper bound)");
+    add(t, {"--use-sharp"}, Kind::Flag, Use::Reject,
+        "SHARP in-network reduction (NCCL CollNet) is not modelled; without the flag the data-parallel collectives "
+        "run as NCCL rings/trees");
+    add(t, {"--moe-extended-tp"}, Kind::Flag, Use::Reject,
+        "removed from Megatron-Core; use --expert-tensor-parallel-size");
+    add(t, {"--disable-tp-comm-overlap-ag", "--disable-tp-comm-overlap-rs", "--tp-comm-overlap-rs-dgrad",
+            "--disable-tp-comm-bulk-dgrad", "--disable-tp-comm-bulk-wgrad", "--disable-tp-comm-split-ag",
+            "--disable-tp-comm-split-rs"},
+        Kind::Flag, Use::Reject,
+        "per-GEMM choices of TP communication overlap are not modelled: --tp-comm-overlap overlaps every "
+        "sequence-parallel all-gather and reduce-scatter (docs/MODEL.md)");
     add(t, {"--yaml-cfg"}, Kind::Value, Use::Reject, "give the arguments on the command line");
     add(t, {"--batch-size"}, Kind::Value, Use::Reject, "no longer valid in Megatron-LM; use --micro-batch-size");
     add(t, {"--model-parallel-size"}, Kind::Value, Use::Reject,
@@ -190,23 +204,21 @@ const Table& table() {
             "--qk-layernorm", "--qk-l2-norm", "--rotary-interleaved", "--use-rope-scaling", "--fp32-residual-connection",
             "--apply-query-key-layer-scaling", "--attention-softmax-in-fp32", "--fp16-lm-cross-entropy",
             "--disable-bf16-reduced-precision-matmul", "--no-check-for-nan-in-loss-and-grad", "--check-for-spiky-loss",
-            "--check-for-large-grads", "--distribute-saved-activations", "--moe-grouped-gemm",
+            "--check-for-large-grads", "--moe-grouped-gemm",
             "--moe-use-legacy-grouped-gemm", "--moe-permute-fusion", "--moe-router-pre-softmax",
             "--moe-router-enable-expert-bias", "--moe-router-fusion", "--moe-router-force-load-balancing",
             "--moe-router-padding-for-fp8", "--moe-per-layer-logging", "--moe-pad-expert-input-to-capacity",
             "--moe-enable-deepep", "--moe-apply-probs-on-input",
-            "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute", "--moe-use-upcycling", "--moe-extended-tp",
+            "--moe-use-upcycling",
             "--te-rng-tracker",
             "--inference-rng-tracker", "--overlap-param-gather-with-optimizer-step", "--no-align-param-gather",
             "--no-align-grad-reduce", "--ddp-pad-buckets-for-high-nccl-busbw",
             "--ddp-reduce-scatter-with-fp32-accumulation", "--ddp-average-in-collective",
             "--defer-embedding-wgrad-compute", "--no-scatter-gather-tensors-in-pipeline", "--use-ring-exchange-p2p",
             "--overlap-p2p-communication-warmup-flush", "--use-nccl-ub", "--disable-symmetric-registration",
-            "--use-sharp", "--use-tp-pp-dp-mapping",
+            "--use-tp-pp-dp-mapping",
             "--use-torch-optimizer-for-cpu-offload", "--no-pin-cpu-grads",
-            "--no-pin-cpu-params", "--disable-tp-comm-overlap-ag", "--disable-tp-comm-overlap-rs",
-            "--tp-comm-overlap-rs-dgrad", "--disable-tp-comm-bulk-dgrad", "--disable-tp-comm-bulk-wgrad",
-            "--disable-tp-comm-split-ag", "--disable-tp-comm-split-rs", "--use-cpu-initialization",
+            "--no-pin-cpu-params", "--use-cpu-initialization",
             "--deterministic-mode", "--calculate-per-token-loss", "--manual-gc", "--no-manual-gc-eval",
             "--enable-cuda-graph", "--external-cuda-graph", "--decode-only-cuda-graphs", "--record-memory-history",
             "--use-pytorch-profiler", "--profile", "--log-params-norm", "--log-num-zeros-in-grad", "--log-throughput",
@@ -845,6 +857,7 @@ YAML::Node build(const Args& a) {
     fail("--recompute-num-layers", "applies to --recompute-granularity full only");
   }
   tr["recompute"] = recompute;
+  if (a.has("--distribute-saved-activations")) tr["distribute_saved_activations"] = true;
   const std::string* mods = a.get("--recompute-modules");
   if (mods || moe_layer_recompute) {
     if (recompute != "selective") fail("--recompute-modules", "applies to --recompute-granularity selective only");

@@ -293,6 +293,11 @@ void validate(JobSpec& job) {
     fail("training.precision_aware_optimizer", "needs distributed_optimizer: true or zero_stage >= 1 (Megatron-LM "
                                                "supports it with the distributed optimizer only)");
   }
+  if (t.distribute_saved_activations &&
+      (t.recompute != Recompute::Full || p.tensor < 2 || p.sequence_parallel)) {
+    fail("training.distribute_saved_activations", "needs recompute: full, parallelism.tensor > 1 and no sequence "
+                                                  "parallelism (Megatron-LM's rules: under SP the checkpoint is split already)");
+  }
   if (t.precision_aware_optimizer && t.precision == Precision::Fp32) {
     fail("training.precision_aware_optimizer", "applies to fp16, bf16 and fp8 training (fp32 weights are the master copy)");
   }

@@ -999,7 +999,9 @@ Ref StageBuilder::layer_fwd(int layer, Ref in) {
     const auto& tr = job_.training;
     const bool group_start = tr.recompute_method == spec::RecomputeMethod::Block ||
                              (layer - chunk_first_layer_[chunk_]) % tr.recompute_num_layers == 0;
-    pending_alloc_ = group_start ? beta_ * d_.tokens_sp * d_.h : 0;
+    // --distribute-saved-activations splits the checkpoint over the TP ranks (without SP each holds it whole).
+    const int64_t split = tr.distribute_saved_activations ? d_.t : 1;
+    pending_alloc_ = group_start ? beta_ * d_.tokens_sp * d_.h / split : 0;
   }
   Ref a = attention_fwd(in);
   Ref out = job_.model.is_moe_layer(layer) ? moe_fwd(a) : mlp_fwd(a);
@@ -1010,6 +1012,10 @@ Ref StageBuilder::layer_fwd(int layer, Ref in) {
 Ref StageBuilder::layer_bwd(int layer, Ref in) {
   layer_ = layer;
   if (recomputed(layer)) {
+    // A distributed checkpoint is all-gathered over TP before the layer re-runs (Megatron's gather_split_1d_tensor).
+    if (job_.training.distribute_saved_activations) {
+      in = coll(CollType::AllGather, GroupKind::Tp, beta_ * d_.tokens_sp * d_.h, "checkpoint_all_gather", in);
+    }
     in = recomputing([&] { return layer_fwd(layer, in); });
     layer_ = layer;
   }
