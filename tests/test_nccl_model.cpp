@@ -194,14 +194,15 @@ namespace stepsim::cost {
 namespace {
 
 // NVLS-tree (Echo Table 5's H800 cluster: 4 nodes x 8, 200 GB/s NVLink, 8 x 400 Gb/s NICs): the NVSwitch reduction
-// moves P through each GPU's port at nvlsEfficiency 0.85 (P / 170 GB/s) and the tree moves 2 P through the node's
-// NICs (2 P / 400 GB/s); they pipeline, so only the slower one counts. With 16 NICs the tree would pace it.
+// moves 9/8 P through the busier direction of each GPU's port (its whole buffer loaded, the reduced eighth stored
+// and everyone's eighths received) at nvlsEfficiency 0.85 (9/8 P / 170 GB/s) and the tree moves 2 P through the
+// node's NICs (2 P / 400 GB/s); they pipeline, so only the slower one counts. With 16 NICs the tree would pace it.
 TEST(NcclModel, NvlsTreeIsPacedByItsSlowerStage) {
   const double P = 256.0 * (1 << 20);
   const NcclHardware hw = nccl_hardware(cluster("H800", 200, 50), 16);
   const NcclTerms t = nccl_terms(hw, CollType::AllReduce, static_cast<uint64_t>(P), {32, 4, 8}, Algorithm::NvlsTree);
   EXPECT_EQ(t.algorithm, Algorithm::NvlsTree);
-  EXPECT_NEAR(t.x[3], P / (200e3 * 0.85), 1e-6);
+  EXPECT_NEAR(t.x[3], 9.0 / 8 * P / (200e3 * 0.85), 1e-6);
   EXPECT_EQ(t.x[4], 0);
   const NcclTerms slow_nic = nccl_terms(nccl_hardware(cluster("H800", 200, 12.5), 16), CollType::AllReduce,
                                         static_cast<uint64_t>(P), {32, 4, 8}, Algorithm::NvlsTree);

@@ -169,6 +169,13 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
   const uint64_t cmax = shrink_chunk(chunk_bytes(a, p, coll), a, p, s.P, choice.channels, s.M, s.K);
   const bool reduces = coll == CollType::AllReduce || coll == CollType::ReduceScatter || coll == CollType::Reduce;
   x[0] = sc.a;
+  if (a == Algorithm::Ring || a == Algorithm::Tree) {
+    // NCCL gives each channel 1/C of the GPU's bandwidth (bwIntra, bwInter are per channel) and drops channels
+    // for small buffers (tuner_choose): with fewer channels only their share of the links is driven.
+    const double share = std::min(1.0, nch / std::max(1, hw.tuner.channels));
+    s.Bi *= share;
+    s.Bo *= share;
+  }
 
   switch (a) {
     case Algorithm::Ring:
@@ -216,14 +223,25 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
     }
     case Algorithm::Nvls:
     case Algorithm::NvlsTree: {
-      // NVSwitch multicast: the switch reduces, so each GPU pushes its buffer through its port once and reads the
-      // result once (full duplex); NVLS-tree adds a double binary tree across nodes. Efficiency: NCCL's
-      // nvlsEfficiency for the architecture.
+      // NVSwitch multicast (NVLink SHARP): every access to the multicast buffer goes through the GPU's own switch
+      // port, its own slice included. All-reduce: each GPU multimem-load-reduces its 1/K slice (the switch reads
+      // that slice from all K GPUs: P leaves each GPU's port) and multimem-stores the result (P/K out, which the
+      // switch writes to all K GPUs: P comes in), so the busier direction of a port carries (K+1)/K P.
+      // Reduce-scatter is the load half (P out), all-gather the store half (P in): P each. The port runs at the
+      // nominal rate x the profile's intra_efficiency (NCCL's per-link NVLink rate over the nominal) x NCCL's
+      // nvlsEfficiency. Check against NCCL's maintainers (nccl-tests issue 212): 8 x H100, 450 GB/s:
+      // 450 x 0.824 x 0.85 x 8/9 = 280 GB/s algbw = 490 GB/s busbw, they expect ~275 / ~480.
       out.eta = ceil_div(s.P, nch * cmax);
       const double e_nvls = nvls_efficiency(hw.tuner.cc);
-      x[1] = sc.b;  // NCCL's NVLS latency (25 us against 3.4 for a ring step); the chunk rounds pipeline behind it
-      const double share = coll == CollType::AllReduce ? 1.0 : (s.K - 1) / s.K;
+      const double share = coll == CollType::AllReduce ? (s.K + 1) / s.K : 1.0;
       const double intra = share * s.P / (s.Bi * e_nvls);
+      // Latency: NCCL's NVLS latency (25 us NVLink hw latency over the ring step's 3.4, base latency 0: NCCL
+      // replaces the base for NVLS), then one NVLink step per chunk round: each GPU moves its slice P/K through
+      // `nch` channels `cmax` bytes at a time (NCCL shrinks cmax for smaller buffers, shrink_chunk), and every
+      // round pays a step's fixed cost, as a ring step does. That is why NVLS busbw climbs slowly with size.
+      const double rounds = static_cast<double>(ceil_div(s.P / s.K, nch * static_cast<double>(cmax)));
+      x[0] = 0;
+      x[1] = sc.b + rounds;
       x[3] = intra;
       if (a == Algorithm::NvlsTree) {
         // Across nodes a double binary tree: a node interior in one tree receives and sends 2 P through its K
