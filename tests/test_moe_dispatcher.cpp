@@ -124,5 +124,34 @@ TEST(MoeDispatcher, MegatronArgsDefaultToMegatronsAllGather) {
   EXPECT_THROW(spec::megatron_args_to_job_node(base + "--moe-token-dispatcher-type alltoall_seq"), InputError);
 }
 
+// Load on the busiest expert-parallel rank (issue 13 item 1c): balanced routing by default; routing_imbalance r scales
+// the tokens its experts process and its all-to-alls; a capacity factor c caps them (min(r, c): over-capacity tokens
+// are dropped) unless buffers are padded to it (c). Balanced: 2 x 1024 routed copies x 1024 x 2 B = 4 MiB dispatched.
+TEST(MoeLoad, ImbalanceScalesTheBusiestRankCapacityCapsIt) {
+  auto bytes = [](const std::string& moe) {
+    const auto ops = forward_ops(job(moe));
+    return std::make_pair(ops.at("moe_dispatch_all_to_all"), ops.at("expert_fc1"));
+  };
+  const auto [a2a, fc1] = bytes("");
+  EXPECT_EQ(a2a, 4 * MiB);
+  const auto skew = bytes(", routing_imbalance: 1.5");
+  EXPECT_EQ(skew.first, 6 * MiB);
+  EXPECT_GT(skew.second, fc1);  // more tokens through the same weights
+  EXPECT_EQ(bytes(", routing_imbalance: 1.5, capacity_factor: 1.25").first, 5 * MiB);   // capped at capacity
+  EXPECT_EQ(bytes(", capacity_factor: 1.25").first, 4 * MiB);                           // balanced: nothing dropped
+  EXPECT_EQ(bytes(", capacity_factor: 1.25, pad_to_capacity: true").first, 5 * MiB);   // padded to capacity
+  const sim::Simulation even = sim::run_simulation(test::job_from_yaml(job("")), {0});
+  const sim::Simulation hot = sim::run_simulation(test::job_from_yaml(job(", routing_imbalance: 2")), {0});
+  EXPECT_GT(hot.result.step_ns, even.result.step_ns);
+  EXPECT_NE(test::job_error(job(", routing_imbalance: 0.5")).find("moe.routing_imbalance"), std::string::npos);
+  EXPECT_NE(test::job_error(job(", pad_to_capacity: true")).find("moe.pad_to_capacity: needs moe.capacity_factor"),
+            std::string::npos);
+  const YAML::Node m = spec::megatron_args_to_job_node(
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 8 --seq-length 1024 --micro-batch-size 1 "
+      "--global-batch-size 8 --num-experts 8 --moe-router-topk 2 --expert-model-parallel-size 2 "
+      "--moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity");
+  EXPECT_TRUE(m["model"]["moe"]["pad_to_capacity"].as<bool>());
+}
+
 }  // namespace
 }  // namespace stepsim

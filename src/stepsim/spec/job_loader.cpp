@@ -260,6 +260,9 @@ ModelSpec read_model(StrictSection s) {
     else e.mark("first_dense_layers");
     if (e.has("capacity_factor")) moe.capacity_factor = e.get_double("capacity_factor", 1.0, 0.01, 1000.0);
     else e.mark("capacity_factor");
+    moe.pad_to_capacity = e.get_bool("pad_to_capacity", false);
+    if (moe.pad_to_capacity && !moe.capacity_factor) e.fail("pad_to_capacity", "needs moe.capacity_factor (Megatron-LM asserts it)");
+    moe.routing_imbalance = e.get_double("routing_imbalance", 1.0, 1.0, static_cast<double>(moe.num_experts));
     if (moe.topk > moe.num_experts) e.fail("topk", "must not exceed moe.num_experts");
     e.finish();
     m.moe = moe;

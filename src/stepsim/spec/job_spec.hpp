@@ -1,6 +1,7 @@
 #pragma once
 // JobSpec: everything a simulation needs, as the user wrote it (after defaults and validation).
 // Field names follow the job-file keys of docs/ARCHITECTURE.md, which follow Megatron-LM.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -51,6 +52,16 @@ struct MoeSpec {
   int layer_freq = 1;                        // every layer_freq-th layer is MoE ...
   int first_k_dense = 0;                     // ... after the first first_k_dense dense layers
   std::optional<double> capacity_factor;     // nullopt = dropless
+  bool pad_to_capacity = false;              // --moe-pad-expert-input-to-capacity: buffers padded to the capacity
+  // Tokens the busiest expert-parallel rank's experts receive over the mean (1 = balanced routing, the default). The
+  // combine all-to-all waits for that rank, so it sets the step.
+  double routing_imbalance = 1.0;
+  // Tokens the busiest rank's experts process, over the balanced share: the imbalance, capped by the capacity
+  // (tokens over it are dropped), or the capacity itself when buffers are padded to it.
+  double expert_load() const {
+    if (!capacity_factor) return routing_imbalance;
+    return pad_to_capacity ? *capacity_factor : std::min(routing_imbalance, *capacity_factor);
+  }
   TokenDispatcher token_dispatcher = TokenDispatcher::AllToAll;
   // --moe-shared-expert-overlap: the shared expert's fc1 runs beside the dispatch, its fc2 beside the combine.
   bool shared_expert_overlap = false;

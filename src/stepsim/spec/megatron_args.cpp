@@ -156,7 +156,8 @@ const Table& table() {
             "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--no-overlap-p2p-communication",
             "--use-rotary-position-embeddings", "--no-position-embedding", "--fp8-param-gather",
             "--overlap-p2p-communication", "--overlap-cpu-optimizer-d2h-h2d", "--use-precision-aware-optimizer",
-            "--first-last-layers-bf16", "--no-fp8-wgrad", "--distribute-saved-activations"},
+            "--first-last-layers-bf16", "--no-fp8-wgrad", "--distribute-saved-activations",
+            "--moe-pad-expert-input-to-capacity"},
         Kind::Flag, Use::Map);
 
     // Change the step but cannot be expressed in a job: refused rather than silently dropped.
@@ -207,7 +208,7 @@ const Table& table() {
             "--check-for-large-grads", "--moe-grouped-gemm",
             "--moe-use-legacy-grouped-gemm", "--moe-permute-fusion", "--moe-router-pre-softmax",
             "--moe-router-enable-expert-bias", "--moe-router-fusion", "--moe-router-force-load-balancing",
-            "--moe-router-padding-for-fp8", "--moe-per-layer-logging", "--moe-pad-expert-input-to-capacity",
+            "--moe-router-padding-for-fp8", "--moe-per-layer-logging",
             "--moe-enable-deepep", "--moe-apply-probs-on-input",
             "--moe-use-upcycling",
             "--te-rng-tracker",
@@ -709,6 +710,10 @@ YAML::Node build(const Args& a) {
       moe["layer_freq"] = lf.layer_freq;
       moe["first_k_dense"] = lf.first_k_dense;
       moe["capacity_factor"] = capacity ? YAML::Node(*capacity) : YAML::Node(YAML::NodeType::Null);
+      if (a.has("--moe-pad-expert-input-to-capacity")) {
+        if (!capacity) fail("--moe-pad-expert-input-to-capacity", "needs --moe-expert-capacity-factor (Megatron asserts it)");
+        moe["pad_to_capacity"] = true;
+      }
       // Megatron-Core's default dispatcher is allgather (recipes choose alltoall or flex).
       moe["token_dispatcher"] = a.opt_choice("--moe-token-dispatcher-type", {"allgather", "alltoall", "flex"})
                                     .value_or("allgather");

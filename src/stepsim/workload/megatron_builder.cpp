@@ -64,7 +64,7 @@ class StageBuilder {
     const BytesPerParam bpp = bytes_per_param(job.training);
     grad_bytes_ = bpp.gradient;
     weight_bytes_ = bpp.weight;
-    cf_ = job.model.moe && job.model.moe->capacity_factor ? *job.model.moe->capacity_factor : 1.0;
+    cf_ = job.model.moe ? job.model.moe->expert_load() : 1.0;
     tpo_ = job.training.tp_comm_overlap && d.sp;
     zero3_ = job.training.zero_stage == 3;
     zero3_blocking_ = zero3_ && job.training.zero3_param_fetch == spec::Zero3Fetch::Blocking;
@@ -330,7 +330,7 @@ class StageBuilder {
   ProgramBuilder pb_;
   int p_ = 1, v_ = 1, m_ = 1;
   int64_t beta_ = 2, grad_bytes_ = 4, weight_bytes_ = 2;
-  double cf_ = 1.0;
+  double cf_ = 1.0;  // MoE: tokens the busiest rank's experts process over the balanced share (MoeSpec::expert_load)
   bool tpo_ = false;  // TP communication overlapped with the GEMMs (userbuffers)
   bool zero3_ = false;  // ZeRO-3 / FSDP: parameters sharded over DP, gathered per unit and pass
   bool zero3_blocking_ = false;  // ZeRO-3 fetch per parameter tensor, host-synchronised (DeepSpeed < 0.4.3)
