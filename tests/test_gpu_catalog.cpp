@@ -46,6 +46,7 @@ std::string one_gpu(const std::string& replace_from = "", const std::string& rep
       "    hbm_bandwidth_GBps: 3000\n"
       "    memory_GiB: 64\n"
       "    nvswitch: true\n"
+      "    intra_node_GBps: 450\n"
       "    source: unit test\n";
   if (!replace_from.empty()) {
     const auto pos = s.find(replace_from);
@@ -112,6 +113,27 @@ TEST(GpuCatalog, AmpereAndOthersDatasheetFigures) {
   EXPECT_FALSE(cat.find("RTX-3090").nvswitch);
   EXPECT_DOUBLE_EQ(cat.find("V100-SXM2-32GB").bf16_flops, 0);
   EXPECT_DOUBLE_EQ(cat.find("L40S").fp8_flops, 733 * kT);
+  // NVLink per direction = half the datasheet's bidirectional figure; PCIe Gen4 x16 where a GPU has no NVLink.
+  EXPECT_DOUBLE_EQ(a80.intra_node_GBps, 300);     // 600 GB/s NVLink3
+  EXPECT_DOUBLE_EQ(cat.find("H800").intra_node_GBps, 200);  // 400 GB/s
+  EXPECT_DOUBLE_EQ(cat.find("B200").intra_node_GBps, 900);  // 1.8 TB/s NVLink5
+  EXPECT_DOUBLE_EQ(cat.find("L40S").intra_node_GBps, 32);   // PCIe Gen4 x16
+}
+
+// A job without cluster.intra_node gets its GPU's link, not the H100's (an A100 node used to be given 450 GB/s).
+TEST(GpuCatalog, IntraNodeLinkDefaultsToTheGpusOwn) {
+  auto intra = [](const std::string& gpu, const std::string& extra) {
+    return stepsim::test::job_from_yaml("model: {name: g, num_layers: 2, hidden_size: 256, num_attention_heads: 8, "
+                               "ffn_hidden_size: 1024, vocab_size: 1000, seq_length: 128}\n"
+                               "parallelism: {tensor: 8}\n"
+                               "training: {micro_batch_size: 1, global_batch_size: 1}\n"
+                               "cluster: {gpu: " + gpu + ", num_gpus: 8" + extra + "}\n")
+        .cluster.intra_node.bandwidth_GBps;
+  };
+  EXPECT_DOUBLE_EQ(intra("A100-80GB", ""), 300);
+  EXPECT_DOUBLE_EQ(intra("H100-SXM", ""), 450);
+  EXPECT_DOUBLE_EQ(intra("B200", ""), 900);
+  EXPECT_DOUBLE_EQ(intra("A100-80GB", ", intra_node: {bandwidth_GBps: 250}"), 250);
 }
 
 TEST(GpuCatalog, EveryEntryIsConsistent) {

@@ -119,7 +119,7 @@ Action add_comm(CLI::App& app) {
   cmd->add_option("--gpus-per-node", o->gpus_per_node, "ranks per node")->capture_default_str();
   cmd->add_option("--sizes", o->sizes, "bytes: MIN-MAX doubling (1M-1G), one size, or a list (8M,64M); K/M/G = 2^10/2^20/2^30")
       ->capture_default_str();
-  cmd->add_option("--cluster", o->cluster_path, "cluster YAML (GPU, links, network); defaults: H100-SXM, 450 GB/s NVLink, 400 Gb/s NICs");
+  cmd->add_option("--cluster", o->cluster_path, "cluster YAML (GPU, links, network); defaults: H100-SXM, the GPU's NVLink (data/gpus.yaml), 400 Gb/s NICs");
   cmd->add_option("--model", o->model, "alpha-beta | nccl | flow")->capture_default_str();
   cmd->add_option("--algo", o->algo, "auto | ring | tree | nvls | nvls_tree | pat | collnet_direct | collnet_chain")->capture_default_str();
   cmd->add_option("--set", o->overrides, "override a cluster key: --set cluster.inter_node.bandwidth_Gbps=200");

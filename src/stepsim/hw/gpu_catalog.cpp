@@ -185,7 +185,7 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
     static const std::set<std::string> required{"name",       "arch",       "sm_count",           "fp32_tflops",
                                                 "tf32_tflops", "fp16_tflops", "bf16_tflops",        "fp8_tflops",
                                                 "hbm_bandwidth_GBps",       "memory_GiB",         "nvswitch",
-                                                "source"};
+                                                "intra_node_GBps",          "source"};
     static const std::set<std::string> optional{"aliases"};
 
     for (size_t i = 0; i < list.size(); ++i) {
@@ -214,6 +214,7 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
       g.hbm_bandwidth_Bps = r.number("hbm_bandwidth_GBps", false) * 1e9;
       g.memory_bytes = static_cast<uint64_t>(std::llround(r.number("memory_GiB", false) * 1073741824.0));
       g.nvswitch = r.boolean("nvswitch");
+      g.intra_node_GBps = r.number("intra_node_GBps", false);
       g.source = r.str("source");
 
       std::vector<std::string> labels{g.name};

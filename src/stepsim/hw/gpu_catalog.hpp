@@ -20,6 +20,7 @@ struct GpuSpec {
   double hbm_bandwidth_Bps = 0;
   uint64_t memory_bytes = 0;
   bool nvswitch = false;     // node has NVSwitch (NVLS possible on hopper/blackwell)
+  double intra_node_GBps = 0;  // link to the node's other GPUs, GB/s per direction (NVLink, else PCIe)
   std::string source;        // where the figures come from
   std::vector<std::string> aliases;  // other names users write (normalized: lower case, '-' separators)
 

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/spec/hf_config.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/input_file.hpp"
@@ -404,8 +405,13 @@ ClusterSpec read_cluster(StrictSection s) {
   c.gpu = s.get_string("gpu", c.gpu);
   c.num_gpus = static_cast<int>(s.require_int("num_gpus", 1, 1 << 20));
   c.gpus_per_node = static_cast<int>(s.get_int("gpus_per_node", 8, 1, 1 << 16));
-  if (s.has("intra_node")) c.intra_node = read_link(StrictSection(s.child("intra_node"), s.key_path("intra_node"), s.source()), false);
-  else s.mark("intra_node");
+  if (s.has("intra_node")) {
+    c.intra_node = read_link(StrictSection(s.child("intra_node"), s.key_path("intra_node"), s.source()), false);
+  } else {
+    // The GPU's own NVLink (or PCIe) rate from the catalog: an A100 node is not an H100 node.
+    s.mark("intra_node");
+    c.intra_node.bandwidth_GBps = hw::GpuCatalog::builtin().find(c.gpu).intra_node_GBps;
+  }
   if (s.has("inter_node")) c.inter_node = read_link(StrictSection(s.child("inter_node"), s.key_path("inter_node"), s.source()), true);
   else s.mark("inter_node");
   for (const auto& [rank, factor] : s.get_int_double_map("slow_ranks", 0, (1 << 20) - 1, 1e-3, 1e6)) {

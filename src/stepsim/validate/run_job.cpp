@@ -380,7 +380,7 @@ RunJob job_for_run(const PublishedRun& r) {
   c["gpus_per_node"] = gpn;
   if (!r.gpus_per_node) assume("gpus_per_node not stated: 8");
   const bool hopper_or_later = gpu.arch == "hopper" || gpu.arch == "blackwell";
-  const double intra = r.intra_node_bw_GBps.value_or(gpu.arch == "blackwell" ? 900 : hopper_or_later ? 450 : 300);
+  const double intra = r.intra_node_bw_GBps.value_or(gpu.intra_node_GBps);  // the GPU's NVLink (data/gpus.yaml)
   const double inter = r.inter_node_bw_Gbps_per_gpu.value_or(hopper_or_later ? 400 : 200);
   if (!r.intra_node_bw_GBps) assume("intra_node_bw not stated: " + std::to_string(static_cast<int>(intra)) + " GB/s (NVLink of the GPU)");
   if (!r.inter_node_bw_Gbps_per_gpu) assume("inter_node_bw not stated: " + std::to_string(static_cast<int>(inter)) + " Gb/s per GPU");
