@@ -410,7 +410,11 @@ ClusterSpec read_cluster(StrictSection s) {
   } else {
     // The GPU's own NVLink (or PCIe) rate from the catalog: an A100 node is not an H100 node.
     s.mark("intra_node");
-    c.intra_node.bandwidth_GBps = hw::GpuCatalog::builtin().find(c.gpu).intra_node_GBps;
+    try {
+      c.intra_node.bandwidth_GBps = hw::GpuCatalog::builtin().find(c.gpu).intra_node_GBps;
+    } catch (const InputError& e) {
+      throw InputError(s.source() + ": " + e.what());  // the file that names the GPU
+    }
   }
   if (s.has("inter_node")) c.inter_node = read_link(StrictSection(s.child("inter_node"), s.key_path("inter_node"), s.source()), true);
   else s.mark("inter_node");
