@@ -1468,13 +1468,6 @@ void StageBuilder::build() {
   }
 }
 
-// CPU optimizer offload (Megatron-LM's HybridDeviceOptimizer; DeepSpeed ZeRO-Offload; MoFa eq. 28): the GPU's share
-// of the shard is updated first (Megatron launches it before the CPU work), then for the offloaded share the fp32
-// gradients go to the host, the CPU runs Adam over its fp32 master weights and moments, and the updated fp32 weights
-// come back to be cast on the GPU. Without optimizer_offload_overlap the three run one after the other (Megatron's
-// default; MoFa's sum). With it Megatron pipelines them tensor by tensor on separate copy streams: modelled as
-// kOffloadChunks equal chunks, every gradient copy queued first as Megatron does. The CPU step occupies the compute
-// stream: the host thread that launches kernels is busy with it.
 // Adam on the GPU over `params` of the shard (BytesPerParam::step_traffic bytes each); 16-bit gradients copied to fp32
 // for it hold memory while it runs.
 Ref StageBuilder::gpu_optimizer_step(int64_t params, const std::vector<Ref>& deps) {
@@ -1485,6 +1478,13 @@ Ref StageBuilder::gpu_optimizer_step(int64_t params, const std::vector<Ref>& dep
   return r;
 }
 
+// CPU optimizer offload (Megatron-LM's HybridDeviceOptimizer; DeepSpeed ZeRO-Offload; MoFa eq. 28): the GPU's share
+// of the shard is updated first (Megatron launches it before the CPU work), then for the offloaded share the fp32
+// gradients go to the host, the CPU runs Adam over its fp32 master weights and moments, and the updated fp32 weights
+// come back to be cast on the GPU. Without optimizer_offload_overlap the three run one after the other (Megatron's
+// default; MoFa's sum). With it Megatron pipelines them tensor by tensor on separate copy streams: modelled as
+// kOffloadChunks equal chunks, every gradient copy queued first as Megatron does. The CPU step occupies the compute
+// stream: the host thread that launches kernels is busy with it.
 Ref StageBuilder::offloaded_optimizer_step(int64_t params, std::vector<Ref> deps) {
   const auto& tr = job_.training;
   const int64_t host = std::llround(static_cast<double>(params) * tr.optimizer_offload_fraction);
@@ -1501,7 +1501,8 @@ Ref StageBuilder::offloaded_optimizer_step(int64_t params, std::vector<Ref> deps
     const int64_t share = host * (c + 1) / chunks - host * c / chunks;
     const Ref step = host_side(ComputeCategory::CpuOptimizer, Stream::Compute, share * kCpuAdamBytesPerParam,
                                "cpu_optimizer_step", {to_host[static_cast<size_t>(c)]});
-    last = host_side(ComputeCategory::Offload, Stream::Memcpy, share * kOffloadCopyBytesPerParam, "optimizer_params_to_device", {step});
+    last = host_side(ComputeCategory::Offload, Stream::Memcpy, share * kOffloadCopyBytesPerParam,
+                     "optimizer_params_to_device", {step});
   }
   return last;
 }
