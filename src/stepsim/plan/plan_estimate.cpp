@@ -115,7 +115,13 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
       else out.last_stored += stored;
     }
     if (op.kind != OpKind::Compute) continue;
+    if (op.stream != workload::Stream::Compute) continue;  // a host copy runs beside compute (activation offload)
     part->compute_s += dur;
+    // The compute stream waited for a host copy: that much of the copy is exposed (charged as the layer's time).
+    if (start > prev_free && blocker >= 0 && prog.ops[static_cast<size_t>(blocker)].kind == OpKind::Compute &&
+        prog.ops[static_cast<size_t>(blocker)].stream != workload::Stream::Compute) {
+      part->compute_s += start - prev_free;
+    }
     if (fwd) out.forward_flops += op.flops;
     // The compute stream waited for a collective: its kind's exposed time.
     if (start > prev_free && blocker >= 0 && prog.ops[static_cast<size_t>(blocker)].kind == OpKind::Collective) {
