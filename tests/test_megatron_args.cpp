@@ -553,6 +553,7 @@ TEST(MegatronArgsErrors, FlagsThatChangeTheStepButAreNotModelledAreRefused) {
   expect_base_error("--overlap-moe-expert-parallel-comm", {"--overlap-moe-expert-parallel-comm", "not modelled"});
   expect_base_error("--delay-wgrad-compute", {"--delay-wgrad-compute", "combined 1F1B"});
   expect_base_error("--use-sharp", {"--use-sharp", "SHARP"});
+  expect_base_error("--no-pin-cpu-grads", {"--no-pin-cpu-grads", "pinned host memory"});
   expect_base_error("--moe-extended-tp", {"--moe-extended-tp", "--expert-tensor-parallel-size"});
   expect_base_error("--disable-tp-comm-bulk-wgrad", {"--disable-tp-comm-bulk-wgrad", "TP communication overlap"});
 }

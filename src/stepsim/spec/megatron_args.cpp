@@ -177,6 +177,9 @@ const Table& table() {
     add(t, {"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"}, Kind::Flag, Use::Reject,
         "the combined 1F1B schedule that hides EP all-to-alls behind another micro-batch's compute is not modelled; "
         "without the flag the step is simulated with exposed all-to-alls (an upper bound)");
+    add(t, {"--no-pin-cpu-grads", "--no-pin-cpu-params"}, Kind::Flag, Use::Reject,
+        "CPU offload copies are modelled from pinned host memory (cluster.host_to_device_GBps); pageable copies are "
+        "slower and synchronous: set a lower cluster.host_to_device_GBps and drop the flag");
     add(t, {"--use-sharp"}, Kind::Flag, Use::Reject,
         "SHARP in-network reduction (NCCL CollNet) is not modelled; without the flag the data-parallel collectives "
         "run as NCCL rings/trees");
@@ -218,8 +221,7 @@ const Table& table() {
             "--defer-embedding-wgrad-compute", "--no-scatter-gather-tensors-in-pipeline", "--use-ring-exchange-p2p",
             "--overlap-p2p-communication-warmup-flush", "--use-nccl-ub", "--disable-symmetric-registration",
             "--use-tp-pp-dp-mapping",
-            "--use-torch-optimizer-for-cpu-offload", "--no-pin-cpu-grads",
-            "--no-pin-cpu-params", "--use-cpu-initialization",
+            "--use-torch-optimizer-for-cpu-offload", "--use-cpu-initialization",
             "--deterministic-mode", "--calculate-per-token-loss", "--manual-gc", "--no-manual-gc-eval",
             "--enable-cuda-graph", "--external-cuda-graph", "--decode-only-cuda-graphs", "--record-memory-history",
             "--use-pytorch-profiler", "--profile", "--log-params-norm", "--log-num-zeros-in-grad", "--log-throughput",
