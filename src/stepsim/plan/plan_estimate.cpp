@@ -208,7 +208,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
         x.dense += static_cast<double>(d.layer_params_dense(moe));
         if (moe) x.expert += static_cast<double>(d.params_moe_experts);
         if (tr.layer_in_bf16(l, job.model.num_layers))
-          x.bf16 += static_cast<double>(d.layer_params_dense(moe) + (moe ? d.params_moe_experts : 0));
+          x.bf16 += static_cast<double>(d.layer_params(moe));
       }
     }
     if (s == 0) {
@@ -280,8 +280,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     }
     // Memory: static (weights, gradients, optimizer shards, overheads) + the activations of the micro-batch
     // chunks in flight at the end of the warm-up, + the probe's working memory.
-    const int64_t bf16_params = (s == 0 ? d.params_embedding : 0) + (s == p - 1 ? d.params_output : 0) +
-                                static_cast<int64_t>(x.bf16);
+    const int64_t bf16_params = d.fp8_exempt_params(s == 0, s == p - 1, static_cast<int64_t>(x.bf16));
     const workload::StaticMemory sm =
         workload::static_memory(job, static_cast<int64_t>(x.dense), static_cast<int64_t>(x.expert), dp_shards,
                                 edp_shards, communicators, bf16_params);

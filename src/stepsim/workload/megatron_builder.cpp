@@ -1451,8 +1451,7 @@ void StageBuilder::build() {
   for (int c = 0; c < v_; ++c) {
     for (int l = chunk_first_layer_[c]; l < chunk_first_layer_[c] + chunk_layers_[c]; ++l) {
       if (!job_.training.layer_in_bf16(l, job_.model.num_layers)) continue;
-      const bool moe = job_.model.is_moe_layer(l);
-      prog_.bf16_layer_parameters += d_.layer_params_dense(moe) + (moe ? d_.params_moe_experts : 0);
+      prog_.bf16_layer_parameters += d_.layer_params(job_.model.is_moe_layer(l));
     }
   }
   prog_.expert_parameters = expert;
@@ -1551,9 +1550,7 @@ Workload build_megatron_workload(const spec::JobSpec& job) {
   }
   for (Program& p : w.programs) {
     p.activation_peak = replay_activation_peak(p);
-    // Word embeddings and the output layer stay in bf16 under fp8 (no fp8 weight copies).
-    const int64_t bf16_params = (p.stage == 0 ? d.params_embedding : 0) + (p.stage == par.pipeline - 1 ? d.params_output : 0) +
-                                p.bf16_layer_parameters;
+    const int64_t bf16_params = d.fp8_exempt_params(p.stage == 0, p.stage == par.pipeline - 1, p.bf16_layer_parameters);
     p.static_memory = static_memory(job, p.dense_parameters, p.expert_parameters, w.layout.group_size(GroupKind::Dp),
                                     w.layout.group_size(GroupKind::Edp), communicators, bf16_params);
     double fwd = 0;

@@ -45,6 +45,13 @@ struct ModelDims {
   int64_t layer_params_dense(bool moe_layer) const {
     return params_attention + params_norms + (moe_layer ? params_moe_router + params_moe_shared : params_dense_mlp);
   }
+  // A layer's parameters on this rank, routed experts included.
+  int64_t layer_params(bool moe_layer) const { return layer_params_dense(moe_layer) + (moe_layer ? params_moe_experts : 0); }
+  // Parameters fp8 training keeps in bf16 on a stage (no fp8 weight copies): the word embeddings on the first, the
+  // output layer on the last, and `bf16_layers` of its transformer layers (fp8_bf16_first/last_layers).
+  int64_t fp8_exempt_params(bool first_stage, bool last_stage, int64_t bf16_layers) const {
+    return (first_stage ? params_embedding : 0) + (last_stage ? params_output : 0) + bf16_layers;
+  }
 };
 
 ModelDims make_dims(const spec::JobSpec& job);
