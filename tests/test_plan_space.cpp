@@ -29,37 +29,41 @@ plan::SpaceOptions sixteen_gpu_options(bool search_layouts) {
 }
 
 // 16 GPUs (2 nodes of 8), global batch 16, 8 layers, 16 heads, FFN 4096, seq 1024; micro-batch {1, 2},
-// VP {1, 2}, recompute none: 2 x 2 x 1 x 6 optimizer variants = 24 leaves per (TP, CP, PP).
+// VP {1, 2}, recompute none: 2 x 2 x 1 x 9 optimizer variants (plain 2, ZeRO-1 4, ZeRO-2 2, ZeRO-3 1) = 36 leaves
+// per (TP, CP, PP).
 TEST(PlanSpace, EachRuleRemovesTheHandCountedPlans) {
   // The layout variants are counted in LayoutVariantsMultiplyTheLeaves.
   const plan::PlanSpace s = plan::enumerate_plans(tiny(16, 16), sixteen_gpu_options(false));
   // (TP, CP, PP) with TP x CP x PP dividing 16 = 2^4: exponent triples summing to <= 4: C(7, 3) = 35.
-  EXPECT_EQ(s.enumerated, 35 * 24);
+  EXPECT_EQ(s.enumerated, 35 * 36);
   // TP 16 > 8 GPUs per node: only (16, 1, 1).
-  EXPECT_EQ(removed(s, plan::Rule::TpWithinNode), 24);
+  EXPECT_EQ(removed(s, plan::Rule::TpWithinNode), 36);
   // 16 heads, 16 groups, FFN 4096 and (TP x CP) | 1024, 2 CP | 1024: nothing.
   EXPECT_EQ(removed(s, plan::Rule::TpDividesModel), 0);
   EXPECT_EQ(removed(s, plan::Rule::CpDividesSequence), 0);
   EXPECT_EQ(removed(s, plan::Rule::ExpertDegree), 0);
-  // 16 % (mbs x DP): only DP 16 (TP = CP = PP = 1) with micro-batch 2; 2 VP x 6 = 12 leaves.
-  EXPECT_EQ(removed(s, plan::Rule::BatchDivisible), 12);
+  // 16 % (mbs x DP): only DP 16 (TP = CP = PP = 1) with micro-batch 2; 2 VP x 9 = 18 leaves.
+  EXPECT_EQ(removed(s, plan::Rule::BatchDivisible), 18);
   // m = 16 / (mbs x DP) < PP: with DP = 16 / (TP CP PP), m = TP CP PP / mbs < PP <=> TP CP < mbs, i.e.
-  // TP = CP = 1 and mbs 2 with PP in {2, 4, 8, 16} (PP 1 is the batch rule's): 4 x 12 = 48.
-  EXPECT_EQ(removed(s, plan::Rule::MicrobatchesPerStage), 48);
+  // TP = CP = 1 and mbs 2 with PP in {2, 4, 8, 16} (PP 1 is the batch rule's): 4 x 18 = 72.
+  EXPECT_EQ(removed(s, plan::Rule::MicrobatchesPerStage), 72);
   // PP x VP must divide 8 or 10 (with >= 2 layers per chunk): 16 and 32 fail, 5 and 10 are not products here.
-  // (PP 8, VP 2) on triples (1,1,8) (2,1,8) (1,2,8) x mbs {1, 2} minus (1,1,8) mbs 2 (rule above) = 5 x 6 = 30;
-  // (PP 16, VP 1|2) only with (1,1,16) mbs 1 = 2 x 6 = 12. Total 42.
-  EXPECT_EQ(removed(s, plan::Rule::LayersPerStage), 42);
+  // (PP 8, VP 2) on triples (1,1,8) (2,1,8) (1,2,8) x mbs {1, 2} minus (1,1,8) mbs 2 (rule above) = 5 x 9 = 45;
+  // (PP 16, VP 1|2) only with (1,1,16) mbs 1 = 2 x 9 = 18. Total 63.
+  EXPECT_EQ(removed(s, plan::Rule::LayersPerStage), 63);
   // VP 2 with PP 1 (Megatron needs PP >= 2): every (TP, CP) with TP x CP | 16 and TP <= 8 (14 pairs, all pass
-  // the batch rule except (1,1) mbs 2) x mbs {1, 2} -> 14 x 2 - 1 = 27 x 6 = 162; PP >= 2 always has m % PP == 0 here.
-  EXPECT_EQ(removed(s, plan::Rule::Interleaving), 162);
+  // the batch rule except (1,1) mbs 2) x mbs {1, 2} -> 14 x 2 - 1 = 27 x 9 = 243; PP >= 2 always has m % PP == 0 here.
+  EXPECT_EQ(removed(s, plan::Rule::Interleaving), 243);
   EXPECT_EQ(removed(s, plan::Rule::ProgramSize), 0);
   EXPECT_EQ(removed(s, plan::Rule::Megatron), 0);
-  EXPECT_EQ(static_cast<int64_t>(s.plans.size()), 840 - 24 - 12 - 48 - 42 - 162);
+  EXPECT_EQ(static_cast<int64_t>(s.plans.size()), 1260 - 36 - 18 - 72 - 63 - 243);
   for (const plan::Plan& p : s.plans) {
     EXPECT_EQ(p.tensor * p.context * p.pipeline * p.data, 16);
     EXPECT_GE(16 / (p.micro_batch_size * p.data), p.pipeline);
     EXPECT_TRUE(p.distributed_optimizer || !p.overlap_param_gather);
+    EXPECT_EQ(p.distributed_optimizer, p.zero_stage >= 1);
+    EXPECT_TRUE(p.zero_stage < 2 || !p.overlap_grad_reduce);
+    EXPECT_TRUE(p.zero_stage < 3 || !p.overlap_param_gather);
   }
 }
 
@@ -76,8 +80,8 @@ TEST(PlanSpace, ExpertDegreeMustDivideExpertsAndDataTimesContext) {
   o.recomputes = {spec::Recompute::None};
   o.search_layouts = false;
   const plan::PlanSpace s = plan::enumerate_plans(j, o);
-  // Triples (TP, CP, PP) with product | 8: C(6, 3) = 20, times 4 EP values x 6 variants.
-  EXPECT_EQ(s.enumerated, 20 * 4 * 6);
+  // Triples (TP, CP, PP) with product | 8: C(6, 3) = 20, times 4 EP values x 9 variants.
+  EXPECT_EQ(s.enumerated, 20 * 4 * 9);
   // DP x CP = 8 / (TP x PP). EP e fails when e does not divide it: count pairs (triple, e) with e > DP x CP
   // (all powers of two): DP x CP = 2^(3 - a - c) for TP = 2^a, PP = 2^c, CP free: per triple, EP values above it.
   int64_t expected = 0;
@@ -85,20 +89,20 @@ TEST(PlanSpace, ExpertDegreeMustDivideExpertsAndDataTimesContext) {
     for (int b = 0; a + b <= 3; ++b)
       for (int c = 0; a + b + c <= 3; ++c) {
         const int dc = 1 << (3 - a - c);
-        for (int e : {1, 2, 4, 8}) expected += e > dc ? 6 : 0;
+        for (int e : {1, 2, 4, 8}) expected += e > dc ? 9 : 0;
       }
   EXPECT_EQ(removed(s, plan::Rule::ExpertDegree), expected);
 }
 
 // Layout variants (issue 13 item 5): per (TP, CP) node 2 TP-overlap settings when TP > 1 and 3 CP communications
 // when CP > 1 (x 2 expert-TP settings for an MoE model when TP > 1). The 16-GPU space above has 35 (TP, CP, PP)
-// triples of 2^a 2^b 2^c with a + b + c <= 4; leaves = 24 x sum over triples of (a > 0 ? 2 : 1) (b > 0 ? 3 : 1).
+// triples of 2^a 2^b 2^c with a + b + c <= 4; leaves = 36 x sum over triples of (a > 0 ? 2 : 1) (b > 0 ? 3 : 1).
 TEST(PlanSpace, LayoutVariantsMultiplyTheLeaves) {
   const plan::PlanSpace s = plan::enumerate_plans(tiny(16, 16), sixteen_gpu_options(true));
   int64_t leaves = 0;
   for (int a = 0; a <= 4; ++a)
     for (int b = 0; a + b <= 4; ++b)
-      for (int c = 0; a + b + c <= 4; ++c) leaves += 24 * (a > 0 ? 2 : 1) * (b > 0 ? 3 : 1);
+      for (int c = 0; a + b + c <= 4; ++c) leaves += 36 * (a > 0 ? 2 : 1) * (b > 0 ? 3 : 1);
   EXPECT_EQ(s.enumerated, leaves);
   int tpo = 0, a2a = 0;
   for (const plan::Plan& p : s.plans) {

@@ -3,6 +3,7 @@
 // backward; weights, gradients and optimizer states divided by DP. Hand-computed counts and bytes.
 #include <gtest/gtest.h>
 
+#include "stepsim/report/summary.hpp"
 #include "stepsim/sim/simulation.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
@@ -35,7 +36,7 @@ TEST(Zero3, GathersPerUnitAndPassReduceScattersPerMicrobatch) {
     if (p.name(op) == "zero3_param_all_gather") {
       ++gathers;
       gather_bytes += op.bytes;
-    } else if (p.name(op) == "zero3_grad_reduce_scatter") {
+    } else if (p.name(op) == "sharded_grad_reduce_scatter") {
       ++scatters;
       scatter_bytes += op.bytes;
     } else if (p.name(op) != "grad_norm_all_reduce" && p.name(op) != "found_inf_all_reduce") {
@@ -61,6 +62,47 @@ TEST(Zero3, GathersPerUnitAndPassReduceScattersPerMicrobatch) {
     }
   }
   EXPECT_TRUE(waited);
+}
+
+// ZeRO-2 keeps only its gradient shard, so gradients cannot accumulate locally over micro-batches: every
+// micro-batch reduce-scatters each unit's gradients (DeepSpeed stage 2 reduces every micro-step), no bucketed
+// end-of-step reduction; parameters stay whole, so nothing is gathered per unit and the distributed optimizer's
+// parameter all-gather still ends the step.
+TEST(Zero3, StageTwoReduceScattersEveryMicrobatchAndGathersOnce) {
+  const spec::JobSpec job = test::job_from_yaml(zero_job(2, 32));  // DP 16, 2 micro-batches
+  const workload::Workload w = workload::build_megatron_workload(job);
+  const workload::Program& p = w.programs[0];
+  int scatters = 0, gathers = 0, unit_gathers = 0, bucket_reduces = 0;
+  uint64_t scatter_bytes = 0, gather_bytes = 0;
+  for (const auto& op : p.ops) {
+    if (op.kind != workload::OpKind::Collective || op.group != workload::GroupKind::Dp) continue;
+    const std::string& n = p.name(op);
+    if (n == "sharded_grad_reduce_scatter") ++scatters, scatter_bytes += op.bytes;
+    if (n == "dp_param_all_gather") ++gathers, gather_bytes += op.bytes;
+    if (n == "zero3_param_all_gather") ++unit_gathers;
+    if (n == "dp_grad_reduce_scatter" || n == "dp_grad_all_reduce") ++bucket_reduces;
+  }
+  EXPECT_EQ(scatters, 2 * 6);  // 6 units x 2 micro-batches
+  EXPECT_EQ(bucket_reduces, 0);
+  EXPECT_EQ(unit_gathers, 0);
+  const int64_t P = p.dense_parameters;
+  EXPECT_EQ(scatter_bytes, static_cast<uint64_t>(2 * 2 * P));  // fp16 gradients, twice
+  EXPECT_GE(gathers, 1);
+  EXPECT_EQ(gather_bytes, static_cast<uint64_t>(2 * P));  // the updated fp16 parameters, once per step
+  EXPECT_EQ(p.static_memory.gradients, 2 * P / 16);
+  EXPECT_EQ(p.static_memory.weights, 2 * P);
+  // On a slow network (5 Gb/s per GPU: the reductions cannot hide under compute) stage 1 with overlapped reduction
+  // exposes one gradient reduce-scatter and one parameter all-gather per step, stage 2 a reduce-scatter per
+  // micro-batch and the all-gather: with 4 micro-batches and collectives of equal size, (4 + 1) / (1 + 1) = 2.5 x the
+  // exposed data-parallel time.
+  auto exposed_dp = [&](int stage) {
+    std::string y = zero_job(stage, 64);
+    y.replace(y.find("bandwidth_Gbps: 200"), 19, "bandwidth_Gbps: 5");
+    if (stage == 1) y.replace(y.find("zero_stage: 1"), 13, "zero_stage: 1, overlap_grad_reduce: true");
+    const sim::Simulation s = sim::run_simulation(test::job_from_yaml(y), {0});
+    return report::summarize(s, 0).breakdown.exposed_comm_s[report::kDp];
+  };
+  EXPECT_NEAR(exposed_dp(2) / exposed_dp(1), 2.5, 0.25);
 }
 
 TEST(Zero3, ShardsWeightsGradientsAndOptimizerOverDp) {

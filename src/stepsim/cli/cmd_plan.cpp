@@ -29,6 +29,7 @@ struct PlanOptions {
   double failure_rate = plan::kDefaultFailuresPerNodeDay, storage_GBps = plan::kDefaultStorageGBps, init_time_s = 0, price = 0;
   bool memory_map = false;
   bool keep_layout = false;
+  std::string fp8_recipes;
   double memory_margin = plan::kDefaultMemoryMargin;
   CLI::Option *o_steps = nullptr, *o_failure = nullptr, *o_storage = nullptr, *o_init = nullptr;
 };
@@ -100,6 +101,7 @@ int run_plan(const PlanOptions& o) {
   po.space.gpus = gpus;
   po.space.global_batch = gbs;
   po.space.search_layouts = !o.keep_layout;
+  if (!o.fp8_recipes.empty()) po.space.fp8_recipes = plan::parse_fp8_recipes(o.fp8_recipes, base);
   po.top = o.top;
   po.simulate = o.simulate;
   po.threads = o.threads;
@@ -159,6 +161,9 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--price", o->price, "USD per GPU-hour: adds the cost of a step (or of the run with e2e)");
   cmd->add_flag("--keep-layout", o->keep_layout,
                 "do not search TP overlap, the CP communication and expert TP: every plan keeps the job's own");
+  cmd->add_option("--fp8-recipes", o->fp8_recipes,
+                  "fp8 jobs: also search these Transformer Engine recipes (delayed,current,blockwise,mxfp8 or all; "
+                  "default: the job's own)");
   cmd->add_flag("--memory-map", o->memory_map, "print the (TP, PP) memory-feasibility map instead of searching");
   cmd->add_option("--csv", o->csv_path, "with --memory-map: write the map as CSV here")->check(output_file());
   return [cmd, o]() { return cmd->parsed() ? run_plan(*o) : -1; };

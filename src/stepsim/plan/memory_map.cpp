@@ -57,6 +57,7 @@ MemoryMap memory_map(const spec::JobSpec& base, int gpus, int64_t global_batch) 
       c.data = static_cast<int>(gpus / tcp);
       Plan pl{t, p, c.data, par.context, par.expert, tr.micro_batch_size, 1, tr.recompute};
       pl.distributed_optimizer = tr.distributed_optimizer;
+      pl.zero_stage = tr.zero_stage;
       pl.overlap_grad_reduce = tr.overlap_grad_reduce;
       pl.overlap_param_gather = tr.overlap_param_gather;
       spec::JobSpec job = job_for(base, pl, gpus, global_batch);

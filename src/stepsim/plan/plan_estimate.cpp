@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <numeric>
 
@@ -22,7 +23,7 @@ using workload::Phase;
 
 ProbeKey probe_key(const Plan& p) {
   return ProbeKey{p.tensor, p.context, p.expert, p.micro_batch_size, p.recompute, p.tp_comm_overlap, p.cp_comm_type,
-                  p.expert_tensor};
+                  p.expert_tensor, p.fp8_recipe};
 }
 
 namespace {
@@ -46,6 +47,7 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   p.tp_comm_overlap = k.tp_comm_overlap;
   p.cp_comm_type = k.cp_comm_type;
   p.expert_tensor = k.expert_tensor;
+  p.fp8_recipe = k.fp8_recipe;
   spec::JobSpec job = job_for(base, p, k.tensor * k.context * data, int64_t{k.micro_batch_size} * data);
   job.parallelism.pipeline_layers.clear();
   workload::Workload w = workload::build_megatron_workload(job);
@@ -161,6 +163,61 @@ double optimizer_seconds(const spec::TrainingSpec& tr, const workload::BytesPerP
   return std::max(gpu, copy) + cpu + copy;
 }
 
+// ZeRO-2/3: a stage's data-parallel stream replayed against its compute over the whole step, pass by pass in the
+// schedule's order (passes back to back: the pipeline's waits, which only give the stream more time, are left out).
+// Stage 3 gathers each unit's parameters before it computes: with prefetch unit i + 1's gather is issued when unit i
+// starts (units 0 and 1 at the pass start), else when the unit before has finished; after each unit's backward its
+// gradients are reduce-scattered (stages 2 and 3), all on one FIFO stream, so a backlog of reduce-scatters delays
+// the next pass's gathers. Returns the time the compute stood idle waiting for a gather, and how long the stream
+// runs on after the last pass's compute.
+struct ZeroUnits {
+  std::vector<double> compute, gather, scatter;  // per unit, in the pass's order
+};
+struct ZeroReplay {
+  double exposed_s = 0, trailing_s = 0;
+};
+class ZeroStream {
+ public:
+  explicit ZeroStream(bool prefetch) : prefetch_(prefetch) {}
+  void pass(const ZeroUnits& u, bool backward) {
+    const size_t n = u.compute.size();
+    gathered_.assign(n, -1);
+    for (size_t i = 0; i < n; ++i) {
+      issue(u, i);
+      if (prefetch_) issue(u, i + 1);
+      const double start = std::max(comp_, gathered_[i]);
+      idle_ += start - comp_;
+      comp_ = start + u.compute[i];
+      if (backward && u.scatter[i] > 0) dp_ = std::max(dp_, comp_) + u.scatter[i];
+    }
+  }
+  ZeroReplay result() const { return {idle_, std::max(0.0, dp_ - comp_)}; }
+  // The replay's state, and `times` more repetitions of a stretch that moved it by `d` (the steady state's shortcut).
+  struct State {
+    double dp = 0, comp = 0, idle = 0;
+  };
+  State state() const { return {dp_, comp_, idle_}; }
+  void repeat(const State& d, double times) {
+    dp_ += d.dp * times;
+    comp_ += d.comp * times;
+    idle_ += d.idle * times;
+  }
+
+ private:
+  void issue(const ZeroUnits& u, size_t k) {
+    if (k >= u.compute.size() || gathered_[k] >= 0) return;
+    if (u.gather[k] <= 0) {
+      gathered_[k] = 0;
+      return;
+    }
+    dp_ = std::max(dp_, comp_) + u.gather[k];
+    gathered_[k] = dp_;
+  }
+  bool prefetch_;
+  double dp_ = 0, comp_ = 0, idle_ = 0;
+  std::vector<double> gathered_;
+};
+
 }  // namespace
 
 Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cost::ComputeModel& compute,
@@ -194,6 +251,9 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   struct Stage {
     LayerCosts::Part f, b;
     double stored = 0, dense = 0, expert = 0, bf16 = 0;  // bf16: parameters of layers fp8 jobs keep in bf16
+    double zero_wait = 0;      // ZeRO-3: compute idle waiting for parameter gathers, per micro-batch (step / m)
+    double zero_trailing = 0;  // ZeRO-2/3: the DP stream's work left when the last backward ends
+    double total() const { return f.total() + b.total() + zero_wait; }
   };
   std::vector<Stage> st(p);
   for (int s = 0; s < p; ++s) {
@@ -225,13 +285,89 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     }
   }
 
+  // ZeRO-2/3: each stage's passes against its data-parallel stream (ZeroStream).
+  const int zero = tr.zero_stage;
+  if (zero >= 2 && (dp_shards > 1 || edp_shards > 1)) {
+    std::map<std::pair<int, uint64_t>, double> memo;  // (collective and group, bytes) -> seconds
+    auto coll_s = [&](workload::CollType c, double dense, double expert, double bytes_per_param) {
+      double t = 0;
+      const std::pair<double, int64_t> parts[2] = {{dense, dp_shards}, {expert, edp_shards}};
+      for (int k = 0; k < 2; ++k) {
+        if (parts[k].first <= 0 || parts[k].second <= 1) continue;
+        const uint64_t bytes = static_cast<uint64_t>(parts[k].first * bytes_per_param);
+        auto [it, fresh] = memo.try_emplace({static_cast<int>(c) * 2 + k, bytes}, 0.0);
+        if (fresh) it->second = static_cast<double>(comm.collective_ns(c, bytes, k == 0 ? dp_geo : edp_geo)) * kNs;
+        t += it->second;
+      }
+      return t;
+    };
+    const bool prefetch = tr.zero3_param_fetch == spec::Zero3Fetch::Prefetch;
+    for (int s = 0; s < p; ++s) {
+      // Units of each of the stage's chunks, forward order then backward order: embedding (first chunk), the layers,
+      // the head (last chunk).
+      std::vector<ZeroUnits> fwd(v), bwd(v);
+      for (int k = 0; k < v; ++k) {
+        const int c = s + k * p;
+        auto unit = [&](const LayerCosts::Part& f, const LayerCosts::Part& b, double dense, double expert) {
+          const double g = zero == 3 ? coll_s(workload::CollType::AllGather, dense, expert, bpp.weight) : 0.0;
+          const double r = coll_s(workload::CollType::ReduceScatter, dense, expert, bpp.gradient);
+          fwd[k].compute.push_back(f.total());
+          fwd[k].gather.push_back(g);
+          fwd[k].scatter.push_back(0);
+          bwd[k].compute.insert(bwd[k].compute.begin(), b.total());
+          bwd[k].gather.insert(bwd[k].gather.begin(), g);
+          bwd[k].scatter.insert(bwd[k].scatter.begin(), r);
+        };
+        if (c == 0) unit(lc.first_fwd, lc.first_bwd, static_cast<double>(d.params_embedding), 0);
+        for (int l = chunk_first[c]; l < chunk_first[c] + chunk_len[c]; ++l) {
+          const bool moe = job.model.is_moe_layer(l);
+          unit(lc.fwd[l], lc.bwd[l], static_cast<double>(d.layer_params_dense(moe)),
+               moe ? static_cast<double>(d.params_moe_experts) : 0.0);
+        }
+        if (c == chunks - 1) unit(lc.last_fwd, lc.last_bwd, static_cast<double>(d.params_output + d.params_final_norm), 0);
+      }
+      // The stage's passes in Megatron's order (schedule.cpp): the warm-up forwards, then forward k + warm-up and
+      // backward k alternating, then the cool-down backwards; virtual micro-batch k runs chunk (k mod p v) / p
+      // forward, v - 1 minus that backward. The steady part repeats every p v pairs: once two consecutive periods
+      // move the stream's state by the same amount, the remaining whole periods are added at once.
+      const int total = static_cast<int>(m) * v, group = p * v;
+      const int warm = workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m));
+      auto chunk_of = [&](int k) { return (k % group) / p; };
+      ZeroStream stream(prefetch);
+      for (int k = 0; k < warm; ++k) stream.pass(fwd[chunk_of(k)], false);
+      const int steady = total - warm;
+      ZeroStream::State last{}, before = stream.state();
+      bool have_last = false;
+      for (int k = 0; k < steady; ++k) {
+        stream.pass(fwd[chunk_of(k + warm)], false);
+        stream.pass(bwd[v - 1 - chunk_of(k)], true);
+        if ((k + 1) % group != 0) continue;
+        const ZeroStream::State now = stream.state();
+        const ZeroStream::State d{now.dp - before.dp, now.comp - before.comp, now.idle - before.idle};
+        auto same = [](double a, double b) { return std::fabs(a - b) <= 1e-12 + 1e-9 * std::fabs(b); };
+        const int periods_left = (steady - k - 1) / group;
+        if (have_last && periods_left > 0 && same(d.dp, last.dp) && same(d.comp, last.comp) && same(d.idle, last.idle)) {
+          stream.repeat(d, periods_left);
+          k += periods_left * group;
+        }
+        last = d;
+        have_last = true;
+        before = stream.state();
+      }
+      for (int k = steady; k < total; ++k) stream.pass(bwd[v - 1 - chunk_of(k)], true);
+      const ZeroReplay z = stream.result();
+      st[s].zero_wait = z.exposed_s / static_cast<double>(m);
+      st[s].zero_trailing = z.trailing_s;
+    }
+  }
+
   Estimate e;
   // Pipeline: the slowest stage paces m micro-batches; the fill and drain add (p - 1) / v of them.
   int slow = 0;
   for (int s = 1; s < p; ++s) {
-    if (st[s].f.total() + st[s].b.total() > st[slow].f.total() + st[slow].b.total()) slow = s;
+    if (st[s].total() > st[slow].total()) slow = s;
   }
-  const double t_mb = st[slow].f.total() + st[slow].b.total();
+  const double t_mb = st[slow].total();
   const double bubble = t_mb * (p - 1) / v;
   const double pipe = t_mb * static_cast<double>(m) + bubble;
   double sends = 0;
@@ -255,18 +391,27 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     const auto reduce = dist && !tr.zero1_grad_all_reduce ? workload::CollType::ReduceScatter
                                                           : workload::CollType::AllReduce;
     double t_rs = 0, t_ag = 0;
-    if (dp_shards > 1 && x.dense > 0) {
+    if (zero >= 2) {
+      // Gradients were reduce-scattered during every backward (the passes above); stage 2 still gathers the updated
+      // parameters at the end of the step, stage 3 gathers them per layer in the next step.
+      if (zero == 2 && dp_shards > 1 && x.dense > 0)
+        t_ag += static_cast<double>(comm.collective_ns(workload::CollType::AllGather,
+                                                       static_cast<uint64_t>(x.dense * bpp.weight), dp_geo)) * kNs;
+      if (zero == 2 && edp_shards > 1 && x.expert > 0)
+        t_ag += static_cast<double>(comm.collective_ns(workload::CollType::AllGather,
+                                                       static_cast<uint64_t>(x.expert * bpp.weight), edp_geo)) * kNs;
+    } else if (dp_shards > 1 && x.dense > 0) {
       t_rs += static_cast<double>(comm.collective_ns(reduce, static_cast<uint64_t>(x.dense * grad_bytes), dp_geo)) * kNs;
       if (dist) t_ag += static_cast<double>(comm.collective_ns(workload::CollType::AllGather,
                                                                static_cast<uint64_t>(x.dense * bpp.weight), dp_geo)) * kNs;
     }
-    if (edp_shards > 1 && x.expert > 0) {
+    if (zero < 2 && edp_shards > 1 && x.expert > 0) {
       t_rs += static_cast<double>(comm.collective_ns(reduce, static_cast<uint64_t>(x.expert * grad_bytes), edp_geo)) * kNs;
       if (dist) t_ag += static_cast<double>(comm.collective_ns(workload::CollType::AllGather,
                                                                static_cast<uint64_t>(x.expert * bpp.weight), edp_geo)) * kNs;
     }
-    const double slack = static_cast<double>(s) * x.b.total() / v + (tr.overlap_grad_reduce && s == 0 ? x.b.total() : 0);
-    const double dp_s = std::max(0.0, t_rs - slack);
+    const double slack = static_cast<double>(s) * x.b.total() / v + (tr.overlap_grad_reduce && zero < 2 && s == 0 ? x.b.total() : 0);
+    const double dp_s = std::max(0.0, (zero >= 2 ? x.zero_trailing : t_rs) - slack);
     const double opt_params = dist ? x.dense / static_cast<double>(dp_shards) + x.expert / static_cast<double>(edp_shards)
                                    : x.dense + x.expert;
     const double opt_s = optimizer_seconds(tr, bpp, opt_params, compute);
@@ -302,7 +447,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   e.stages.cp_s = (x.f.cp_s + x.b.cp_s) * static_cast<double>(m);
   e.stages.ep_s = (x.f.ep_s + x.b.ep_s) * static_cast<double>(m);
   e.stages.pp_s = bubble + sends;
-  e.stages.dp_s = dp_exposed + std::max(0.0, head);
+  e.stages.dp_s = dp_exposed + std::max(0.0, head) + x.zero_wait * static_cast<double>(m);
   e.stages.update_s = update;
   // Model FLOPs as the engine's summary counts them: 3 x forward, every rank of every stage, no recompute.
   const double ranks_per_stage = static_cast<double>(par.tensor) * par.context * par.data;

@@ -23,6 +23,7 @@ struct ProbeKey {
   bool tp_comm_overlap = false;
   spec::CpCommType cp_comm_type = spec::CpCommType::P2P;
   int expert_tensor = 0;
+  int fp8_recipe = -1;
   auto operator<=>(const ProbeKey&) const = default;
 };
 ProbeKey probe_key(const Plan& p);

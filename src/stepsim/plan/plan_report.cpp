@@ -12,7 +12,7 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string optimizer_label(const Plan& p) {
-  std::string s = p.distributed_optimizer ? "dist" : "plain";
+  std::string s = p.zero_stage >= 2 ? "zero" + std::to_string(p.zero_stage) : p.distributed_optimizer ? "dist" : "plain";
   if (p.overlap_grad_reduce) s += "+ogr";
   if (p.overlap_param_gather) s += "+opg";
   return s;
@@ -96,11 +96,13 @@ nlohmann::json plan_json(const PlanResult& r, const ReportContext& c) {
               {"tflops_per_gpu", p.tflops_per_gpu},
               {"peak_memory_bytes", p.peak_memory_bytes},
               {"distributed_optimizer", x.distributed_optimizer},
+              {"zero_stage", x.zero_stage > 0 ? x.zero_stage : (x.distributed_optimizer ? 1 : 0)},
               {"overlap_grad_reduce", x.overlap_grad_reduce},
               {"overlap_param_gather", x.overlap_param_gather},
               {"tp_comm_overlap", x.tp_comm_overlap},
               {"cp_comm_type", spec::name_of(x.cp_comm_type)},
               {"expert_tensor", x.expert_tensor > 0 ? x.expert_tensor : x.tensor},
+              {"fp8_recipe", x.fp8_recipe >= 0 ? json(spec::name_of(static_cast<spec::Fp8Recipe>(x.fp8_recipe))) : json()},
               {"timed_by", p.simulated ? "engine" : "estimate"},
               {"memory_at_risk", p.memory_at_risk},
               {"estimated_step_time_s", p.estimate.step_time_s},

@@ -75,7 +75,8 @@ int64_t leaves_per_expert_node(const SpaceOptions& o, int64_t layout_variants) {
 
 }  // namespace
 
-std::vector<LayoutVariant> layout_variants(const spec::ModelSpec& m, int tensor, int context) {
+std::vector<LayoutVariant> layout_variants(const spec::ModelSpec& m, int tensor, int context,
+                                           const std::vector<spec::Fp8Recipe>& fp8_recipes) {
   std::vector<LayoutVariant> out{LayoutVariant{}};
   auto expand = [&](auto&& set, const auto& values) {
     std::vector<LayoutVariant> next;
@@ -92,6 +93,9 @@ std::vector<LayoutVariant> layout_variants(const spec::ModelSpec& m, int tensor,
     expand([](LayoutVariant& v, spec::CpCommType x) { v.cp_comm_type = x; },
            std::vector<spec::CpCommType>{spec::CpCommType::P2P, spec::CpCommType::AllGather, spec::CpCommType::A2A});
   if (m.moe && tensor > 1) expand([](LayoutVariant& v, int x) { v.expert_tensor = x; }, std::vector<int>{0, 1});
+  if (!fp8_recipes.empty()) {
+    expand([](LayoutVariant& v, spec::Fp8Recipe x) { v.fp8_recipe = static_cast<int>(x); }, fp8_recipes);
+  }
   return out;
 }
 
@@ -133,12 +137,17 @@ spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_
   tr.recompute = p.recompute;
   // A plan's selective recompute re-runs the modules the base job lists (Megatron-Core's default core_attn if none).
   if (tr.recompute != spec::Recompute::Selective) tr.recompute_modules = spec::module_bit(spec::RecomputeModule::CoreAttn);
-  tr.distributed_optimizer = p.distributed_optimizer;
-  // ZeRO-3 is kept from the base job (not searched); stages 1-2 follow the plan's distributed-optimizer choice.
-  if (tr.zero_stage != 3) tr.zero_stage = 0;
+  // The plan's ZeRO stage (a plan that sets only distributed_optimizer is stage 1). A stage-3 plan keeps the base job's
+  // way of fetching parameters (DeepSpeed 2021's blocking fetch, else prefetch); DeepSpeed's all-reduce of ZeRO-1
+  // gradients is kept only at stage 1, the only one it exists at.
+  tr.zero_stage = p.zero_stage > 0 ? p.zero_stage : (p.distributed_optimizer ? 1 : 0);
+  tr.distributed_optimizer = tr.zero_stage >= 1;
+  if (tr.zero_stage != 3) tr.zero3_param_fetch = spec::Zero3Fetch::Prefetch;
+  if (tr.zero_stage != 1) tr.zero1_grad_all_reduce = false;
   tr.overlap_grad_reduce = p.overlap_grad_reduce;
   tr.overlap_param_gather = p.overlap_param_gather;
   tr.tp_comm_overlap = p.tp_comm_overlap;
+  if (p.fp8_recipe >= 0) tr.fp8_recipe = static_cast<spec::Fp8Recipe>(p.fp8_recipe);
   j.cluster.num_gpus = gpus;
   return j;
 }
@@ -154,6 +163,7 @@ std::string layout_label(const Plan& p) {
     add(p.cp_comm_type == spec::CpCommType::P2P ? "cp:ring" : p.cp_comm_type == spec::CpCommType::A2A ? "cp:a2a" : "cp:ag");
   }
   if (p.expert_tensor == 1 && p.tensor > 1) add("etp1");
+  if (p.fp8_recipe >= 0) s += (s.empty() ? "fp8:" : "+fp8:") + std::string(spec::name_of(static_cast<spec::Fp8Recipe>(p.fp8_recipe)));
   return s.empty() ? "-" : s;
 }
 
@@ -161,7 +171,8 @@ std::string describe(const Plan& p) {
   std::ostringstream s;
   s << "TP " << p.tensor << " PP " << p.pipeline << " DP " << p.data << " CP " << p.context << " EP " << p.expert
     << " mbs " << p.micro_batch_size << " VP " << p.virtual_stages << " recompute " << spec::name_of(p.recompute)
-    << (p.distributed_optimizer ? " dist-opt" : "") << (p.overlap_grad_reduce ? " ogr" : "")
+    << (p.zero_stage >= 2 ? (p.zero_stage == 2 ? " zero2" : " zero3") : p.distributed_optimizer ? " dist-opt" : "")
+    << (p.overlap_grad_reduce ? " ogr" : "")
     << (p.overlap_param_gather ? " opg" : "") << " layout " << layout_label(p);
   return s.str();
 }
@@ -173,12 +184,18 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
   const int gpn = base.cluster.gpus_per_node;
   const std::vector<int> experts = m.moe ? divisors(m.moe->num_experts) : std::vector<int>{1};
   auto variants_of = [&](int t, int c) {
-    if (o.search_layouts) return layout_variants(m, t, c);
+    if (o.search_layouts) return layout_variants(m, t, c, o.fp8_recipes);
     LayoutVariant own;  // the job's own settings
     own.tp_comm_overlap = t > 1 && base.training.tp_comm_overlap;
     own.cp_comm_type = base.parallelism.cp_comm_type;
     own.expert_tensor = base.parallelism.expert_tensor == 1 ? 1 : 0;
-    return std::vector<LayoutVariant>{own};
+    if (o.fp8_recipes.empty()) return std::vector<LayoutVariant>{own};
+    std::vector<LayoutVariant> out;
+    for (spec::Fp8Recipe r : o.fp8_recipes) {
+      own.fp8_recipe = static_cast<int>(r);
+      out.push_back(own);
+    }
+    return out;
   };
   // Leaves under a (t, c, p, e) node, a (t, c) node and a t node, for rules that cut high in the tree.
   auto per_e_of = [&](int t, int c) {
@@ -230,14 +247,16 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
               if (ops > static_cast<double>(workload::kMaxOpsPerProgram)) { drop(Rule::ProgramSize, per_v); continue; }
               for (spec::Recompute rc : o.recomputes) {
                 for (const LayoutVariant& lv : variants) {
-                  for (int variant = 0; variant < kOptimizerVariants; ++variant) {
+                  for (const OptimizerVariant& ov : kOptimizerVariantList) {
                     Plan pl{t, p, d, c, e, mbs, v, rc};
-                    pl.distributed_optimizer = variant >= 2;
-                    pl.overlap_grad_reduce = variant % 2 == 1;
-                    pl.overlap_param_gather = variant >= 4;
+                    pl.zero_stage = ov.zero_stage;
+                    pl.distributed_optimizer = ov.zero_stage >= 1;
+                    pl.overlap_grad_reduce = ov.overlap_grad_reduce;
+                    pl.overlap_param_gather = ov.overlap_param_gather;
                     pl.tp_comm_overlap = lv.tp_comm_overlap;
                     pl.cp_comm_type = lv.cp_comm_type;
                     pl.expert_tensor = lv.expert_tensor;
+                    pl.fp8_recipe = lv.fp8_recipe;
                     spec::JobSpec j = job_for(base, pl, n, o.global_batch);
                     try {
                       spec::validate(j);

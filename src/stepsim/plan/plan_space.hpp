@@ -18,11 +18,17 @@ struct Plan {
   int micro_batch_size = 1, virtual_stages = 1;
   spec::Recompute recompute = spec::Recompute::None;
   bool distributed_optimizer = false, overlap_grad_reduce = false, overlap_param_gather = false;
+  // ZeRO stage (issue 13 item 5): 0 plain, 1 the distributed optimizer, 2 also the gradients sharded (reduce-scattered
+  // every micro-batch), 3 also the parameters (gathered per layer). distributed_optimizer == (zero_stage >= 1).
+  int zero_stage = 0;
   // Searched where they exist (issue 13 item 5): userbuffers TP overlap (TP > 1), the context-parallel communication
   // (CP > 1) and the expert tensor parallel size (MoE with TP > 1: TP, or 1 = parallel folding; 0 = TP).
   bool tp_comm_overlap = false;
   spec::CpCommType cp_comm_type = spec::CpCommType::P2P;
   int expert_tensor = 0;
+  // fp8 jobs with `stepsim plan --fp8-recipes`: the Transformer Engine recipe (spec::Fp8Recipe as int); -1 keeps the
+  // job's own (the default: the recipe is a numerics choice, searched only when asked).
+  int fp8_recipe = -1;
   bool operator==(const Plan&) const = default;
 };
 
@@ -55,6 +61,8 @@ struct SpaceOptions {
   // Search the layout variants (layout_variants below); false keeps the job's own tp_comm_overlap, cp_comm_type and
   // expert_tensor for every plan (`stepsim plan --keep-layout`).
   bool search_layouts = true;
+  // fp8 recipes to search (`--fp8-recipes`); empty keeps the job's own. Only for fp8 jobs.
+  std::vector<spec::Fp8Recipe> fp8_recipes;
 };
 
 struct PlanSpace {
@@ -69,12 +77,27 @@ struct LayoutVariant {
   bool tp_comm_overlap = false;
   spec::CpCommType cp_comm_type = spec::CpCommType::P2P;
   int expert_tensor = 0;
+  int fp8_recipe = -1;  // -1: the job's own
 };
-std::vector<LayoutVariant> layout_variants(const spec::ModelSpec& m, int tensor, int context);
+// fp8_recipes (SpaceOptions::fp8_recipes) multiply the variants when not empty.
+std::vector<LayoutVariant> layout_variants(const spec::ModelSpec& m, int tensor, int context,
+                                           const std::vector<spec::Fp8Recipe>& fp8_recipes = {});
 
-// The optimizer switches searched per plan: (distributed optimizer, overlap_grad_reduce, overlap_param_gather).
-// overlap_param_gather exists only with the distributed optimizer.
-constexpr int kOptimizerVariants = 6;
+// The optimizer switches searched per plan: the ZeRO stage with overlap_grad_reduce and overlap_param_gather where they
+// change something. overlap_param_gather exists only with a sharded optimizer and not at stage 3 (its parameters are
+// gathered per layer); overlap_grad_reduce only at stages 0-1 (stages 2-3 reduce-scatter every micro-batch as each
+// layer's backward ends, overlapped by construction).
+struct OptimizerVariant {
+  int zero_stage = 0;
+  bool overlap_grad_reduce = false, overlap_param_gather = false;
+};
+inline constexpr std::array<OptimizerVariant, 9> kOptimizerVariantList{{
+    {0, false, false}, {0, true, false},                                       // plain
+    {1, false, false}, {1, true, false}, {1, false, true}, {1, true, true},    // distributed optimizer (ZeRO-1)
+    {2, false, false}, {2, false, true},                                       // ZeRO-2
+    {3, false, false},                                                         // ZeRO-3 / FSDP
+}};
+constexpr int kOptimizerVariants = static_cast<int>(kOptimizerVariantList.size());
 
 // Walks the space for `base` (a validated job: model, cluster, precision) on o.gpus GPUs.
 PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o);
@@ -89,10 +112,12 @@ std::vector<int> chunk_layers(int layers, int chunks, bool& ok);
 spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_t global_batch);
 
 // The layout variants a plan chose, as the plan table's `layout` column: "tpo" (TP overlap), "cp:ring" / "cp:ag" /
-// "cp:a2a" (CP > 1), "etp1" (expert tensor parallel 1 with TP > 1), joined by '+'; "-" when none applies.
+// "cp:a2a" (CP > 1), "etp1" (expert tensor parallel 1 with TP > 1), "fp8:<recipe>" (a searched fp8 recipe), joined by
+// '+'; "-" when none applies.
 std::string layout_label(const Plan& p);
 
-// "TP 8 PP 16 DP 64 CP 1 EP 1 mbs 1 VP 1 recompute full dist-opt ogr opg layout -" — for messages and notes.
+// "TP 8 PP 16 DP 64 CP 1 EP 1 mbs 1 VP 1 recompute full dist-opt ogr opg layout -" — for messages and notes (ZeRO-2
+// and 3 say "zero2" / "zero3" instead of "dist-opt").
 std::string describe(const Plan& p);
 
 }  // namespace stepsim::plan

@@ -97,6 +97,38 @@ std::string count_text(int64_t n) {
 
 }  // namespace
 
+std::vector<spec::Fp8Recipe> parse_fp8_recipes(const std::string& list, const spec::JobSpec& job) {
+  constexpr spec::Fp8Recipe kAll[] = {spec::Fp8Recipe::Delayed, spec::Fp8Recipe::Current, spec::Fp8Recipe::Blockwise,
+                                      spec::Fp8Recipe::Mxfp8};
+  if (job.training.precision != spec::Precision::Fp8) {
+    throw InputError("--fp8-recipes: the job is not fp8 (training.precision " +
+                     std::string(spec::name_of(job.training.precision)) + ")");
+  }
+  const bool blackwell = hw::GpuCatalog::builtin().find(job.cluster.gpu).arch == "blackwell";
+  std::vector<spec::Fp8Recipe> out;
+  std::stringstream in(list);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    if (name == "all") {
+      for (spec::Fp8Recipe r : kAll)
+        if (r != spec::Fp8Recipe::Mxfp8 || blackwell) out.push_back(r);
+      continue;
+    }
+    const spec::Fp8Recipe* hit = nullptr;
+    for (const spec::Fp8Recipe& r : kAll)
+      if (name == spec::name_of(r)) hit = &r;
+    if (!hit) throw InputError("--fp8-recipes: '" + name + "' is not one of delayed, current, blockwise, mxfp8, all");
+    if (*hit == spec::Fp8Recipe::Mxfp8 && !blackwell) {
+      throw InputError("--fp8-recipes: mxfp8 needs a Blackwell GPU (" + job.cluster.gpu + " is not)");
+    }
+    out.push_back(*hit);
+  }
+  if (out.empty()) throw InputError("--fp8-recipes: empty list");
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const Distribution& dist) {
   const int n = o.space.gpus;
   const int gpn = base.cluster.gpus_per_node;
@@ -282,14 +314,26 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
     notes.push_back("layout variants not searched (--keep-layout): every plan keeps the job's tp_comm_overlap, "
                     "cp_comm_type and expert_tensor");
   }
-  notes.push_back("not searched: ZeRO-3 (zero_stage), the fp8 recipe, attention_backend, the MoE token dispatcher, "
+  if (o.space.fp8_recipes.empty() && base.training.precision == spec::Precision::Fp8) {
+    notes.push_back(std::string("fp8 recipe: the job's own (") + spec::name_of(base.training.fp8_recipe) +
+                    "); --fp8-recipes all searches them too (under this model delayed and blockwise cost the same, "
+                    "current scaling one more read per cast, mxfp8 1/32 more fp8-copy memory: a recipe is chosen for "
+                    "convergence, so the planner does not change it unasked)");
+  } else if (!o.space.fp8_recipes.empty()) {
+    std::string names;
+    for (spec::Fp8Recipe r : o.space.fp8_recipes) names += (names.empty() ? "" : ", ") + std::string(spec::name_of(r));
+    notes.push_back("fp8 recipes searched (--fp8-recipes): " + names + " (layout column fp8:<recipe>)");
+  }
+  notes.push_back("not searched: attention_backend, the MoE token dispatcher, "
                   "recompute_modules, CPU optimizer offload, activation offload (the job's own settings are kept: "
                   "with optimizer_offload only distributed-optimizer plans, with activation_offload_layers only "
                   "pipeline 1 without recompute, as Megatron-LM requires)");
   notes.push_back("every plan uses all " + std::to_string(n) + " GPUs (eq. 42 allows fewer; not searched); sequence "
                   "parallelism is on whenever TP > 1; VP > 1 uses interleaved 1F1B with overlapped p2p");
-  notes.push_back("optimizer variants: plain or distributed optimizer, overlap_grad_reduce off/on, and with the "
-                  "distributed optimizer overlap_param_gather off/on");
+  notes.push_back("optimizer variants: plain (overlap_grad_reduce off/on), distributed optimizer = ZeRO-1 "
+                  "(overlap_grad_reduce and overlap_param_gather off/on), ZeRO-2 (gradients reduce-scattered every "
+                  "micro-batch; overlap_param_gather off/on), ZeRO-3 (parameters gathered per layer, prefetched one "
+                  "layer ahead)");
   const int64_t engine_rows = static_cast<int64_t>(std::min<size_t>(timed.size(), static_cast<size_t>(o.top)));
   notes.push_back("the first " + std::to_string(engine_rows) + " rows are timed by the engine (the " +
                   std::to_string(r.simulated) + " best estimates were simulated); the rest are analytic estimates");

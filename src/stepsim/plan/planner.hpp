@@ -83,4 +83,8 @@ struct Distribution {
 
 PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const Distribution& dist = {});
 
+// `--fp8-recipes`: a comma-separated list of delayed | current | blockwise | mxfp8, or "all" (the recipes the job's GPU
+// runs: mxfp8 on Blackwell only). Throws InputError naming the flag.
+std::vector<spec::Fp8Recipe> parse_fp8_recipes(const std::string& list, const spec::JobSpec& job);
+
 }  // namespace stepsim::plan

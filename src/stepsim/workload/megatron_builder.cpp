@@ -67,6 +67,7 @@ class StageBuilder {
     cf_ = job.model.moe ? job.model.moe->expert_load() : 1.0;
     tpo_ = job.training.tp_comm_overlap && d.sp;
     zero3_ = job.training.zero_stage == 3;
+    shard_grads_ = job.training.zero_stage >= 2;
     zero3_blocking_ = zero3_ && job.training.zero3_param_fetch == spec::Zero3Fetch::Blocking;
     fp8_ = job.training.precision == spec::Precision::Fp8;
     fp8_cast_bytes_ = beta_ + 2 + (job.training.fp8_recipe == spec::Fp8Recipe::Current ? beta_ : 0);
@@ -306,7 +307,7 @@ class StageBuilder {
   void params_ready(int chunk, const std::vector<int>& units, size_t i);
   void zero3_gather(int unit, Ref dep);
   Ref zero3_blocking_gather(int unit, Ref dep);
-  void zero3_reduce_scatter(int unit);
+  void sharded_grad_reduce_scatter(int unit);
   int64_t unit_params(int unit, bool expert) const;
   std::vector<int64_t> unit_tensors(int unit) const;
   static int64_t key(int mb, int unit);
@@ -333,6 +334,10 @@ class StageBuilder {
   double cf_ = 1.0;  // MoE: tokens the busiest rank's experts process over the balanced share (MoeSpec::expert_load)
   bool tpo_ = false;  // TP communication overlapped with the GEMMs (userbuffers)
   bool zero3_ = false;  // ZeRO-3 / FSDP: parameters sharded over DP, gathered per unit and pass
+  // ZeRO-2 and 3: each rank keeps only its shard of the gradients, so they cannot accumulate over micro-batches
+  // locally: every micro-batch reduce-scatters each unit's gradients after its backward (DeepSpeed's stage 2 reduces
+  // its buckets every micro-step; FSDP and Megatron-FSDP's optim_grads likewise), with no end-of-step reduction.
+  bool shard_grads_ = false;
   bool zero3_blocking_ = false;  // ZeRO-3 fetch per parameter tensor, host-synchronised (DeepSpeed < 0.4.3)
   bool fp8_ = false;     // fp8 training: linear-layer GEMMs in fp8 behind cast kernels
   int64_t fp8_cast_bytes_ = 4;
@@ -1079,7 +1084,7 @@ void StageBuilder::unit_grads_ready(int chunk, int unit) {
   if (mb_ != m_ - 1) return;
   if (unit == kHeadUnit) sp_params_ += d_.params_final_norm;
   else if (unit != kEmbeddingUnit) sp_params_ += sequence_parallel_params(unit);
-  if (zero3_ || !job_.training.overlap_grad_reduce) return;
+  if (shard_grads_ || !job_.training.overlap_grad_reduce) return;
   const Phase keep = phase_;
   for (const Bucket& b : buckets_) {
     if (b.chunk == chunk && b.close_unit == unit) reduce_bucket(b);
@@ -1226,12 +1231,12 @@ void StageBuilder::params_ready(int chunk, const std::vector<int>& units, size_t
   extra_deps_.push_back(z3_gathers_[units[i]]);
 }
 
-// ZeRO-3: a unit's gradients are reduce-scattered to their owners after its backward, every micro-batch.
-void StageBuilder::zero3_reduce_scatter(int unit) {
+// ZeRO-2/3: a unit's gradients are reduce-scattered to their owners after its backward, every micro-batch.
+void StageBuilder::sharded_grad_reduce_scatter(int unit) {
   const Ref dep = pb_.last(Stream::Compute);
-  coll(CollType::ReduceScatter, GroupKind::Dp, unit_params(unit, false) * grad_bytes_, "zero3_grad_reduce_scatter", dep);
+  coll(CollType::ReduceScatter, GroupKind::Dp, unit_params(unit, false) * grad_bytes_, "sharded_grad_reduce_scatter", dep);
   if (unit_params(unit, true) > 0) {
-    coll(CollType::ReduceScatter, GroupKind::Edp, unit_params(unit, true) * grad_bytes_, "zero3_expert_grad_reduce_scatter", dep);
+    coll(CollType::ReduceScatter, GroupKind::Edp, unit_params(unit, true) * grad_bytes_, "sharded_expert_grad_reduce_scatter", dep);
   }
 }
 
@@ -1332,7 +1337,7 @@ void StageBuilder::backward_step(int mb, int chunk, Ref in) {
     x = unit_pass(unit, x, false);
     // Activations re-created by full recompute are released with the layer's backward too.
     release_unit(take(unit) + unit_saved_);
-    if (zero3_) zero3_reduce_scatter(unit);
+    if (shard_grads_) sharded_grad_reduce_scatter(unit);
     unit_grads_ready(chunk, unit);
   }
 }
@@ -1414,7 +1419,7 @@ void StageBuilder::build() {
   mb_ = -1;
   layer_ = -1;
   chunk_ = 0;
-  if (!tr.overlap_grad_reduce && !zero3_) {
+  if (!tr.overlap_grad_reduce && !shard_grads_) {
     for (const Bucket& b : buckets_) reduce_bucket(b);
   }
   if (d_.sp && sp_params_ > 0) {
