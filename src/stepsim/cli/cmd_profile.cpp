@@ -5,34 +5,21 @@
 #include <iostream>
 #include <memory>
 
+#include "stepsim/api/profile_nccl.hpp"
+#include "stepsim/cli/commands.hpp"
 #include "stepsim/profile/profile.hpp"
 #include "stepsim/profile/profile_outputs.hpp"
 
 namespace stepsim::cli {
 namespace {
 
-struct ProfileArgs {
-  std::vector<std::string> logs, dbs;
-  std::string parallelism, model, model_config, out, summary;
-  bool sync_clocks = false, nvtx = false, quiet = false;
+struct ProfileArgs : api::ProfileNcclOptions {
+  std::string out, summary;
+  bool quiet = false;
 };
 
 int run(const ProfileArgs& a) {
-  profile::ProfileOptions opt;
-  if (!a.parallelism.empty()) opt.parallelism = profile::parse_parallelism(a.parallelism);
-  if (!a.model.empty() || !a.model_config.empty()) {
-    // The config gives the architecture; --model adds the run (mbs, micro-batches, iterations) or overrides.
-    const profile::ModelShape base = a.model_config.empty() ? profile::ModelShape{} : profile::model_from_hf_config(a.model_config);
-    opt.model = profile::parse_model_options(a.model, base);
-    profile::check_model(*opt.model);
-  }
-  opt.sync_clocks = a.sync_clocks;
-  opt.nvtx = a.nvtx;
-  profile::NcclLog log = profile::parse_nccl_logs(a.logs);
-  std::vector<profile::NsysDb> dbs;
-  for (size_t i = 0; i < a.dbs.size(); ++i)
-    dbs.push_back(profile::read_nsys_db(a.dbs[i], static_cast<int>(i), {.all_kernels = false, .nvtx = a.nvtx}));
-  const profile::ProfileResult r = profile::run_profile(std::move(log), std::move(dbs), opt);
+  const profile::ProfileResult r = api::profile_nccl(a);
   if (!a.summary.empty()) write_output_file(a.summary, profile::summary_json(r).dump(2) + "\n", "the summary (--summary)");
   if (!a.out.empty()) write_output_file(a.out, profile::chrome_trace(r, a.nvtx).dump() + "\n", "the trace (--out)");
   if (!a.quiet) std::cout << profile::report_text(r);

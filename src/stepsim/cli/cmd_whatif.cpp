@@ -1,25 +1,17 @@
 // stepsim whatif: the job before and after scaling some of its numeric keys, as step time, MFU, end-to-end time
-// of a run with failures and checkpoints, and cost. docs/WHATIF.md.
-#include <cmath>
+// of a run with failures and checkpoints, and cost. docs/WHATIF.md. The work is the library's (api/whatif.hpp).
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
+#include "stepsim/api/whatif.hpp"
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/cli/load_job.hpp"
-#include "stepsim/plan/whatif.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
 
 namespace stepsim::cli {
 namespace {
 
-struct WhatIfOptions {
-  JobOptions job;
-  std::vector<std::string> scales;
-  plan::WhatIfSettings settings;
+struct WhatIfOptions : api::WhatIfOptions {
   std::string json_path;
 };
 
@@ -37,40 +29,10 @@ std::string change(double before, double after) {
   return before > 0 ? fmt("%+.1f %%", (after / before - 1) * 100) : "";
 }
 
-nlohmann::json to_json(const plan::Outcome& o) {
-  return {{"gpus", o.gpus},
-          {"nodes", o.nodes},
-          {"step_time_s", o.step_time_s},
-          {"mfu", o.mfu},
-          {"tokens_per_s", o.tokens_per_s},
-          {"tflops_per_gpu", o.tflops_per_gpu},
-          {"oom", o.oom},
-          {"checkpoint_interval_steps", o.interval_steps},
-          {"ettr", o.ettr},
-          {"e2e_time_s", o.e2e_s},
-          {"gpu_hours", o.gpu_hours},
-          {"cost_usd", o.cost_usd}};
-}
-
-void check(const std::string& flag, double v, double lo, double hi, const std::string& unit) {
-  if (!std::isfinite(v) || v < lo || v > hi)
-    throw InputError(flag + ": must be in [" + fmt("%g", lo) + ", " + fmt("%g", hi) + "] " + unit + ", got " + fmt("%g", v));
-}
-
 int run_whatif(const WhatIfOptions& o) {
-  if (o.scales.empty()) throw InputError("--scale: give at least one KEY=FACTOR, e.g. --scale inter_node_bandwidth=2");
-  if (o.settings.steps < 1 || o.settings.steps > int64_t{1} << 40)
-    throw InputError("--steps: must be in [1, 2^40], got " + std::to_string(o.settings.steps));
-  check("--failure-rate", o.settings.failures_per_node_day, 0, 100, "failures per node-day");
-  check("--storage-GBps", o.settings.storage_GBps, 1e-6, 1e6, "GB/s");
-  check("--price", o.settings.usd_per_gpu_hour, 0, 1e6, "USD per GPU-hour");
-  const JobTree tree = load_job_tree(o.job);
-  const spec::JobSpec before_job = spec::job_from_node(tree.root, tree.source);
-  std::vector<plan::Scale> scales;
-  for (const std::string& s : o.scales) scales.push_back(plan::parse_scale(s));
-  const spec::JobSpec after_job =
-      spec::job_from_node(plan::apply_scales(tree.root, before_job, scales), tree.source + " (scaled)");
-  const plan::Outcome b = plan::evaluate(before_job, o.settings), a = plan::evaluate(after_job, o.settings);
+  const api::WhatIfOutput r = api::whatif(o);
+  const spec::JobSpec& before_job = r.before_job;
+  const plan::Outcome &b = r.before, &a = r.after;
 
   std::ostringstream out;
   out << "stepsim whatif: " << before_job.model.name << " on " << before_job.cluster.num_gpus << " x "
@@ -99,16 +61,7 @@ int run_whatif(const WhatIfOptions& o) {
     row("cost", fmt("%.0f USD", b.cost_usd), fmt("%.0f USD", a.cost_usd), change(b.cost_usd, a.cost_usd));
   std::cout << out.str();
 
-  if (!o.json_path.empty()) {
-    nlohmann::json j;
-    j["scales"] = nlohmann::json::array();
-    for (const plan::Scale& s : scales) j["scales"].push_back({{"key", s.key}, {"factor", s.factor}});
-    j["steps"] = o.settings.steps;
-    j["usd_per_gpu_hour"] = o.settings.usd_per_gpu_hour;
-    j["before"] = to_json(b);
-    j["after"] = to_json(a);
-    write_output_file(o.json_path, j.dump(2) + "\n", "what-if JSON");
-  }
+  if (!o.json_path.empty()) write_output_file(o.json_path, r.json.dump(2) + "\n", "what-if JSON");
   return 0;
 }
 

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "stepsim/api/job_input.hpp"
+
 namespace stepsim::cli {
 
 using Action = std::function<int()>;
@@ -19,12 +21,8 @@ Action add_validate(CLI::App& app);
 Action add_calibrate_compute(CLI::App& calibrate);  // cmd_calibrate_compute.cpp: `calibrate compute`  // cmd_validate.cpp (docs/VALIDATION.md)
 
 // Options every job-taking command shares: JOB.yaml | --megatron-args + --cluster, and --set overrides.
-struct JobOptions {
-  std::string job_path;
-  std::string megatron_args;
-  std::string cluster_path;
-  std::vector<std::string> overrides;
-};
+// The struct lives in the library (api/job_input.hpp) so that the Python API loads jobs the same way.
+using JobOptions = api::JobInput;
 void add_job_options(CLI::App& cmd, JobOptions& o);
 
 // Writes `text` to `path`; InputError naming the path and `what` when it cannot.

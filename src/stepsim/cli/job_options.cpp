@@ -2,11 +2,10 @@
 
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 
 #include <unistd.h>
 
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/api/output_file.hpp"
 
 namespace stepsim::cli {
 
@@ -37,10 +36,7 @@ CLI::Validator output_file() {
 }
 
 void write_output_file(const std::string& path, const std::string& text, const std::string& what) {
-  std::ofstream out(path);
-  if (!out) throw InputError(path + ": cannot write " + what);
-  out << text;
-  if (!out) throw InputError(path + ": error while writing " + what);
+  api::write_output_file(path, text, what);
 }
 
 }  // namespace stepsim::cli

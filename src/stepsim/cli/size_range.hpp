@@ -1,14 +1,10 @@
 #pragma once
-// Message-size lists as nccl-tests users write them: "1M-1G" (doubling), "8M", "1K,64K,1M"; K/M/G/T are
-// binary (2^10...) as in nccl-tests' -b/-e options.
-#include <cstdint>
-#include <string>
-#include <vector>
+// Size lists live in the library (api/size_range.hpp, used by the Python API too); these names keep the CLI's calls.
+#include "stepsim/api/size_range.hpp"
 
 namespace stepsim::cli {
 
-// InputError naming `option` and the rule for anything else; at most 64 sizes, each 1 B .. 1 TiB.
-std::vector<uint64_t> parse_size_range(const std::string& text, const std::string& option);
-uint64_t parse_size(const std::string& text, const std::string& option);
+using api::parse_size;
+using api::parse_size_range;
 
 }  // namespace stepsim::cli

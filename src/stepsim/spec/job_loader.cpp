@@ -147,6 +147,20 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
   if (!overrides.empty()) resolve_includes(root, ".");
 }
 
+YAML::Node model_from_hf_config(const std::string& json_text, const std::string& source, const YAML::Node& model) {
+  YAML::Node merged = hf_config_to_model_node(json_text, source);
+  // Keys written next to hf_config (e.g. seq_length) override what the config says.
+  if (model.IsMap()) {
+    for (auto it = model.begin(); it != model.end(); ++it) {
+      const std::string k = it->first.Scalar();
+      if (k == "hf_config") continue;
+      merged[k] = it->second;
+      if (merged[kHfAssumedKey].IsMap()) merged[kHfAssumedKey].remove(k);  // the job says it: nothing assumed
+    }
+  }
+  return merged;
+}
+
 void resolve_includes(YAML::Node& root, const std::string& base_dir) {
   if (!root || !root.IsMap()) return;
   // Like every path inside a job, the calibration store and the overlap file are relative to the job file.
@@ -164,15 +178,7 @@ void resolve_includes(YAML::Node& root, const std::string& base_dir) {
     const YAML::Node hf = model["hf_config"];
     if (!hf.IsScalar()) throw InputError("key model.hf_config: must be a path to a config.json");
     const std::string path = (fs::path(base_dir) / hf.Scalar()).lexically_normal().string();
-    YAML::Node merged = hf_config_to_model_node(read_text_file(path, "Hugging Face config"), path);
-    // Keys written next to hf_config (e.g. seq_length) override what the config says.
-    for (auto it = model.begin(); it != model.end(); ++it) {
-      const std::string k = it->first.Scalar();
-      if (k == "hf_config") continue;
-      merged[k] = it->second;
-      if (merged[kHfAssumedKey].IsMap()) merged[kHfAssumedKey].remove(k);  // the job says it: nothing assumed
-    }
-    root["model"] = merged;
+    root["model"] = model_from_hf_config(read_text_file(path, "Hugging Face config"), path, model);
   }
   YAML::Node cluster = root["cluster"];
   if (cluster.IsScalar()) {

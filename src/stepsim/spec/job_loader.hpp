@@ -24,6 +24,10 @@ YAML::Node parse_yaml(const std::string& text, const std::string& source);
 // file, an HF config, simulation.overlap_file / calibration_store) are relative to the working directory.
 void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides);
 
+// The model section from a Hugging Face config.json's text, with the keys of `model` (the job's model section, whose
+// hf_config key is skipped) written over it: what resolve_includes does for `model: {hf_config: path, ...}`.
+YAML::Node model_from_hf_config(const std::string& json_text, const std::string& source, const YAML::Node& model);
+
 // Inlines `model: {hf_config: path, ...}` and `cluster: path` (paths relative to base_dir).
 void resolve_includes(YAML::Node& root, const std::string& base_dir);
 

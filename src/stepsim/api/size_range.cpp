@@ -1,11 +1,11 @@
-#include "stepsim/cli/size_range.hpp"
+#include "stepsim/api/size_range.hpp"
 
 #include <cctype>
 #include <sstream>
 
 #include "stepsim/spec/input_error.hpp"
 
-namespace stepsim::cli {
+namespace stepsim::api {
 
 uint64_t parse_size(const std::string& text, const std::string& option) {
   const std::string rule = option + " " + text + ": expected a size in bytes such as 4096, 64K, 8M or 1G";
@@ -49,4 +49,4 @@ std::vector<uint64_t> parse_size_range(const std::string& text, const std::strin
   return out;
 }
 
-}  // namespace stepsim::cli
+}  // namespace stepsim::api

@@ -1,0 +1,307 @@
+"""stepsim's Python API: the CLI's commands as functions (docs/PYTHON.md).
+
+Each function mirrors its command's options as keyword arguments (``--failure-rate`` is ``failure_rate``) and returns
+what the command's ``--json`` writes, as Python objects. Every check and every figure is the C++ library's
+(src/stepsim/api/, bound in python/binding/); this file only turns Python values into the command's options. Bad input
+raises :class:`stepsim.InputError` with the CLI's exit-2 message. The GIL is released while the library runs, so
+threads can simulate in parallel.
+"""
+import json
+import os
+from collections.abc import Mapping
+
+from . import _stepsim_native as _native
+from .errors import InputError
+
+__all__ = ["simulate", "memory", "comm", "plan", "whatif", "reliability", "validate", "profile_nccl",
+           "SimulationResult", "Rows"]
+
+_SECTIONS = ("model", "parallelism", "training", "cluster", "simulation")
+
+
+def _json_value(o):
+    # numpy scalars and similar (sweeps often hold them): their Python value
+    if hasattr(o, "item"):
+        return o.item()
+    raise TypeError("%r (%s) is not a job value" % (o, type(o).__name__))
+
+
+def _dumps(v):
+    return json.dumps(v, default=_json_value)
+
+
+def _set_value(v):
+    """A Python value as the text after '=' of --set: strings as written, everything else as JSON (= YAML flow)."""
+    return v if isinstance(v, str) else _dumps(v)
+
+
+def _overrides(overrides):
+    if overrides is None:
+        return []
+    if isinstance(overrides, Mapping):
+        return ["%s=%s" % (k, _set_value(v)) for k, v in overrides.items()]
+    if isinstance(overrides, str):
+        return [overrides]
+    return [str(x) for x in overrides]
+
+
+def _job(job=None, *, megatron_args=None, cluster=None, hf_config=None, model=None, parallelism=None,
+         training=None, simulation=None, overrides=None, required=True):
+    """The job's source in the form of the library's JobInput (api/job_input.hpp)."""
+    d = {"overrides": _overrides(overrides)}
+    sections = {"model": model, "parallelism": parallelism, "training": training, "simulation": simulation}
+    if isinstance(job, str) and job.lstrip().startswith("--"):
+        if megatron_args is not None:
+            raise InputError("give the Megatron arguments once (as job or as megatron_args)")
+        megatron_args, job = job, None
+    if megatron_args is not None:
+        if job is not None or hf_config is not None or any(v is not None for v in sections.values()):
+            raise InputError("give a job or megatron_args, not both")
+        d["megatron_args"] = megatron_args
+        if cluster is None:
+            raise InputError("--megatron-args needs --cluster CLUSTER.yaml")
+        if isinstance(cluster, Mapping):
+            d["cluster_text"] = _dumps(dict(cluster))
+        else:
+            d["cluster_path"] = os.fspath(cluster)
+        return d
+    if isinstance(job, (str, os.PathLike)):
+        if hf_config is not None or cluster is not None or any(v is not None for v in sections.values()):
+            raise InputError("a job file holds its sections; change them with overrides={'key': value}")
+        d["job_path"] = os.fspath(job)
+        return d
+    if job is None and hf_config is None and all(v is None for v in sections.values()) and cluster is None:
+        if required:
+            raise InputError("missing job: a job file, a dict in the job-file schema, hf_config= with "
+                             "parallelism/training/cluster dicts, or megatron_args= with cluster=")
+        return d
+    if job is not None and not isinstance(job, Mapping):
+        raise InputError("job: a path, a dict in the job-file schema or a Megatron argument string, not %s"
+                         % type(job).__name__)
+    tree = dict(job) if job is not None else {}
+    sections["cluster"] = cluster
+    for k, v in sections.items():
+        if v is not None:
+            tree[k] = os.fspath(v) if k == "cluster" and isinstance(v, os.PathLike) else v
+    if hf_config is not None:
+        if isinstance(hf_config, Mapping):
+            d["hf_config_text"] = _dumps(dict(hf_config))
+        else:
+            m = dict(tree.get("model") or {})
+            m["hf_config"] = os.fspath(hf_config)
+            tree["model"] = m
+    d["job_text"] = _dumps(tree)
+    d["text_source"] = "job dict"
+    return d
+
+
+def _job_kwargs(kw):
+    return {k: kw.pop(k) for k in ("megatron_args", "cluster", "hf_config", "model", "parallelism", "training",
+                                   "simulation", "overrides") if k in kw}
+
+
+def _options(kw, allowed, command):
+    unknown = sorted(set(kw) - set(allowed))
+    if unknown:
+        raise TypeError("stepsim.%s: unknown option(s) %s; options: %s"
+                        % (command, ", ".join(unknown), ", ".join(sorted(allowed))))
+    return {k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in kw.items() if v is not None}
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError as e:  # pragma: no cover - Debian's python3-pandas is installed where tests run
+        raise ImportError("to_pandas needs pandas (Debian: apt install python3-pandas)") from e
+    return pandas
+
+
+class Rows(list):
+    """A list of JSON rows (plans, comm sizes) with ``json`` (everything --json wrote) and ``to_pandas()``."""
+
+    def __init__(self, rows, json_doc=None):
+        super().__init__(rows)
+        self.json = json_doc if json_doc is not None else list(rows)
+
+    def to_pandas(self):
+        """One row per entry; nested keys become dotted columns."""
+        return _pandas().json_normalize(list(self), sep=".")
+
+
+def _flatten(d, prefix=""):
+    out = []
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.extend(_flatten(v, prefix + k + "."))
+        else:
+            out.append((prefix + k, v))
+    return out
+
+
+class SimulationResult:
+    """One simulated step.
+
+    summary         dict: every key of the summary JSON (``stepsim simulate --json``)
+    breakdown       list of {"part", "seconds"}: summary["breakdown_s"], nested keys dotted (exposed_comm.tp, ...)
+    memory_series   list of {"rank", "time_s": [...], "allocated_bytes": [...]}: memory over the step of the
+                    recorded ranks (``rank``, and one rank per pipeline stage or ``trace_ranks``), as --memory-csv
+    text            the summary as ``stepsim simulate`` prints it
+    """
+
+    def __init__(self, native):
+        self.summary = native["summary"]
+        self.memory_series = native["memory_series"]
+        self.text = native["text"]
+        self.breakdown = [{"part": k, "seconds": v} for k, v in _flatten(self.summary["breakdown_s"])]
+
+    @property
+    def step_time_s(self):
+        return self.summary["step_time_s"]
+
+    def to_pandas(self, what="summary"):
+        """A DataFrame of ``what``: "summary" (one row, nested keys dotted: concatenate the rows of a sweep),
+        "breakdown" (part, seconds) or "memory" (rank, time_s, allocated_bytes: one row per change)."""
+        pd = _pandas()
+        if what == "summary":
+            return pd.json_normalize(self.summary, sep=".")
+        if what == "breakdown":
+            return pd.DataFrame(self.breakdown, columns=["part", "seconds"])
+        if what == "memory":
+            rows = [(s["rank"], t, b) for s in self.memory_series for t, b in zip(s["time_s"], s["allocated_bytes"])]
+            return pd.DataFrame(rows, columns=["rank", "time_s", "allocated_bytes"])
+        raise ValueError("to_pandas(what): one of 'summary', 'breakdown', 'memory', not %r" % (what,))
+
+    def __repr__(self):
+        return "<stepsim.SimulationResult step_time_s=%r mfu=%r fits=%r>" % (
+            self.summary.get("step_time_s"), self.summary.get("mfu"), self.summary.get("fits"))
+
+
+def simulate(job=None, overrides=None, **kw):
+    """``stepsim simulate``: one training step of the job on every rank.
+
+    job: a job YAML path; a dict in the job-file schema; a Megatron-LM argument string (starting with "--") with
+    ``cluster=`` (path or dict); or None with ``hf_config=`` (a config.json path or dict) and ``parallelism=``,
+    ``training=``, ``cluster=`` (path or dict), ``model=`` (keys over the config's), ``simulation=`` dicts.
+    overrides: {"model.num_layers": 4} or ["model.num_layers=4"], as --set.
+    Options (as the CLI's): rank, trace, trace_ranks, memory_csv, json, require_fit, workload, step, no_host_gaps.
+    Returns a :class:`SimulationResult`.
+    """
+    jk = _job_kwargs(kw)
+    opts = _options(kw, ("rank", "trace", "trace_ranks", "memory_csv", "json", "require_fit", "workload", "step",
+                         "no_host_gaps"), "simulate")
+    return SimulationResult(_native.simulate(_job(job, overrides=overrides, **jk), opts))
+
+
+def memory(job=None, overrides=None, **kw):
+    """``stepsim memory``: analytic per-rank memory of every pipeline stage (the --json dict). Job as simulate();
+    option json (a path to write it to)."""
+    jk = _job_kwargs(kw)
+    return _native.memory(_job(job, overrides=overrides, **jk), _options(kw, ("json",), "memory"))
+
+
+def whatif(job=None, scale=None, overrides=None, **kw):
+    """``stepsim whatif``: the job before and after scaling keys (the --json dict).
+
+    scale: {"inter_node_bandwidth": 2} or ["inter_node_bandwidth=2"] (keys: docs/WHATIF.md).
+    Options: steps, failure_rate, storage_GBps, price, json.
+    """
+    jk = _job_kwargs(kw)
+    opts = _options(kw, ("steps", "failure_rate", "storage_GBps", "price", "json"), "whatif")
+    opts["scale"] = _overrides(scale)
+    return _native.whatif(_job(job, overrides=overrides, **jk), opts)
+
+
+def reliability(job=None, overrides=None, **kw):
+    """``stepsim reliability``: end-to-end time with failures and checkpoints (the --json dict). The job is
+    optional when step_time, nodes and save_time (or checkpoint_GB) are given.
+
+    Options: steps (required), step_time, nodes, failure_rate, recovery_time, recovery_mix, recovery_level_times,
+    save_time, checkpoint_GB, storage_GBps, init_time, interval, monte_carlo, seed.
+    """
+    jk = _job_kwargs(kw)
+    opts = _options(kw, ("steps", "step_time", "nodes", "failure_rate", "recovery_time", "recovery_mix",
+                         "recovery_level_times", "save_time", "checkpoint_GB", "storage_GBps", "init_time",
+                         "interval", "monte_carlo", "seed", "json"), "reliability")
+    if "seed" in opts:
+        opts["seed"] = str(opts["seed"])
+    return _native.reliability(_job(job, overrides=overrides, required=False, **jk), opts)
+
+
+def plan(job=None, overrides=None, **kw):
+    """``stepsim plan``: the ranked parallel plans of the job (best first) as a :class:`Rows` list of plan dicts;
+    ``.json`` is everything --json writes (model, gpus, capacity, the rules' counts, ...).
+
+    Options: gpus, global_batch, top, simulate, threads, memory_margin, objective ("step" | "e2e"), steps,
+    failure_rate, storage_GBps, init_time, price, keep_layout, json. With ``memory_map=True`` (and gpus,
+    global_batch, csv) the (TP, PP) memory-feasibility map instead, one row per pair as --csv writes it.
+    """
+    jk = _job_kwargs(kw)
+    if kw.pop("memory_map", False):
+        opts = _options(kw, ("gpus", "global_batch", "csv"), "plan(memory_map=True)")
+        return _csv_rows(_native.memory_map(_job(job, overrides=overrides, **jk), opts))
+    opts = _options(kw, ("gpus", "global_batch", "top", "simulate", "threads", "memory_margin", "objective", "steps",
+                         "failure_rate", "storage_GBps", "init_time", "price", "keep_layout", "json"), "plan")
+    doc = _native.plan(_job(job, overrides=overrides, **jk), opts)
+    return Rows(doc["plans"], doc)
+
+
+def _csv_rows(text):
+    import csv
+    import io
+
+    def value(v):
+        for t in (int, float):
+            try:
+                return t(v)
+            except ValueError:
+                pass
+        return v
+
+    return Rows([{k: value(v) for k, v in r.items()} for r in csv.DictReader(io.StringIO(text))])
+
+
+def comm(collective="all_reduce", overrides=None, **kw):
+    """``stepsim comm``: one collective over a range of sizes, like nccl-tests, as a :class:`Rows` list of
+    {size_bytes, time_us, algbw_GBps, busbw_GBps, algorithm, protocol, channels} (what --json writes).
+
+    Options: gpus, gpus_per_node, sizes ("1M-1G", "8M", "1K,64K"), cluster (a cluster YAML path), model
+    ("alpha-beta" | "nccl" | "flow"), algo, store, nccl_version, json; overrides: cluster keys, as --set.
+    """
+    opts = _options(kw, ("gpus", "gpus_per_node", "sizes", "cluster", "model", "algo", "store", "nccl_version",
+                         "json"), "comm")
+    opts["collective"] = collective
+    opts["overrides"] = _overrides(overrides)
+    return Rows(_native.comm(opts))
+
+
+def validate(runs, overrides=None, **kw):
+    """``stepsim validate RUNS.csv``: every published run simulated against its measured step time (the --json
+    dict: rows, mape, mean_signed_error, by_source, failed). Unlike the CLI, refused rows do not raise: they are in
+    ``failed``.
+
+    Options: only (row ids), jobs, json, markdown, jobs_dir; overrides apply to every row's job, as --set.
+    """
+    opts = _options(kw, ("only", "jobs", "json", "markdown", "jobs_dir"), "validate")
+    if isinstance(opts.get("only"), str):
+        opts["only"] = opts["only"].split(",")
+    opts["runs"] = os.fspath(runs)
+    opts["overrides"] = _overrides(overrides)
+    return _native.validate(opts)
+
+
+def profile_nccl(log, nsys=None, **kw):
+    """``stepsim profile nccl``: NCCL_DEBUG=INFO logs (a path or a list) fused with Nsight Systems SQLite exports
+    (``nsys``); returns the summary dict (what --summary writes).
+
+    Options: parallelism ("tp=4,pp=2"), model ("layers=..,hidden=.."), model_config (a config.json),
+    sync_clocks, nvtx, out (Chrome trace to write), summary (path to write the summary to).
+    """
+    opts = _options(kw, ("parallelism", "model", "model_config", "sync_clocks", "nvtx", "out", "summary"),
+                    "profile_nccl")
+
+    def paths(x):
+        return [] if x is None else [os.fspath(x)] if isinstance(x, (str, os.PathLike)) else [os.fspath(p) for p in x]
+
+    opts["log"] = paths(log)
+    opts["nsys"] = paths(nsys)
+    return _native.profile_nccl(opts)

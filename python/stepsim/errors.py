@@ -1,0 +1,25 @@
+"""stepsim.InputError: bad input to the library (a job key, an option, a file), as the CLI's exit-2 message."""
+import re
+
+# The library names a job key as "key model.hidden_size: <rule>" (after the file name, when there is one).
+_KEY = re.compile(r"\bkey ([A-Za-z0-9_.\[\]-]+): (.*)$", re.S)
+# A key the schema does not have: "unknown key model.hidden_sizee" (the rule is the message's own words).
+_UNKNOWN = re.compile(r"\b(unknown key) ([A-Za-z0-9_.\[\]-]+)(.*)$", re.S)
+# An option as "--flag value: <rule>" or "--flag: <rule>".
+_OPTION = re.compile(r"^(--[A-Za-z0-9-]+)[^:]*: (.*)$", re.S)
+
+
+class InputError(ValueError):
+    """Bad input. str(e) is the line the CLI prints after "stepsim: error: " (exit 2); ``key`` is the job key or
+    CLI option it names (None when it names none) and ``rule`` what was wrong with it."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
+        self.key, self.rule = None, message
+        m = _KEY.search(message) or _OPTION.match(message)
+        if m:
+            self.key, self.rule = m.group(1), m.group(2)
+        elif _UNKNOWN.search(message):
+            u = _UNKNOWN.search(message)
+            self.key, self.rule = u.group(2), (u.group(1) + u.group(3)).strip()

@@ -1,0 +1,311 @@
+"""The Python API (stepsim.simulate, ...) against the CLI: the same job gives the same numbers, bit for bit
+(docs/PYTHON.md).
+
+Runs under CTest's PythonAPI entry, which puts the build's package first (PYTHONPATH=BUILD/python) and names the
+CLI (STEPSIM_BINARY); elsewhere (the tracer's discovery of this folder) it skips.
+"""
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+JOB = os.path.join(ROOT, "examples", "llama2-7b-8.yaml")
+SMALL = ["model.num_layers=8"]  # a quarter of the layers: quick, same code paths
+stepsim = None
+
+
+def setUpModule():
+    global stepsim
+    if not os.environ.get("STEPSIM_PYTHON_API"):
+        raise unittest.SkipTest("run by CTest's PythonAPI entry (needs the built extension)")
+    import stepsim as s
+    stepsim = s
+
+
+def cli(*args, check=True):
+    r = subprocess.run([os.environ["STEPSIM_BINARY"], *args], capture_output=True, text=True, timeout=300)
+    if check and r.returncode != 0:
+        raise AssertionError("stepsim %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr))
+    return r
+
+
+def cli_json(*args, flag="--json"):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "out.json")
+        cli(*args, flag, out)
+        with open(out) as f:
+            return json.load(f)
+
+
+def cli_error(*args):
+    r = cli(*args, check=False)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    line = r.stderr.strip()
+    assert line.startswith("stepsim: error: "), line
+    return line[len("stepsim: error: "):]
+
+
+def without_wall(summary):
+    s = copy.deepcopy(summary)
+    del s["simulation"]["wall_s"]  # the engine's own run time, the one figure that differs between runs
+    return s
+
+
+def sets(overrides):
+    return [x for o in overrides for x in ("--set", o)]
+
+
+class SimulateTest(unittest.TestCase):
+    def test_summary_is_the_cli_json(self):
+        cli_sum = cli_json("simulate", JOB, "--quiet", *sets(SMALL))
+        r = stepsim.simulate(JOB, overrides=SMALL)
+        self.assertEqual(r.summary["step_time_s"], cli_sum["step_time_s"])  # bit-identical
+        self.assertEqual(without_wall(r.summary), without_wall(cli_sum))  # every key, every value
+        self.assertGreater(r.step_time_s, 0)
+        self.assertIn("stepsim: llama2-7b on 8 x H100-SXM", r.text)
+
+    def test_overrides_change_the_result_as_set_does(self):
+        base = stepsim.simulate(JOB, overrides={"model.num_layers": 8})
+        more = stepsim.simulate(JOB, overrides={"model.num_layers": 16, "training.recompute": "full"})
+        cli_more = cli_json("simulate", JOB, "--quiet", "--set", "model.num_layers=16", "--set", "training.recompute=full")
+        self.assertEqual(more.summary["step_time_s"], cli_more["step_time_s"])
+        self.assertGreater(more.step_time_s, 1.5 * base.step_time_s)
+        # The list form is --set's text
+        self.assertEqual(stepsim.simulate(JOB, overrides=["model.num_layers=16", "training.recompute=full"])
+                         .summary["step_time_s"], cli_more["step_time_s"])
+
+    def test_job_as_dict_and_hf_config(self):
+        import yaml
+        with open(JOB) as f:
+            tree = yaml.safe_load(f)
+        tree["model"]["num_layers"] = 8
+        from_file = stepsim.simulate(JOB, overrides=SMALL).summary
+        self.assertEqual(stepsim.simulate(tree).summary["step_time_s"], from_file["step_time_s"])
+        # Sections as keyword arguments over the dict
+        par = dict(tree["parallelism"], tensor=2, data=4)
+        cli_tp2 = cli_json("simulate", JOB, "--quiet", *sets(SMALL + ["parallelism.tensor=2", "parallelism.data=4"]))
+        self.assertEqual(stepsim.simulate(tree, parallelism=par).summary["step_time_s"], cli_tp2["step_time_s"])
+
+        # A Hugging Face config: as a path in the model section, as hf_config=path, and as a dict, all the same
+        hf = os.path.join(ROOT, "tests", "data", "hf", "gpt2.json")
+        sections = {"parallelism": {"tensor": 1, "data": 8},
+                    "training": {"micro_batch_size": 1, "global_batch_size": 16},
+                    "cluster": {"gpu": "H100-SXM", "num_gpus": 8, "gpus_per_node": 8}}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "hf-job.yaml")
+            with open(path, "w") as f:
+                yaml.safe_dump(dict(sections, model={"hf_config": hf, "seq_length": 1024}), f)
+            want = cli_json("simulate", path, "--quiet")
+        kw = dict(sections, model={"seq_length": 1024})
+        a = stepsim.simulate(hf_config=hf, **kw).summary
+        with open(hf) as f:
+            b = stepsim.simulate(hf_config=json.load(f), **kw).summary
+        self.assertEqual(a["step_time_s"], want["step_time_s"])
+        self.assertEqual(b["step_time_s"], want["step_time_s"])
+        self.assertEqual(a["assumptions"], want["assumptions"])
+        self.assertEqual(b["assumptions"], want["assumptions"])
+
+    def test_megatron_args(self):
+        args = ("--num-layers 8 --hidden-size 4096 --num-attention-heads 32 --seq-length 2048 "
+                "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 48 "
+                "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --bf16 --use-distributed-optimizer")
+        cluster = os.path.join(ROOT, "examples", "clusters", "h800-96.yaml")
+        want = cli_json("simulate", "--megatron-args", args, "--cluster", cluster, "--quiet")
+        self.assertEqual(stepsim.simulate(args, cluster=cluster).summary["step_time_s"], want["step_time_s"])
+        self.assertEqual(stepsim.simulate(megatron_args=args, cluster=cluster).summary["step_time_s"],
+                         want["step_time_s"])
+        import yaml
+        with open(cluster) as f:
+            cdict = yaml.safe_load(f)
+        self.assertEqual(stepsim.simulate(args, cluster=cdict).summary["step_time_s"], want["step_time_s"])
+        msg = cli_error("simulate", "--megatron-args", "--num-layers 96 --hidden-size x", "--cluster", cluster)
+        with self.assertRaises(stepsim.InputError) as e:
+            stepsim.simulate("--num-layers 96 --hidden-size x", cluster=cluster)
+        self.assertEqual(str(e.exception), msg)
+
+    def test_memory_series_breakdown_and_pandas(self):
+        with tempfile.TemporaryDirectory() as d:
+            csv = os.path.join(d, "m.csv")
+            cli("simulate", JOB, "--quiet", "--set", "model.num_layers=8", "--set", "parallelism.pipeline=2",
+                "--set", "parallelism.data=4", "--memory-csv", csv)
+            with open(csv) as f:
+                lines = f.read().splitlines()[1:]
+        r = stepsim.simulate(JOB, overrides={"model.num_layers": 8, "parallelism.pipeline": 2, "parallelism.data": 4})
+        # One series per recorded rank: rank 0 and one rank per stage (rank 0 is stage 0's)
+        self.assertEqual(sorted({s["rank"] for s in r.memory_series}), [0, 4])
+        mem = r.to_pandas("memory")
+        self.assertEqual(list(mem.columns), ["rank", "time_s", "allocated_bytes"])
+        self.assertEqual(len(mem), len(lines))  # as many rows as --memory-csv writes
+        rank, t, b = lines[-1].split(",")
+        self.assertEqual((int(mem.iloc[-1]["rank"]), int(mem.iloc[-1]["allocated_bytes"])), (int(rank), int(b)))
+        self.assertAlmostEqual(mem.iloc[-1]["time_s"], float(t), places=9)
+        self.assertEqual(int(mem["allocated_bytes"].max()), r.summary["memory"]["peak_bytes_max"])
+
+        parts = {p["part"]: p["seconds"] for p in r.breakdown}
+        self.assertEqual(parts["compute"], r.summary["breakdown_s"]["compute"])
+        self.assertEqual(parts["exposed_comm.pp"], r.summary["breakdown_s"]["exposed_comm"]["pp"])
+        self.assertEqual(len(r.to_pandas("breakdown")), len(r.breakdown))
+
+        df = r.to_pandas()
+        self.assertEqual(len(df), 1)
+        self.assertEqual(df.iloc[0]["step_time_s"], r.summary["step_time_s"])
+        self.assertEqual(df.iloc[0]["memory.peak_bytes_max"], r.summary["memory"]["peak_bytes_max"])
+
+    def test_outputs_written_like_the_cli(self):
+        with tempfile.TemporaryDirectory() as d:
+            js, tr = os.path.join(d, "s.json"), os.path.join(d, "t.trace.json")
+            r = stepsim.simulate(JOB, overrides=SMALL, json=js, trace=tr)
+            with open(js) as f:
+                self.assertEqual(json.load(f)["step_time_s"], r.step_time_s)
+            with open(tr) as f:
+                self.assertEqual(json.load(f)["otherData"]["step_time_s"], r.step_time_s)
+
+    def test_threads_run_at_once_with_the_same_numbers(self):
+        want = stepsim.simulate(JOB, overrides=SMALL).step_time_s
+        got = []
+        ts = [threading.Thread(target=lambda: got.append(stepsim.simulate(JOB, overrides=SMALL).step_time_s))
+              for _ in range(3)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertEqual(got, [want] * 3)
+
+
+class InputErrorTest(unittest.TestCase):
+    def check_same_as_cli(self, overrides, key):
+        msg = cli_error("simulate", JOB, *sets(overrides))
+        with self.assertRaises(stepsim.InputError) as e:
+            stepsim.simulate(JOB, overrides=overrides)
+        self.assertEqual(str(e.exception), msg)  # the CLI's exit-2 line
+        self.assertEqual(e.exception.key, key)
+        self.assertTrue(e.exception.rule)
+        self.assertIsInstance(e.exception, ValueError)
+        return e.exception
+
+    def test_misspelt_key(self):
+        e = self.check_same_as_cli(["model.hidden_sizee=4096"], "model.hidden_sizee")
+        self.assertEqual(e.rule, "unknown key")
+
+    def test_invalid_value(self):
+        e = self.check_same_as_cli(["parallelism.tensor=3"], "parallelism")  # a rule across the section's keys
+        self.assertIn("does not equal cluster.num_gpus 8", e.rule)
+        self.check_same_as_cli(["training.precision=fp12"], "training.precision")
+
+    def test_bad_inputs_raise_never_crash(self):
+        for bad in (lambda: stepsim.simulate("/nonexistent/job.yaml"),
+                    lambda: stepsim.simulate({"model": {"num_layers": "many"}}),
+                    lambda: stepsim.simulate(42),
+                    lambda: stepsim.simulate(),
+                    lambda: stepsim.simulate(JOB, rank=10**6),
+                    lambda: stepsim.simulate(JOB, workload="/nonexistent"),
+                    lambda: stepsim.whatif(JOB, scale={"no_such_key": 2}),
+                    lambda: stepsim.reliability(step_time=1.0, nodes=4, save_time=10.0),
+                    lambda: stepsim.comm("all_sum"),
+                    lambda: stepsim.comm(sizes="1X"),
+                    lambda: stepsim.plan(JOB, objective="fastest"),
+                    lambda: stepsim.validate("/nonexistent.csv"),
+                    lambda: stepsim.profile_nccl("/nonexistent.log")):
+            with self.assertRaises(stepsim.InputError):
+                bad()
+        with self.assertRaises(TypeError):
+            stepsim.simulate(JOB, no_such_option=1)
+
+
+class CommandsTest(unittest.TestCase):
+    def test_memory(self):
+        self.assertEqual(stepsim.memory(JOB, overrides=SMALL), cli_json("memory", JOB, *sets(SMALL)))
+
+    def test_whatif(self):
+        want = cli_json("whatif", JOB, *sets(SMALL), "--scale", "num_gpus=2", "--scale", "inter_node_bandwidth=2",
+                        "--steps", "5000", "--price", "2.5")
+        got = stepsim.whatif(JOB, overrides=SMALL, scale={"num_gpus": 2, "inter_node_bandwidth": 2}, steps=5000,
+                             price=2.5)
+        self.assertEqual(got, want)
+        self.assertEqual(got["after"]["gpus"], 16)
+
+    def test_reliability(self):
+        want = cli_json("reliability", JOB, *sets(SMALL), "--steps", "20000", "--monte-carlo", "50", "--seed", "7")
+        got = stepsim.reliability(JOB, overrides=SMALL, steps=20000, monte_carlo=50, seed=7)
+        self.assertEqual(got, want)
+        self.assertEqual(got["inputs"]["step_time_source"], "simulated")
+        no_job = stepsim.reliability(steps=1000, step_time=2.0, nodes=128, save_time=30.0)
+        self.assertEqual(no_job, cli_json("reliability", "--steps", "1000", "--step-time", "2", "--nodes", "128",
+                                          "--save-time", "30"))
+
+    def test_plan(self):
+        args = ("--top", "3", "--simulate", "1", "--threads", "2")
+        want = cli_json("plan", JOB, *sets(SMALL), *args)
+        plans = stepsim.plan(JOB, overrides=SMALL, top=3, simulate=1, threads=2)
+        self.assertEqual(plans.json, want)
+        self.assertEqual(list(plans), want["plans"])
+        self.assertEqual(len(plans.to_pandas()), len(want["plans"]))
+        self.assertEqual(plans[0]["timed_by"], "engine")
+        # the memory map as --csv writes it
+        with tempfile.TemporaryDirectory() as d:
+            csv = os.path.join(d, "map.csv")
+            cli("plan", JOB, *sets(SMALL), "--memory-map", "--csv", csv)
+            with open(csv) as f:
+                rows = f.read().splitlines()
+        m = stepsim.plan(JOB, overrides=SMALL, memory_map=True)
+        self.assertEqual(len(m), len(rows) - 1)
+        self.assertEqual(list(m[0].keys()), rows[0].split(","))
+
+    def test_comm(self):
+        args = ("--collective", "all_gather", "--gpus", "16", "--sizes", "1M-64M", "--model", "nccl", "--store", "none")
+        want = cli_json("comm", *args)
+        got = stepsim.comm("all_gather", gpus=16, sizes="1M-64M", model="nccl", store="none")
+        self.assertEqual(list(got), want)
+        self.assertEqual(len(got), 7)
+        self.assertEqual(list(got.to_pandas()["size_bytes"]), [2**20 << k for k in range(7)])
+        got = stepsim.comm(gpus=16, sizes="8M", overrides={"cluster.inter_node.bandwidth_Gbps": 200}, model="alpha-beta")
+        self.assertEqual(list(got), cli_json("comm", "--gpus", "16", "--sizes", "8M", "--model", "alpha-beta",
+                                             "--set", "cluster.inter_node.bandwidth_Gbps=200"))
+
+    def test_validate(self):
+        runs = os.path.join(SHARED, "data", "published-runs", "published_runs.csv")
+        if not os.path.exists(runs):
+            self.skipTest("needs " + runs)
+        want = cli_json("validate", runs, "--only", "NAR21-T1-01")
+        got = stepsim.validate(runs, only=["NAR21-T1-01"])
+        self.assertEqual(got, want)
+        self.assertEqual(len(got["rows"]), 1)
+
+    def test_profile_nccl(self):
+        log = os.path.join(SHARED, "data", "real", "nccl-logs", "pytorch-torchtitan-issue-1369.log")
+        if not os.path.exists(log):
+            self.skipTest("needs " + log)
+        want = cli_json("profile", "nccl", "--log", log, "--quiet", flag="--summary")
+        got = stepsim.profile_nccl(log)
+        self.assertEqual(got, want)
+        self.assertEqual(got["ops_by_type"]["AllGather"], 3)
+
+
+class ExamplesTest(unittest.TestCase):
+    def run_example(self, name, *args):
+        env = dict(os.environ)
+        r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "examples", "python", name), *args],
+                           capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r.stdout
+
+    def test_sweep_tp_pp(self):
+        out = self.run_example("sweep_tp_pp.py")
+        self.assertIn("fastest: TP", out)
+        best = stepsim.simulate(JOB, overrides=SMALL)  # TP 1, PP 1 is one row of the sweep
+        self.assertIn("%.4f" % best.step_time_s, out)
+
+    def test_plan_then_whatif(self):
+        out = self.run_example("plan_then_whatif.py")
+        self.assertIn("adopted plan:", out)
+        self.assertIn("what if num_gpus x2, global batch x2: 8 -> 16 GPUs", out)
+
+
+if __name__ == "__main__":
+    unittest.main()

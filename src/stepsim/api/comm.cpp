@@ -1,0 +1,89 @@
+#include "stepsim/api/comm.hpp"
+
+#include <algorithm>
+
+#include "stepsim/api/size_range.hpp"
+#include "stepsim/cost/collective_model.hpp"
+#include "stepsim/sim/simulation.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/job_loader.hpp"
+
+namespace stepsim::api {
+namespace {
+
+using workload::CollType;
+
+// nccl-tests binary names without "_perf"; sendrecv is a ring of simultaneous send/recv pairs.
+struct CollectiveName {
+  const char* name;
+  bool p2p;
+  CollType coll;
+};
+constexpr CollectiveName kCollectives[] = {
+    {"all_reduce", false, CollType::AllReduce}, {"all_gather", false, CollType::AllGather},
+    {"reduce_scatter", false, CollType::ReduceScatter}, {"alltoall", false, CollType::AllToAll},
+    {"broadcast", false, CollType::Broadcast},  {"reduce", false, CollType::Reduce},
+    {"sendrecv", true, CollType::AllReduce}};
+
+const CollectiveName& find_collective(const std::string& s) {
+  std::string known;
+  for (const auto& c : kCollectives) {
+    if (s == c.name || (s == "all_to_all" && std::string(c.name) == "alltoall")) return c;
+    known += (known.empty() ? "" : ", ") + std::string(c.name);
+  }
+  throw InputError("--collective " + s + ": unknown collective; one of " + known);
+}
+
+spec::CommModel parse_model(const std::string& s) {
+  if (s == "alpha-beta") return spec::CommModel::AlphaBeta;
+  if (s == "nccl") return spec::CommModel::Nccl;
+  if (s == "flow") return spec::CommModel::Flow;
+  throw InputError("--model " + s + ": one of alpha-beta, nccl, flow");
+}
+
+}  // namespace
+
+CommOutput comm(const CommOptions& o) {
+  const CollectiveName& cn = find_collective(o.collective);
+  const spec::CommModel model_kind = parse_model(o.model);
+  const auto algo = cost::parse_algorithm(o.algo);
+  if (!algo) throw InputError("--algo " + o.algo + ": one of auto, ring, tree, nvls, nvls_tree, pat, collnet_direct, collnet_chain");
+  if (o.gpus < 1 || o.gpus > (1 << 20)) throw InputError("--gpus " + std::to_string(o.gpus) + ": must be 1..1048576");
+  if (o.gpus_per_node < 1) throw InputError("--gpus-per-node: must be >= 1");
+  const std::vector<uint64_t> sizes = parse_size_range(o.sizes, "--sizes");
+  CommOutput out;
+  out.collective = cn.name;
+  out.cluster = spec::load_cluster(o.cluster_path, o.gpus, o.gpus_per_node, o.overrides);
+  const auto model = sim::make_collective_model(model_kind, out.cluster, {o.store, o.nccl_version});
+
+  const int n = out.cluster.num_gpus, k = std::min(out.cluster.gpus_per_node, n);
+  const cost::GroupGeometry g{n, (n + k - 1) / k, k};
+  out.nodes = g.nodes;
+  out.gpus_per_node = k;
+  const double factor = cn.p2p ? 1.0 : workload::bus_factor(cn.coll, n);
+  out.rows = nlohmann::json::array();
+  for (uint64_t bytes : sizes) {
+    cost::CollectiveEstimate e;
+    if (cn.p2p) {
+      // Every rank sends to the next and receives from the previous at once; across nodes the ring's slowest
+      // pair crosses a NIC.
+      if (*algo != cost::Algorithm::Auto) throw InputError("--algo: sendrecv has no algorithm choice");
+      e = {model->p2p_ns(bytes, g.nodes == 1), cost::Algorithm::Direct, cost::Protocol::Simple, 1};
+    } else {
+      e = model->estimate(cn.coll, bytes, g, *algo);
+    }
+    const double us = static_cast<double>(e.ns) / 1e3;
+    const double algbw = us > 0 ? static_cast<double>(bytes) / (us * 1e3) : 0.0;  // GB/s = 1e3 B/us
+    const double busbw = algbw * factor;
+    out.rows.push_back({{"size_bytes", bytes},
+                        {"time_us", us},
+                        {"algbw_GBps", algbw},
+                        {"busbw_GBps", busbw},
+                        {"algorithm", cost::name_of(e.algorithm)},
+                        {"protocol", cost::name_of(e.protocol)},
+                        {"channels", e.channels}});
+  }
+  return out;
+}
+
+}  // namespace stepsim::api

@@ -1,0 +1,68 @@
+#include "stepsim/api/job_input.hpp"
+
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/spec/megatron_args.hpp"
+
+namespace stepsim::api {
+
+namespace {
+
+// A cluster section given as text: the keys of the job file's cluster section (or a file's `cluster:` mapping).
+YAML::Node cluster_node(const std::string& text, const std::string& source) {
+  YAML::Node c = spec::parse_yaml(text, source);
+  if (c.IsMap() && c.size() == 1 && c["cluster"].IsMap()) c = c["cluster"];
+  if (!c.IsMap()) throw InputError(source + ": cluster must be a mapping of cluster keys");
+  return c;
+}
+
+}  // namespace
+
+bool has_job(const JobInput& in) {
+  return !in.job_path.empty() || !in.megatron_args.empty() || !in.job_text.empty() || !in.hf_config_text.empty();
+}
+
+JobTree load_job_tree(const JobInput& in) {
+  const int sources = !in.job_path.empty() + !in.megatron_args.empty() + !(in.job_text.empty() && in.hf_config_text.empty());
+  if (sources > 1) throw InputError("give a job file or --megatron-args, not both");
+  if (!in.cluster_path.empty() && !in.cluster_text.empty()) throw InputError("give a cluster file or a cluster section, not both");
+  if (!in.megatron_args.empty()) {
+    if (in.cluster_path.empty() && in.cluster_text.empty()) throw InputError("--megatron-args needs --cluster CLUSTER.yaml");
+    if (!in.cluster_path.empty()) {
+      return {spec::load_megatron_tree(in.megatron_args, in.cluster_path, in.overrides), "megatron-args"};
+    }
+    YAML::Node root = spec::megatron_args_to_job_node(in.megatron_args);
+    root["cluster"] = cluster_node(in.cluster_text, "cluster");
+    spec::resolve_includes(root, ".");
+    spec::apply_overrides(root, in.overrides);
+    return {root, "megatron-args"};
+  }
+  if (!in.job_text.empty() || !in.hf_config_text.empty()) {
+    if (!in.cluster_path.empty() || !in.cluster_text.empty()) {
+      throw InputError("a cluster apart from the job is only for Megatron arguments; the job has its cluster section");
+    }
+    YAML::Node root = in.job_text.empty() ? YAML::Node(YAML::NodeType::Map) : spec::parse_yaml(in.job_text, in.text_source);
+    if (!root.IsMap()) throw InputError(in.text_source + ": a job must be a mapping of sections (model, parallelism, ...)");
+    if (!in.hf_config_text.empty()) {
+      if (root["model"].IsMap() && root["model"]["hf_config"].IsDefined()) {
+        throw InputError("key model.hf_config: give a Hugging Face config as a path in the job or as a config, not both");
+      }
+      root["model"] = spec::model_from_hf_config(in.hf_config_text, "hf_config", root["model"]);
+    }
+    spec::resolve_includes(root, ".");
+    spec::apply_overrides(root, in.overrides);
+    return {root, in.text_source};
+  }
+  if (in.job_path.empty()) throw InputError("missing job file (or --megatron-args \"...\" --cluster C.yaml)");
+  if (!in.cluster_path.empty() || !in.cluster_text.empty()) {
+    throw InputError("--cluster is only for --megatron-args; a job file has its cluster section");
+  }
+  return {spec::load_job_tree(in.job_path, in.overrides), in.job_path};
+}
+
+spec::JobSpec load_job(const JobInput& in) {
+  const JobTree t = load_job_tree(in);
+  return spec::job_from_node(t.root, t.source);
+}
+
+}  // namespace stepsim::api

@@ -1,0 +1,44 @@
+#pragma once
+// Where a job comes from, for every job-taking command of the CLI and of the Python API: a job file, a Megatron-LM
+// argument string with a cluster, or (library callers) the job tree as YAML/JSON text, optionally with a Hugging Face
+// config.json's text for its model. All of them become one tree in the job-file schema, then `overrides` (the CLI's
+// --set) edit it, then the strict converter of spec/ turns it into a JobSpec (docs/ARCHITECTURE.md, data flow).
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "stepsim/spec/job_spec.hpp"
+
+namespace stepsim::api {
+
+struct JobInput {
+  std::string job_path;       // a job YAML file
+  std::string megatron_args;  // a Megatron-LM argument string (needs a cluster: cluster_path or cluster_text)
+  std::string cluster_path;   // cluster YAML, for megatron_args
+  std::vector<std::string> overrides;  // "a.b.c=value", applied to the tree like --set
+
+  // Library callers (the Python API) besides the CLI's three: the job tree as YAML or JSON text in the job-file
+  // schema (paths in it relative to the working directory), a cluster section as text instead of cluster_path, a
+  // Hugging Face config.json's text for the model (keys of the tree's model section written over it, as beside
+  // model.hf_config), and the name messages give the text.
+  std::string job_text;
+  std::string cluster_text;
+  std::string hf_config_text;
+  std::string text_source = "job";
+};
+
+// The job's tree before conversion (for commands that edit it) and the name its messages use.
+struct JobTree {
+  YAML::Node root;
+  std::string source;
+};
+
+// InputError for a missing or contradictory choice, and for every bad key of the job.
+JobTree load_job_tree(const JobInput& in);
+spec::JobSpec load_job(const JobInput& in);
+
+// Whether `in` names a job at all (commands where the job is optional, e.g. reliability).
+bool has_job(const JobInput& in);
+
+}  // namespace stepsim::api

@@ -1,0 +1,16 @@
+#include "stepsim/api/output_file.hpp"
+
+#include <fstream>
+
+#include "stepsim/spec/input_error.hpp"
+
+namespace stepsim::api {
+
+void write_output_file(const std::string& path, const std::string& text, const std::string& what) {
+  std::ofstream out(path);
+  if (!out) throw InputError(path + ": cannot write " + what);
+  out << text;
+  if (!out) throw InputError(path + ": error while writing " + what);
+}
+
+}  // namespace stepsim::api

@@ -1,0 +1,76 @@
+#include "stepsim/api/plan.hpp"
+
+#include <cmath>
+
+#include "stepsim/spec/input_error.hpp"
+
+namespace stepsim::api {
+
+namespace {
+
+void check_finite(const std::string& flag, double v, double lo) {
+  if (!std::isfinite(v) || v < lo) {
+    throw InputError(flag + " " + std::to_string(v) + ": must be a finite number >= " + std::to_string(lo));
+  }
+}
+
+}  // namespace
+
+PlanOutput plan(const PlanOptions& o) {
+  const spec::JobSpec base = load_job(o.job);
+  const int gpus = o.gpus > 0 ? o.gpus : base.cluster.num_gpus;
+  const int64_t gbs = o.global_batch > 0 ? o.global_batch : base.training.global_batch_size;
+  if (o.top < 1) throw InputError("--top " + std::to_string(o.top) + ": must be at least 1");
+  if (o.simulate < 0) throw InputError("--simulate " + std::to_string(o.simulate) + ": must be >= 0");
+  if (o.threads < 0) throw InputError("--threads " + std::to_string(o.threads) + ": must be >= 0 (0 = all cores)");
+  if (!(o.memory_margin >= 0.0 && o.memory_margin <= 0.5)) {
+    throw InputError("--memory-margin " + std::to_string(o.memory_margin) + ": must be in [0, 0.5]");
+  }
+  check_finite("--price", o.price, 0);
+
+  plan::PlannerOptions po;
+  po.space.gpus = gpus;
+  po.space.global_batch = gbs;
+  po.space.search_layouts = !o.keep_layout;
+  po.top = o.top;
+  po.simulate = o.simulate;
+  po.threads = o.threads;
+  po.price_per_gpu_hour = o.price;
+  po.memory_margin = o.memory_margin;
+  if (o.objective == "e2e") {
+    po.objective = plan::Objective::E2E;
+    if (!o.steps || *o.steps < 1) throw InputError("--steps: required with --objective e2e (training steps of the run, >= 1)");
+    plan::E2EOptions e;
+    e.steps = *o.steps;
+    e.failures_per_node_day = o.failure_rate.value_or(e.failures_per_node_day);
+    e.storage_GBps = o.storage_GBps.value_or(e.storage_GBps);
+    e.init_time_s = o.init_time_s.value_or(e.init_time_s);
+    check_finite("--failure-rate", e.failures_per_node_day, 0);
+    check_finite("--storage-GBps", e.storage_GBps, 1e-9);
+    check_finite("--init-time", e.init_time_s, 0);
+    po.e2e = e;
+  } else if (o.objective == "step") {
+    if (o.steps) throw InputError("--steps: only with --objective e2e");
+    if (o.failure_rate) throw InputError("--failure-rate: only with --objective e2e");
+    if (o.storage_GBps) throw InputError("--storage-GBps: only with --objective e2e");
+    if (o.init_time_s) throw InputError("--init-time: only with --objective e2e");
+  } else {
+    throw InputError("--objective " + o.objective + ": must be step or e2e");
+  }
+  PlanOutput out;
+  out.result = plan::run_planner(base, po, plan::Distribution{});
+  out.context = plan::ReportContext{base.model.name, base.cluster.gpu, gpus, gbs, po};
+  out.json = plan::plan_json(out.result, out.context);
+  return out;
+}
+
+MemoryMapOutput memory_map(const JobInput& job, int gpus, int64_t global_batch) {
+  const spec::JobSpec base = load_job(job);
+  MemoryMapOutput out;
+  out.map = plan::memory_map(base, gpus > 0 ? gpus : base.cluster.num_gpus,
+                             global_batch > 0 ? global_batch : base.training.global_batch_size);
+  out.csv = plan::memory_map_csv(out.map);
+  return out;
+}
+
+}  // namespace stepsim::api

@@ -1,0 +1,47 @@
+#pragma once
+// `stepsim plan` as a library call (for the Python API): the ranked plans of a job for a GPU count and global batch,
+// or the (TP, PP) memory-feasibility map. Single process (the CLI adds MPI). docs/PLANNER.md.
+// cli/cmd_plan.cpp still holds its own copy of these option checks (it was being edited when this was written);
+// it is meant to call plan() instead.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "stepsim/api/job_input.hpp"
+#include "stepsim/plan/memory_map.hpp"
+#include "stepsim/plan/plan_report.hpp"
+#include "stepsim/plan/planner.hpp"
+
+namespace stepsim::api {
+
+struct PlanOptions {
+  JobInput job;
+  int gpus = 0, top = 10, simulate = 2, threads = 0;  // gpus 0: the job's; threads 0: all cores
+  int64_t global_batch = 0;                           // 0: the job's
+  std::string objective = "step";                     // step | e2e
+  std::optional<int64_t> steps;                       // e2e options: given or not
+  std::optional<double> failure_rate, storage_GBps, init_time_s;
+  double price = 0;
+  bool keep_layout = false;
+  double memory_margin = plan::kDefaultMemoryMargin;
+};
+
+struct PlanOutput {
+  plan::PlanResult result;
+  plan::ReportContext context;
+  nlohmann::json json;  // what --json writes
+};
+
+// InputError for bad options or a bad job.
+PlanOutput plan(const PlanOptions& o);
+
+// `plan --memory-map`: the map and its CSV (what --csv writes).
+struct MemoryMapOutput {
+  plan::MemoryMap map;
+  std::string csv;
+};
+MemoryMapOutput memory_map(const JobInput& job, int gpus, int64_t global_batch);
+
+}  // namespace stepsim::api

@@ -1,0 +1,30 @@
+#include "stepsim/api/profile_nccl.hpp"
+
+#include "stepsim/profile/nccl_log.hpp"
+#include "stepsim/profile/nsys_db.hpp"
+#include "stepsim/profile/parallelism_sizes.hpp"
+#include "stepsim/profile/volume_model.hpp"
+#include "stepsim/spec/input_error.hpp"
+
+namespace stepsim::api {
+
+profile::ProfileResult profile_nccl(const ProfileNcclOptions& a) {
+  if (a.logs.empty()) throw InputError("--log: give at least one NCCL_DEBUG=INFO log file");
+  profile::ProfileOptions opt;
+  if (!a.parallelism.empty()) opt.parallelism = profile::parse_parallelism(a.parallelism);
+  if (!a.model.empty() || !a.model_config.empty()) {
+    // The config gives the architecture; --model adds the run (mbs, micro-batches, iterations) or overrides.
+    const profile::ModelShape base = a.model_config.empty() ? profile::ModelShape{} : profile::model_from_hf_config(a.model_config);
+    opt.model = profile::parse_model_options(a.model, base);
+    profile::check_model(*opt.model);
+  }
+  opt.sync_clocks = a.sync_clocks;
+  opt.nvtx = a.nvtx;
+  profile::NcclLog log = profile::parse_nccl_logs(a.logs);
+  std::vector<profile::NsysDb> dbs;
+  for (size_t i = 0; i < a.dbs.size(); ++i)
+    dbs.push_back(profile::read_nsys_db(a.dbs[i], static_cast<int>(i), {.all_kernels = false, .nvtx = a.nvtx}));
+  return profile::run_profile(std::move(log), std::move(dbs), opt);
+}
+
+}  // namespace stepsim::api

@@ -1,0 +1,22 @@
+#pragma once
+// `stepsim profile nccl` as a library call (the CLI and the Python API): NCCL_DEBUG=INFO logs fused with Nsight
+// Systems SQLite exports into per-rank collectives, communicators and clocks (docs/PROFILER.md).
+#include <string>
+#include <vector>
+
+#include "stepsim/profile/profile.hpp"
+
+namespace stepsim::api {
+
+struct ProfileNcclOptions {
+  std::vector<std::string> logs, dbs;  // --log, --nsys
+  std::string parallelism;             // "tp=4,pp=2"
+  std::string model;                   // "layers=..,hidden=.."
+  std::string model_config;            // a Hugging Face config.json
+  bool sync_clocks = false, nvtx = false;
+};
+
+// InputError for bad options or unreadable inputs. profile::summary_json(result) is what --summary writes.
+profile::ProfileResult profile_nccl(const ProfileNcclOptions& o);
+
+}  // namespace stepsim::api

@@ -1,0 +1,34 @@
+#pragma once
+// `stepsim validate RUNS.csv` as a library call (the CLI and the Python API): every published run of the CSV
+// simulated, predicted vs measured step time, MAPE per source and overall (docs/VALIDATION.md).
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "stepsim/validate/validation.hpp"
+
+namespace stepsim::api {
+
+struct ValidateOptions {
+  std::string csv;
+  std::vector<std::string> only;       // row ids (empty: all)
+  std::vector<std::string> overrides;  // key=value applied to every row's job
+  unsigned jobs = 0;                   // rows simulated at once (0: one per hardware thread)
+};
+
+struct ValidateOutput {
+  validate::ValidationResult result;
+  nlohmann::json json;  // what --json writes
+};
+
+ValidateOutput validate(const ValidateOptions& o);
+
+// docs/VALIDATION.md is this text (`--markdown PATH`): every figure in it comes from the command it names.
+std::string validation_markdown(const validate::ValidationResult& r, const ValidateOptions& o,
+                                const std::string& markdown_path);
+
+// `--jobs-dir DIR`: each row's simulated job as DIR/ID.yaml (characters other than letters, digits, - and _ become _).
+void write_row_jobs(const validate::ValidationResult& r, const std::string& dir);
+
+}  // namespace stepsim::api
