@@ -197,6 +197,7 @@ py::object plan(const py::dict& job, const py::dict& opts) {
   o.init_time_s = get_optional<double>(opts, "init_time");
   o.price = get<double>(opts, "price", o.price);
   o.keep_layout = get<bool>(opts, "keep_layout", o.keep_layout);
+  o.fp8_recipes = get<std::string>(opts, "fp8_recipes", "");
   const std::string json_path = get<std::string>(opts, "json", "");
   json j;
   {

@@ -232,7 +232,7 @@ def plan(job=None, overrides=None, **kw):
     ``.json`` is everything --json writes (model, gpus, capacity, the rules' counts, ...).
 
     Options: gpus, global_batch, top, simulate, threads, memory_margin, objective ("step" | "e2e"), steps,
-    failure_rate, storage_GBps, init_time, price, keep_layout, json. With ``memory_map=True`` (and gpus,
+    failure_rate, storage_GBps, init_time, price, keep_layout, fp8_recipes, json. With ``memory_map=True`` (and gpus,
     global_batch, csv) the (TP, PP) memory-feasibility map instead, one row per pair as --csv writes it.
     """
     jk = _job_kwargs(kw)
@@ -240,7 +240,8 @@ def plan(job=None, overrides=None, **kw):
         opts = _options(kw, ("gpus", "global_batch", "csv"), "plan(memory_map=True)")
         return _csv_rows(_native.memory_map(_job(job, overrides=overrides, **jk), opts))
     opts = _options(kw, ("gpus", "global_batch", "top", "simulate", "threads", "memory_margin", "objective", "steps",
-                         "failure_rate", "storage_GBps", "init_time", "price", "keep_layout", "json"), "plan")
+                         "failure_rate", "storage_GBps", "init_time", "price", "keep_layout", "fp8_recipes", "json"),
+                    "plan")
     doc = _native.plan(_job(job, overrides=overrides, **jk), opts)
     return Rows(doc["plans"], doc)
 

@@ -247,6 +247,11 @@ class CommandsTest(unittest.TestCase):
         self.assertEqual(list(plans), want["plans"])
         self.assertEqual(len(plans.to_pandas()), len(want["plans"]))
         self.assertEqual(plans[0]["timed_by"], "engine")
+        fp8 = SMALL + ["training.precision=fp8"]
+        want = cli_json("plan", JOB, *sets(fp8), "--fp8-recipes", "all", "--top", "4", "--simulate", "0")
+        got = stepsim.plan(JOB, overrides=fp8, fp8_recipes="all", top=4, simulate=0)
+        self.assertEqual(got.json, want)
+        self.assertTrue(all(p["fp8_recipe"] for p in got))
         # the memory map as --csv writes it
         with tempfile.TemporaryDirectory() as d:
             csv = os.path.join(d, "map.csv")

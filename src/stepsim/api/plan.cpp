@@ -32,6 +32,7 @@ PlanOutput plan(const PlanOptions& o) {
   po.space.gpus = gpus;
   po.space.global_batch = gbs;
   po.space.search_layouts = !o.keep_layout;
+  if (!o.fp8_recipes.empty()) po.space.fp8_recipes = plan::parse_fp8_recipes(o.fp8_recipes, base);
   po.top = o.top;
   po.simulate = o.simulate;
   po.threads = o.threads;

@@ -25,6 +25,7 @@ struct PlanOptions {
   std::optional<double> failure_rate, storage_GBps, init_time_s;
   double price = 0;
   bool keep_layout = false;
+  std::string fp8_recipes;  // fp8 jobs: recipes to search ("delayed,current", "all"); "": the job's own
   double memory_margin = plan::kDefaultMemoryMargin;
 };
 
