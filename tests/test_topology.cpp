@@ -170,6 +170,74 @@ TEST(Topology, PcieNodeCrossesTheSysLinkBetweenSockets) {
   EXPECT_GE(t.find_link(t.find_vertex("node0/nic1"), t.find_vertex("node0/pcie2")), 0);
 }
 
+// Issue 14 item 3: in every (node, fabric) family, with fewer NICs than GPUs, a flow between two GPUs of one node
+// stays on that node's own fabric (no NIC, no vertex of another node), and a flow between nodes leaves through the
+// source GPU's own NIC and enters through the destination GPU's, touching no third node's vertices. The exact paths
+// of two families are pinned by name (worked out from docs/NETWORK.md's construction rules).
+TEST(Topology, IntraAndInterNodeFlowPathsInEveryFamily) {
+  const std::vector<std::string> nodes = {"nvswitch", "pcie", "ring", "mesh2d", "torus2d"};
+  const std::vector<std::string> fabrics = {"fat-tree", "fat-tree-3", "rail-optimized", "ring", "mesh2d", "torus2d"};
+  for (const std::string& node : nodes) {
+    for (const std::string& fabric : fabrics) {
+      const std::string what = "node " + node + ", fabric " + fabric;
+      // 16 nodes of 4 GPUs, 2 NICs each.
+      const Topology t = topology_of("network: {node: " + node + ", fabric: " + fabric + ", nics_per_node: 2}\n", 64, 4);
+      Router r(t);
+      auto vertices = [&](int src, int dst) {
+        std::vector<int32_t> links;
+        r.route(t.gpu_vertex(src), t.gpu_vertex(dst), 0, links);
+        std::vector<int> v{t.gpu_vertex(src)};
+        for (int32_t l : links) v.push_back(t.link(l).to);
+        return v;
+      };
+      // Intra-node: GPU 0 -> GPU 3 of node 0.
+      for (int v : vertices(0, 3)) {
+        EXPECT_NE(t.vertex(v).kind, hw::VertexKind::Nic) << what << ": " << t.vertex_name(v);
+        EXPECT_EQ(t.vertex(v).node, 0) << what << ": " << t.vertex_name(v);
+      }
+      // Inter-node: GPU 1 of node 0 -> GPU 6 (GPU 2 of node 1) and GPU 61 (node 15). Exactly two NICs, one in each
+      // node; no vertex of a third node. On a switched fabric (fat-tree, fat-tree-3) the source GPU's own NIC and the
+      // destination GPU's; on the others (rails, rings, grids of nodes) a GPU of the source node may relay the data to
+      // the NIC on the destination's rail (NCCL's PXN), so a GPU inside the path is one of the source node's.
+      const bool switched = fabric == "fat-tree" || fabric == "fat-tree-3";
+      for (const int dst : {6, 61}) {
+        const std::vector<int> v = vertices(1, dst);
+        std::vector<int> nics;
+        for (size_t k = 0; k < v.size(); ++k) {
+          const hw::Vertex& x = t.vertex(v[k]);
+          if (x.kind == hw::VertexKind::Nic) nics.push_back(v[k]);
+          const bool third = x.node >= 0 && x.node != 0 && x.node != t.node_of_rank(dst);
+          const bool fabric_node = fabric == "ring" || fabric == "mesh2d" || fabric == "torus2d";
+          // Grids and rings of nodes pass through other nodes' NICs (the fabric's own switches).
+          EXPECT_TRUE(!third || (fabric_node && x.kind == hw::VertexKind::Nic)) << what << ": " << t.vertex_name(v[k]);
+          if (x.kind == hw::VertexKind::Gpu && k > 0 && k + 1 < v.size()) {
+            EXPECT_FALSE(switched) << what << ": a GPU inside the path, " << t.vertex_name(v[k]);
+            EXPECT_EQ(x.node, 0) << what << ": a relay GPU outside the source node, " << t.vertex_name(v[k]);
+          }
+        }
+        ASSERT_GE(nics.size(), 2u) << what;
+        EXPECT_EQ(t.vertex(nics.front()).node, 0) << what;
+        EXPECT_EQ(t.vertex(nics.back()).node, t.node_of_rank(dst)) << what;
+        if (switched) {
+          EXPECT_EQ(nics.size(), 2u) << what;
+          EXPECT_EQ(nics.front(), t.nic_of_rank(1)) << what;
+          EXPECT_EQ(nics.back(), t.nic_of_rank(dst)) << what;
+        }
+      }
+    }
+  }
+  // Pinned: NVSwitch nodes on a fat-tree (GPUs 0,1 share nic0, 2,3 nic1; one leaf holds every NIC of 16 nodes).
+  const Topology ft = topology_of("network: {node: nvswitch, fabric: fat-tree, nics_per_node: 2}\n", 64, 4);
+  EXPECT_EQ(path_names(ft, 0, 3), (std::vector<std::string>{"node0/gpu0->node0/nvswitch", "node0/nvswitch->node0/gpu3"}));
+  const std::vector<std::string> inter = path_names(ft, 1, 6);
+  ASSERT_EQ(inter.size(), 4u);
+  EXPECT_EQ(inter.front(), "node0/gpu1->node0/nic0");
+  EXPECT_EQ(inter.back(), "node1/nic1->node1/gpu2");
+  // PCIe nodes: the intra-node flow crosses the PCIe switch (and the CPU between switches), never a NIC.
+  const Topology pc = topology_of("network: {node: pcie, fabric: rail-optimized, nics_per_node: 2}\n", 64, 4);
+  for (const std::string& hop : path_names(pc, 0, 3)) EXPECT_EQ(hop.find("nic"), std::string::npos) << hop;
+}
+
 TEST(Topology, SlowLinksScaleTheLinksTheyName) {
   const Topology t = topology_of(
       "network:\n  slow_links:\n"
