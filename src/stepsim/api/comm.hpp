@@ -1,7 +1,6 @@
 #pragma once
-// `stepsim comm` as a library call (for the Python API): one collective over a range of sizes, as nccl-tests prints
-// it, with the algorithm, protocol and channels the model assumed. cli/cmd_comm.cpp still holds its own copy of
-// this loop (it was being edited when this was written); it is meant to call comm() instead.
+// `stepsim comm` as a library call (the CLI's cmd_comm.cpp and the Python API): one collective over a range of sizes,
+// as nccl-tests prints it, with the algorithm, protocol and channels the model assumed.
 #include <string>
 #include <vector>
 

@@ -16,7 +16,7 @@ void check_finite(const std::string& flag, double v, double lo) {
 
 }  // namespace
 
-PlanOutput plan(const PlanOptions& o) {
+PlanOutput plan(const PlanOptions& o, const plan::Distribution& dist) {
   const spec::JobSpec base = load_job(o.job);
   const int gpus = o.gpus > 0 ? o.gpus : base.cluster.num_gpus;
   const int64_t gbs = o.global_batch > 0 ? o.global_batch : base.training.global_batch_size;
@@ -59,7 +59,7 @@ PlanOutput plan(const PlanOptions& o) {
     throw InputError("--objective " + o.objective + ": must be step or e2e");
   }
   PlanOutput out;
-  out.result = plan::run_planner(base, po, plan::Distribution{});
+  out.result = plan::run_planner(base, po, dist);
   out.context = plan::ReportContext{base.model.name, base.cluster.gpu, gpus, gbs, po};
   out.json = plan::plan_json(out.result, out.context);
   return out;
@@ -68,8 +68,10 @@ PlanOutput plan(const PlanOptions& o) {
 MemoryMapOutput memory_map(const JobInput& job, int gpus, int64_t global_batch) {
   const spec::JobSpec base = load_job(job);
   MemoryMapOutput out;
-  out.map = plan::memory_map(base, gpus > 0 ? gpus : base.cluster.num_gpus,
-                             global_batch > 0 ? global_batch : base.training.global_batch_size);
+  out.gpus = gpus > 0 ? gpus : base.cluster.num_gpus;
+  out.model = base.model.name;
+  out.gpu = base.cluster.gpu;
+  out.map = plan::memory_map(base, out.gpus, global_batch > 0 ? global_batch : base.training.global_batch_size);
   out.csv = plan::memory_map_csv(out.map);
   return out;
 }

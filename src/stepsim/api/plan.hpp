@@ -1,8 +1,7 @@
 #pragma once
-// `stepsim plan` as a library call (for the Python API): the ranked plans of a job for a GPU count and global batch,
-// or the (TP, PP) memory-feasibility map. Single process (the CLI adds MPI). docs/PLANNER.md.
-// cli/cmd_plan.cpp still holds its own copy of these option checks (it was being edited when this was written);
-// it is meant to call plan() instead.
+// `stepsim plan` as a library call (the CLI's cmd_plan.cpp and the Python API): the ranked plans of a job for a GPU
+// count and global batch, or the (TP, PP) memory-feasibility map. The CLI passes its MPI distribution; the Python API
+// runs in one process. docs/PLANNER.md.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,13 +34,15 @@ struct PlanOutput {
   nlohmann::json json;  // what --json writes
 };
 
-// InputError for bad options or a bad job.
-PlanOutput plan(const PlanOptions& o);
+// InputError for bad options or a bad job. Under MPI every process gets the same output.
+PlanOutput plan(const PlanOptions& o, const plan::Distribution& dist = {});
 
 // `plan --memory-map`: the map and its CSV (what --csv writes).
 struct MemoryMapOutput {
   plan::MemoryMap map;
   std::string csv;
+  std::string model, gpu;  // for the header: the job's model name and GPU
+  int gpus = 0;            // the GPU count mapped
 };
 MemoryMapOutput memory_map(const JobInput& job, int gpus, int64_t global_batch);
 

@@ -3,14 +3,13 @@
 // are split across processes and gathered, with output identical to one process (docs/PLANNER.md).
 #include "stepsim/cli/cmd_plan.hpp"
 
-#include <cmath>
 #include <iostream>
 #include <memory>
 
-#include "stepsim/cli/load_job.hpp"
+#include "stepsim/api/plan.hpp"
+#include "stepsim/cli/commands.hpp"
 #include "stepsim/plan/memory_map.hpp"
 #include "stepsim/plan/plan_report.hpp"
-#include "stepsim/plan/planner.hpp"
 #include "stepsim/spec/input_error.hpp"
 
 #ifdef STEPSIM_MPI
@@ -22,23 +21,13 @@ namespace stepsim::cli {
 namespace {
 
 struct PlanOptions {
-  JobOptions job;
-  int gpus = 0, top = 10, simulate = 2, threads = 0;
-  int64_t global_batch = 0, steps = 0;
-  std::string objective = "step", json_path, csv_path;
-  double failure_rate = plan::kDefaultFailuresPerNodeDay, storage_GBps = plan::kDefaultStorageGBps, init_time_s = 0, price = 0;
+  api::PlanOptions api;
+  std::string json_path, csv_path;
   bool memory_map = false;
-  bool keep_layout = false;
-  std::string fp8_recipes;
-  double memory_margin = plan::kDefaultMemoryMargin;
+  int64_t steps = 0;
+  double failure_rate = 0, storage_GBps = 0, init_time_s = 0;
   CLI::Option *o_steps = nullptr, *o_failure = nullptr, *o_storage = nullptr, *o_init = nullptr;
 };
-
-void check_finite(const std::string& flag, double v, double lo) {
-  if (!std::isfinite(v) || v < lo) {
-    throw InputError(flag + " " + std::to_string(v) + ": must be a finite number >= " + std::to_string(lo));
-  }
-}
 
 #ifdef STEPSIM_MPI
 // MPI is started only when the process runs under mpirun (OMPI_COMM_WORLD_SIZE / PMI_SIZE set), so a plain
@@ -76,64 +65,34 @@ struct MpiSession {
 };
 #endif
 
-int run_plan(const PlanOptions& o) {
-  spec::JobSpec base = load_job(o.job);
-  const int gpus = o.gpus > 0 ? o.gpus : base.cluster.num_gpus;
-  const int64_t gbs = o.global_batch > 0 ? o.global_batch : base.training.global_batch_size;
-  if (o.top < 1) throw InputError("--top " + std::to_string(o.top) + ": must be at least 1");
-  if (o.simulate < 0) throw InputError("--simulate " + std::to_string(o.simulate) + ": must be >= 0");
-  if (o.threads < 0) throw InputError("--threads " + std::to_string(o.threads) + ": must be >= 0 (0 = all cores)");
-  check_finite("--price", o.price, 0);
-
+int run_plan(PlanOptions& o) {
+  api::PlanOptions& a = o.api;
   if (o.memory_map) {
-    if (o.objective != "step" || o.price > 0 || !o.json_path.empty()) {
+    if (a.objective != "step" || a.price > 0 || !o.json_path.empty()) {
       throw InputError("--memory-map: prints the (TP, PP) map only; it takes --csv, not --objective/--price/--json");
     }
-    const plan::MemoryMap m = plan::memory_map(base, gpus, gbs);
-    std::cout << "stepsim plan --memory-map: " << base.model.name << " on " << gpus << " x " << base.cluster.gpu << "\n"
-              << plan::memory_map_text(m);
-    if (!o.csv_path.empty()) write_output_file(o.csv_path, plan::memory_map_csv(m), "memory map CSV");
+    const api::MemoryMapOutput m = api::memory_map(a.job, a.gpus, a.global_batch);
+    std::cout << "stepsim plan --memory-map: " << m.model << " on " << m.gpus << " x " << m.gpu << "\n"
+              << plan::memory_map_text(m.map);
+    if (!o.csv_path.empty()) write_output_file(o.csv_path, m.csv, "memory map CSV");
     return 0;
   }
   if (!o.csv_path.empty()) throw InputError("--csv: only with --memory-map");
-
-  plan::PlannerOptions po;
-  po.space.gpus = gpus;
-  po.space.global_batch = gbs;
-  po.space.search_layouts = !o.keep_layout;
-  if (!o.fp8_recipes.empty()) po.space.fp8_recipes = plan::parse_fp8_recipes(o.fp8_recipes, base);
-  po.top = o.top;
-  po.simulate = o.simulate;
-  po.threads = o.threads;
-  po.price_per_gpu_hour = o.price;
-  po.memory_margin = o.memory_margin;
-  if (o.objective == "e2e") {
-    po.objective = plan::Objective::E2E;
-    if (o.o_steps->count() == 0 || o.steps < 1) {
-      throw InputError("--steps: required with --objective e2e (training steps of the run, >= 1)");
-    }
-    check_finite("--failure-rate", o.failure_rate, 0);
-    check_finite("--storage-GBps", o.storage_GBps, 1e-9);
-    check_finite("--init-time", o.init_time_s, 0);
-    po.e2e = plan::E2EOptions{o.steps, o.failure_rate, o.storage_GBps, o.init_time_s};
-  } else if (o.objective == "step") {
-    for (const CLI::Option* opt : {o.o_steps, o.o_failure, o.o_storage, o.o_init}) {
-      if (opt->count() > 0) throw InputError(opt->get_name() + ": only with --objective e2e");
-    }
-  } else {
-    throw InputError("--objective " + o.objective + ": must be step or e2e");
-  }
+  // The e2e options as given (absent ones keep the library's defaults; given with --objective step they are refused).
+  if (o.o_steps->count() > 0) a.steps = o.steps;
+  if (o.o_failure->count() > 0) a.failure_rate = o.failure_rate;
+  if (o.o_storage->count() > 0) a.storage_GBps = o.storage_GBps;
+  if (o.o_init->count() > 0) a.init_time_s = o.init_time_s;
 
   plan::Distribution dist;
 #ifdef STEPSIM_MPI
   MpiSession mpi;
   dist = mpi.distribution();
 #endif
-  const plan::PlanResult r = plan::run_planner(base, po, dist);
+  const api::PlanOutput out = api::plan(a, dist);
   if (dist.rank != 0) return 0;  // every process holds the same result; one prints it
-  const plan::ReportContext ctx{base.model.name, base.cluster.gpu, gpus, gbs, po};
-  std::cout << plan::plan_text(r, ctx);
-  if (!o.json_path.empty()) write_output_file(o.json_path, plan::plan_json(r, ctx).dump(2) + "\n", "plan JSON");
+  std::cout << plan::plan_text(out.result, out.context);
+  if (!o.json_path.empty()) write_output_file(o.json_path, out.json.dump(2) + "\n", "plan JSON");
   return 0;
 }
 
@@ -141,27 +100,28 @@ int run_plan(const PlanOptions& o) {
 
 Action add_plan(CLI::App& app) {
   auto o = std::make_shared<PlanOptions>();
+  api::PlanOptions& a = o->api;
   CLI::App* cmd = app.add_subcommand("plan", "search parallel plans (TP/PP/DP/CP/EP, micro-batch, recompute, optimizer)");
-  add_job_options(*cmd, o->job);
-  cmd->add_option("--gpus", o->gpus, "GPU count to plan for (default: the job's cluster.num_gpus)");
-  cmd->add_option("--global-batch", o->global_batch, "global batch in sequences (default: the job's)");
-  cmd->add_option("--top", o->top, "plans to report (default 10)");
-  cmd->add_option("--simulate", o->simulate, "best estimates re-timed by the engine (default 2)");
-  cmd->add_option("--threads", o->threads, "worker threads (default 0 = all cores)");
-  cmd->add_option("--memory-margin", o->memory_margin,
+  add_job_options(*cmd, a.job);
+  cmd->add_option("--gpus", a.gpus, "GPU count to plan for (default: the job's cluster.num_gpus)");
+  cmd->add_option("--global-batch", a.global_batch, "global batch in sequences (default: the job's)");
+  cmd->add_option("--top", a.top, "plans to report (default 10)");
+  cmd->add_option("--simulate", a.simulate, "best estimates re-timed by the engine (default 2)");
+  cmd->add_option("--threads", a.threads, "worker threads (default 0 = all cores)");
+  cmd->add_option("--memory-margin", a.memory_margin,
                   "fraction of GPU memory kept free: plans above capacity x (1 - margin) rank after the others as at "
                   "risk (default 0.05; 0 = rank by the objective alone)")
       ->check(CLI::Range(0.0, 0.5));
   cmd->add_option("--json", o->json_path, "write the ranked plans as JSON here")->check(output_file());
-  cmd->add_option("--objective", o->objective, "step (step time) or e2e (end-to-end time, MoFa eq. 43)");
+  cmd->add_option("--objective", a.objective, "step (step time) or e2e (end-to-end time, MoFa eq. 43)");
   o->o_steps = cmd->add_option("--steps", o->steps, "e2e: training steps of the run");
   o->o_failure = cmd->add_option("--failure-rate", o->failure_rate, "e2e: failures per node-day (default 0.005)");
   o->o_storage = cmd->add_option("--storage-GBps", o->storage_GBps, "e2e: checkpoint write bandwidth, GB/s (default 100)");
   o->o_init = cmd->add_option("--init-time", o->init_time_s, "e2e: first start-up, seconds (default 0)");
-  cmd->add_option("--price", o->price, "USD per GPU-hour: adds the cost of a step (or of the run with e2e)");
-  cmd->add_flag("--keep-layout", o->keep_layout,
+  cmd->add_option("--price", a.price, "USD per GPU-hour: adds the cost of a step (or of the run with e2e)");
+  cmd->add_flag("--keep-layout", a.keep_layout,
                 "do not search TP overlap, the CP communication and expert TP: every plan keeps the job's own");
-  cmd->add_option("--fp8-recipes", o->fp8_recipes,
+  cmd->add_option("--fp8-recipes", a.fp8_recipes,
                   "fp8 jobs: also search these Transformer Engine recipes (delayed,current,blockwise,mxfp8 or all; "
                   "default: the job's own)");
   cmd->add_flag("--memory-map", o->memory_map, "print the (TP, PP) memory-feasibility map instead of searching");
