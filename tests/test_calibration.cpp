@@ -424,6 +424,22 @@ TEST(Calibration, ParamTableForTheModelUsesTheStore) {
 
 // ---- the command ----
 
+// --proto (issue 14 item 4): measurements taken under NCCL_PROTO are fitted with that protocol's terms on every
+// point that has a protocol choice; an unknown name exits 2.
+TEST(Calibration, CliForcedProtocolAppliesToEveryPoint) {
+  for (const std::string proto : {"LL", "LL128", "Simple"}) {
+    const std::string json = temp_path("proto-" + proto + ".json");
+    const auto r = test::run_cli("calibrate comm --nccl-tests " + a100_csv() + " --dry-run --proto " + proto +
+                                 " --json " + json);
+    ASSERT_EQ(r.code, 0) << r.output;
+    const auto j = nlohmann::json::parse(test::read_file(json));
+    for (const auto& p : j["groups"][0]["points"]) EXPECT_EQ(p["protocol"], proto) << p.dump();
+  }
+  const auto bad = test::run_cli("calibrate comm --nccl-tests " + a100_csv() + " --dry-run --proto LL64");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.output.find("--proto LL64: one of auto, LL, LL128, Simple"), std::string::npos) << bad.output;
+}
+
 TEST(Calibration, CliEndToEndOnTheA100Csv) {
   const std::string store = temp_path("cli.sqlite"), json = temp_path("cli.json");
   const auto r = test::run_cli("calibrate comm --nccl-tests " + a100_csv() + " --store " + store + " --json " + json);

@@ -229,6 +229,7 @@ py::object comm(const py::dict& opts) {
   o.cluster_path = get<std::string>(opts, "cluster", o.cluster_path);
   o.model = get<std::string>(opts, "model", o.model);
   o.algo = get<std::string>(opts, "algo", o.algo);
+  o.proto = get<std::string>(opts, "proto", o.proto);
   o.overrides = get<std::vector<std::string>>(opts, "overrides", {});
   o.store = get<std::string>(opts, "store", o.store);
   o.nccl_version = get<std::string>(opts, "nccl_version", o.nccl_version);

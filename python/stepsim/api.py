@@ -266,10 +266,11 @@ def comm(collective="all_reduce", overrides=None, **kw):
     {size_bytes, time_us, algbw_GBps, busbw_GBps, algorithm, protocol, channels} (what --json writes).
 
     Options: gpus, gpus_per_node, sizes ("1M-1G", "8M", "1K,64K"), cluster (a cluster YAML path), model
-    ("alpha-beta" | "nccl" | "flow"), algo, store, nccl_version, json; overrides: cluster keys, as --set.
+    ("alpha-beta" | "nccl" | "flow"), algo, proto ("LL" | "LL128" | "Simple", as NCCL_PROTO), store, nccl_version,
+    json; overrides: cluster keys, as --set.
     """
-    opts = _options(kw, ("gpus", "gpus_per_node", "sizes", "cluster", "model", "algo", "store", "nccl_version",
-                         "json"), "comm")
+    opts = _options(kw, ("gpus", "gpus_per_node", "sizes", "cluster", "model", "algo", "proto", "store",
+                         "nccl_version", "json"), "comm")
     opts["collective"] = collective
     opts["overrides"] = _overrides(overrides)
     return Rows(_native.comm(opts))

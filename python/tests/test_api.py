@@ -272,6 +272,12 @@ class CommandsTest(unittest.TestCase):
         got = stepsim.comm(gpus=16, sizes="8M", overrides={"cluster.inter_node.bandwidth_Gbps": 200}, model="alpha-beta")
         self.assertEqual(list(got), cli_json("comm", "--gpus", "16", "--sizes", "8M", "--model", "alpha-beta",
                                              "--set", "cluster.inter_node.bandwidth_Gbps=200"))
+        got = stepsim.comm(sizes="1G", algo="ring", proto="LL128", store="none")
+        self.assertEqual(list(got), cli_json("comm", "--sizes", "1G", "--algo", "ring", "--proto", "LL128",
+                                             "--store", "none"))
+        self.assertEqual(got[0]["protocol"], "LL128")
+        with self.assertRaises(stepsim.InputError):
+            stepsim.comm(proto="LL", model="alpha-beta")
 
     def test_validate(self):
         runs = os.path.join(SHARED, "data", "published-runs", "published_runs.csv")

@@ -18,6 +18,7 @@ struct CommOptions {
   std::string cluster_path;
   std::string model = "nccl";
   std::string algo = "auto";
+  std::string proto = "auto";          // auto | LL | LL128 | Simple (NCCL_PROTO)
   std::vector<std::string> overrides;  // cluster.* keys
   std::string store;                   // calibration store for model nccl; "none" = profile only
   std::string nccl_version;            // prefer stored rows of this version

@@ -20,6 +20,7 @@ struct CalibrateOptions {
   std::vector<std::string> overrides;
   std::string nccl_version;  // "": from the files
   std::string algo = "auto";
+  std::string proto = "auto";  // NCCL_PROTO the measurements ran with
   std::string store;  // "": the default store
   std::string json_path;
   bool dry_run = false;

@@ -44,6 +44,11 @@ std::vector<hw::CalibrationRow> store_rows(const CalibrationInput& in, const cos
 int run_calibrate_comm(const CalibrateOptions& o) {
   const auto algo = cost::parse_algorithm(o.algo);
   if (!algo) throw InputError("--algo " + o.algo + ": one of auto, ring, tree, nvls, nvls_tree, pat, collnet_direct, collnet_chain");
+  std::optional<cost::Protocol> proto;
+  if (o.proto != "auto") {
+    proto = cost::parse_protocol(o.proto);
+    if (!proto) throw InputError("--proto " + o.proto + ": one of auto, LL, LL128, Simple");
+  }
   const CalibrationInput in = load_calibration_input(o);
   const std::string store_path = o.store.empty() ? hw::default_calibration_store_path() : o.store;
   // Open the store first: a foreign or corrupt file is reported before any work.
@@ -54,7 +59,7 @@ int run_calibrate_comm(const CalibrateOptions& o) {
   const cost::NcclHardware hw = cost::nccl_hardware(in.cluster, profile.channels);
   cost::NcclParamTable current(profile.params);
   for (const auto& band : profile.bands) current.add(band);
-  const cost::NcclCalibrationResult result = cost::calibrate_nccl(in.points, hw, current, *algo);
+  const cost::NcclCalibrationResult result = cost::calibrate_nccl(in.points, hw, current, *algo, proto);
   if (result.groups.empty()) {
     throw InputError(in.files.front() + ": nothing to fit: every measured point has zero size, zero time or one rank");
   }
@@ -109,6 +114,8 @@ Action add_calibrate(CLI::App& app) {
   comm->add_option("--set", o->overrides, "override a cluster key: --set cluster.inter_node.bandwidth_Gbps=200");
   comm->add_option("--nccl-version", o->nccl_version, "NCCL version of the measurements (default: from the files)");
   comm->add_option("--algo", o->algo, "force the algorithm of the model's terms: auto | ring | tree | nvls | nvls_tree | pat | collnet_direct | collnet_chain")
+      ->capture_default_str();
+  comm->add_option("--proto", o->proto, "the NCCL_PROTO the measurements ran with: auto | LL | LL128 | Simple")
       ->capture_default_str();
   comm->add_option("--store", o->store, "calibration store (default: $STEPSIM_CALIBRATION_DB, else ~/.cache/stepsim/calibration.sqlite)");
   comm->add_option("--json", o->json_path, "write the fit (every point, parameters, errors) as JSON here")->check(output_file());

@@ -51,6 +51,8 @@ Action add_comm(CLI::App& app) {
   cmd->add_option("--cluster", a.cluster_path, "cluster YAML (GPU, links, network); defaults: H100-SXM, the GPU's NVLink (data/gpus.yaml), 400 Gb/s NICs");
   cmd->add_option("--model", a.model, "alpha-beta | nccl | flow")->capture_default_str();
   cmd->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvls_tree | pat | collnet_direct | collnet_chain")->capture_default_str();
+  cmd->add_option("--proto", a.proto, "auto | LL | LL128 | Simple (as NCCL_PROTO; the nccl model chooses among them)")
+      ->capture_default_str();
   cmd->add_option("--set", a.overrides, "override a cluster key: --set cluster.inter_node.bandwidth_Gbps=200");
   cmd->add_option("--json", o->json_path, "write the rows as JSON here")->check(output_file());
   cmd->add_option("--store", a.store,

@@ -67,8 +67,9 @@ class AlphaBetaModel final : public CollectiveModel {
     return to_ns(t);
   }
 
-  CollectiveEstimate estimate(CollType coll, uint64_t bytes, const GroupGeometry& geometry,
-                              Algorithm algo) const override {
+  CollectiveEstimate estimate(CollType coll, uint64_t bytes, const GroupGeometry& geometry, Algorithm algo,
+                              std::optional<Protocol> proto) const override {
+    require_simple_protocol(proto, "alpha-beta");
     const bool ar = coll == CollType::AllReduce;
     if (algo != Algorithm::Auto && algo != Algorithm::Ring && !(ar && algo == Algorithm::Tree)) {
       throw InputError(std::string("--algo ") + name_of(algo) + ": the alpha-beta model has ring" +

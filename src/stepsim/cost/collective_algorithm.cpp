@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "stepsim/spec/input_error.hpp"
+
 namespace stepsim::cost {
 
 const char* name_of(Algorithm a) {
@@ -37,6 +39,22 @@ std::optional<Algorithm> parse_algorithm(const std::string& s) {
     if (k == name_of(a)) return a;
   }
   return std::nullopt;
+}
+
+std::optional<Protocol> parse_protocol(std::string_view s) {
+  std::string k;
+  for (char c : s) k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (k == "ll") return Protocol::LL;
+  if (k == "ll128") return Protocol::LL128;
+  if (k == "simple") return Protocol::Simple;
+  return std::nullopt;
+}
+
+void require_simple_protocol(const std::optional<Protocol>& proto, const char* model) {
+  if (proto && *proto != Protocol::Simple) {
+    throw InputError(std::string("--proto ") + name_of(*proto) + ": the " + model +
+                     " model times NCCL's Simple protocol only; --model nccl chooses among LL, LL128 and Simple");
+  }
 }
 
 }  // namespace stepsim::cost

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace stepsim::cost {
 
@@ -16,6 +17,11 @@ const char* name_of(Protocol p);
 // Parses "auto", "ring", "tree", "nvls", "nvls_tree", "pat", "collnet_direct", "collnet_chain" (case-insensitive,
 // - for _); nullopt otherwise.
 std::optional<Algorithm> parse_algorithm(const std::string& s);
+// Parses "LL", "LL128", "Simple" (any case, as NCCL_PROTO and kernel records write them); nullopt otherwise.
+std::optional<Protocol> parse_protocol(std::string_view s);
+// The error of a model that times NCCL's Simple protocol only, for a forced protocol other than Simple (nothing
+// when `proto` is empty or Simple).
+void require_simple_protocol(const std::optional<Protocol>& proto, const char* model);
 
 // What a model predicts for one collective: its time and the algorithm/protocol/channels it assumed.
 struct CollectiveEstimate {

@@ -16,7 +16,8 @@ GroupGeometry normalized(const GroupGeometry& g) {
 }
 
 CollectiveEstimate CollectiveModel::estimate(workload::CollType coll, uint64_t bytes, const GroupGeometry& g,
-                                             Algorithm algo) const {
+                                             Algorithm algo, std::optional<Protocol> proto) const {
+  require_simple_protocol(proto, "chosen");
   if (algo != Algorithm::Auto && algo != Algorithm::Ring) {
     throw InputError(std::string("--algo ") + name_of(algo) + ": this collective model times ring collectives only");
   }

@@ -29,9 +29,11 @@ class CollectiveModel {
   // One send/recv of `bytes` between two ranks, on the same node or across nodes.
   virtual int64_t p2p_ns(uint64_t bytes, bool same_node) const = 0;
   // The time with the algorithm/protocol the model assumed; `algo` forces an algorithm (Auto = the model's
-  // choice). A model that cannot run the forced algorithm for this collective throws InputError.
+  // choice) and `proto` a protocol (NCCL_ALGO / NCCL_PROTO). A model that cannot run the forced algorithm or
+  // protocol for this collective throws InputError.
   virtual CollectiveEstimate estimate(workload::CollType coll, uint64_t bytes, const GroupGeometry& g,
-                                      Algorithm algo = Algorithm::Auto) const;
+                                      Algorithm algo = Algorithm::Auto,
+                                      std::optional<Protocol> proto = std::nullopt) const;
 };
 
 // Alpha-beta model with NCCL's ring/tree step structure and hierarchical intra/inter-node bandwidth.

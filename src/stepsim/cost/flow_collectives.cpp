@@ -400,7 +400,8 @@ int64_t FlowCollectiveModel::collective_ns(CollType coll, uint64_t bytes, const 
 }
 
 CollectiveEstimate FlowCollectiveModel::estimate(CollType coll, uint64_t bytes, const GroupGeometry& g,
-                                                 Algorithm algo) const {
+                                                 Algorithm algo, std::optional<Protocol> proto) const {
+  require_simple_protocol(proto, "flow");
   switch (algo) {
     case Algorithm::Auto: return timed(coll, bytes, g, algo_);
     case Algorithm::Ring: return timed(coll, bytes, g, FlowAlgorithm::Ring);

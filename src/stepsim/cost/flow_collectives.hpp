@@ -51,7 +51,8 @@ class FlowCollectiveModel final : public CollectiveModel {
   // Protocol is always Simple (links run at full rate); channels = the pipelines run concurrently (rings,
   // trees, chains: one per NIC, or two rings on one node), 0 when there is none (all-to-all, NVLS in one node).
   CollectiveEstimate estimate(workload::CollType coll, uint64_t bytes, const GroupGeometry& g,
-                              Algorithm algo = Algorithm::Auto) const override;
+                              Algorithm algo = Algorithm::Auto,
+                              std::optional<Protocol> proto = std::nullopt) const override;
 
   // The global ranks a geometry is placed on: consecutive GPUs of consecutive nodes, spread as evenly as
   // possible over `nodes` nodes. Throws std::invalid_argument when it does not fit the cluster.

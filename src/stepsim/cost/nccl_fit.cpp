@@ -137,16 +137,20 @@ NcclCalibration calibrate_group(int nodes, std::vector<PointResult> pts, const N
 
 int NcclFit::fitted_count() const { return static_cast<int>(std::count(fitted.begin(), fitted.end(), true)); }
 
-NcclTerms comm_point_terms(const NcclHardware& hw, const CommPoint& p, Algorithm force) {
+NcclTerms comm_point_terms(const NcclHardware& hw, const CommPoint& p, Algorithm force,
+                           std::optional<Protocol> proto) {
   const Algorithm algo = p.algorithm != Algorithm::Auto ? p.algorithm : p2p_like(p.collective) ? Algorithm::Auto : force;
+  // Send/recv and the grouped send/recv collectives are timed with Simple: a forced protocol applies to the rest.
+  if (p2p_like(p.collective)) proto.reset();
   try {
     switch (p.collective) {
       case BenchCollective::SendRecv: return nccl_p2p_terms(hw, p.bytes, normalized(p.geometry).nodes == 1);
-      case BenchCollective::AllReduce: return nccl_terms(hw, CollType::AllReduce, p.bytes, p.geometry, algo);
-      case BenchCollective::AllGather: return nccl_terms(hw, CollType::AllGather, p.bytes, p.geometry, algo);
-      case BenchCollective::ReduceScatter: return nccl_terms(hw, CollType::ReduceScatter, p.bytes, p.geometry, algo);
-      case BenchCollective::Broadcast: return nccl_terms(hw, CollType::Broadcast, p.bytes, p.geometry, algo);
-      case BenchCollective::Reduce: return nccl_terms(hw, CollType::Reduce, p.bytes, p.geometry, algo);
+      case BenchCollective::AllReduce: return nccl_terms(hw, CollType::AllReduce, p.bytes, p.geometry, algo, proto);
+      case BenchCollective::AllGather: return nccl_terms(hw, CollType::AllGather, p.bytes, p.geometry, algo, proto);
+      case BenchCollective::ReduceScatter:
+        return nccl_terms(hw, CollType::ReduceScatter, p.bytes, p.geometry, algo, proto);
+      case BenchCollective::Broadcast: return nccl_terms(hw, CollType::Broadcast, p.bytes, p.geometry, algo, proto);
+      case BenchCollective::Reduce: return nccl_terms(hw, CollType::Reduce, p.bytes, p.geometry, algo, proto);
       case BenchCollective::AllToAll:
       case BenchCollective::Gather:
       case BenchCollective::Scatter: return nccl_terms(hw, CollType::AllToAll, p.bytes, p.geometry, algo);
@@ -175,7 +179,8 @@ NcclFit fit_nccl_params(const std::vector<NcclTerms>& terms, const std::vector<d
 }
 
 NcclCalibrationResult calibrate_nccl(const std::vector<CommPoint>& points, const NcclHardware& hw,
-                                     const NcclParamTable& current, Algorithm force) {
+                                     const NcclParamTable& current, Algorithm force,
+                                     std::optional<Protocol> proto) {
   NcclCalibrationResult r;
   std::map<int, std::vector<PointResult>> by_nodes;
   for (const auto& p : points) {
@@ -186,7 +191,7 @@ NcclCalibrationResult calibrate_nccl(const std::vector<CommPoint>& points, const
     PointResult pr;
     pr.point = p;
     pr.point.geometry = normalized(p.geometry);
-    pr.terms = comm_point_terms(hw, pr.point, force);
+    pr.terms = comm_point_terms(hw, pr.point, force, proto);
     if (std::all_of(pr.terms.x.begin(), pr.terms.x.end(), [](double v) { return v == 0; })) {
       r.skipped.push_back({p.where, p.bytes == 0 ? "size is 0" : "one rank: NCCL does not communicate"});
       continue;

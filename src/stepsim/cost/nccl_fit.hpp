@@ -29,8 +29,10 @@ struct CommPoint {
 
 // The model's terms for a point. sendrecv: one send/recv (nccl_p2p_terms), across nodes when the group spans
 // several. gather/scatter: the all-to-all terms of the same size, since NCCL runs them as grouped send/recv and
-// the root moves what every all-to-all rank moves ((n-1)/n of S). `force` applies where the point says Auto.
-NcclTerms comm_point_terms(const NcclHardware& hw, const CommPoint& p, Algorithm force = Algorithm::Auto);
+// the root moves what every all-to-all rank moves ((n-1)/n of S). `force` applies where the point says Auto, `proto`
+// (NCCL_PROTO the measurements ran with) to the collectives that have a protocol choice.
+NcclTerms comm_point_terms(const NcclHardware& hw, const CommPoint& p, Algorithm force = Algorithm::Auto,
+                           std::optional<Protocol> proto = std::nullopt);
 
 // Bounds of a fit: times in [0, 1e6] us, efficiencies in [0.05, 1.5], reduce_GBps in [1e-3, 1e6] (the ranges
 // data/nccl.yaml accepts).
@@ -84,6 +86,7 @@ struct NcclCalibrationResult {
 
 // Groups the points by node count and fits each group; `current` is the model's parameter table today.
 NcclCalibrationResult calibrate_nccl(const std::vector<CommPoint>& points, const NcclHardware& hw,
-                                     const NcclParamTable& current, Algorithm force = Algorithm::Auto);
+                                     const NcclParamTable& current, Algorithm force = Algorithm::Auto,
+                                     std::optional<Protocol> proto = std::nullopt);
 
 }  // namespace stepsim::cost

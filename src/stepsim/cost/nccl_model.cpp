@@ -125,7 +125,7 @@ NcclHardware nccl_hardware(const spec::ClusterSpec& cluster, int channels) {
 }
 
 NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, const GroupGeometry& geometry,
-                     Algorithm force) {
+                     Algorithm force, std::optional<Protocol> proto) {
   NcclTerms out;
   const GroupGeometry g = normalized(geometry);
   if (g.ranks <= 1 || bytes == 0) return out;  // NCCL returns at once; nothing to pay
@@ -138,6 +138,10 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
   if (coll == CollType::AllToAll) {
     if (force != Algorithm::Auto) {
       throw InputError(std::string("--algo ") + name_of(force) + ": NCCL runs all-to-all as grouped send/recv");
+    }
+    if (proto && *proto != Protocol::Simple) {
+      throw InputError(std::string("--proto ") + name_of(*proto) + ": all-to-all is timed as grouped send/recv with "
+                       "the Simple protocol");
     }
     // Every rank sends P/n to each peer: (K-1) shares over its NVLink port, (n-K) over its own NIC, concurrently.
     const double intra = (s.K - 1) / s.n * s.P / s.Bi, inter = (s.n - s.K) / s.n * s.P / s.Bnic;
@@ -157,7 +161,7 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
   topo.ranks_per_node = g.ranks_per_node;
   topo.bw_intra = hw.intra_GBps * 0.8 / topo.channels;  // NCCL counts 20 GB/s of a nominal 25 GB/s NVLink
   topo.bw_inter = g.ranks_per_node * hw.nic_GBps / topo.channels;
-  const TunerChoice choice = tuner_choose(coll, bytes, topo, force);
+  const TunerChoice choice = tuner_choose(coll, bytes, topo, force, proto);
   const Algorithm a = choice.algorithm;
   const Protocol p = choice.protocol;
   out.algorithm = a;
@@ -322,7 +326,7 @@ class NcclModel final : public CollectiveModel {
       : hw_(nccl_hardware(c, profile.channels)), table_(std::move(table)) {}
 
   int64_t collective_ns(CollType coll, uint64_t bytes, const GroupGeometry& g) const override {
-    return estimate(coll, bytes, g, Algorithm::Auto).ns;
+    return estimate(coll, bytes, g, Algorithm::Auto, std::nullopt).ns;
   }
 
   int64_t p2p_ns(uint64_t bytes, bool same_node) const override {
@@ -331,13 +335,16 @@ class NcclModel final : public CollectiveModel {
     return to_ns(time_us(t, table_.lookup(same_node ? 1 : 2, t.chunk_bytes)));
   }
 
-  CollectiveEstimate estimate(CollType coll, uint64_t bytes, const GroupGeometry& geometry,
-                              Algorithm algo) const override {
+  CollectiveEstimate estimate(CollType coll, uint64_t bytes, const GroupGeometry& geometry, Algorithm algo,
+                              std::optional<Protocol> proto) const override {
     if (coll == CollType::SendRecv) {  // a ring exchange: one send/recv pair over the group's slowest hop
       if (algo != Algorithm::Auto) throw InputError("--algo: send_recv has no algorithm choice");
+      if (proto && *proto != Protocol::Simple) {
+        throw InputError(std::string("--proto ") + name_of(*proto) + ": send/recv is timed with the Simple protocol");
+      }
       return {geometry.ranks <= 1 ? 0 : p2p_ns(bytes, geometry.nodes <= 1), Algorithm::Direct, Protocol::Simple, 0};
     }
-    const NcclTerms t = nccl_terms(hw_, coll, bytes, geometry, algo);
+    const NcclTerms t = nccl_terms(hw_, coll, bytes, geometry, algo, proto);
     const GroupGeometry g = normalized(geometry);
     if (g.ranks <= 1 || bytes == 0) return {0, t.algorithm, t.protocol, t.channels};
     return {to_ns(time_us(t, table_.lookup(g.nodes, t.chunk_bytes))), t.algorithm, t.protocol, t.channels};

@@ -36,9 +36,10 @@ std::array<double, kNcclParamCount> theta_of(const NcclParams& p);
 NcclParams params_of(const std::array<double, kNcclParamCount>& theta, const NcclParams& base);
 double time_us(const NcclTerms& t, const NcclParams& p);
 
-// Terms of a collective over geometry g; `force` pins the algorithm (Auto = NCCL's tuner choice).
+// Terms of a collective over geometry g; `force` pins the algorithm (Auto = NCCL's tuner choice) and `proto` the
+// protocol (NCCL_PROTO; empty = the tuner's choice).
 NcclTerms nccl_terms(const NcclHardware& hw, workload::CollType coll, uint64_t bytes, const GroupGeometry& g,
-                     Algorithm force = Algorithm::Auto);
+                     Algorithm force = Algorithm::Auto, std::optional<Protocol> proto = std::nullopt);
 // Terms of one send/recv (NCCL's P2P path: one chunked flow over NVLink/PCIe or the NIC).
 NcclTerms nccl_p2p_terms(const NcclHardware& hw, uint64_t bytes, bool same_node);
 

@@ -9,15 +9,6 @@
 
 namespace stepsim::cost {
 
-std::optional<Protocol> parse_protocol(std::string_view s) {
-  std::string k;
-  for (char c : s) k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (k == "ll") return Protocol::LL;
-  if (k == "ll128") return Protocol::LL128;
-  if (k == "simple") return Protocol::Simple;
-  return std::nullopt;
-}
-
 KernelRecords parse_kernel_records(std::string_view text, const std::string& path) {
   check_measurement_text(text, path);
   const CsvTable csv = parse_csv(text);

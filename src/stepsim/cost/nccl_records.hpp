@@ -30,9 +30,6 @@ struct KernelRecords {
   std::vector<int> bad_line_numbers;  // the first 20
 };
 
-// "LL", "LL128", "Simple" (any case); nullopt otherwise.
-std::optional<Protocol> parse_protocol(std::string_view s);
-
 // InputError naming the file for binary data, a header without the required columns, or no valid row.
 KernelRecords parse_kernel_records(std::string_view text, const std::string& path);
 KernelRecords read_kernel_records(const std::string& path);

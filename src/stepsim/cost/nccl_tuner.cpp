@@ -194,13 +194,15 @@ double tuner_time_us(CollType coll, Algorithm a, Protocol p, uint64_t bytes, con
   return lat + static_cast<double>(bytes) / (1000.0 * bw);
 }
 
-TunerChoice tuner_choose(CollType coll, uint64_t bytes, const TunerTopology& t, Algorithm force) {
+TunerChoice tuner_choose(CollType coll, uint64_t bytes, const TunerTopology& t, Algorithm force,
+                         std::optional<Protocol> proto) {
   TunerChoice best;
   best.time_us = -1;
   for (Algorithm a : {Algorithm::Tree, Algorithm::Ring, Algorithm::CollNetDirect, Algorithm::CollNetChain, Algorithm::Nvls,
                       Algorithm::NvlsTree, Algorithm::Pat}) {
     if (force != Algorithm::Auto && a != force) continue;
     for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+      if (proto && p != *proto) continue;
       const double us = tuner_time_us(coll, a, p, bytes, t);
       if (us < 0) continue;
       if (best.time_us < 0 || us < best.time_us) {
@@ -210,9 +212,15 @@ TunerChoice tuner_choose(CollType coll, uint64_t bytes, const TunerTopology& t, 
     }
   }
   if (best.time_us < 0) {
-    throw InputError(std::string("--algo ") + name_of(force) + ": NCCL cannot run " + workload::name_of(coll) +
-                     " with that algorithm on " + std::to_string(t.ranks) + " ranks over " +
-                     std::to_string(t.nodes) + " node(s) of this hardware");
+    // Name what was forced: the protocol alone, the algorithm alone, or both.
+    std::string what = proto && force == Algorithm::Auto ? std::string("--proto ") + name_of(*proto)
+                                                         : std::string("--algo ") + name_of(force);
+    if (proto && force != Algorithm::Auto) what += std::string(" --proto ") + name_of(*proto);
+    throw InputError(what + ": NCCL cannot run " + workload::name_of(coll) + " with that " +
+                     (proto && force != Algorithm::Auto ? "algorithm and protocol" : proto ? "protocol" : "algorithm") +
+                     " on " + std::to_string(t.ranks) + " ranks over " + std::to_string(t.nodes) +
+                     " node(s) of this hardware" +
+                     (proto && *proto == Protocol::LL128 && !t.ll128 ? " (LL128 needs NVLink between the GPUs)" : ""));
   }
   // Channel reduction for small messages (§7): fewer channels while each thread would carry too little.
   if (best.algorithm == Algorithm::Ring || best.algorithm == Algorithm::Tree) {

@@ -57,9 +57,10 @@ double nvls_efficiency(CompCap cc);
 // NCCL's time for `bytes` with (a, p) or a negative value when NCCL would not use it.
 double tuner_time_us(workload::CollType coll, Algorithm a, Protocol p, uint64_t bytes, const TunerTopology& t);
 
-// The cheapest (algorithm, protocol) by NCCL's model; `force` restricts the algorithm (Auto = any). Throws
-// InputError when the forced algorithm cannot run this collective on this topology.
+// The cheapest (algorithm, protocol) by NCCL's model; `force` restricts the algorithm (Auto = any) and `proto` the
+// protocol (empty = any), as NCCL_ALGO / NCCL_PROTO do. Throws InputError when no allowed pair can run this
+// collective on this topology.
 TunerChoice tuner_choose(workload::CollType coll, uint64_t bytes, const TunerTopology& t,
-                         Algorithm force = Algorithm::Auto);
+                         Algorithm force = Algorithm::Auto, std::optional<Protocol> proto = std::nullopt);
 
 }  // namespace stepsim::cost

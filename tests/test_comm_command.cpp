@@ -1,0 +1,123 @@
+// `stepsim comm` for every collective on every GPU generation, and NCCL_PROTO-like protocol forcing (issue 14 item 4).
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "stepsim/api/comm.hpp"
+#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/spec/input_error.hpp"
+#include "test_util.hpp"
+
+namespace stepsim {
+namespace {
+
+api::CommOutput run(const std::string& coll, const std::string& gpu, int gpus, const std::string& sizes,
+                    const std::string& model = "nccl", const std::string& algo = "auto",
+                    const std::string& proto = "auto") {
+  api::CommOptions o;
+  o.collective = coll;
+  o.gpus = gpus;
+  o.gpus_per_node = 8;
+  o.sizes = sizes;
+  o.model = model;
+  o.algo = algo;
+  o.proto = proto;
+  o.store = "none";
+  o.overrides = {"cluster.gpu=" + gpu};
+  return api::comm(o);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// Every collective of nccl-tests on every generation the catalog's NCCL profiles cover (Volta, Ampere, Hopper,
+// Blackwell NVSwitch nodes and a PCIe node), on one node and across two, with every model: a time for each size,
+// growing with the size, and on one node a bus bandwidth below 1.2 x the GPU's own link (NVLS's in-switch reduction
+// is the most that goes above it; across nodes no bound is asserted, two-node trees legitimately beat the NICs).
+TEST(CommCommand, EveryCollectiveOnEveryGeneration) {
+  for (const std::string gpu : {"V100-SXM2-32GB", "A100-80GB", "H100-SXM", "H200", "B200", "A40"}) {
+    const double link = hw::GpuCatalog::builtin().find(gpu).intra_node_GBps;
+    for (const int gpus : {8, 16}) {
+      for (const std::string coll :
+           {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv"}) {
+        for (const std::string model : {"nccl", "alpha-beta", "flow"}) {
+          const std::string what = gpu + " " + std::to_string(gpus) + " GPUs " + coll + " " + model;
+          const api::CommOutput out = run(coll, gpu, gpus, "1K,1M,1G", model);
+          ASSERT_EQ(out.rows.size(), 3u) << what;
+          double last = 0;
+          for (const auto& r : out.rows) {
+            const double us = r["time_us"].get<double>();
+            EXPECT_TRUE(std::isfinite(us) && us > 0) << what;
+            EXPECT_GE(us, last) << what;
+            last = us;
+            if (gpus == 8) EXPECT_LT(r["busbw_GBps"].get<double>(), 1.2 * link) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Forcing a protocol (NCCL_PROTO): the reported protocol is the forced one, and on a bandwidth-bound 1 GiB ring
+// all-reduce the times keep the protocols' efficiencies apart: LL moves 8-byte lines of which half is flag (0.5),
+// LL128 120 of 128 bytes with NCCL's 0.92 derating, Simple everything. Transfer alone gives LL / Simple = 2 and
+// LL128 / Simple = 1 / 0.92; their smaller chunks add rounds, hence the upper bounds.
+TEST(CommCommand, ForcedProtocolIsUsedAndKeepsTheEfficienciesApart) {
+  auto at_1g = [](const std::string& proto) {
+    const api::CommOutput out = run("all_reduce", "H100-SXM", 8, "1G", "nccl", "ring", proto);
+    EXPECT_EQ(out.rows[0]["protocol"].get<std::string>(), proto);
+    EXPECT_EQ(out.rows[0]["algorithm"].get<std::string>(), "ring");
+    return out.rows[0]["time_us"].get<double>();
+  };
+  const double ll = at_1g("LL"), ll128 = at_1g("LL128"), simple = at_1g("Simple");
+  EXPECT_GE(ll / simple, 2.0);
+  EXPECT_LE(ll / simple, 2.6);
+  EXPECT_GE(ll128 / simple, 1 / 0.92);
+  EXPECT_LE(ll128 / simple, 1.2);
+  // Auto picks the fastest allowed pair: never slower than any forced protocol.
+  const double best = run("all_reduce", "H100-SXM", 8, "1G", "nccl", "ring").rows[0]["time_us"].get<double>();
+  EXPECT_LE(best, std::min({ll, ll128, simple}));
+  // Case as NCCL_PROTO takes it.
+  EXPECT_EQ(run("all_reduce", "H100-SXM", 8, "1M", "nccl", "auto", "ll128").rows[0]["protocol"], "LL128");
+}
+
+TEST(CommCommand, ForcedProtocolErrorsNameTheFlagAndTheRule) {
+  EXPECT_NE(error_of([] { run("all_reduce", "H100-SXM", 8, "1M", "nccl", "auto", "LL256"); })
+                .find("--proto LL256: one of auto, LL, LL128, Simple"),
+            std::string::npos);
+  // LL128 needs NVLink: a PCIe node has none.
+  EXPECT_NE(error_of([] { run("all_reduce", "A40", 8, "1M", "nccl", "auto", "LL128"); })
+                .find("(LL128 needs NVLink between the GPUs)"),
+            std::string::npos);
+  // NVLS runs Simple only.
+  EXPECT_NE(error_of([] { run("all_reduce", "H100-SXM", 8, "1M", "nccl", "nvls", "LL"); })
+                .find("--algo nvls --proto LL: NCCL cannot run all_reduce with that algorithm and protocol"),
+            std::string::npos);
+  // Models without protocols accept Simple (what they time) and refuse the others.
+  EXPECT_EQ(run("all_gather", "H100-SXM", 8, "1M", "alpha-beta", "auto", "Simple").rows.size(), 1u);
+  for (const std::string model : {"alpha-beta", "flow"}) {
+    EXPECT_NE(error_of([&] { run("all_gather", "H100-SXM", 8, "1M", model, "auto", "LL"); })
+                  .find("the " + model + " model times NCCL's Simple protocol only"),
+              std::string::npos);
+  }
+  EXPECT_NE(error_of([] { run("sendrecv", "H100-SXM", 16, "1M", "nccl", "auto", "LL"); }).find("sendrecv"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { run("alltoall", "H100-SXM", 16, "1M", "nccl", "auto", "LL128"); }).find("all-to-all"),
+            std::string::npos);
+  // On the command line: exit 2, one line.
+  const test::CliResult r = test::run_cli("comm --proto LL --model alpha-beta --sizes 1M");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--proto LL"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace stepsim
