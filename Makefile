@@ -13,7 +13,10 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
-demo: build
+# demo builds only what it runs (the CLI and its library), not the tests, benchmarks or Python module.
+demo: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) --target stepsim
 	@./$(BUILD)/stepsim simulate examples/gpt3-175b-h800.yaml
 
 test-unit: build

@@ -54,6 +54,20 @@ std::vector<BadCase> bad_cases() {
   return {
       {"malformed_yaml", "model: {name: [unclosed\n", {"test.yaml:", "malformed YAML"}},
       {"unknown_key", edit(ok, "name: tiny,", "name: tiny, num_layer: 3,"), {"unknown key model.num_layer"}},
+      // Issue 16 item 5: a misspelt required key is reported as the unknown key it is, with the key it resembles,
+      // not as the required key that is missing; a key resembling nothing gets no suggestion.
+      {"misspelt_required_key", edit(ok, "hidden_size: 1024", "hidden_sizee: 1024"),
+       {"unknown key model.hidden_sizee (did you mean model.hidden_size?)"}},
+      {"misspelt_optional_key", edit(ok, "global_batch_size: 16", "global_batch_size: 16, recompte: full"),
+       {"unknown key training.recompte (did you mean training.recompute?)"}},
+      {"missing_required_key", edit(ok, "hidden_size: 1024, ", ""), {"key model.hidden_size: is required"}},
+      // A rule that would fail on the stand-in of an absent required key reports the absent key (topk 2 > the
+      // stand-in num_experts 1), and a misspelt spelling of it as unknown.
+      {"rule_on_missing_key", edit(ok, "seq_length: 1024}", "seq_length: 1024, moe: {topk: 2, ffn_hidden_size: 1024}}"),
+       {"key model.moe.num_experts: is required"}},
+      {"rule_on_misspelt_key", edit(ok, "seq_length: 1024}", "seq_length: 1024, moe: {num_expert: 8, topk: 2}}"),
+       {"unknown key model.moe.num_expert (did you mean model.moe.num_experts?)"}},
+      {"unknown_unlike_anything", ok + "zzzzzzzz: 1\n", {"unknown key zzzzzzzz"}},
       {"unknown_top_key", ok + "optimiser: adam\n", {"unknown key optimiser"}},
       {"unknown_gpu", edit(ok, "gpu: H100-SXM", "gpu: H1000"), {"unknown GPU", "H1000", "cluster.gpu"}},
       {"negative_layers", edit(ok, "num_layers: 8", "num_layers: -8"), {"model.num_layers", "[1,"}},

@@ -191,7 +191,7 @@ class InputErrorTest(unittest.TestCase):
 
     def test_misspelt_key(self):
         e = self.check_same_as_cli(["model.hidden_sizee=4096"], "model.hidden_sizee")
-        self.assertEqual(e.rule, "unknown key")
+        self.assertEqual(e.rule, "unknown key (did you mean model.hidden_size?)")
 
     def test_invalid_value(self):
         e = self.check_same_as_cli(["parallelism.tensor=3"], "parallelism")  # a rule across the section's keys

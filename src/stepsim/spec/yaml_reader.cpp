@@ -1,8 +1,10 @@
 #include "stepsim/spec/yaml_reader.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <vector>
 
 #include "stepsim/spec/input_error.hpp"
 
@@ -37,10 +39,69 @@ std::string StrictSection::key_path(const std::string& key) const {
 }
 
 void StrictSection::fail(const std::string& key, const std::string& rule) const {
+  // A rule that failed while a required key was absent most likely failed on its stand-in value: report the cause.
+  if (!missing_.empty() && key != missing_) {
+    const std::string typo = closest_unknown_to(missing_);
+    if (!typo.empty()) unknown(typo);
+    throw InputError(source_ + ": key " + key_path(missing_) + ": is required");
+  }
   throw InputError(source_ + ": key " + key_path(key) + ": " + rule);
 }
 
+namespace {
+
+// Optimal string alignment distance (Damerau-Levenshtein without repeated edits of a substring).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  const size_t n = a.size(), m = b.size();
+  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1));
+  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[n][m];
+}
+
+}  // namespace
+
+std::string did_you_mean(const std::string& key, const std::set<std::string>& known) {
+  // Keys longer than any job key are not compared (bounded work for hostile input).
+  if (key.size() > 64) return "";
+  std::string best;
+  size_t best_d = std::max<size_t>(2, key.size() / 3) + 1;
+  for (const std::string& k : known) {
+    if (k.size() > 64) continue;
+    const size_t dist = edit_distance(key, k);
+    if (dist < best_d) best_d = dist, best = k;
+  }
+  return best;
+}
+
+void StrictSection::unknown(const std::string& key) const {
+  std::set<std::string> known = used_;
+  known.insert(asked_.begin(), asked_.end());
+  known.erase(key);
+  const std::string hint = did_you_mean(key, known);
+  throw InputError(source_ + ": unknown key " + key_path(key) +
+                   (hint.empty() ? "" : " (did you mean " + key_path(hint) + "?)"));
+}
+
+// An unread key of this section within typo distance of `key`.
+std::string StrictSection::closest_unknown_to(const std::string& key) const {
+  if (!node_ || !node_.IsMap()) return "";
+  std::set<std::string> unread;
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    if (it->first.IsScalar() && !used_.count(it->first.Scalar())) unread.insert(it->first.Scalar());
+  }
+  return did_you_mean(key, unread);
+}
+
 bool StrictSection::has(const std::string& key) const {
+  asked_.insert(key);
   if (!node_ || !node_.IsMap()) return false;
   const YAML::Node v = node_[key];
   return v.IsDefined() && !v.IsNull();
@@ -76,7 +137,11 @@ int64_t StrictSection::get_int(const std::string& key, int64_t def, int64_t min,
 }
 
 int64_t StrictSection::require_int(const std::string& key, int64_t min, int64_t max) {
-  if (!has(key)) fail(key, "is required");
+  if (!has(key)) {
+    if (missing_.empty()) missing_ = key;
+    used_.insert(key);
+    return min;
+  }
   return get_int(key, 0, min, max);
 }
 
@@ -163,13 +228,13 @@ std::map<int64_t, double> StrictSection::get_int_double_map(const std::string& k
 }
 
 void StrictSection::finish() const {
-  if (!node_ || !node_.IsMap()) return;
-  for (auto it = node_.begin(); it != node_.end(); ++it) {
-    const std::string k = it->first.IsScalar() ? it->first.Scalar() : std::string("<non-scalar key>");
-    if (!used_.count(k)) {
-      throw InputError(source_ + ": unknown key " + key_path(k));
+  if (node_ && node_.IsMap()) {
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      const std::string k = it->first.IsScalar() ? it->first.Scalar() : std::string("<non-scalar key>");
+      if (!used_.count(k)) unknown(k);
     }
   }
+  if (!missing_.empty()) throw InputError(source_ + ": key " + key_path(missing_) + ": is required");
 }
 
 }  // namespace stepsim::spec

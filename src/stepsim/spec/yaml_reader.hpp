@@ -22,6 +22,9 @@ class StrictSection {
   [[noreturn]] void fail(const std::string& key, const std::string& rule) const;
 
   int64_t get_int(const std::string& key, int64_t def, int64_t min, int64_t max);
+  // A required key that is absent is not reported at once: finish() reports an unknown key first (most often the
+  // same key misspelt) and then the missing one; until then `min` stands in, and a rule that fails on it reports
+  // the missing key instead (a misspelt key close to it as unknown).
   int64_t require_int(const std::string& key, int64_t min, int64_t max);
   double get_double(const std::string& key, double def, double min, double max);
   bool get_bool(const std::string& key, bool def);
@@ -38,7 +41,8 @@ class StrictSection {
                                                double vmin, double vmax);
   // Marks a key as read (when the caller handles it by other means).
   void mark(const std::string& key) { used_.insert(key); }
-  // Throws on the first key never read.
+  // Throws on the first key never read (with the closest known key as a suggestion), else on the first required
+  // key that is absent.
   void finish() const;
 
   const std::string& source() const { return source_; }
@@ -50,7 +54,15 @@ class StrictSection {
   std::string path_;
   std::string source_;
   std::set<std::string> used_;
+  std::string missing_;  // the first required key found absent
+  mutable std::set<std::string> asked_;  // every key has() was asked about: known keys, for suggestions
+  [[noreturn]] void unknown(const std::string& key) const;
+  std::string closest_unknown_to(const std::string& key) const;
 };
+
+// The known key closest to `key` by edit distance (insertions, deletions, substitutions, adjacent swaps), when it is
+// near enough to be a typo (at most 2 edits, or a third of the length); "" otherwise.
+std::string did_you_mean(const std::string& key, const std::set<std::string>& known);
 
 // Parses a whole string as a signed integer / finite double; false on any junk.
 bool parse_int64(const std::string& s, int64_t& out);
@@ -58,7 +70,10 @@ bool parse_double(const std::string& s, double& out);
 
 template <class E>
 E StrictSection::get_enum(const std::string& key, E def, const std::vector<std::pair<std::string, E>>& choices) {
-  if (!has(key)) return def;
+  if (!has(key)) {
+    used_.insert(key);  // a known key, for did_you_mean
+    return def;
+  }
   const std::string v = scalar(key);
   std::string lower;
   for (char c : v) lower += static_cast<char>((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
