@@ -94,7 +94,8 @@ void StrictSection::unknown(const std::string& key) const {
 std::string StrictSection::closest_unknown_to(const std::string& key) const {
   if (!node_ || !node_.IsMap()) return "";
   std::set<std::string> unread;
-  for (auto it = node_.begin(); it != node_.end(); ++it) {
+  // The first 256 unread keys: a section has a few dozen keys, a hostile file may have millions.
+  for (auto it = node_.begin(); it != node_.end() && unread.size() < 256; ++it) {
     if (it->first.IsScalar() && !used_.count(it->first.Scalar())) unread.insert(it->first.Scalar());
   }
   return did_you_mean(key, unread);
