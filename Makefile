@@ -22,15 +22,18 @@ demo: deps
 test-unit: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
+# One sanitizer configuration serves the ASan+UBSan suite and the fuzzers: clang with ASan, UBSan and libFuzzer's
+# coverage instrumentation (-fsanitize=fuzzer-no-link), so `make test` compiles the library twice, not three times.
+SAN_BUILD ?= $(BUILD)-san
+
 test-sanitize: deps
-	@# -O1 -g1: what sanitizer builds need (line numbers in reports), and half the compile time of -O2 -g.
-	@cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DSTEPSIM_SANITIZE=ON -DSTEPSIM_BENCH=OFF >/dev/null
-	@cmake --build $(BUILD)-asan -j$(JOBS)
+	@bash scripts/configure-sanitizer $(SAN_BUILD)
+	@cmake --build $(SAN_BUILD) -j$(JOBS)
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --test-dir $(BUILD)-asan --output-on-failure -j$(JOBS)
+	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j$(JOBS)
 
 fuzz: deps
-	@bash scripts/run-fuzzers $(FUZZ_SECONDS)
+	@bash scripts/run-fuzzers $(FUZZ_SECONDS) $(SAN_BUILD)
 
 test: test-unit test-sanitize fuzz
 
@@ -39,4 +42,4 @@ bench: build
 	@bash bench/run-scale 5
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan build-fuzz
+	rm -rf $(BUILD) $(BUILD)-asan $(SAN_BUILD) build-fuzz

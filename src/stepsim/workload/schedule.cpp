@@ -21,7 +21,7 @@ namespace {
 
 class Emitter {
  public:
-  Emitter(int stage, int stages, int chunks) : s_(stage), p_(stages), v_(chunks) {}
+  Emitter(int stage, int stages) : s_(stage), p_(stages) {}
   bool first_stage() const { return s_ == 0; }
   bool last_stage() const { return s_ == p_ - 1; }
   void forward(int mb, int chunk) { out.push_back({PipelineAction::Forward, mb, chunk}); }
@@ -39,7 +39,7 @@ class Emitter {
   std::vector<PipelineAction> out;
 
  private:
-  int s_, p_, v_;
+  int s_, p_;
 };
 
 void gpipe(Emitter& e, int m) {
@@ -134,7 +134,7 @@ void interleaved(Emitter& e, int stage, int p, int v, int m, bool overlap) {
 
 std::vector<PipelineAction> pipeline_actions(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int m,
                                              bool overlap_p2p_comm) {
-  Emitter e(stage, stages, chunks);
+  Emitter e(stage, stages);
   switch (schedule) {
     case spec::PipelineSchedule::GPipe: gpipe(e, m); break;
     case spec::PipelineSchedule::OneFOneB: one_f_one_b(e, stage, stages, m); break;
