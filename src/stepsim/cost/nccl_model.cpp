@@ -213,15 +213,20 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
     case Algorithm::Tree: {
       // Echo eq. 5: the first chunk climbs a chain of K-1 NVLink hops and a double binary tree of log2(M) NIC
       // hops and comes back down (2x each); the other eta-1 chunks follow at the bottleneck's pace, each crossing
-      // it up and down (2 chunks per round through a GPU's port or a node's NICs).
+      // it up and down (2 chunks per round through a GPU's port or a node's NICs). Except the NICs of a 2-node tree:
+      // each node is the root of one of the two trees and the leaf of the other, so per direction its NICs carry
+      // the leaf's half going up and the root's half coming down, one chunk per round, not two (why NCCL's 2-node
+      // tree beats the NIC rate, nccl-tests #196; in interior nodes of larger trees two children each send a half).
       out.eta = ceil_div(s.P, nch * cmax);
       const double eta = static_cast<double>(out.eta), chunk = s.P / eta;
       const double di = 2 * (s.K - 1), dout = s.M > 1 ? 2 * std::ceil(std::log2(s.M)) : 0;
-      const double ri = s.inter_bottleneck ? 0 : eta - 1, ro = s.inter_bottleneck ? eta - 1 : 0;
+      const double per_round_out = s.M == 2 ? 1 : 2;
+      const bool inter_bottleneck = s.M > 1 && per_round_out / s.Bo > 2 / s.Bi;
+      const double ri = inter_bottleneck ? 0 : eta - 1, ro = inter_bottleneck ? eta - 1 : 0;
       x[1] = (di + ri) * sc.b;
       x[2] = (dout + ro) * sc.g;
       x[3] = (di + 2 * ri) * chunk / (s.Bi * eff);
-      x[4] = (dout + 2 * ro) * chunk / (s.Bo * eff);
+      x[4] = (dout + per_round_out * ro) * chunk / (s.Bo * eff);
       x[5] = s.P / 1e3;
       break;
     }
@@ -249,8 +254,9 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
       x[3] = intra;
       if (a == Algorithm::NvlsTree) {
         // Across nodes a double binary tree: a node interior in one tree receives and sends 2 P through its K
-        // NICs. The NVSwitch reduction and the tree pipeline chunk by chunk, so the slower of the two paces it.
-        const double inter = 2 * s.P / s.Bo;
+        // NICs; on two nodes each node is one tree's root and the other's leaf, P each way (as the tree above). The
+        // NVSwitch reduction and the tree pipeline chunk by chunk, so the slower of the two paces it.
+        const double inter = (s.M == 2 ? 1 : 2) * s.P / s.Bo;
         x[2] = 2 * std::ceil(std::log2(s.M)) * sc.g;
         x[3] = inter > intra ? 0 : intra;
         x[4] = inter > intra ? inter : 0;

@@ -105,9 +105,14 @@ TunerCell tuner_cell(CollType coll, Algorithm a, Protocol p, const TunerTopology
   const int nCh = std::max(1, t.channels);
   const int steps = nsteps(coll, n);
   // Ring and tree channels pass through every GPU of a node over NVLink/PCI, so NCCL's graph search never gives
-  // them an inter-node speed the intra-node paths cannot carry (ncclTopoCompute searches one speed for both).
+  // them an inter-node speed the intra-node paths cannot carry (ncclTopoCompute searches one speed for both: a
+  // ring graph's bwIntra = bwInter). The tuner takes bwIntra on 1-2 nodes, bwInter beyond; a tree graph's search then
+  // raises bwIntra up to twice bwInter ("increase bwIntra for trees (2 nodes or collnet)", graph/search.cc), which is
+  // why NCCL picks the tree on two nodes and its busbw there can reach twice the NICs'.
   const bool collnet = a == Algorithm::CollNetDirect || a == Algorithm::CollNetChain;
-  const double bw = nodes <= 2 || collnet ? t.bw_intra : ppn > 1 ? std::min(t.bw_inter, t.bw_intra) : t.bw_inter;
+  const double graph = nodes == 1 ? t.bw_intra : ppn > 1 ? std::min(t.bw_inter, t.bw_intra) : t.bw_inter;
+  double bw = collnet ? t.bw_intra : graph;
+  if (nodes == 2 && a == Algorithm::Tree) bw = ppn > 1 ? std::min(t.bw_intra, 2 * graph) : 2 * graph;
 
   // --- bus bandwidth (§5.2-5.3)
   double busBw = nCh * bw;
