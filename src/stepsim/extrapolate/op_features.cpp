@@ -5,8 +5,6 @@
 namespace stepsim::extrapolate {
 namespace {
 
-bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
-
 double numel(const trace::EtValue& v) {
   double n = 1;
   for (int64_t d : v.dims) n *= static_cast<double>(d);
@@ -67,7 +65,7 @@ OpFamily family_of(const std::string& n) {
       n == "aten::linear")
     return OpFamily::Matmul;
   if (n == "aten::convolution" || n == "aten::_convolution" || n == "aten::cudnn_convolution" ||
-      starts_with(n, "aten::conv") || n == "aten::convolution_backward")
+      n.starts_with("aten::conv") || n == "aten::convolution_backward")
     return OpFamily::Conv;
   if (n == "aten::embedding" || n == "aten::embedding_bag" || n == "aten::_embedding_bag" ||
       n == "aten::embedding_dense_backward" || n == "aten::_embedding_bag_backward")
@@ -82,12 +80,12 @@ bool is_layer_op(const std::string& n) {
 }
 
 int64_t element_bytes(const std::string& t) {
-  if (!starts_with(t, "Tensor(")) return 0;
+  if (!t.starts_with("Tensor(")) return 0;
   const std::string e = t.substr(7, t.size() > 8 ? t.size() - 8 : 0);
   if (e == "float" || e == "int" || e == "unsigned int" || e == "c10::complex<c10::Half>") return 4;
   if (e == "double" || e == "long int" || e == "long" || e == "c10::complex<float>" || e == "unsigned long") return 8;
   if (e == "c10::Half" || e == "c10::BFloat16" || e == "short" || e == "short int" || e == "unsigned short") return 2;
-  if (e == "bool" || e == "unsigned char" || e == "signed char" || e == "char" || starts_with(e, "c10::Float8")) return 1;
+  if (e == "bool" || e == "unsigned char" || e == "signed char" || e == "char" || e.starts_with("c10::Float8")) return 1;
   if (e == "c10::complex<double>") return 16;
   return 0;  // nullptr (uninitialized), unknown
 }

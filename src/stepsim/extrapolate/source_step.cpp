@@ -17,7 +17,6 @@ namespace {
 
 constexpr int kMaxDepth = 256;  // ancestor walks (a malformed parent cycle must not loop forever)
 
-bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
 struct NodeIndex {
   std::map<int64_t, int> by_id;
@@ -36,9 +35,9 @@ int parent_of(const trace::ExecutionTrace& et, const NodeIndex& ix, int n) {
 std::optional<Phase> phase_of(const trace::ExecutionTrace& et, const NodeIndex& ix, int n) {
   for (int d = 0; n >= 0 && d < kMaxDepth; ++d, n = parent_of(et, ix, n)) {
     const std::string& name = et.nodes[static_cast<size_t>(n)].name;
-    if (starts_with(name, "autograd::engine::evaluate_function") || name.find("Backward") != std::string::npos)
+    if (name.starts_with("autograd::engine::evaluate_function") || name.find("Backward") != std::string::npos)
       return Phase::Backward;
-    if (starts_with(name, "Optimizer.") || starts_with(name, "Optimizer#")) return Phase::Optimizer;
+    if (name.starts_with("Optimizer.") || name.starts_with("Optimizer#")) return Phase::Optimizer;
   }
   return std::nullopt;
 }

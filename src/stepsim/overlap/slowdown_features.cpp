@@ -9,10 +9,13 @@
 namespace stepsim::overlap {
 namespace {
 
-enum Feature {
+// Feature columns (a namespace of their own: the dataset reader's column enum uses the same names).
+namespace feature {
+enum Index {
   kGpu, kKernelType, kIsolatedUs, kSm, kMem, kDram, kOcc, kL1, kL2, kCollective, kAlgorithm, kProtocol, kBucket,
   kChannels
 };
+}  // namespace feature
 
 constexpr int kOtherKernelType = 9;  // after the nine GPU ComputeCategory values (gemm .. offload)
 constexpr int kSendRecv = 6;         // after the six CollType values
@@ -76,39 +79,39 @@ float protocol_code(std::string_view protocol) {
 
 FeatureVector features_of(const SlowdownRow& r, float gpu) {
   FeatureVector f;
-  f[kGpu] = gpu;
-  f[kKernelType] = kernel_type_code(r.kernel_type);
-  f[kIsolatedUs] = static_cast<float>(r.isolated_us);
-  f[kSm] = static_cast<float>(r.sm_throughput_pct);
-  f[kMem] = static_cast<float>(r.memory_throughput_pct);
-  f[kDram] = static_cast<float>(r.dram_throughput_pct);
-  f[kOcc] = static_cast<float>(r.achieved_occupancy_pct);
-  f[kL1] = static_cast<float>(r.l1_hit_rate_pct);
-  f[kL2] = static_cast<float>(r.l2_hit_rate_pct);
-  f[kCollective] = collective_code(r.collective);
-  f[kAlgorithm] = algorithm_code(r.algorithm);
-  f[kProtocol] = protocol_code(r.protocol);
-  f[kBucket] = log2_bytes(r.bucket_bytes);
-  f[kChannels] = r.channels > 0 ? static_cast<float>(r.channels) : NAN;
+  f[feature::kGpu] = gpu;
+  f[feature::kKernelType] = kernel_type_code(r.kernel_type);
+  f[feature::kIsolatedUs] = static_cast<float>(r.isolated_us);
+  f[feature::kSm] = static_cast<float>(r.sm_throughput_pct);
+  f[feature::kMem] = static_cast<float>(r.memory_throughput_pct);
+  f[feature::kDram] = static_cast<float>(r.dram_throughput_pct);
+  f[feature::kOcc] = static_cast<float>(r.achieved_occupancy_pct);
+  f[feature::kL1] = static_cast<float>(r.l1_hit_rate_pct);
+  f[feature::kL2] = static_cast<float>(r.l2_hit_rate_pct);
+  f[feature::kCollective] = collective_code(r.collective);
+  f[feature::kAlgorithm] = algorithm_code(r.algorithm);
+  f[feature::kProtocol] = protocol_code(r.protocol);
+  f[feature::kBucket] = log2_bytes(r.bucket_bytes);
+  f[feature::kChannels] = r.channels > 0 ? static_cast<float>(r.channels) : NAN;
   return f;
 }
 
 FeatureVector features_of(const cost::OverlapCompute& c, const cost::OverlapComm& comm, float gpu) {
   FeatureVector f;
-  f[kGpu] = gpu;
-  f[kKernelType] = static_cast<float>(static_cast<int>(c.category));
-  f[kIsolatedUs] = static_cast<float>(c.isolated_us);
-  f[kSm] = static_cast<float>(c.sm_throughput_pct);
-  f[kMem] = static_cast<float>(c.memory_throughput_pct);
-  f[kDram] = static_cast<float>(c.dram_throughput_pct);
-  f[kOcc] = static_cast<float>(c.achieved_occupancy_pct);
-  f[kL1] = static_cast<float>(c.l1_hit_rate_pct);
-  f[kL2] = static_cast<float>(c.l2_hit_rate_pct);
-  f[kCollective] = comm.kind == workload::OpKind::P2P ? kSendRecv : static_cast<float>(static_cast<int>(comm.coll));
-  f[kAlgorithm] = comm.algorithm == cost::Algorithm::Auto ? NAN : static_cast<float>(static_cast<int>(comm.algorithm));
-  f[kProtocol] = static_cast<float>(static_cast<int>(comm.protocol));
-  f[kBucket] = log2_bytes(comm.bytes);
-  f[kChannels] = comm.channels > 0 ? static_cast<float>(comm.channels) : NAN;
+  f[feature::kGpu] = gpu;
+  f[feature::kKernelType] = static_cast<float>(static_cast<int>(c.category));
+  f[feature::kIsolatedUs] = static_cast<float>(c.isolated_us);
+  f[feature::kSm] = static_cast<float>(c.sm_throughput_pct);
+  f[feature::kMem] = static_cast<float>(c.memory_throughput_pct);
+  f[feature::kDram] = static_cast<float>(c.dram_throughput_pct);
+  f[feature::kOcc] = static_cast<float>(c.achieved_occupancy_pct);
+  f[feature::kL1] = static_cast<float>(c.l1_hit_rate_pct);
+  f[feature::kL2] = static_cast<float>(c.l2_hit_rate_pct);
+  f[feature::kCollective] = comm.kind == workload::OpKind::P2P ? kSendRecv : static_cast<float>(static_cast<int>(comm.coll));
+  f[feature::kAlgorithm] = comm.algorithm == cost::Algorithm::Auto ? NAN : static_cast<float>(static_cast<int>(comm.algorithm));
+  f[feature::kProtocol] = static_cast<float>(static_cast<int>(comm.protocol));
+  f[feature::kBucket] = log2_bytes(comm.bytes);
+  f[feature::kChannels] = comm.channels > 0 ? static_cast<float>(comm.channels) : NAN;
   return f;
 }
 

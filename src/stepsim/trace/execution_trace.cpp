@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/trace/json_read.hpp"
 #include "stepsim/trace/readers.hpp"
 #include "stepsim/trace/trace_document.hpp"
 
@@ -13,9 +14,7 @@ namespace {
 
 namespace od = json::od;
 
-void throw_if(simdjson::error_code e) {
-  if (e) throw simdjson::simdjson_error(e);
-}
+using json::throw_if;
 
 // The first string among the top-level input values: record_param_comms passes the collective's name there.
 std::string first_string_input(od::value inputs) {

@@ -17,6 +17,11 @@ namespace stepsim::trace::json {
 
 namespace od = simdjson::ondemand;
 
+// simdjson's error codes as exceptions (the readers catch simdjson_error and name the file).
+inline void throw_if(simdjson::error_code e) {
+  if (e) throw simdjson::simdjson_error(e);
+}
+
 // Integer value of a number (an integral double is accepted); nullopt for other types or out of range.
 std::optional<int64_t> int_of(od::value v);
 // A number or a numeric string ("123"); nullopt otherwise.

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/trace/json_read.hpp"
 #include "stepsim/trace/readers.hpp"
 #include "stepsim/trace/trace_document.hpp"
 
@@ -26,9 +27,7 @@ struct Args {
   std::string input_type;     // "Input type"[0]
 };
 
-void throw_if(simdjson::error_code e) {
-  if (e) throw simdjson::simdjson_error(e);
-}
+using json::throw_if;
 
 int64_t product_of_dims(od::value v) {
   od::array outer;

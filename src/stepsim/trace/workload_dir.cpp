@@ -17,7 +17,6 @@
 namespace stepsim::trace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using workload::OpKind;
 
 namespace {
@@ -183,10 +182,10 @@ TracedRank parse_program(const JsonField& root, const std::string& path, const W
 }  // namespace
 
 TracedRank parse_traced_rank(const std::string& text, const std::string& path, const WorkloadReadOptions& opt) {
-  json doc;
+  nlohmann::json doc;
   try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": not JSON (" + std::string(e.what()) + ")");
   }
   const JsonField root(doc, path, "");
@@ -233,11 +232,11 @@ std::vector<TracedRank> read_workload_dir(const std::string& dir, const Workload
   std::map<int, double> measured;
   if (std::ifstream s(fs::path(dir) / "summary.json"); s) {
     try {
-      const json j = json::parse(s);
+      const nlohmann::json j = nlohmann::json::parse(s);
       for (const auto& r : j.at("ranks")) {
         if (r.contains("step_time_s") && r["step_time_s"].is_number()) measured[r.at("rank").get<int>()] = r["step_time_s"];
       }
-    } catch (const json::exception&) {
+    } catch (const nlohmann::json::exception&) {
       // Not an import summary: no measured steps.
     }
   }
