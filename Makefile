@@ -4,13 +4,18 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 FUZZ_SECONDS ?= 10
 
-.PHONY: deps build demo test test-unit test-sanitize fuzz bench clean
+.PHONY: deps build build-tests demo test test-unit test-sanitize fuzz bench clean
 
 deps:
 	@bash scripts/install-deps
 
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSTEPSIM_BENCH=ON >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+# The test suite's release configuration: the same build folder without the benchmarks (`make bench` adds them).
+build-tests: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSTEPSIM_BENCH=OFF >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
 # demo builds only what it runs (the CLI and its library), not the tests, benchmarks or Python module.
@@ -19,7 +24,7 @@ demo: deps
 	@cmake --build $(BUILD) -j$(JOBS) --target stepsim
 	@./$(BUILD)/stepsim simulate examples/gpt3-175b-h800.yaml
 
-test-unit: build
+test-unit: build-tests
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 # One sanitizer configuration serves the ASan+UBSan suite and the fuzzers: clang with ASan, UBSan and libFuzzer's

@@ -46,13 +46,8 @@ spec::CommModel parse_model(const std::string& s) {
 CommOutput comm(const CommOptions& o) {
   const CollectiveName& cn = find_collective(o.collective);
   const spec::CommModel model_kind = parse_model(o.model);
-  const auto algo = cost::parse_algorithm(o.algo);
-  if (!algo) throw InputError("--algo " + o.algo + ": one of auto, ring, tree, nvls, nvls_tree, pat, collnet_direct, collnet_chain");
-  std::optional<cost::Protocol> proto;
-  if (o.proto != "auto") {
-    proto = cost::parse_protocol(o.proto);
-    if (!proto) throw InputError("--proto " + o.proto + ": one of auto, LL, LL128, Simple");
-  }
+  const cost::Algorithm algo = cost::algorithm_option(o.algo);
+  const std::optional<cost::Protocol> proto = cost::protocol_option(o.proto);
   if (o.gpus < 1 || o.gpus > (1 << 20)) throw InputError("--gpus " + std::to_string(o.gpus) + ": must be 1..1048576");
   if (o.gpus_per_node < 1) throw InputError("--gpus-per-node: must be >= 1");
   const std::vector<uint64_t> sizes = parse_size_range(o.sizes, "--sizes");
@@ -72,13 +67,13 @@ CommOutput comm(const CommOptions& o) {
     if (cn.p2p) {
       // Every rank sends to the next and receives from the previous at once; across nodes the ring's slowest
       // pair crosses a NIC.
-      if (*algo != cost::Algorithm::Auto) throw InputError("--algo: sendrecv has no algorithm choice");
+      if (algo != cost::Algorithm::Auto) throw InputError("--algo: sendrecv has no algorithm choice");
       if (proto && *proto != cost::Protocol::Simple) {
         throw InputError(std::string("--proto ") + cost::name_of(*proto) + ": sendrecv is timed with the Simple protocol");
       }
       e = {model->p2p_ns(bytes, g.nodes == 1), cost::Algorithm::Direct, cost::Protocol::Simple, 1};
     } else {
-      e = model->estimate(cn.coll, bytes, g, *algo, proto);
+      e = model->estimate(cn.coll, bytes, g, algo, proto);
     }
     const double us = static_cast<double>(e.ns) / 1e3;
     const double algbw = us > 0 ? static_cast<double>(bytes) / (us * 1e3) : 0.0;  // GB/s = 1e3 B/us

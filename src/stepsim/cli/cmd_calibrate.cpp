@@ -42,13 +42,8 @@ std::vector<hw::CalibrationRow> store_rows(const CalibrationInput& in, const cos
 }
 
 int run_calibrate_comm(const CalibrateOptions& o) {
-  const auto algo = cost::parse_algorithm(o.algo);
-  if (!algo) throw InputError("--algo " + o.algo + ": one of auto, ring, tree, nvls, nvls_tree, pat, collnet_direct, collnet_chain");
-  std::optional<cost::Protocol> proto;
-  if (o.proto != "auto") {
-    proto = cost::parse_protocol(o.proto);
-    if (!proto) throw InputError("--proto " + o.proto + ": one of auto, LL, LL128, Simple");
-  }
+  const cost::Algorithm algo = cost::algorithm_option(o.algo);
+  const std::optional<cost::Protocol> proto = cost::protocol_option(o.proto);
   const CalibrationInput in = load_calibration_input(o);
   const std::string store_path = o.store.empty() ? hw::default_calibration_store_path() : o.store;
   // Open the store first: a foreign or corrupt file is reported before any work.
@@ -59,7 +54,7 @@ int run_calibrate_comm(const CalibrateOptions& o) {
   const cost::NcclHardware hw = cost::nccl_hardware(in.cluster, profile.channels);
   cost::NcclParamTable current(profile.params);
   for (const auto& band : profile.bands) current.add(band);
-  const cost::NcclCalibrationResult result = cost::calibrate_nccl(in.points, hw, current, *algo, proto);
+  const cost::NcclCalibrationResult result = cost::calibrate_nccl(in.points, hw, current, algo, proto);
   if (result.groups.empty()) {
     throw InputError(in.files.front() + ": nothing to fit: every measured point has zero size, zero time or one rank");
   }

@@ -50,6 +50,19 @@ std::optional<Protocol> parse_protocol(std::string_view s) {
   return std::nullopt;
 }
 
+Algorithm algorithm_option(const std::string& s) {
+  const auto a = parse_algorithm(s);
+  if (!a) throw InputError("--algo " + s + ": one of auto, ring, tree, nvls, nvls_tree, pat, collnet_direct, collnet_chain");
+  return *a;
+}
+
+std::optional<Protocol> protocol_option(const std::string& s) {
+  if (s == "auto") return std::nullopt;
+  const auto p = parse_protocol(s);
+  if (!p) throw InputError("--proto " + s + ": one of auto, LL, LL128, Simple");
+  return p;
+}
+
 void require_simple_protocol(const std::optional<Protocol>& proto, const char* model) {
   if (proto && *proto != Protocol::Simple) {
     throw InputError(std::string("--proto ") + name_of(*proto) + ": the " + model +

@@ -19,6 +19,10 @@ const char* name_of(Protocol p);
 std::optional<Algorithm> parse_algorithm(const std::string& s);
 // Parses "LL", "LL128", "Simple" (any case, as NCCL_PROTO and kernel records write them); nullopt otherwise.
 std::optional<Protocol> parse_protocol(std::string_view s);
+// The --algo and --proto options, as NCCL_ALGO / NCCL_PROTO take them ("auto" = the model's choice, nullopt for the
+// protocol); InputError naming the flag and the choices otherwise.
+Algorithm algorithm_option(const std::string& s);
+std::optional<Protocol> protocol_option(const std::string& s);
 // The error of a model that times NCCL's Simple protocol only, for a forced protocol other than Simple (nothing
 // when `proto` is empty or Simple).
 void require_simple_protocol(const std::optional<Protocol>& proto, const char* model);
