@@ -10,8 +10,6 @@
 namespace stepsim::spec {
 namespace {
 
-std::string s(int64_t x) { return std::to_string(x); }
-
 // As even as possible; the lighter chunks go to the ends first (0, n-1, 1, n-2, ...), where the embedding and the
 // output layer already add work.
 std::vector<int> as_even(int layers, int n) {
@@ -33,8 +31,8 @@ std::string describe_layers(const std::vector<int>& layers) {
     size_t j = i;
     while (j < layers.size() && layers[j] == layers[i]) ++j;
     if (!out.empty()) out += ", ";
-    out += s(layers[i]);
-    if (j - i > 1) out += " x " + s(static_cast<int64_t>(j - i));
+    out += std::to_string(layers[i]);
+    if (j - i > 1) out += " x " + std::to_string(static_cast<int64_t>(j - i));
     i = j;
   }
   return out;
@@ -52,11 +50,11 @@ PipelineSplit make_pipeline_split(const PipelineSplitRequest& r, const std::stri
       fail("pipeline_layers", "give the explicit list or first/last_stage_layers or account_for_*, not several");
     }
     if (static_cast<int>(r.pipeline_layers.size()) != n) {
-      fail("pipeline_layers", "has " + s(static_cast<int64_t>(r.pipeline_layers.size())) +
-                                  " entries, needs pipeline x virtual_stages = " + s(n));
+      fail("pipeline_layers", "has " + std::to_string(static_cast<int64_t>(r.pipeline_layers.size())) +
+                                  " entries, needs pipeline x virtual_stages = " + std::to_string(n));
     }
     const int64_t sum = std::accumulate(r.pipeline_layers.begin(), r.pipeline_layers.end(), int64_t{0});
-    if (sum != L) fail("pipeline_layers", "sums to " + s(sum) + ", must equal model.num_layers " + s(L));
+    if (sum != L) fail("pipeline_layers", "sums to " + std::to_string(sum) + ", must equal model.num_layers " + std::to_string(L));
     return {r.pipeline_layers, "given (parallelism.pipeline_layers)"};
   }
   if (first_last) {
@@ -64,15 +62,15 @@ PipelineSplit make_pipeline_split(const PipelineSplitRequest& r, const std::stri
     // Megatron-Core (--decoder-first/last-pipeline-num-layers): the first/last stage holds that many layers, split
     // evenly over its virtual chunks; the other stages share the rest evenly.
     const bool f = r.first_stage_layers > 0, l = r.last_stage_layers > 0;
-    if (f && r.first_stage_layers % v) fail("first_stage_layers", s(r.first_stage_layers) + " is not divisible by virtual_stages " + s(v));
-    if (l && r.last_stage_layers % v) fail("last_stage_layers", s(r.last_stage_layers) + " is not divisible by virtual_stages " + s(v));
+    if (f && r.first_stage_layers % v) fail("first_stage_layers", std::to_string(r.first_stage_layers) + " is not divisible by virtual_stages " + std::to_string(v));
+    if (l && r.last_stage_layers % v) fail("last_stage_layers", std::to_string(r.last_stage_layers) + " is not divisible by virtual_stages " + std::to_string(v));
     const int middle = p - (f ? 1 : 0) - (l ? 1 : 0);
     if (middle < 0) fail("last_stage_layers", "first and last stage layers need pipeline >= 2");
     const int rest = L - r.first_stage_layers - r.last_stage_layers;
     if (rest < 0 || (middle == 0 && rest != 0) || (middle > 0 && rest % (middle * v) != 0)) {
       fail(f ? "first_stage_layers" : "last_stage_layers",
-           "the " + s(rest) + " remaining layers must split evenly over the other " + s(middle) + " stage(s) x " +
-               s(v) + " virtual stages");
+           "the " + std::to_string(rest) + " remaining layers must split evenly over the other " + std::to_string(middle) + " stage(s) x " +
+               std::to_string(v) + " virtual stages");
     }
     std::vector<int> out(static_cast<size_t>(n), middle > 0 ? rest / (middle * v) : 0);
     for (int c = 0; c < v; ++c) {
@@ -85,7 +83,7 @@ PipelineSplit make_pipeline_split(const PipelineSplitRequest& r, const std::stri
     const int extra = (r.account_for_embedding ? 1 : 0) + (r.account_for_loss ? 1 : 0);
     if ((L + extra) % n != 0) {
       fail(r.account_for_embedding ? "account_for_embedding_in_pipeline_split" : "account_for_loss_in_pipeline_split",
-           "model.num_layers " + s(L) + " + " + s(extra) + " is not divisible by pipeline x virtual_stages " + s(n));
+           "model.num_layers " + std::to_string(L) + " + " + std::to_string(extra) + " is not divisible by pipeline x virtual_stages " + std::to_string(n));
     }
     std::vector<int> out(static_cast<size_t>(n), (L + extra) / n);
     if (r.account_for_embedding) --out.front();
@@ -99,7 +97,7 @@ PipelineSplit make_pipeline_split(const PipelineSplitRequest& r, const std::stri
     --out.back();
     if (out.front() >= 0 && out.back() >= 0) return {out, "automatic: embedding and loss counted as a layer each"};
   }
-  if (L < n) fail("pipeline", "model.num_layers " + s(L) + " is less than pipeline x virtual_stages " + s(n));
+  if (L < n) fail("pipeline", "model.num_layers " + std::to_string(L) + " is less than pipeline x virtual_stages " + std::to_string(n));
   return {as_even(L, n), "automatic: as even as possible, lighter chunks first and last"};
 }
 
