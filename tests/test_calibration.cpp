@@ -41,15 +41,6 @@ std::string temp_path(const std::string& name) {
   return p;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
 // ---- bounded least squares ----
 
 TEST(Calibration, BoxLsqSolvesAndRespectsBounds) {
@@ -294,9 +285,9 @@ TEST(Calibration, StoreRoundTrip) {
 TEST(Calibration, StoreRejectsForeignFiles) {
   const std::string text = temp_path("not-sqlite.sqlite");
   std::ofstream(text) << std::string(4096, 'x') << "\n";
-  std::string e = error_of([&] { (void)hw::CalibrationStore::open(text); });
+  std::string e = test::error_of([&] { (void)hw::CalibrationStore::open(text); });
   EXPECT_EQ(e.rfind(text + ": not an SQLite database", 0), 0u) << e;
-  e = error_of([&] { (void)hw::CalibrationStore::open_existing(text); });
+  e = test::error_of([&] { (void)hw::CalibrationStore::open_existing(text); });
   EXPECT_EQ(e.rfind(text + ": not an SQLite database", 0), 0u) << e;
 
   const std::string foreign = temp_path("foreign.sqlite");
@@ -304,7 +295,7 @@ TEST(Calibration, StoreRejectsForeignFiles) {
   ASSERT_EQ(sqlite3_open(foreign.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE users (id INTEGER, name TEXT)", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
-  e = error_of([&] { (void)hw::CalibrationStore::open(foreign); });
+  e = test::error_of([&] { (void)hw::CalibrationStore::open(foreign); });
   EXPECT_NE(e.find(foreign + ": an SQLite database without stepsim's calibration tables (it has: users)"),
             std::string::npos) << e;
 
@@ -313,7 +304,7 @@ TEST(Calibration, StoreRejectsForeignFiles) {
   ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_version SET version = 7", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
-  e = error_of([&] { (void)hw::CalibrationStore::open(newer); });
+  e = test::error_of([&] { (void)hw::CalibrationStore::open(newer); });
   EXPECT_NE(e.find("schema version 7; this stepsim reads version 1"), std::string::npos) << e;
 }
 
@@ -418,7 +409,7 @@ TEST(Calibration, ParamTableForTheModelUsesTheStore) {
   ASSERT_EQ(sqlite3_exec(db, "UPDATE nccl_calibration SET intra_efficiency = -1 WHERE id = 1", nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
-  const std::string e = error_of([&] { (void)cost::calibrated_param_table(c, profile, path); });
+  const std::string e = test::error_of([&] { (void)cost::calibrated_param_table(c, profile, path); });
   EXPECT_NE(e.find(path + ": row 1: intra_efficiency = -1"), std::string::npos) << e;
 }
 

@@ -30,15 +30,6 @@ api::CommOutput run(const std::string& coll, const std::string& gpu, int gpus, c
   return api::comm(o);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
 // Every collective of nccl-tests on every generation the catalog's NCCL profiles cover (Volta, Ampere, Hopper,
 // Blackwell NVSwitch nodes and a PCIe node), on one node and across two, with every model: a time for each size,
 // growing with the size, and on one node a bus bandwidth below 1.2 x the GPU's own link (NVLS's in-switch reduction
@@ -93,27 +84,27 @@ TEST(CommCommand, ForcedProtocolIsUsedAndKeepsTheEfficienciesApart) {
 }
 
 TEST(CommCommand, ForcedProtocolErrorsNameTheFlagAndTheRule) {
-  EXPECT_NE(error_of([] { run("all_reduce", "H100-SXM", 8, "1M", "nccl", "auto", "LL256"); })
+  EXPECT_NE(test::error_of([] { run("all_reduce", "H100-SXM", 8, "1M", "nccl", "auto", "LL256"); })
                 .find("--proto LL256: one of auto, LL, LL128, Simple"),
             std::string::npos);
   // LL128 needs NVLink: a PCIe node has none.
-  EXPECT_NE(error_of([] { run("all_reduce", "A40", 8, "1M", "nccl", "auto", "LL128"); })
+  EXPECT_NE(test::error_of([] { run("all_reduce", "A40", 8, "1M", "nccl", "auto", "LL128"); })
                 .find("(LL128 needs NVLink between the GPUs)"),
             std::string::npos);
   // NVLS runs Simple only.
-  EXPECT_NE(error_of([] { run("all_reduce", "H100-SXM", 8, "1M", "nccl", "nvls", "LL"); })
+  EXPECT_NE(test::error_of([] { run("all_reduce", "H100-SXM", 8, "1M", "nccl", "nvls", "LL"); })
                 .find("--algo nvls --proto LL: NCCL cannot run all_reduce with that algorithm and protocol"),
             std::string::npos);
   // Models without protocols accept Simple (what they time) and refuse the others.
   EXPECT_EQ(run("all_gather", "H100-SXM", 8, "1M", "alpha-beta", "auto", "Simple").rows.size(), 1u);
   for (const std::string model : {"alpha-beta", "flow"}) {
-    EXPECT_NE(error_of([&] { run("all_gather", "H100-SXM", 8, "1M", model, "auto", "LL"); })
+    EXPECT_NE(test::error_of([&] { run("all_gather", "H100-SXM", 8, "1M", model, "auto", "LL"); })
                   .find("the " + model + " model times NCCL's Simple protocol only"),
               std::string::npos);
   }
-  EXPECT_NE(error_of([] { run("sendrecv", "H100-SXM", 16, "1M", "nccl", "auto", "LL"); }).find("sendrecv"),
+  EXPECT_NE(test::error_of([] { run("sendrecv", "H100-SXM", 16, "1M", "nccl", "auto", "LL"); }).find("sendrecv"),
             std::string::npos);
-  EXPECT_NE(error_of([] { run("alltoall", "H100-SXM", 16, "1M", "nccl", "auto", "LL128"); }).find("all-to-all"),
+  EXPECT_NE(test::error_of([] { run("alltoall", "H100-SXM", 16, "1M", "nccl", "auto", "LL128"); }).find("all-to-all"),
             std::string::npos);
   // On the command line: exit 2, one line.
   const test::CliResult r = test::run_cli("comm --proto LL --model alpha-beta --sizes 1M");

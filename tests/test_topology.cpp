@@ -29,15 +29,6 @@ Topology topology_of(const std::string& yaml, int gpus, int gpus_per_node) {
   return hw::build_topology(cluster_of(yaml, gpus, gpus_per_node));
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
 std::vector<std::string> path_names(const Topology& t, int src_rank, int dst_rank, uint64_t salt = 0) {
   Router r(t);
   std::vector<int32_t> links;
@@ -277,7 +268,7 @@ TEST(Topology, BadNetworkKeysNameTheKeyAndTheRule) {
       {"inter_node: {bandwidth_Gbps: 400, topology: dragonfly}\nnetwork: {}\n", {"cluster.inter_node.topology", "dragonfly"}},
   };
   for (const Case& c : cases) {
-    const std::string msg = error_of([&] { cluster_of(c.yaml, 16, 8); });
+    const std::string msg = test::error_of([&] { cluster_of(c.yaml, 16, 8); });
     for (const std::string& s : c.must_contain) EXPECT_NE(msg.find(s), std::string::npos) << c.yaml << " -> " << msg;
   }
   // Rules that need the node count or the graph are checked when the topology is built.
@@ -290,7 +281,7 @@ TEST(Topology, BadNetworkKeysNameTheKeyAndTheRule) {
   };
   for (const Case& c : built) {
     const spec::ClusterSpec cl = cluster_of(c.yaml, 16, 8);
-    const std::string msg = error_of([&] { hw::build_topology(cl); });
+    const std::string msg = test::error_of([&] { hw::build_topology(cl); });
     for (const std::string& s : c.must_contain) EXPECT_NE(msg.find(s), std::string::npos) << c.yaml << " -> " << msg;
   }
 }
@@ -298,7 +289,7 @@ TEST(Topology, BadNetworkKeysNameTheKeyAndTheRule) {
 TEST(Topology, BadNetworkKeyInAJobFileIsAnInputError) {
   const std::string yaml = test::small_gpt_yaml(2, 1, 4, 8);
   const std::string bad = yaml.substr(0, yaml.size() - 2) + ", network: {oversubscription: 0.5}}\n";
-  const std::string msg = error_of([&] { test::job_from_yaml(bad); });
+  const std::string msg = test::error_of([&] { test::job_from_yaml(bad); });
   EXPECT_NE(msg.find("test.yaml: key cluster.network.oversubscription: must be >= 1, got 0.5"), std::string::npos) << msg;
   // A good section parses into the cluster.
   const std::string good = yaml.substr(0, yaml.size() - 2) + ", network: {fabric: rail-optimized, leaf_ports: 16}}\n";
@@ -339,7 +330,7 @@ TEST(Topology, RefusesGraphsOverTheVertexLimit) {
   spec::ClusterSpec c;
   c.num_gpus = 1 << 20;
   c.gpus_per_node = 1;  // 2^20 GPUs + 2^20 NVSwitches + ...
-  const std::string msg = error_of([&] { hw::build_topology(c); });
+  const std::string msg = test::error_of([&] { hw::build_topology(c); });
   EXPECT_NE(msg.find("key cluster.num_gpus"), std::string::npos) << msg;
   EXPECT_NE(msg.find("at most 1048576"), std::string::npos) << msg;
 }

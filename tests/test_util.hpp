@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -81,5 +82,15 @@ inline std::string write_temp(const std::string& name, const std::string& text) 
 }
 
 inline std::string source_dir() { return STEPSIM_SOURCE_DIR; }
+
+// The message of the InputError `f` throws ("<no error>" when it throws none), for tests of error texts.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
 
 }  // namespace stepsim::test
