@@ -143,8 +143,9 @@ TEST(Planner, EstimateFollowsTheEngineOnLayoutVariants) {
 // data-parallel stream over the step's passes (stage 3's per-layer gathers prefetched one layer ahead, the
 // per-micro-batch gradient reduce-scatters of both, the backlog they leave for the next pass) and follows the engine
 // within 2 % without pipelining, on a fast and a slow network (100 and 10 Gb/s per GPU: at 10 the stream is the
-// bottleneck and ZeRO-2 takes 2.7x, ZeRO-3 4.7x ZeRO-1's step); memory within 5 %. With PP 2 the estimate is
-// 7.7 % high for ZeRO-1 already (its blocking pipeline sends), and ZeRO-2/3 stay within 12 %.
+// bottleneck and ZeRO-2 takes 2.7x, ZeRO-3 4.7x ZeRO-1's step); memory within 5 %. With PP 2 ZeRO-1 and 2 are
+// within 1 % (the pipeline's fill and drain counted from the other stages' passes, one blocking exchange per
+// forward/backward pair on the last stage), ZeRO-3 within 7 %.
 TEST(Planner, EstimateFollowsTheEngineOnZeroStages) {
   for (const int gbps : {100, 10}) {
     spec::JobSpec base = tiny(16, 32);
@@ -166,7 +167,7 @@ TEST(Planner, EstimateFollowsTheEngineOnZeroStages) {
         const sim::Simulation s = sim::run_simulation(j, {0});
         const report::Summary sum = report::summarize(s, 0);
         engine[stage] = sum.step_time_s;
-        EXPECT_NEAR(e.step_time_s / sum.step_time_s, 1.0, pipeline == 1 ? 0.02 : 0.12)
+        EXPECT_NEAR(e.step_time_s / sum.step_time_s, 1.0, pipeline == 2 && stage == 3 ? 0.07 : 0.02)
             << plan::describe(p) << " at " << gbps << " Gb/s";
         EXPECT_NEAR(static_cast<double>(e.peak_memory_bytes) / static_cast<double>(sum.peak_bytes_max), 1.0, 0.05)
             << plan::describe(p);

@@ -1,5 +1,4 @@
-// Loader of data/efficiency.yaml: strict parsing, merge defaults <- arch <- GPU, and the curve rules that keep
-// the roofline monotone (docs/COST-MODELS.md).
+// Loader of data/efficiency.yaml: strict parsing, merge defaults <- arch <- GPU (docs/COST-MODELS.md).
 #include "stepsim/cost/efficiency_table.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -17,7 +16,8 @@
 namespace stepsim::cost {
 
 struct EfficiencyCatalog::Partial {
-  std::optional<std::vector<CurvePoint>> gemm_curve;
+  std::optional<std::vector<std::array<int32_t, 2>>> gemm_tiles;
+  std::optional<double> gemm_tile_efficiency, gemm_wave_overhead_us, gemm_launch_us;
   std::array<std::optional<double>, 4> gemm_precision_scale;
   std::optional<double> grouped_gemm_scale;
   std::optional<double> attention_forward, attention_backward;
@@ -98,32 +98,31 @@ class Parser {
     return v;
   }
 
-  std::vector<CurvePoint> curve(const YAML::Node& n, const std::string& key) const {
-    if (!n.IsSequence() || n.size() == 0)
-      fail(key, "must be a non-empty list of [log2_flops, efficiency] points" + line_of(n));
-    std::vector<CurvePoint> pts;
+  // gemm_waves.tiles: 1 to 16 [rows, columns] pairs, each a multiple of 8 in [8, 1024].
+  std::vector<std::array<int32_t, 2>> tiles(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsSequence() || n.size() == 0 || n.size() > 16)
+      fail(key, "must be a list of 1 to 16 [rows, columns] tile shapes" + line_of(n));
+    std::vector<std::array<int32_t, 2>> out;
     for (size_t i = 0; i < n.size(); ++i) {
       const std::string k = key + "[" + std::to_string(i) + "]";
       const YAML::Node p = n[i];
-      if (!p.IsSequence() || p.size() != 2) fail(k, "must be a pair [log2_flops, efficiency]" + line_of(p));
-      CurvePoint c{number(p[0], k + "[0]"), fraction(p[1], k + "[1]")};
-      if (!pts.empty()) {
-        const CurvePoint& prev = pts.back();
-        if (!(c.log2_flops > prev.log2_flops))
-          fail(k, "log2_flops must increase from point to point (" + fmt(prev.log2_flops) + " then " +
-                      fmt(c.log2_flops) + ")" + line_of(p));
-        if (c.efficiency < prev.efficiency)
-          fail(k, "efficiency must not decrease with size (" + fmt(prev.efficiency) + " then " +
-                      fmt(c.efficiency) + ")" + line_of(p));
-        // time(x) = 2^x / eff(x) is non-decreasing on the segment iff slope <= ln2 * eff at its left end.
-        const double slope = (c.efficiency - prev.efficiency) / (c.log2_flops - prev.log2_flops);
-        if (slope > std::log(2.0) * prev.efficiency * (1 + 1e-12))
-          fail(k, "efficiency rises faster than the work (slope " + fmt(slope) + " per doubling > ln2 x " +
-                      fmt(prev.efficiency) + "): a bigger GEMM would finish sooner" + line_of(p));
+      if (!p.IsSequence() || p.size() != 2) fail(k, "must be a pair [rows, columns]" + line_of(p));
+      std::array<int32_t, 2> t{};
+      for (int j = 0; j < 2; ++j) {
+        const double v = number(p[j], k + "[" + std::to_string(j) + "]");
+        if (!(v >= 8 && v <= 1024 && std::fmod(v, 8) == 0))
+          fail(k + "[" + std::to_string(j) + "]", "a tile side must be a multiple of 8 in [8, 1024], got " + fmt(v) + line_of(p));
+        t[j] = static_cast<int32_t>(v);
       }
-      pts.push_back(c);
+      out.push_back(t);
     }
-    return pts;
+    return out;
+  }
+
+  double microseconds(const YAML::Node& n, const std::string& key) const {
+    const double v = number(n, key);
+    if (v < 0 || v > 1e4) fail(key, "must be in [0, 10000] microseconds, got " + fmt(v) + line_of(n));
+    return v;
   }
 
   // An attention shape curve: [[x, factor], ...] with x > 0 strictly increasing, factor in (0, 1].
@@ -150,10 +149,18 @@ class Parser {
     Partial t;
     if (n.IsNull()) return t;
     const auto present = keys(n, key,
-                              {"gemm_curve", "gemm_precision_scale", "grouped_gemm_scale", "attention",
+                              {"gemm_waves", "gemm_precision_scale", "grouped_gemm_scale", "attention",
                                "memory_efficiency", "kernel_floor_us", "host_to_device_GBps", "cpu_optimizer_GBps", "sustained_clock",
                                "prediction_interval"});
-    if (present.count("gemm_curve")) t.gemm_curve = curve(n["gemm_curve"], key + ".gemm_curve");
+    if (present.count("gemm_waves")) {
+      const YAML::Node w = n["gemm_waves"];
+      const std::string k = key + ".gemm_waves";
+      const auto have = keys(w, k, {"tiles", "efficiency", "wave_overhead_us", "launch_us"});
+      if (have.count("tiles")) t.gemm_tiles = tiles(w["tiles"], k + ".tiles");
+      if (have.count("efficiency")) t.gemm_tile_efficiency = fraction(w["efficiency"], k + ".efficiency");
+      if (have.count("wave_overhead_us")) t.gemm_wave_overhead_us = microseconds(w["wave_overhead_us"], k + ".wave_overhead_us");
+      if (have.count("launch_us")) t.gemm_launch_us = microseconds(w["launch_us"], k + ".launch_us");
+    }
     if (present.count("gemm_precision_scale")) {
       const YAML::Node s = n["gemm_precision_scale"];
       const std::string k = key + ".gemm_precision_scale";
@@ -220,7 +227,10 @@ void take(std::optional<T>& dst, const std::optional<T>& src) {
 
 Partial merge(const Partial& base, const Partial& over) {
   Partial r = base;
-  take(r.gemm_curve, over.gemm_curve);
+  take(r.gemm_tiles, over.gemm_tiles);
+  take(r.gemm_tile_efficiency, over.gemm_tile_efficiency);
+  take(r.gemm_wave_overhead_us, over.gemm_wave_overhead_us);
+  take(r.gemm_launch_us, over.gemm_launch_us);
   for (size_t i = 0; i < r.gemm_precision_scale.size(); ++i) take(r.gemm_precision_scale[i], over.gemm_precision_scale[i]);
   take(r.grouped_gemm_scale, over.grouped_gemm_scale);
   take(r.attention_forward, over.attention_forward);
@@ -242,8 +252,11 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
     if (!ok) throw InputError(file + ": " + what + ": missing key " + key + " (set it there or in defaults)");
   };
   EfficiencyTable t;
-  need(p.gemm_curve.has_value(), "gemm_curve");
-  t.gemm_curve = *p.gemm_curve;
+  need(p.gemm_tiles.has_value(), "gemm_waves.tiles");
+  need(p.gemm_tile_efficiency.has_value(), "gemm_waves.efficiency");
+  need(p.gemm_wave_overhead_us.has_value(), "gemm_waves.wave_overhead_us");
+  need(p.gemm_launch_us.has_value(), "gemm_waves.launch_us");
+  t.gemm_waves = GemmWaves{*p.gemm_tiles, *p.gemm_tile_efficiency, *p.gemm_wave_overhead_us, *p.gemm_launch_us};
   for (int i = 0; i < 4; ++i) {
     need(p.gemm_precision_scale[i].has_value(), std::string("gemm_precision_scale.") + kPrecisionKeys[i]);
     t.gemm_precision_scale[i] = *p.gemm_precision_scale[i];
@@ -272,19 +285,6 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
 }
 
 }  // namespace
-
-double EfficiencyTable::gemm_efficiency(double flops) const {
-  if (gemm_curve.empty()) return 1.0;
-  if (!(flops > 0)) return gemm_curve.front().efficiency;
-  const double x = std::log2(flops);
-  if (x <= gemm_curve.front().log2_flops) return gemm_curve.front().efficiency;
-  if (x >= gemm_curve.back().log2_flops) return gemm_curve.back().efficiency;
-  auto hi = std::upper_bound(gemm_curve.begin(), gemm_curve.end(), x,
-                             [](double v, const CurvePoint& p) { return v < p.log2_flops; });
-  auto lo = hi - 1;
-  const double f = (x - lo->log2_flops) / (hi->log2_flops - lo->log2_flops);
-  return lo->efficiency + f * (hi->efficiency - lo->efficiency);
-}
 
 namespace {
 double shape_factor(const std::vector<ShapePoint>& c, double x) {

@@ -10,16 +10,11 @@
 #include <vector>
 
 #include "stepsim/cost/compute_model.hpp"
+#include "stepsim/cost/gemm_waves.hpp"
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/spec/job_spec.hpp"
 
 namespace stepsim::cost {
-
-// One point of the dense-GEMM efficiency curve: achieved / dense peak at log2(FLOPs of one GEMM).
-struct CurvePoint {
-  double log2_flops = 0;
-  double efficiency = 0;
-};
 
 // One point of an attention shape curve: a multiplier of the attention efficiency at a sequence length (key/value
 // tokens one kernel walks) or a head dimension; interpolated linearly in log2(x), flat beyond both ends.
@@ -33,7 +28,7 @@ enum class MemoryClass : int { Stream = 0, Elementwise, Norm, Embedding, Loss, O
 
 // The resolved table of one GPU: every field set and validated.
 struct EfficiencyTable {
-  std::vector<CurvePoint> gemm_curve;             // x strictly increasing; eff in (0,1], non-decreasing
+  GemmWaves gemm_waves;                           // GEMM time from tiles and waves
   std::array<double, 4> gemm_precision_scale{};   // indexed by spec::Precision (fp32, fp16, bf16, fp8)
   double grouped_gemm_scale = 0;                  // grouped (MoE) GEMM vs a dense GEMM of the per-expert shape
   double attention_forward = 0;                   // flash attention, forward (and recompute) kernels
@@ -55,8 +50,6 @@ struct EfficiencyTable {
   // architecture (10th and 90th percentile), for the step-time prediction interval; absent = not calibrated.
   std::optional<std::array<double, 2>> prediction_interval;
 
-  // Curve value at the given FLOPs of one GEMM: piecewise linear in log2(flops), constant beyond both ends.
-  double gemm_efficiency(double flops) const;
   // Product of the two attention shape factors (1 where a curve is empty or an argument is <= 0).
   double attention_shape_factor(double kv_tokens, double head_dim) const;
   double memory_efficiency(MemoryClass c) const { return memory[static_cast<int>(c)]; }

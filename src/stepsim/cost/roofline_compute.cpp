@@ -14,12 +14,17 @@ namespace {
 
 using workload::ComputeCategory;
 
-// FLOPs of one GEMM of the op (one expert's for a grouped GEMM): the curve is indexed by the size of a single
-// kernel's problem, not by the op's total work.
-double one_gemm_flops(const workload::Op& op) {
+// The op's GEMM shape: its m, n, k where the workload gives them, else a cube of the op's FLOPs per GEMM (a traced
+// or imported GEMM that carries only its work).
+struct GemmShape {
+  double m, n, k, batch;
+};
+GemmShape gemm_shape(const workload::Op& op) {
+  const double batch = std::max<int32_t>(op.gemm_batch, 1);
   if (op.gemm_m > 0 && op.gemm_n > 0 && op.gemm_k > 0)
-    return 2.0 * static_cast<double>(op.gemm_m) * static_cast<double>(op.gemm_n) * static_cast<double>(op.gemm_k);
-  return op.flops / std::max<int32_t>(op.gemm_batch, 1);
+    return {static_cast<double>(op.gemm_m), static_cast<double>(op.gemm_n), static_cast<double>(op.gemm_k), batch};
+  const double side = std::cbrt(std::max(op.flops / batch, 2.0) / 2.0);
+  return {side, side, side, batch};
 }
 
 class RooflineModel final : public ComputeModel {
@@ -68,14 +73,14 @@ class RooflineModel final : public ComputeModel {
 
   double seconds(const workload::Op& op) const {
     switch (op.category) {
-      case ComputeCategory::Gemm: {
-        const double eff = table_.gemm_efficiency(one_gemm_flops(op)) * scale_of(op) * tensor_scale_;
-        return std::max(op.flops / (peak_of(op) * eff), memory_time(op, MemoryClass::Stream));
-      }
+      case ComputeCategory::Gemm:
       case ComputeCategory::GroupedGemm: {
-        const double eff =
-            table_.gemm_efficiency(one_gemm_flops(op)) * scale_of(op) * table_.grouped_gemm_scale * tensor_scale_;
-        return std::max(op.flops / (peak_of(op) * eff), memory_time(op, MemoryClass::Stream));
+        // Tiles and waves (gemm_waves.hpp); a grouped GEMM's experts share the waves of one kernel.
+        const double scale = scale_of(op) * tensor_scale_ *
+                             (op.category == ComputeCategory::GroupedGemm ? table_.grouped_gemm_scale : 1.0);
+        const GemmShape g = gemm_shape(op);
+        return std::max(gemm_wave_seconds(table_.gemm_waves, g.m, g.n, g.k, g.batch, peak_of(op), sm_count_, scale),
+                        memory_time(op, MemoryClass::Stream));
       }
       case ComputeCategory::Attention: {
         // Flash-attention kernels carry their shape: gemm_n = key/value tokens one kernel walks, gemm_k = head dim.

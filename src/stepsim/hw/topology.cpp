@@ -14,7 +14,7 @@ namespace {
 
 constexpr int64_t kMaxLinks = int64_t{1} << 26;
 
-std::string fmt(double v) {
+std::string number_text(double v) {
   std::string s = std::to_string(v);
   while (!s.empty() && s.back() == '0') s.pop_back();
   if (!s.empty() && s.back() == '.') s.pop_back();
@@ -195,11 +195,11 @@ Topology build_topology(const spec::ClusterSpec& c) {
   p.nodes = c.num_gpus / p.gpus_per_node;
   p.nics_per_node = net.nics_per_node > 0 ? std::min(net.nics_per_node, p.gpus_per_node) : p.gpus_per_node;
   auto positive = [](double v, const std::string& key) {
-    if (!(v > 0) || !std::isfinite(v)) fail(key, "must be > 0, got " + fmt(v));
+    if (!(v > 0) || !std::isfinite(v)) fail(key, "must be > 0, got " + number_text(v));
     return v;
   };
   auto non_negative = [](double v, const std::string& key) {
-    if (!(v >= 0) || !std::isfinite(v)) fail(key, "must be >= 0, got " + fmt(v));
+    if (!(v >= 0) || !std::isfinite(v)) fail(key, "must be >= 0, got " + number_text(v));
     return v;
   };
   p.intra_bw = positive(c.intra_node.bandwidth_GBps, "intra_node.bandwidth_GBps") * 1e9;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <numeric>
@@ -161,6 +163,72 @@ double optimizer_seconds(const spec::TrainingSpec& tr, const workload::BytesPerP
   const double copy = seconds(workload::ComputeCategory::Offload, host / chunks * workload::kOffloadCopyBytesPerParam);
   const double cpu = seconds(workload::ComputeCategory::CpuOptimizer, host * workload::kCpuAdamBytesPerParam);
   return std::max(gpu, copy) + cpu + copy;
+}
+
+// Stage 0's first model chunk under overlap_grad_reduce / overlap_param_gather, unit by unit as the builder buckets
+// it (workload::StageBuilder::plan_buckets): units in backward order (the head when the chunk is the whole model,
+// the layers last to first, the embedding), dense and expert parameters in separate buckets that close once they
+// hold `limit` parameters. A bucket's gradients are reduced when the unit closing it has finished its backward
+// (last micro-batch); its parameters are all-gathered at the step's start, in forward order, and the first unit of
+// it in forward order waits for them. One FIFO data-parallel stream carries both.
+struct BucketUnit {
+  double fwd_s = 0, bwd_s = 0, dense = 0, expert = 0;
+};
+struct DpBucket {
+  double reduce_s = 0, gather_s = 0;
+  size_t close = 0;  // backward-order index of the unit that completes it (its first unit in forward order)
+};
+std::vector<DpBucket> plan_dp_buckets(const std::vector<BucketUnit>& units, double limit,
+                                      const std::function<double(bool, double)>& reduce_s,
+                                      const std::function<double(bool, double)>& gather_s) {
+  std::vector<DpBucket> out;
+  double held[2] = {0, 0};
+  size_t last[2] = {0, 0};  // the last unit that added parameters of each kind
+  auto close = [&](int k, size_t u) {
+    out.push_back({reduce_s(k == 1, held[k]), gather_s(k == 1, held[k]), u});
+    held[k] = 0;
+  };
+  for (size_t u = 0; u < units.size(); ++u) {
+    const double params[2] = {units[u].dense, units[u].expert};
+    for (int k = 0; k < 2; ++k) {
+      if (params[k] <= 0) continue;
+      held[k] += params[k];
+      last[k] = u;
+      if (held[k] >= limit) close(k, u);
+    }
+  }
+  for (int k = 0; k < 2; ++k) {
+    if (held[k] > 0) close(k, last[k]);
+  }
+  return out;
+}
+// Seconds the stream runs on after the chunk's last backward (overlapped gradient reduction).
+double exposed_grad_reduce(const std::vector<BucketUnit>& units, const std::vector<DpBucket>& buckets) {
+  double t = 0, stream = 0;
+  for (size_t u = 0; u < units.size(); ++u) {
+    t += units[u].bwd_s;
+    for (const DpBucket& b : buckets) {
+      if (b.close == u) stream = std::max(stream, t) + b.reduce_s;
+    }
+  }
+  return std::max(0.0, stream - t);
+}
+// Seconds the chunk's first forward waits for its parameters (overlapped parameter all-gather).
+double exposed_param_gather(const std::vector<BucketUnit>& units, const std::vector<DpBucket>& buckets) {
+  // Gathers in forward order: buckets close in backward order, so the last one formed is gathered first.
+  std::vector<double> ready(units.size(), 0.0);
+  double stream = 0;
+  for (size_t i = buckets.size(); i-- > 0;) {
+    stream += buckets[i].gather_s;
+    // A bucket holds backward-order units first..close: in forward order `close` comes first.
+    ready[buckets[i].close] = std::max(ready[buckets[i].close], stream);
+  }
+  double t = 0, work = 0;
+  for (size_t u = units.size(); u-- > 0;) {  // forward order
+    t = std::max(t, ready[u]) + units[u].fwd_s;
+    work += units[u].fwd_s;
+  }
+  return std::max(0.0, t - work);
 }
 
 // ZeRO-2/3: a stage's data-parallel stream replayed against its compute over the whole step, pass by pass in the
@@ -362,26 +430,53 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   }
 
   Estimate e;
-  // Pipeline: the slowest stage paces m micro-batches; the fill and drain add (p - 1) / v of them.
+  // Pipeline: the slowest stage paces m micro-batches; the fill and drain add the other stages' passes, 1 / v of
+  // a micro-batch each ((p - 1) / v of the slowest's when the stages are even; less when the slowest stage is the
+  // heavy one, as the last stage with the output layer and the loss often is).
   int slow = 0;
   for (int s = 1; s < p; ++s) {
     if (st[s].total() > st[slow].total()) slow = s;
   }
   const double t_mb = st[slow].total();
-  const double bubble = t_mb * (p - 1) / v;
+  double others = 0;
+  for (int s = 0; s < p; ++s) {
+    if (s != slow) others += st[s].total();
+  }
+  const double bubble = others / v;
   const double pipe = t_mb * static_cast<double>(m) + bubble;
   double sends = 0;
   if (p > 1) {
     const bool same_node = layout.node_of(0) == layout.node_of(layout.next_stage_rank(0));
     const double x = static_cast<double>(comm.p2p_ns(static_cast<uint64_t>(bpp.weight) * d.tokens_sp * d.h, same_node)) * kNs;
-    // Blocking exchanges: one per forward and one per backward on the critical path; with the interleaved
-    // schedule's overlapped p2p only the fill and drain wait.
-    sends = v == 1 ? 2.0 * static_cast<double>(m + p - 1) * x : 2.0 * (p - 1) * x;
+    // Blocking exchanges (1F1B): the fill's p - 1 forward sends and the drain's p - 1 backward sends, and in the
+    // steady state the slowest stage's own per forward/backward pair: one combined exchange on the first or last
+    // stage (send-forward-receive-backward, or send-backward-receive-forward), two on a middle stage. With the
+    // interleaved schedule's overlapped p2p only the fill and drain wait.
+    const double per_pair = slow == 0 || slow == p - 1 ? 1.0 : 2.0;
+    sends = v == 1 ? (per_pair * static_cast<double>(m) + 2.0 * (p - 1)) * x : 2.0 * (p - 1) * x;
   }
 
   // Tail after the last backward, per stage: gradient reduction (overlapped with the last micro-batch's
   // backward on stage 0; later stages finish their backwards earlier), SP gradient all-reduce, optimizer,
   // parameter all-gather (or its exposed part before the first forward under overlap_param_gather).
+  // Stage 0's first model chunk unit by unit, in backward order, for the bucket replays.
+  auto chunk0_units = [&] {
+    std::vector<BucketUnit> u;
+    if (chunks == 1)
+      u.push_back({lc.last_fwd.total(), lc.last_bwd.total(), static_cast<double>(d.params_output + d.params_final_norm), 0});
+    for (int l = chunk_first[0] + chunk_len[0] - 1; l >= chunk_first[0]; --l) {
+      const bool moe = job.model.is_moe_layer(l);
+      u.push_back({lc.fwd[l].total(), lc.bwd[l].total(), static_cast<double>(d.layer_params_dense(moe)),
+                   moe ? static_cast<double>(d.params_moe_experts) : 0.0});
+    }
+    u.push_back({lc.first_fwd.total(), lc.first_bwd.total(), static_cast<double>(d.params_embedding), 0});
+    return u;
+  };
+  // Megatron-Core's DDP bucket: bucket_size parameters, by default max(40M, 1M x DP); one bucket per chunk without
+  // overlap_grad_reduce.
+  const double bucket_limit = !tr.overlap_grad_reduce ? std::numeric_limits<double>::infinity()
+                              : tr.bucket_size > 0    ? static_cast<double>(tr.bucket_size)
+                                                      : std::max(40e6, 1e6 * static_cast<double>(dp_shards));
   double tail = 0, head = 0, dp_exposed = 0, update = 0;
   int64_t peak = 0;
   int peak_stage = 0;
@@ -410,13 +505,28 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
       if (dist) t_ag += static_cast<double>(comm.collective_ns(workload::CollType::AllGather,
                                                                static_cast<uint64_t>(x.expert * bpp.weight), edp_geo)) * kNs;
     }
-    const double slack = static_cast<double>(s) * x.b.total() / v + (tr.overlap_grad_reduce && zero < 2 && s == 0 ? x.b.total() : 0);
-    const double dp_s = std::max(0.0, (zero >= 2 ? x.zero_trailing : t_rs) - slack);
+    double dp_s = std::max(0.0, (zero >= 2 ? x.zero_trailing : t_rs) - static_cast<double>(s) * x.b.total() / v);
+    const bool overlap_reduce = tr.overlap_grad_reduce && zero < 2;
+    const bool overlap_gather = dist && tr.overlap_param_gather && zero < 3;
+    if (s == 0 && (overlap_reduce || overlap_gather) && (dp_shards > 1 || edp_shards > 1)) {
+      // Stage 0's first chunk bucket by bucket; the other chunks reduce one bucket each during the cool-down.
+      const std::vector<BucketUnit> units = chunk0_units();
+      auto coll = [&](workload::CollType c, bool expert, double bytes) {
+        const int64_t shards = expert ? edp_shards : dp_shards;
+        if (shards <= 1 || bytes <= 0) return 0.0;
+        return static_cast<double>(comm.collective_ns(c, static_cast<uint64_t>(bytes), expert ? edp_geo : dp_geo)) * kNs;
+      };
+      const std::vector<DpBucket> buckets = plan_dp_buckets(
+          units, bucket_limit, [&](bool e, double params) { return coll(reduce, e, params * grad_bytes); },
+          [&](bool e, double params) { return dist ? coll(workload::CollType::AllGather, e, params * bpp.weight) : 0.0; });
+      if (overlap_reduce) dp_s = exposed_grad_reduce(units, buckets);
+      if (overlap_gather) head = std::max(head, exposed_param_gather(units, buckets));
+    }
     const double opt_params = dist ? x.dense / static_cast<double>(dp_shards) + x.expert / static_cast<double>(edp_shards)
                                    : x.dense + x.expert;
     const double opt_s = optimizer_seconds(tr, bpp, opt_params, compute);
     const double ag_tail = dist && !tr.overlap_param_gather ? t_ag : 0;
-    if (dist && tr.overlap_param_gather) head = std::max(head, t_ag - x.f.total());
+    if (dist && tr.overlap_param_gather && s > 0) head = std::max(head, t_ag - x.f.total());
     const double end = dp_s + opt_s + ag_tail;
     if (end > tail) {
       tail = end;

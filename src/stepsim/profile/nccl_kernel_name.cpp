@@ -10,7 +10,7 @@ constexpr std::array<std::string_view, 7> kAlgos{"COLLNET_DIRECT", "COLLNET_CHAI
                                                  "NVLS", "PAT"};
 constexpr std::array<std::string_view, 3> kProtos{"LL128", "SIMPLE", "LL"};
 constexpr std::array<std::string_view, 5> kRedops{"SumPostDiv", "PreMulSum", "MinMax", "Prod", "Sum"};
-constexpr std::array<std::string_view, 20> kTypes{"__nv_bfloat16", "__nv_fp8_e4m3", "__nv_fp8_e5m2", "uint8_t", "int8_t",
+constexpr std::array<std::string_view, 20> kKernelTypeTokens{"__nv_bfloat16", "__nv_fp8_e4m3", "__nv_fp8_e5m2", "uint8_t", "int8_t",
                                                   "uint32_t",      "int32_t",       "uint64_t",      "int64_t", "f8e4m3",
                                                   "f8e5m2",        "bf16",          "half",          "float",   "double",
                                                   "char",          "f16",           "f32",           "f64",     "i8"};
@@ -57,7 +57,7 @@ std::optional<NcclKernelName> parse_nccl_kernel_name(std::string_view name) {
     if (auto a = eat_any(s, kAlgos); !a.empty()) k.algorithm = a;
     else if (auto p = eat_any(s, kProtos); !p.empty()) k.protocol = p;
     else if (auto r = eat_any(s, kRedops); !r.empty()) k.redop = r;
-    else if (auto t = eat_any(s, kTypes); !t.empty()) k.datatype = datatype_from_kernel_token(t).value_or(-1);
+    else if (auto t = eat_any(s, kKernelTypeTokens); !t.empty()) k.datatype = datatype_from_kernel_token(t).value_or(-1);
     else if (auto t2 = eat_any(s, kMoreTypes); !t2.empty()) k.datatype = datatype_from_kernel_token(t2).value_or(-1);
     else break;  // an unknown suffix: keep what was read
   }
