@@ -17,7 +17,7 @@ namespace stepsim::cost {
 
 struct EfficiencyCatalog::Partial {
   std::optional<std::vector<std::array<int32_t, 2>>> gemm_tiles;
-  std::optional<double> gemm_tile_efficiency, gemm_wave_overhead_us, gemm_launch_us;
+  std::optional<double> gemm_tile_efficiency, gemm_wave_overhead_us, gemm_launch_us, gemm_group_overhead_us;
   std::array<std::optional<double>, 4> gemm_precision_scale;
   std::optional<double> grouped_gemm_scale;
   std::optional<double> attention_forward, attention_backward;
@@ -155,11 +155,13 @@ class Parser {
     if (present.count("gemm_waves")) {
       const YAML::Node w = n["gemm_waves"];
       const std::string k = key + ".gemm_waves";
-      const auto have = keys(w, k, {"tiles", "efficiency", "wave_overhead_us", "launch_us"});
+      const auto have = keys(w, k, {"tiles", "efficiency", "wave_overhead_us", "launch_us", "group_overhead_us"});
       if (have.count("tiles")) t.gemm_tiles = tiles(w["tiles"], k + ".tiles");
       if (have.count("efficiency")) t.gemm_tile_efficiency = fraction(w["efficiency"], k + ".efficiency");
       if (have.count("wave_overhead_us")) t.gemm_wave_overhead_us = microseconds(w["wave_overhead_us"], k + ".wave_overhead_us");
       if (have.count("launch_us")) t.gemm_launch_us = microseconds(w["launch_us"], k + ".launch_us");
+      if (have.count("group_overhead_us"))
+        t.gemm_group_overhead_us = microseconds(w["group_overhead_us"], k + ".group_overhead_us");
     }
     if (present.count("gemm_precision_scale")) {
       const YAML::Node s = n["gemm_precision_scale"];
@@ -231,6 +233,7 @@ Partial merge(const Partial& base, const Partial& over) {
   take(r.gemm_tile_efficiency, over.gemm_tile_efficiency);
   take(r.gemm_wave_overhead_us, over.gemm_wave_overhead_us);
   take(r.gemm_launch_us, over.gemm_launch_us);
+  take(r.gemm_group_overhead_us, over.gemm_group_overhead_us);
   for (size_t i = 0; i < r.gemm_precision_scale.size(); ++i) take(r.gemm_precision_scale[i], over.gemm_precision_scale[i]);
   take(r.grouped_gemm_scale, over.grouped_gemm_scale);
   take(r.attention_forward, over.attention_forward);
@@ -256,7 +259,9 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   need(p.gemm_tile_efficiency.has_value(), "gemm_waves.efficiency");
   need(p.gemm_wave_overhead_us.has_value(), "gemm_waves.wave_overhead_us");
   need(p.gemm_launch_us.has_value(), "gemm_waves.launch_us");
-  t.gemm_waves = GemmWaves{*p.gemm_tiles, *p.gemm_tile_efficiency, *p.gemm_wave_overhead_us, *p.gemm_launch_us};
+  need(p.gemm_group_overhead_us.has_value(), "gemm_waves.group_overhead_us");
+  t.gemm_waves = GemmWaves{*p.gemm_tiles, *p.gemm_tile_efficiency, *p.gemm_wave_overhead_us, *p.gemm_launch_us,
+                           *p.gemm_group_overhead_us};
   for (int i = 0; i < 4; ++i) {
     need(p.gemm_precision_scale[i].has_value(), std::string("gemm_precision_scale.") + kPrecisionKeys[i]);
     t.gemm_precision_scale[i] = *p.gemm_precision_scale[i];

@@ -9,7 +9,7 @@
 namespace stepsim::cost {
 
 double gemm_wave_seconds(const GemmWaves& w, double m, double n, double k, double batch, double peak_flops,
-                         int sm_count, double scale) {
+                         int sm_count, double scale, bool grouped) {
   m = std::max(m, 1.0);
   n = std::max(n, 1.0);
   k = std::max(k, 1.0);
@@ -24,7 +24,7 @@ double gemm_wave_seconds(const GemmWaves& w, double m, double n, double k, doubl
     const double per_wave = 2.0 * tm * tn * k / sm_rate + w.wave_overhead_us * 1e-6;
     best = std::min(best, waves * per_wave);
   }
-  return best + w.launch_us * 1e-6;
+  return best + (w.launch_us + (grouped ? batch * w.group_overhead_us : 0.0)) * 1e-6;
 }
 
 }  // namespace stepsim::cost

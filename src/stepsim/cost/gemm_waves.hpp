@@ -16,13 +16,14 @@ struct GemmWaves {
   double efficiency = 0;                       // fraction of the per-SM tensor rate inside a tile's main loop
   double wave_overhead_us = 0;                 // per wave: pipeline fill and epilogue (the output's write)
   double launch_us = 0;                        // per kernel
+  double group_overhead_us = 0;                // per GEMM of a grouped kernel (each expert's problem set-up)
 };
 
-// Seconds of `batch` independent m x n x k GEMMs in one kernel (a grouped or strided-batched GEMM: their tiles
-// share the waves) on a GPU of `sm_count` SMs whose tensor cores reach `peak_flops` at the datasheet clock, with
-// the tile efficiency further multiplied by `scale` (precision, grouped kernels, sustained clock).
-// Non-decreasing in m, n, k and batch. Dimensions < 1 are taken as 1.
+// Seconds of `batch` independent m x n x k GEMMs in one kernel (a grouped GEMM: their tiles share the waves, and
+// when `grouped` each GEMM adds group_overhead_us) on a GPU of `sm_count` SMs whose tensor cores reach `peak_flops`
+// at the datasheet clock, with the tile efficiency further multiplied by `scale` (precision, grouped kernels,
+// sustained clock). Non-decreasing in m, n, k and batch. Dimensions < 1 are taken as 1.
 double gemm_wave_seconds(const GemmWaves& w, double m, double n, double k, double batch, double peak_flops,
-                         int sm_count, double scale);
+                         int sm_count, double scale, bool grouped = false);
 
 }  // namespace stepsim::cost

@@ -79,7 +79,8 @@ class RooflineModel final : public ComputeModel {
         const double scale = scale_of(op) * tensor_scale_ *
                              (op.category == ComputeCategory::GroupedGemm ? table_.grouped_gemm_scale : 1.0);
         const GemmShape g = gemm_shape(op);
-        return std::max(gemm_wave_seconds(table_.gemm_waves, g.m, g.n, g.k, g.batch, peak_of(op), sm_count_, scale),
+        return std::max(gemm_wave_seconds(table_.gemm_waves, g.m, g.n, g.k, g.batch, peak_of(op), sm_count_, scale,
+                                          op.category == ComputeCategory::GroupedGemm),
                         memory_time(op, MemoryClass::Stream));
       }
       case ComputeCategory::Attention: {
