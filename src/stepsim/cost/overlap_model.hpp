@@ -36,6 +36,7 @@ struct OverlapCompute {
   double achieved_occupancy_pct = NAN;
   double l1_hit_rate_pct = NAN;
   double l2_hit_rate_pct = NAN;
+  int comm_sms = 0;  // SMs the op already leaves to userbuffers communication (workload::Op::comm_sms)
 };
 
 class OverlapModel {

@@ -335,6 +335,7 @@ class Engine {
     cost::OverlapCompute c;
     c.category = op.category;
     c.isolated_us = static_cast<double>(op.duration_ns) * 1e-3;
+    c.comm_sms = op.comm_sms;
     if (op.duration_ns > 0) {
       const double sec = static_cast<double>(op.duration_ns) * 1e-9;
       if (peak_flops_ > 0) c.sm_throughput_pct = std::min(100.0, 100.0 * op.flops / sec / peak_flops_);

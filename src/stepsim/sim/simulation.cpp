@@ -10,6 +10,7 @@
 #include "stepsim/cost/nccl_calibration.hpp"
 #include "stepsim/cost/nccl_model.hpp"
 #include "stepsim/cost/overlap_coefficients.hpp"
+#include "stepsim/cost/overlap_sm_share.hpp"
 #include "stepsim/overlap/xgboost_overlap_model.hpp"
 #include "stepsim/hw/calibration_store.hpp"
 #include "stepsim/hw/gpu_catalog.hpp"
@@ -45,6 +46,11 @@ std::unique_ptr<cost::CollectiveModel> make_collective_model(const spec::JobSpec
 std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job, std::string* note) {
   switch (job.simulation.overlap_model) {
     case spec::OverlapModel::None: return nullptr;
+    case spec::OverlapModel::SmShare: {
+      cost::SmShareParams p;
+      p.sm_count = hw::GpuCatalog::builtin().find(job.cluster.gpu).sm_count;
+      return cost::make_sm_share_overlap_model(p);
+    }
     case spec::OverlapModel::Coefficients: {
       const std::string& f = job.simulation.overlap_file;
       return cost::make_coefficient_overlap_model(

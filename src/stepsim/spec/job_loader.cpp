@@ -443,7 +443,8 @@ SimulationSpec read_simulation(StrictSection s) {
   sim.overlap_model = s.get_enum<OverlapModel>("overlap_model", OverlapModel::None,
                                                {{"none", OverlapModel::None},
                                                 {"coefficients", OverlapModel::Coefficients},
-                                                {"xgboost", OverlapModel::XGBoost}});
+                                                {"xgboost", OverlapModel::XGBoost},
+                                                {"sm_share", OverlapModel::SmShare}});
   sim.calibration_store = s.get_string("calibration_store", "");
   sim.nccl_version = s.get_string("nccl_version", "");
   sim.overlap_file = s.get_string("overlap_file", "");

@@ -106,6 +106,7 @@ const char* name_of(OverlapModel m) {
     case OverlapModel::None: return "none";
     case OverlapModel::Coefficients: return "coefficients";
     case OverlapModel::XGBoost: return "xgboost";
+    case OverlapModel::SmShare: return "sm_share";
   }
   return "?";
 }

@@ -21,7 +21,7 @@ enum class Precision { Fp32, Fp16, Bf16, Fp8 };
 enum class Recompute { None, Selective, Full };
 enum class PipelineSchedule { GPipe, OneFOneB, Interleaved1F1B };
 enum class CommModel { AlphaBeta, Nccl, Flow };
-enum class OverlapModel { None, Coefficients, XGBoost };
+enum class OverlapModel { None, Coefficients, XGBoost, SmShare };
 // How the attention core runs: FlashAttention-style fused kernels, or Megatron-LM's pre-2022 unfused path (QKᵀ as a
 // batched GEMM, fused scale-mask-softmax, dropout, ·V, with the s x s probabilities stored for backward).
 enum class AttentionBackend { Flash, Unfused };
