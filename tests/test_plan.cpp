@@ -48,7 +48,7 @@ double engine_step(const spec::JobSpec& base, const plan::Plan& p, int gpus, int
 }
 
 // Every fitting candidate simulated by the engine: the planner's first plan is the brute-force optimum, and the
-// analytic path stays within 20 % of the engine and orders the best plans the same way.
+// analytic path stays within 3 % of the engine and orders the best plans the same way.
 TEST(Planner, RankingAgreesWithBruteForceSimulation) {
   const spec::JobSpec base = tiny(8, 8);
   const plan::PlanResult r = plan::run_planner(base, small_options(4, 2));
@@ -68,14 +68,15 @@ TEST(Planner, RankingAgreesWithBruteForceSimulation) {
   EXPECT_EQ(r.fits, static_cast<int64_t>(r.plans.size()));
   EXPECT_TRUE(r.plans[0].simulated);
   EXPECT_DOUBLE_EQ(r.plans[0].step_time_s, best) << plan::describe(best_plan) << " vs " << plan::describe(r.plans[0].plan);
-  // Accuracy where it matters: the 10 best estimates are within 20 % of the engine (tiny steps of a few ms are
-  // latency-bound; far-off plans such as PP 8 with 8 micro-batches miss by more, and are never chosen).
+  // Accuracy where it matters: the 10 best estimates are within 3 % of the engine (0.6 % since stage 0's DP buckets
+  // are replayed; 20 % was allowed before). Far-off plans such as PP 8 with 8 micro-batches miss by more, and are
+  // never chosen.
   std::vector<std::pair<double, double>> est_order = pairs;
   std::sort(est_order.begin(), est_order.end(), [](auto& a, auto& b) { return a.second < b.second; });
   for (size_t k = 0; k < 10 && k < est_order.size(); ++k) {
     worst_error = std::max(worst_error, std::fabs(est_order[k].second / est_order[k].first - 1));
   }
-  EXPECT_LT(worst_error, 0.20);
+  EXPECT_LT(worst_error, 0.03);
   // Ranking consistency: the estimate's best 5 contain the engine's best 3.
   std::vector<std::pair<double, double>> by_engine = pairs, by_est = pairs;
   std::sort(by_engine.begin(), by_engine.end());
