@@ -47,9 +47,10 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
-inline CliResult run_cli(const std::string& args) {
+// `env` (e.g. "STEPSIM_DATA_DIR=/tmp/x") is put before the command, for a run with other environment variables.
+inline CliResult run_cli_env(const std::string& env, const std::string& args) {
   CliResult r;
-  const std::string cmd = std::string(STEPSIM_BINARY) + " " + args + " 2>&1";
+  const std::string cmd = (env.empty() ? "" : env + " ") + std::string(STEPSIM_BINARY) + " " + args + " 2>&1";
   FILE* f = popen(cmd.c_str(), "r");
   if (!f) return r;
   std::array<char, 4096> buf{};
@@ -59,6 +60,8 @@ inline CliResult run_cli(const std::string& args) {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+inline CliResult run_cli(const std::string& args) { return run_cli_env("", args); }
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path);

@@ -1,6 +1,7 @@
-// Every constant below is a number from shared/data/nccl_model_facts.md (NCCL 2.30.7, src/graph/tuning.cc and
-// src/include/comm.h); the section of that file is named next to each table.
+// NCCL's tuner (ncclTopoTuneModel, src/graph/tuning.cc): the formulas, with every constant from data/nccl-tuner.yaml
+// (NCCL 2.30.7, quoted in shared/data/nccl_model_facts.md; the section is named beside each use).
 #include "stepsim/cost/nccl_tuner.hpp"
+#include "stepsim/cost/nccl_tuner_table.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -29,30 +30,11 @@ int algo_index(Algorithm a) {
 }
 int proto_index(Protocol p) { return static_cast<int>(p); }
 
-// §2 baseLatencies[algo][proto] (us).
-constexpr double kBaseLat[7][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0},
-                                   {0, 0, 0},        {0, 0, 0},        {8.0, 8.0, 8.0}};
-// §3 hwLatencies[hw][algo][proto] (us); hw 0 NVLINK, 1 PCI, 2 NET.
-constexpr double kHwLat[3][7][3] = {
-    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 25}, {0, 0, 25}, {0, 0, 4.0}},
-    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 0}, {0, 0, 0}, {0, 0, 4.0}},
-    {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 31}, {0, 0, 30}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 14}}};
-// §4 llMaxBws[row][N1,N2,N4]: single node by arch, multi-node by CPU vendor (0 Intel/other, 1 AMD).
-constexpr double kLLMaxBw[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
-// §4 per-channel caps [compCap][N1,N2,N4].
-constexpr double kPerChRingLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {40, 40, 40}};
-constexpr double kPerChTreeLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
-constexpr double kPerChTree[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
-constexpr double kPerChNvlsTree[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
-constexpr double kNvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};
-// §6 treeCorrectionFactor[proto][log2(bytes/64)], 64 B .. 256 MiB.
-constexpr double kTreeCorrection[3][24] = {
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
-    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
-// §7 max threads and bytes-per-thread thresholds per protocol (channel reduction).
-constexpr int kMaxThreads[3] = {512, 640, 512};
-constexpr int kThreadThreshold[3] = {8, 8, 64};
+// NCCL's constants (data/nccl-tuner.yaml), read once: the tuner runs for every collective the models time.
+const NcclTunerTable& K() {
+  static const NcclTunerTable& table = NcclTunerTable::builtin();
+  return table;
+}
 
 int node_column(int nodes) { return nodes <= 1 ? 0 : nodes == 2 ? 1 : 2; }
 
@@ -92,14 +74,15 @@ bool supported(CollType c, Algorithm a, Protocol p, const TunerTopology& t) {
 
 }  // namespace
 
-double nccl_base_latency_us(Algorithm a, Protocol p) { return kBaseLat[algo_index(a)][proto_index(p)]; }
+double nccl_base_latency_us(Algorithm a, Protocol p) { return K().base_latency_us[algo_index(a)][proto_index(p)]; }
 double nccl_hw_latency_us(HwLink hw, Algorithm a, Protocol p) {
-  return kHwLat[static_cast<int>(hw)][algo_index(a)][proto_index(p)];
+  return K().hw_latency_us[static_cast<int>(hw)][algo_index(a)][proto_index(p)];
 }
-double nvls_efficiency(CompCap cc) { return kNvlsEfficiency[static_cast<int>(cc)]; }
+double nvls_efficiency(CompCap cc) { return K().nvls_efficiency[static_cast<int>(cc)]; }
 
 TunerCell tuner_cell(CollType coll, Algorithm a, Protocol p, const TunerTopology& t) {
   if (!supported(coll, a, p, t)) return {};
+  const NcclTunerTable& k = K();
   const int n = std::max(1, t.ranks), nodes = std::max(1, t.nodes), ppn = std::max(1, t.ranks_per_node);
   const int cc = static_cast<int>(t.cc), col = node_column(nodes), ai = algo_index(a), pi = proto_index(p);
   const int nCh = std::max(1, t.channels);
@@ -117,7 +100,7 @@ TunerCell tuner_cell(CollType coll, Algorithm a, Protocol p, const TunerTopology
   // --- bus bandwidth (§5.2-5.3)
   double busBw = nCh * bw;
   if (a == Algorithm::Nvls || a == Algorithm::NvlsTree) {
-    const double eff = kNvlsEfficiency[cc];
+    const double eff = k.nvls_efficiency[cc];
     double intra = t.bw_intra * nCh * eff * (nCh - 1) / nCh;  // NVLS uses the whole NVSwitch port
     intra *= coll == CollType::AllReduce ? 2.0 : static_cast<double>(ppn - 1) / ppn;
     busBw = intra;
@@ -125,23 +108,25 @@ TunerCell tuner_cell(CollType coll, Algorithm a, Protocol p, const TunerTopology
       double inter = t.bw_inter * nCh;
       if (a == Algorithm::NvlsTree && nodes <= 2) inter *= 2;
       busBw = std::min(busBw, inter);
-      if (a == Algorithm::NvlsTree) busBw = std::min(busBw, nCh * kPerChNvlsTree[cc][col]);
+      if (a == Algorithm::NvlsTree) busBw = std::min(busBw, nCh * k.per_channel_nvls_tree[cc][col]);
     }
   }
   const int ll_row = nodes == 1 ? cc : (t.amd_cpu ? 1 : 0);
-  const double llMax = kLLMaxBw[ll_row][col];
-  if (a == Algorithm::Ring && p == Protocol::LL) busBw = std::min(llMax, busBw * 0.5);
-  if (a == Algorithm::Ring && p == Protocol::LL128) busBw = std::min(busBw * 0.92, nCh * kPerChRingLL128[cc][col]);
+  const double llMax = k.ll_max_bw_GBps[ll_row][col];
+  if (a == Algorithm::Ring && p == Protocol::LL) busBw = std::min(llMax, busBw * k.ring_ll_bus_factor);
+  if (a == Algorithm::Ring && p == Protocol::LL128)
+    busBw = std::min(busBw * k.ring_ll128_bus_factor, nCh * k.per_channel_ring_ll128[cc][col]);
   if (a == Algorithm::Tree && coll == CollType::AllReduce && p == Protocol::Simple)
-    busBw = std::min(busBw * 0.92, nCh * kPerChTree[cc][col]);
-  if (a == Algorithm::Tree && p == Protocol::LL) busBw = std::min(busBw / 3.8, llMax);
+    busBw = std::min(busBw * k.tree_simple_bus_factor, nCh * k.per_channel_tree[cc][col]);
+  if (a == Algorithm::Tree && p == Protocol::LL) busBw = std::min(busBw / k.tree_ll_bus_divisor, llMax);
   if (a == Algorithm::Tree && p == Protocol::LL128)
-    busBw = std::min(busBw * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nCh * kPerChTreeLL128[cc][col]);
-  if (a == Algorithm::Pat) busBw *= 0.75;
+    busBw = std::min(busBw * (nodes == 1 ? k.tree_ll128_bus_factor_one_node : k.tree_ll128_bus_factor_multi_node),
+                     nCh * k.per_channel_tree_ll128[cc][col]);
+  if (a == Algorithm::Pat) busBw *= k.pat_bus_factor;
   if (a == Algorithm::CollNetDirect) {
     const double f = static_cast<double>(ppn) / nCh;
     busBw /= f - (f - 1) / 2;
-    if (t.cc >= CompCap::Hopper) busBw *= 0.85;
+    if (t.cc >= CompCap::Hopper) busBw *= k.collnet_direct_sm90_factor;
   }
 
   // --- bus -> algorithm bandwidth (§5.4)
@@ -153,20 +138,21 @@ TunerCell tuner_cell(CollType coll, Algorithm a, Protocol p, const TunerTopology
 
   // --- latency (§5.5)
   const int intra_hw = t.nvlink_intra ? 0 : 1;
-  double intraLat = kHwLat[intra_hw][ai][pi];
-  double interLat = (ppn == 1 ? kHwLat[2][0][pi] : kHwLat[2][ai][pi]) + t.latency_inter_us;
+  double intraLat = k.hw_latency_us[intra_hw][ai][pi];
+  double interLat = (ppn == 1 ? k.hw_latency_us[2][0][pi] : k.hw_latency_us[2][ai][pi]) + t.latency_inter_us;
   if (p == Protocol::Simple) interLat += t.latency_inter_us;
-  double lat = kBaseLat[ai][pi];
+  double lat = k.base_latency_us[ai][pi];
   const double log2n = nodes > 1 ? std::log2(static_cast<double>(nodes)) : 0.0;
   switch (a) {
     case Algorithm::Ring: {
       if (coll == CollType::Broadcast || coll == CollType::Reduce) {
         // One hop's latency: NCCL runs broadcast/reduce on the same channels as the ring (sameChannels).
-        lat += kHwLat[nodes > 1 ? 2 : intra_hw][1][pi];
+        lat += k.hw_latency_us[nodes > 1 ? 2 : intra_hw][1][pi];
         break;
       }
       if (nodes > 1) {
-        const double overhead = (t.amd_cpu ? 2.0 : 1.0) * (p == Protocol::Simple ? 3.0 : 1.0);
+        const double overhead = (t.amd_cpu ? k.net_overhead_us_amd : k.net_overhead_us_intel) *
+                                (p == Protocol::Simple ? k.net_overhead_simple_factor : 1.0);
         intraLat = std::max(intraLat, overhead);
       }
       const int inter_steps = nodes == 1 ? 0 : coll == CollType::AllReduce ? 2 * (nodes - 1) : nodes - 1;
@@ -176,8 +162,10 @@ TunerCell tuner_cell(CollType coll, Algorithm a, Protocol p, const TunerTopology
     case Algorithm::Tree: lat += 2 * ((ppn - 1) * intraLat + log2n * interLat); break;
     case Algorithm::Nvls: lat = intraLat + (nodes > 1 ? interLat : 0.0); break;
     case Algorithm::NvlsTree: lat += intraLat + 2 * log2n * interLat; break;
-    case Algorithm::Pat: lat += log2n * (interLat / 3.5) + n * 2.8; break;
-    case Algorithm::CollNetDirect: lat += 2 * (std::min(1, ppn - 1) * intraLat + (ppn - 1) * 0.4) + interLat; break;
+    case Algorithm::Pat: lat += log2n * (interLat / k.pat_inter_latency_divisor) + n * k.pat_per_rank_us; break;
+    case Algorithm::CollNetDirect:
+      lat += 2 * (std::min(1, ppn - 1) * intraLat + (ppn - 1) * k.collnet_direct_per_rank_us) + interLat;
+      break;
     case Algorithm::CollNetChain: lat += 2 * (ppn - 1) * intraLat + interLat; break;
     default: break;
   }
@@ -190,11 +178,11 @@ double tuner_time_us(CollType coll, Algorithm a, Protocol p, uint64_t bytes, con
   double bw = cell.algbw_GBps, lat = cell.latency_us;
   if (a == Algorithm::Tree && coll == CollType::AllReduce) {
     const int log_size = std::clamp(static_cast<int>(std::floor(std::log2(std::max<double>(1, bytes / 64.0)))), 0, 23);
-    bw *= kTreeCorrection[proto_index(p)][log_size];
+    bw *= K().tree_correction[proto_index(p)][log_size];
   }
   if (a == Algorithm::Ring && p == Protocol::Simple && coll == CollType::AllReduce && t.nodes > 1 &&
       bytes / (static_cast<double>(std::max(1, t.channels)) * std::max(1, t.ranks)) >= 64) {
-    lat *= t.cc >= CompCap::Ampere ? 1.4 : 1.9;  // NCCL's ring "plateau" correction
+    lat *= t.cc >= CompCap::Ampere ? K().ring_plateau_sm80_plus : K().ring_plateau_older;  // the ring "plateau"
   }
   return lat + static_cast<double>(bytes) / (1000.0 * bw);
 }
@@ -230,10 +218,10 @@ TunerChoice tuner_choose(CollType coll, uint64_t bytes, const TunerTopology& t, 
   // Channel reduction for small messages (§7): fewer channels while each thread would carry too little.
   if (best.algorithm == Algorithm::Ring || best.algorithm == Algorithm::Tree) {
     const int pi = proto_index(best.protocol);
-    double threshold = kThreadThreshold[pi];
+    double threshold = K().thread_threshold_bytes[pi];
     if (best.algorithm == Algorithm::Ring && best.protocol == Protocol::LL) threshold *= t.ranks;
     int nc = std::max(1, t.channels);
-    while (nc >= 2 && static_cast<double>(bytes) < nc * kMaxThreads[pi] * threshold) --nc;
+    while (nc >= 2 && static_cast<double>(bytes) < nc * K().max_threads[pi] * threshold) --nc;
     best.channels = nc;
   }
   return best;

@@ -1,0 +1,41 @@
+#pragma once
+// NCCL's tuning constants (data/nccl-tuner.yaml): latencies, bandwidth caps, the tree correction, channel-reduction
+// thresholds and the tuner's refinement factors, per algorithm, protocol and GPU architecture as NCCL indexes them.
+// The tuner (nccl_tuner.cpp) holds the formulas; every number it uses comes from here.
+#include <array>
+#include <string>
+
+namespace stepsim::cost {
+
+struct NcclTunerTable {
+  static constexpr int kAlgorithms = 7;  // NCCL's order: tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat
+  static constexpr int kProtocols = 3;   // LL, LL128, Simple
+  static constexpr int kArchs = 4;       // NCCL's compCapIndex: volta, ampere, hopper, blackwell
+  static constexpr int kNodeColumns = 3; // 1 node, 2 nodes, more
+  static constexpr int kTreeSizes = 24;  // log2(bytes / 64): 64 B .. 256 MiB
+  using PerProto = std::array<double, kProtocols>;
+  using PerColumn = std::array<double, kNodeColumns>;
+
+  std::array<PerProto, kAlgorithms> base_latency_us{};
+  std::array<std::array<PerProto, kAlgorithms>, 3> hw_latency_us{};  // nvlink, pci, net
+  std::array<PerColumn, kArchs> ll_max_bw_GBps{};
+  std::array<PerColumn, kArchs> per_channel_ring_ll128{}, per_channel_tree_ll128{}, per_channel_tree{},
+      per_channel_nvls_tree{};
+  std::array<double, kArchs> nvls_efficiency{};
+  std::array<std::array<double, kTreeSizes>, kProtocols> tree_correction{};
+  std::array<double, kProtocols> max_threads{}, thread_threshold_bytes{};
+  double ring_ll_bus_factor = 0, ring_ll128_bus_factor = 0, tree_simple_bus_factor = 0, tree_ll_bus_divisor = 0,
+         tree_ll128_bus_factor_one_node = 0, tree_ll128_bus_factor_multi_node = 0, pat_bus_factor = 0,
+         collnet_direct_sm90_factor = 0, net_overhead_us_intel = 0, net_overhead_us_amd = 0,
+         net_overhead_simple_factor = 0, ring_plateau_sm80_plus = 0, ring_plateau_older = 0,
+         pat_inter_latency_divisor = 0, pat_per_rank_us = 0, collnet_direct_per_rank_us = 0;
+  std::string source;
+
+  // Parses and validates the file (every key required, no other; numbers finite and >= 0, factors and
+  // efficiencies in [0, 1] where NCCL's are). Throws InputError naming the file and the key.
+  static NcclTunerTable load(const std::string& path);
+  // data_dir()/nccl-tuner.yaml, parsed once per path.
+  static const NcclTunerTable& builtin();
+};
+
+}  // namespace stepsim::cost
