@@ -1,0 +1,81 @@
+// How far the planner's analytic estimate is from the engine (issue 17 item 4: within 3 % on a sample of 200
+// candidates per example). For each example job: every plan of `stepsim plan`'s default search that fits in memory is
+// estimated, up to N of them are drawn at random (fixed seed), each is simulated by the engine, and the relative
+// errors (estimate - engine) / engine are summarised. Not a timing benchmark; it prints a table.
+// Run: ./build/bench_plan_accuracy [N=200] [example.yaml ...]   (default: the four examples below)
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "stepsim/plan/planner.hpp"
+#include "stepsim/report/summary.hpp"
+#include "stepsim/sim/simulation.hpp"
+#include "stepsim/spec/job_loader.hpp"
+
+namespace {
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(std::clamp(p, 0.0, 1.0) * static_cast<double>(v.size() - 1) + 0.5);
+  return v[i];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace stepsim;
+  int n = 200;
+  std::vector<std::string> jobs;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (!a.empty() && std::all_of(a.begin(), a.end(), ::isdigit)) n = std::stoi(a);
+    else jobs.push_back(a);
+  }
+  if (jobs.empty()) {
+    for (const char* e : {"llama2-7b-8", "mixtral-8x7b-ep8", "gpt3-175b-h800", "llama2-70b-1024"})
+      jobs.push_back(std::string(STEPSIM_SOURCE_DIR) + "/examples/" + e + ".yaml");
+  }
+  std::printf("%-22s %6s %7s %8s %8s %8s %8s %8s %8s\n", "example", "fits", "drawn", "mean|e|", "median", "p90",
+              "max", "signed", "<=3%");
+  for (const std::string& path : jobs) {
+    const spec::JobSpec base = spec::load_job_file(path, {});
+    plan::PlannerOptions o;
+    o.space.gpus = base.cluster.num_gpus;
+    o.space.global_batch = base.training.global_batch_size;
+    o.simulate = 0;
+    o.top = 1 << 30;
+    const plan::PlanResult r = plan::run_planner(base, o);
+    std::vector<size_t> idx(r.plans.size());
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::mt19937_64 rng(1);
+    std::shuffle(idx.begin(), idx.end(), rng);
+    idx.resize(std::min<size_t>(idx.size(), static_cast<size_t>(n)));
+    std::vector<double> abs_err, signed_err;
+    int within = 0;
+    for (size_t i : idx) {
+      const plan::RankedPlan& rp = r.plans[i];
+      spec::JobSpec j = plan::job_for(base, rp.plan, o.space.gpus, o.space.global_batch);
+      spec::validate(j);
+      const sim::Simulation s = sim::run_simulation(j, {0});
+      const double engine = report::summarize(s, 0).step_time_s;
+      const double e = rp.estimate.step_time_s / engine - 1;
+      signed_err.push_back(e);
+      abs_err.push_back(std::fabs(e));
+      within += std::fabs(e) <= 0.03;
+    }
+    double mean = 0, sgn = 0;
+    for (size_t k = 0; k < abs_err.size(); ++k) mean += abs_err[k], sgn += signed_err[k];
+    const double cnt = std::max<double>(1, static_cast<double>(abs_err.size()));
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    std::printf("%-22s %6zu %7zu %7.2f%% %7.2f%% %7.2f%% %7.2f%% %+7.2f%% %7.0f%%\n", name.c_str(), r.plans.size(),
+                abs_err.size(), 100 * mean / cnt, 100 * percentile(abs_err, 0.5), 100 * percentile(abs_err, 0.9),
+                100 * percentile(abs_err, 1.0), 100 * sgn / cnt, 100.0 * within / cnt);
+    std::fflush(stdout);
+  }
+  return 0;
+}
