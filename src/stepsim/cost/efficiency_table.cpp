@@ -1,5 +1,6 @@
 // Loader of data/efficiency.yaml: strict parsing, merge defaults <- arch <- GPU (docs/COST-MODELS.md).
 #include "stepsim/cost/efficiency_table.hpp"
+#include "stepsim/hw/data_file_cache.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -355,15 +356,7 @@ EfficiencyCatalog EfficiencyCatalog::load(const std::string& path) {
   return cat;
 }
 
-const EfficiencyCatalog& EfficiencyCatalog::builtin() {
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<EfficiencyCatalog>> cache;
-  const std::string path = hw::data_dir() + "/efficiency.yaml";
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(path);
-  if (it == cache.end()) it = cache.emplace(path, std::make_unique<EfficiencyCatalog>(load(path))).first;
-  return *it->second;
-}
+const EfficiencyCatalog& EfficiencyCatalog::builtin() { return hw::cached_data_file<EfficiencyCatalog>("efficiency.yaml"); }
 
 EfficiencyTable EfficiencyCatalog::resolve_arch(const std::string& arch) const {
   auto it = archs_.find(arch);

@@ -1,5 +1,6 @@
 // Loader of data/nccl-tuner.yaml: strict, every table complete, so the tuner never reads a default it was not given.
 #include "stepsim/cost/nccl_tuner_table.hpp"
+#include "stepsim/hw/data_file_cache.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -173,14 +174,6 @@ NcclTunerTable NcclTunerTable::load(const std::string& path) {
   return t;
 }
 
-const NcclTunerTable& NcclTunerTable::builtin() {
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<NcclTunerTable>> cache;
-  const std::string path = hw::data_dir() + "/nccl-tuner.yaml";
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(path);
-  if (it == cache.end()) it = cache.emplace(path, std::make_unique<NcclTunerTable>(load(path))).first;
-  return *it->second;
-}
+const NcclTunerTable& NcclTunerTable::builtin() { return hw::cached_data_file<NcclTunerTable>("nccl-tuner.yaml"); }
 
 }  // namespace stepsim::cost

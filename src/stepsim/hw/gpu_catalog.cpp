@@ -1,6 +1,7 @@
 // GPU catalog loader: data/gpus.yaml -> GpuSpec list, parsed strictly (unknown/missing keys and bad values are
 // InputErrors naming the file and the key).
 #include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/hw/data_file_cache.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -237,16 +238,7 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
   return cat;
 }
 
-const GpuCatalog& GpuCatalog::builtin() {
-  // One parsed catalog per data directory, kept for the process: STEPSIM_DATA_DIR may point elsewhere in tests.
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<GpuCatalog>> cache;
-  const std::string path = data_dir() + "/gpus.yaml";
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(path);
-  if (it == cache.end()) it = cache.emplace(path, std::make_unique<GpuCatalog>(load(path))).first;
-  return *it->second;
-}
+const GpuCatalog& GpuCatalog::builtin() { return cached_data_file<GpuCatalog>("gpus.yaml"); }
 
 const GpuSpec& GpuCatalog::find(const std::string& name) const {
   const std::string key = normalize(name);
