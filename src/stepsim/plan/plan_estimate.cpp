@@ -456,9 +456,6 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     sends = v == 1 ? (per_pair * static_cast<double>(m) + 2.0 * (p - 1)) * x : 2.0 * (p - 1) * x;
   }
 
-  // Tail after the last backward, per stage: gradient reduction (overlapped with the last micro-batch's
-  // backward on stage 0; later stages finish their backwards earlier), SP gradient all-reduce, optimizer,
-  // parameter all-gather (or its exposed part before the first forward under overlap_param_gather).
   // Stage 0's first model chunk unit by unit, in backward order, for the bucket replays.
   auto chunk0_units = [&] {
     std::vector<BucketUnit> u;
@@ -477,6 +474,9 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   const double bucket_limit = !tr.overlap_grad_reduce ? std::numeric_limits<double>::infinity()
                               : tr.bucket_size > 0    ? static_cast<double>(tr.bucket_size)
                                                       : std::max(40e6, 1e6 * static_cast<double>(dp_shards));
+  // Tail after the last backward, per stage: gradient reduction (on stage 0 replayed bucket by bucket under
+  // overlap_grad_reduce; later stages finish their backwards earlier), SP gradient all-reduce, optimizer, parameter
+  // all-gather (or its exposed part before the first forward under overlap_param_gather).
   double tail = 0, head = 0, dp_exposed = 0, update = 0;
   int64_t peak = 0;
   int peak_stage = 0;
