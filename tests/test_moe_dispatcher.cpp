@@ -2,8 +2,15 @@
 // --moe-token-dispatcher-type allgather | alltoall | flex and --moe-shared-expert-overlap). Bytes by hand from the job.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <fstream>
+#include <iterator>
 #include <map>
 
+#include "stepsim/cost/compute_model.hpp"
+#include "stepsim/cost/csv_table.hpp"
+#include "stepsim/cost/efficiency_table.hpp"
+#include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/report/breakdown.hpp"
 #include "stepsim/sim/simulation.hpp"
 #include "stepsim/spec/input_error.hpp"
@@ -65,14 +72,108 @@ TEST(MoeDispatcher, AllGatherOverTensorAndExpertRanksHasOneGathersVolume) {
   EXPECT_DOUBLE_EQ(bus, 3.0 * MiB);
 }
 
-TEST(MoeDispatcher, FlexFusesThePermutationIntoTheAllToAll) {
+TEST(MoeDispatcher, FlexPermutesWhatItReceivedAlltoallSortsItByLocalExpert) {
   const auto a2a = forward_ops(job(""));
   const auto flex = forward_ops(job(", token_dispatcher: flex"));
   EXPECT_EQ(flex.at("moe_dispatch_all_to_all"), a2a.at("moe_dispatch_all_to_all"));
   EXPECT_EQ(flex.at("moe_combine_all_to_all"), a2a.at("moe_combine_all_to_all"));
-  EXPECT_EQ(flex.count("token_permute"), 0u);
-  EXPECT_EQ(flex.count("token_unpermute"), 0u);
-  EXPECT_EQ(a2a.at("token_permute"), 2 * 2048 * 1024 * 2u);  // read and write the 2,048 routed copies
+  // Read and write the 2,048 routed copies: before the all-to-all (alltoall), after it (flex: DeepEP's receiver).
+  EXPECT_EQ(a2a.at("token_permute"), 2 * 2048 * 1024 * 2u);
+  EXPECT_EQ(flex.at("token_permute"), 2 * 2048 * 1024 * 2u);
+  EXPECT_EQ(flex.at("token_unpermute"), 2 * 2048 * 1024 * 2u);
+  // 8 experts on EP 2: four per rank, so the alltoall dispatcher sorts the received rows by local expert and back
+  // (a copy of the 2,048 rows each way); flex's permutation already orders them.
+  EXPECT_EQ(a2a.at("tokens_sort_chunks"), 2 * 2048 * 1024 * 2u);
+  EXPECT_EQ(a2a.at("tokens_unsort_chunks"), 2 * 2048 * 1024 * 2u);
+  EXPECT_EQ(flex.count("tokens_sort_chunks"), 0u);
+  // One expert per rank (2 experts on EP 2): nothing to sort.
+  std::string one = job("");
+  one.replace(one.find("num_experts: 8"), 14, "num_experts: 2");
+  EXPECT_EQ(forward_ops(one).count("tokens_sort_chunks"), 0u);
+}
+
+// --moe-permute-fusion off (Megatron-LM's default): the unpermute and the permute's backward are atomic scatter-adds
+// at data/efficiency.yaml's scatter_add fraction (0.15 of the H100's 3.35 TB/s), the unpermute's backward three passes.
+TEST(MoeDispatcher, UnfusedPermuteScattersWithAtomics) {
+  auto ops_of = [](const std::string& yaml) {
+    const workload::Workload w = workload::build_megatron_workload(test::job_from_yaml(yaml));
+    const workload::Program& p = w.programs[0];
+    std::map<std::string, workload::Op> r;
+    for (const auto& op : p.ops)
+      if (op.layer == 0 && op.microbatch == 0) r.emplace(p.name(op), op);
+    return r;
+  };
+  const auto fused = ops_of(job(""));
+  const auto unfused = ops_of(job(", permute_fusion: false"));
+  const uint64_t rows = 2 * 2048 * 1024 * 2u;  // read and write 2,048 routed copies of 1,024 bf16
+  for (const char* n : {"token_unpermute", "token_permute_bwd"}) {
+    EXPECT_EQ(unfused.at(n).category, workload::ComputeCategory::ScatterAdd) << n;
+    EXPECT_EQ(unfused.at(n).bytes, rows) << n;
+    EXPECT_EQ(fused.at(n).category, workload::ComputeCategory::Elementwise) << n;
+  }
+  EXPECT_EQ(unfused.at("token_unpermute_bwd").bytes, 3 * rows);
+  EXPECT_EQ(fused.at("token_unpermute_bwd").bytes, rows);
+  EXPECT_EQ(unfused.at("token_permute").bytes, rows);
+  const hw::GpuSpec& h100 = hw::GpuCatalog::builtin().find("H100-SXM");
+  const auto model = cost::make_roofline_model(h100, spec::Precision::Bf16,
+                                               cost::EfficiencyCatalog::builtin().resolve(h100));
+  // 8 MiB / (3.35 TB/s x 0.15) = 16.69 us
+  EXPECT_NEAR(static_cast<double>(model->duration_ns(unfused.at("token_unpermute"))), 8388608 / (3.35e12 * 0.15) * 1e9, 20);
+  const YAML::Node m = spec::megatron_args_to_job_node(
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 8 --seq-length 1024 --micro-batch-size 1 "
+      "--global-batch-size 8 --num-experts 4 --moe-router-topk 2 --expert-model-parallel-size 1");
+  EXPECT_FALSE(m["model"]["moe"]["permute_fusion"].as<bool>());  // Megatron-LM's default
+  const YAML::Node f = spec::megatron_args_to_job_node(
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 8 --seq-length 1024 --micro-batch-size 1 "
+      "--global-batch-size 8 --num-experts 4 --moe-router-topk 2 --expert-model-parallel-size 1 --moe-permute-fusion");
+  EXPECT_TRUE(f["model"]["moe"]["permute_fusion"].as<bool>());
+}
+
+// The unfused permute and unpermute, forward and backward, against the same kernels measured on an H100 at one EP
+// rank's share of Qwen3-30B-A3B (mbs 1 and 4), Mixtral 8x7B and DeepSeek-V3 (data/measurements/h100-sxm/moe_ops.csv,
+// bench/gpu/measure_moe.py): the four together within 12 % (the model before the scatter_add class: 3.4x too fast).
+TEST(MoeDispatcher, UnfusedPermuteFollowsTheH100Measurements) {
+  std::ifstream in(hw::data_dir() + "/measurements/h100-sxm/moe_ops.csv");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto csv = cost::parse_csv(text);
+  const int cc = csv.column("case"), co = csv.column("op"), cf = csv.column("fwd_us"), cb = csv.column("fwd_bwd_us");
+  ASSERT_TRUE(cc >= 0 && co >= 0 && cf >= 0 && cb >= 0);
+  std::map<std::string, double> measured;  // case -> permute + unpermute, forward + backward, seconds
+  for (const auto& r : csv.rows)
+    if (r.fields[co] == "permute_rows" || r.fields[co] == "unpermute") measured[r.fields[cc]] += std::stod(r.fields[cb]) * 1e-6;
+  // case -> hidden, experts, EP, top-k, expert FFN, tokens per rank
+  const std::map<std::string, std::array<int, 6>> cases = {{"qwen3-30b-a3b-ep8-mbs1", {2048, 128, 8, 8, 768, 4096}},
+                                                           {"qwen3-30b-a3b-ep8-mbs4", {2048, 128, 8, 8, 768, 16384}},
+                                                           {"mixtral-8x7b-ep8", {4096, 8, 8, 2, 14336, 4096}},
+                                                           {"deepseek-v3-ep64", {7168, 256, 64, 8, 2048, 4096}}};
+  const hw::GpuSpec& h100 = hw::GpuCatalog::builtin().find("H100-SXM");
+  const auto model = cost::make_roofline_model(h100, spec::Precision::Bf16,
+                                               cost::EfficiencyCatalog::builtin().resolve(h100));
+  ASSERT_EQ(measured.size(), cases.size());
+  for (const auto& [name, c] : cases) {
+    const auto [h, E, ep, k, ffn, T] = c;
+    const std::string y =
+        "model: {name: m, num_layers: 1, hidden_size: " + std::to_string(h) + ", num_attention_heads: " +
+        std::to_string(h / 128) + ", ffn_hidden_size: " + std::to_string(4 * h) + ", activation: swiglu, vocab_size: 32000,"
+        " seq_length: " + std::to_string(T) + ", moe: {num_experts: " + std::to_string(E) + ", topk: " + std::to_string(k) +
+        ", ffn_hidden_size: " + std::to_string(ffn) + ", permute_fusion: false}}\n"
+        "parallelism: {expert: " + std::to_string(ep) + "}\ntraining: {micro_batch_size: 1, global_batch_size: " +
+        std::to_string(ep) + "}\ncluster: {gpu: H100-SXM, num_gpus: " + std::to_string(ep) + ", gpus_per_node: 8}\n";
+    const workload::Workload w = workload::build_megatron_workload(test::job_from_yaml(y));
+    const workload::Program& p = w.programs[0];
+    double model_s = 0;
+    int n = 0;
+    for (const auto& op : p.ops) {
+      const std::string& on = p.name(op);
+      if (op.layer == 0 && op.microbatch == 0 &&
+          (on == "token_permute" || on == "token_permute_bwd" || on == "token_unpermute" || on == "token_unpermute_bwd")) {
+        model_s += static_cast<double>(model->duration_ns(op)) * 1e-9;
+        ++n;
+      }
+    }
+    EXPECT_EQ(n, 4) << name;
+    EXPECT_NEAR(model_s / measured.at(name), 1.0, 0.12) << name << ": model " << model_s << " s, measured " << measured.at(name);
+  }
 }
 
 TEST(MoeDispatcher, SharedExpertOverlapRunsBesideTheDispatch) {

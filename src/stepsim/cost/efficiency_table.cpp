@@ -35,7 +35,8 @@ using Partial = EfficiencyCatalog::Partial;
 
 const char* const kPrecisionKeys[4] = {"fp32", "fp16", "bf16", "fp8"};  // spec::Precision order
 const char* const kMemoryKeys[static_cast<int>(MemoryClass::kCount)] = {"stream", "elementwise", "norm",
-                                                                          "embedding", "loss", "optimizer"};
+                                                                          "embedding", "loss", "optimizer",
+                                                                          "scatter_add"};
 
 std::string normalize_name(const std::string& s) {  // same rule as the GPU catalog's name matching
   std::string out;

@@ -24,7 +24,7 @@ struct ShapePoint {
 };
 
 // Memory-side efficiencies (fraction of the datasheet HBM bandwidth).
-enum class MemoryClass : int { Stream = 0, Elementwise, Norm, Embedding, Loss, Optimizer, kCount };
+enum class MemoryClass : int { Stream = 0, Elementwise, Norm, Embedding, Loss, Optimizer, ScatterAdd, kCount };
 
 // The resolved table of one GPU: every field set and validated.
 struct EfficiencyTable {

@@ -7,11 +7,13 @@
 #include <string>
 
 #include "stepsim/cost/overlap_model.hpp"
+#include "stepsim/workload/op.hpp"
 
 namespace stepsim::cost {
 
 struct OverlapCoefficients {
-  static constexpr int kCategories = 9;   // workload::ComputeCategory up to offload (GPU work; the host-side ones after it)
+  // workload::ComputeCategory up to offload (GPU work; the host-side ones after it)
+  static constexpr int kCategories = static_cast<int>(workload::ComputeCategory::Offload) + 1;
   static constexpr int kCommKinds = 7;    // workload::CollType, then send/recv
   std::array<double, kCategories> compute{};  // slowdown under one communication kernel of multiplier 1
   std::array<double, kCommKinds> comm{};      // multiplier per kind of communication

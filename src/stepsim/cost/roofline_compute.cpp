@@ -102,6 +102,8 @@ class RooflineModel final : public ComputeModel {
         return std::max(op.flops / vector_peak_, memory_time(op, MemoryClass::Loss));
       case ComputeCategory::Optimizer:
         return std::max(op.flops / vector_peak_, memory_time(op, MemoryClass::Optimizer));
+      case ComputeCategory::ScatterAdd:
+        return std::max(op.flops / vector_peak_, memory_time(op, MemoryClass::ScatterAdd));
       case ComputeCategory::Offload:
         // A host<->device copy: only the PCIe link matters.
         return static_cast<double>(op.bytes) / h2d_Bps_;

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "stepsim/sim/engine.hpp"
+#include "stepsim/workload/dp_buckets.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/model_dims.hpp"
 #include "stepsim/workload/optimizer_offload.hpp"
@@ -181,25 +182,12 @@ struct DpBucket {
 std::vector<DpBucket> plan_dp_buckets(const std::vector<BucketUnit>& units, double limit,
                                       const std::function<double(bool, double)>& reduce_s,
                                       const std::function<double(bool, double)>& gather_s) {
+  std::vector<workload::UnitParams> params;
+  params.reserve(units.size());
+  for (const BucketUnit& u : units) params.push_back({u.dense, u.expert});
   std::vector<DpBucket> out;
-  double held[2] = {0, 0};
-  size_t last[2] = {0, 0};  // the last unit that added parameters of each kind
-  auto close = [&](int k, size_t u) {
-    out.push_back({reduce_s(k == 1, held[k]), gather_s(k == 1, held[k]), u});
-    held[k] = 0;
-  };
-  for (size_t u = 0; u < units.size(); ++u) {
-    const double params[2] = {units[u].dense, units[u].expert};
-    for (int k = 0; k < 2; ++k) {
-      if (params[k] <= 0) continue;
-      held[k] += params[k];
-      last[k] = u;
-      if (held[k] >= limit) close(k, u);
-    }
-  }
-  for (int k = 0; k < 2; ++k) {
-    if (held[k] > 0) close(k, last[k]);
-  }
+  for (const workload::DpBucketSpan& b : workload::form_dp_buckets(params, limit))
+    out.push_back({reduce_s(b.expert, b.params), gather_s(b.expert, b.params), b.last});
   return out;
 }
 // Seconds the stream runs on after the chunk's last backward (overlapped gradient reduction).
@@ -469,11 +457,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     u.push_back({lc.first_fwd.total(), lc.first_bwd.total(), static_cast<double>(d.params_embedding), 0});
     return u;
   };
-  // Megatron-Core's DDP bucket: bucket_size parameters, by default max(40M, 1M x DP); one bucket per chunk without
-  // overlap_grad_reduce.
-  const double bucket_limit = !tr.overlap_grad_reduce ? std::numeric_limits<double>::infinity()
-                              : tr.bucket_size > 0    ? static_cast<double>(tr.bucket_size)
-                                                      : std::max(40e6, 1e6 * static_cast<double>(dp_shards));
+  const double bucket_limit = workload::dp_bucket_limit(tr, dp_shards);
   // Tail after the last backward, per stage: gradient reduction (on stage 0 replayed bucket by bucket under
   // overlap_grad_reduce; later stages finish their backwards earlier), SP gradient all-reduce, optimizer, parameter
   // all-gather (or its exposed part before the first forward under overlap_param_gather).

@@ -257,6 +257,7 @@ ModelSpec read_model(StrictSection s) {
         "token_dispatcher", TokenDispatcher::AllToAll,
         {{"alltoall", TokenDispatcher::AllToAll}, {"allgather", TokenDispatcher::AllGather}, {"flex", TokenDispatcher::Flex}});
     moe.shared_expert_overlap = e.get_bool("shared_expert_overlap", false);
+    moe.permute_fusion = e.get_bool("permute_fusion", true);
     moe.layer_freq = static_cast<int>(e.get_int("layer_freq", 1, 1, 100000));
     // first_dense_layers is the (and NeMo's) name for the same count; one of the two.
     if (e.has("first_k_dense") && e.has("first_dense_layers")) {

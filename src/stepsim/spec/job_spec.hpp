@@ -65,6 +65,10 @@ struct MoeSpec {
   TokenDispatcher token_dispatcher = TokenDispatcher::AllToAll;
   // --moe-shared-expert-overlap: the shared expert's fc1 runs beside the dispatch, its fc2 beside the combine.
   bool shared_expert_overlap = false;
+  // --moe-permute-fusion: Transformer Engine's fused permute/unpermute kernels (gathers). Without it Megatron-Core
+  // unpermutes with an atomic scatter_add and index_select's backward is an atomic index_add: several times slower.
+  // The job file defaults to the recipes' choice (on); --megatron-args to Megatron-LM's (off unless the flag is given).
+  bool permute_fusion = true;
 };
 
 struct ModelSpec {

@@ -209,7 +209,7 @@ const Table& table() {
             "--apply-query-key-layer-scaling", "--attention-softmax-in-fp32", "--fp16-lm-cross-entropy",
             "--disable-bf16-reduced-precision-matmul", "--no-check-for-nan-in-loss-and-grad", "--check-for-spiky-loss",
             "--check-for-large-grads", "--moe-grouped-gemm",
-            "--moe-use-legacy-grouped-gemm", "--moe-permute-fusion", "--moe-router-pre-softmax",
+            "--moe-use-legacy-grouped-gemm", "--moe-router-pre-softmax",
             "--moe-router-enable-expert-bias", "--moe-router-fusion", "--moe-router-force-load-balancing",
             "--moe-router-padding-for-fp8", "--moe-per-layer-logging",
             "--moe-enable-deepep", "--moe-apply-probs-on-input",
@@ -297,7 +297,7 @@ const Table& table() {
         Kind::List0, Use::Ignore);
     add(t, {"--recompute-modules"}, Kind::List0, Use::Map);
     add(t, {"--moe-token-dispatcher-type"}, Kind::Value, Use::Map);
-    add(t, {"--moe-shared-expert-overlap", "--moe-layer-recompute"}, Kind::Flag, Use::Map);
+    add(t, {"--moe-shared-expert-overlap", "--moe-layer-recompute", "--moe-permute-fusion"}, Kind::Flag, Use::Map);
     add(t, {"--cp-comm-type"}, Kind::List1, Use::Map);
     add(t, {"--hierarchical-context-parallel-sizes", "--iterations-to-skip", "--profile-ranks",
             "--mrope-section", "--tiktoken-special-tokens", "--moe-router-load-balancing-type", "--moe-aux-loss-coeff"},
@@ -720,6 +720,7 @@ YAML::Node build(const Args& a) {
       moe["token_dispatcher"] = a.opt_choice("--moe-token-dispatcher-type", {"allgather", "alltoall", "flex"})
                                     .value_or("allgather");
       if (a.has("--moe-shared-expert-overlap")) moe["shared_expert_overlap"] = true;
+      moe["permute_fusion"] = a.has("--moe-permute-fusion");  // Megatron-LM's default: unfused
       model["moe"] = moe;
     }
   }

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <unordered_map>
 
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/workload/dp_buckets.hpp"
 #include "stepsim/workload/model_dims.hpp"
 #include "stepsim/workload/optimizer_offload.hpp"
 #include "stepsim/workload/schedule.hpp"
@@ -250,6 +252,11 @@ class StageBuilder {
   Ref moe_to_experts(Ref dep, bool backward);
   // Combine (forward) or the dispatch's gradient (backward): from its experts' output to this rank's tokens.
   Ref moe_from_experts(Ref dep, bool backward);
+  Ref moe_expert_order(Ref x, bool backward);
+  Ref moe_token_order(Ref x, bool backward);
+  bool sorts_chunks() const;
+  Op permute_gather(int64_t rows, bool unpermute_backward) const;
+  Op permute_scatter(int64_t rows) const;
   Ref moe_bwd(Ref in);
   // Selective recompute of a Megatron-Core module (training.recompute_modules).
   bool rc(spec::RecomputeModule m) const { return job_.training.recomputes(m); }
@@ -825,6 +832,7 @@ Ref StageBuilder::moe_body_fwd(Ref n) {
   Ref g = moe_to_experts(tk, false);
   // moe_shared_expert_overlap: the shared expert's fc1 is issued while the dispatch runs, its fc2 while the combine runs.
   Ref sa = overlap ? shared_expert_fc1_fwd(n) : Ref{};
+  g = moe_expert_order(g, false);
   const int64_t per_expert = std::max<int64_t>(1, routed / e_loc);
   Ref f1 = compute(gemm(per_expert, fe_in / d.et, d.h, static_cast<int>(e_loc)), "expert_fc1", {g},
                    keep ? beta_ * routed * d.h : 0);
@@ -832,6 +840,7 @@ Ref StageBuilder::moe_body_fwd(Ref n) {
                   keep ? beta_ * routed * fe_in / d.et : 0);
   Ref f2 = compute(gemm(per_expert, d.h, fe / d.et, static_cast<int>(e_loc)), "expert_fc2", {a},
                    keep_act ? beta_ * routed * fe / d.et : 0);
+  f2 = moe_token_order(f2, false);
   // Under the overlap the shared fc2 is queued before the combine's unpermute, so it computes while the combine moves.
   const Ref shared_out = overlap ? shared_expert_fc2_fwd(sa) : Ref{};
   Ref out = moe_from_experts(f2, false);
@@ -856,27 +865,51 @@ StageBuilder::MoeTokens StageBuilder::moe_tokens() const {
 
 // alltoall: permute the routed copies, all-to-all over the expert group, all-gather over the expert-tensor group.
 // allgather: every token of the expert-tensor x expert group gathered (TP stage, then EP: the bytes of one all-gather
-// over both), the local experts' tokens picked out. flex (DeepEP): the all-to-all with the permutation fused into it.
+// over both), the local experts' tokens picked out. flex (DeepEP): the fused all-to-all (its receiver permutes in
+// moe_expert_order).
 Ref StageBuilder::moe_to_experts(Ref dep, bool backward) {
   const auto& d = d_;
   const MoeTokens mt = moe_tokens();
   const auto type = job_.model.moe->token_dispatcher;
   const std::string sfx = backward ? "_bwd" : "";
+  const char* permute = backward ? "token_unpermute_bwd" : "token_permute";
   if (type == spec::TokenDispatcher::AllGather) {
     Ref x = mt.tp_stage ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h,
                                "moe_tp_all_gather" + sfx, dep) : dep;
     x = coll(CollType::AllGather, GroupKind::Ep, beta_ * mt.gathered * d.h,
              backward ? "moe_combine_all_gather_bwd" : "moe_dispatch_all_gather", x);
-    return compute(memop(ComputeCategory::Elementwise, beta_ * (mt.gathered + mt.routed) * d.h),
-                   backward ? "token_unpermute_bwd" : "token_permute", {x});
+    return compute(permute_gather(mt.gathered + mt.routed, backward), permute, {x});
   }
   Ref x = dep;
-  if (type == spec::TokenDispatcher::AllToAll)
-    x = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * mt.routed_sp * d.h),
-                backward ? "token_unpermute_bwd" : "token_permute", {dep});
+  if (type == spec::TokenDispatcher::AllToAll) x = compute(permute_gather(2 * mt.routed_sp, backward), permute, {dep});
   x = coll(CollType::AllToAll, GroupKind::Ep, beta_ * mt.routed_sp * d.h,
            backward ? "moe_combine_all_to_all_bwd" : "moe_dispatch_all_to_all", x);
-  return mt.tp_stage ? coll(CollType::AllGather, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_all_gather" + sfx, x) : x;
+  return mt.tp_stage ? coll(CollType::AllGather, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_all_gather" + sfx, x)
+                     : x;
+}
+
+// After the dispatch: flex permutes the received tokens into expert order; alltoall sorts the received rows by local
+// expert when the rank holds more than one (a copy of every row: split + cat unfused, Transformer Engine's sort-chunks
+// kernel fused). Megatron-Core issues the shared expert's fc1 (under the overlap) before this.
+Ref StageBuilder::moe_expert_order(Ref x, bool backward) {
+  const MoeTokens mt = moe_tokens();
+  const auto type = job_.model.moe->token_dispatcher;
+  if (type == spec::TokenDispatcher::Flex)
+    return compute(permute_gather(2 * mt.routed, backward), backward ? "token_unpermute_bwd" : "token_permute", {x});
+  if (!sorts_chunks()) return x;
+  return compute(memop(ComputeCategory::Elementwise, 2 * beta_ * mt.routed * d_.h),
+                 backward ? "tokens_unsort_chunks_bwd" : "tokens_sort_chunks", {x});
+}
+
+// Before the combine: the reverse of moe_expert_order (flex unpermutes locally; alltoall restores the received order).
+Ref StageBuilder::moe_token_order(Ref x, bool backward) {
+  const MoeTokens mt = moe_tokens();
+  const auto type = job_.model.moe->token_dispatcher;
+  if (type == spec::TokenDispatcher::Flex)
+    return compute(permute_scatter(2 * mt.routed), backward ? "token_permute_bwd" : "token_unpermute", {x});
+  if (!sorts_chunks()) return x;
+  return compute(memop(ComputeCategory::Elementwise, 2 * beta_ * mt.routed * d_.h),
+                 backward ? "tokens_sort_chunks_bwd" : "tokens_unsort_chunks", {x});
 }
 
 Ref StageBuilder::moe_from_experts(Ref dep, bool backward) {
@@ -884,10 +917,10 @@ Ref StageBuilder::moe_from_experts(Ref dep, bool backward) {
   const MoeTokens mt = moe_tokens();
   const auto type = job_.model.moe->token_dispatcher;
   const std::string sfx = backward ? "_bwd" : "";
+  const char* unpermute = backward ? "token_permute_bwd" : "token_unpermute";
   if (type == spec::TokenDispatcher::AllGather) {
     // The reduce-scatter over the expert-tensor x expert group also sums the TP-split experts' partial outputs.
-    Ref x = compute(memop(ComputeCategory::Elementwise, beta_ * (mt.routed + mt.gathered) * d.h),
-                    backward ? "token_permute_bwd" : "token_unpermute", {dep});
+    Ref x = compute(permute_scatter(mt.routed + mt.gathered), unpermute, {dep});
     x = coll(CollType::ReduceScatter, GroupKind::Ep, beta_ * mt.gathered * d.h,
              backward ? "moe_dispatch_reduce_scatter_bwd" : "moe_combine_reduce_scatter", x);
     return mt.tp_stage ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * d.tokens * d.h,
@@ -899,8 +932,29 @@ Ref StageBuilder::moe_from_experts(Ref dep, bool backward) {
   x = coll(CollType::AllToAll, GroupKind::Ep, beta_ * mt.routed_sp * d.h,
            backward ? "moe_dispatch_all_to_all_bwd" : "moe_combine_all_to_all", x);
   if (type == spec::TokenDispatcher::Flex) return x;
-  return compute(memop(ComputeCategory::Elementwise, 2 * beta_ * mt.routed_sp * d.h),
-                 backward ? "token_permute_bwd" : "token_unpermute", {x});
+  return compute(permute_scatter(2 * mt.routed_sp), unpermute, {x});
+}
+
+// The alltoall dispatcher sorts the rows it received by local expert (and back before the combine) when a rank holds
+// more than one expert: a copy of every row each way (split + cat unfused; Transformer Engine's sort-chunks fused).
+bool StageBuilder::sorts_chunks() const {
+  return job_.model.moe->token_dispatcher == spec::TokenDispatcher::AllToAll && job_.model.moe->num_experts / d_.e > 1;
+}
+
+// Permute forward and unpermute backward: rows gathered by index (read + write: `rows` counts both). Unfused, the
+// unpermute's backward also multiplies the gathered gradient by the routing probabilities and reduces the gradient
+// of the probabilities (reading the expert output again): three passes over the rows, as measured on the H100
+// (data/measurements/h100-sxm/moe_ops.csv: 2.5-2.8 passes at the elementwise rate).
+Op StageBuilder::permute_gather(int64_t rows, bool unpermute_backward) const {
+  const bool unfused = unpermute_backward && !job_.model.moe->permute_fusion;
+  return memop(ComputeCategory::Elementwise, (unfused ? 3 : 1) * beta_ * rows * d_.h);
+}
+
+// Unpermute forward and permute backward: rows added into the token order. Unfused (Megatron-Core's default) these
+// are atomic scatter_add_ / index_add_ kernels; Transformer Engine's fused kernels gather and sum instead.
+Op StageBuilder::permute_scatter(int64_t rows) const {
+  return memop(job_.model.moe->permute_fusion ? ComputeCategory::Elementwise : ComputeCategory::ScatterAdd,
+               beta_ * rows * d_.h);
 }
 
 // The shared expert, after the routed experts on the same stream (without moe_shared_expert_overlap).
@@ -961,6 +1015,7 @@ Ref StageBuilder::moe_bwd(Ref in) {
   if (shared_expert && !moe.shared_expert_overlap) shared_expert_bwd(b, shared);
   Ref g = moe_to_experts(b, true);
   if (shared_expert && moe.shared_expert_overlap) shared_expert_bwd(b, shared);
+  g = moe_expert_order(g, true);
   const int64_t per_expert = std::max<int64_t>(1, routed / e_loc);
   const int batch = static_cast<int>(e_loc);
   // The grouped MLP's backward (input and weight gradients) completes before its input's collectives run.
@@ -976,7 +1031,7 @@ Ref StageBuilder::moe_bwd(Ref in) {
   compute(memop(ComputeCategory::Elementwise, beta_ * routed * (2 * fe_in + fe) / d.et), "expert_act_bwd", {});
   compute(gemm(per_expert, d.h, fe_in / d.et, batch), "expert_fc1_dgrad", {});
   Ref f1 = wgrad(d.h, fe_in / d.et, per_expert, "expert_fc1_wgrad", {}, batch);
-  Ref pm = moe_from_experts(f1, true);
+  Ref pm = moe_from_experts(moe_token_order(f1, true), true);
   Ref rt = bf16_gemms([&] {
     const Ref dg = compute(gemm(d.tokens_sp, d.h, E), "router_dgrad", {pm});
     wgrad(d.h, E, d.tokens_sp, "router_wgrad");
@@ -1031,44 +1086,35 @@ Ref StageBuilder::layer_bwd(int layer, Ref in) {
 // ---------------------------------------------------------------- DP gradient buckets
 
 void StageBuilder::plan_buckets() {
-  const int64_t dp = layout_.group_size(GroupKind::Dp);
-  const int64_t limit = job_.training.overlap_grad_reduce
-                            ? (job_.training.bucket_size > 0 ? job_.training.bucket_size
-                                                             : std::max<int64_t>(40'000'000, 1'000'000 * dp))
-                            : INT64_MAX;  // without overlap Megatron-Core uses one bucket per chunk
+  const double limit = dp_bucket_limit(job_.training, layout_.group_size(GroupKind::Dp));
   for (int c = v_ - 1; c >= 0; --c) {
-    // Megatron-Core buckets only the first stage's first model chunk (elsewhere DP communication is off the
-    // critical path): other chunks reduce one bucket each, once all their gradients are ready.
-    const int64_t chunk_limit = (stage_ == 0 && c == 0) ? limit : INT64_MAX;
-    Bucket open[2] = {{0, GroupKind::Dp, c}, {0, GroupKind::Edp, c}};
-    auto add = [&](int kind, int64_t params, int unit) {
-      if (params <= 0) return;
-      Bucket& b = open[kind];
-      b.params += params;
-      b.first_forward_unit = std::min(b.first_forward_unit, unit);
-      b.close_unit = unit;
-      if (b.params >= chunk_limit) {
-        buckets_.push_back(b);
-        b = Bucket{0, b.group, c};
-      }
+    // The chunk's gradient units in backward order (unit ids fall along it, so a bucket's last unit is also its
+    // earliest in forward order).
+    std::vector<int> ids;
+    std::vector<UnitParams> params;
+    auto unit = [&](int id, int64_t dense, int64_t expert) {
+      ids.push_back(id);
+      params.push_back({static_cast<double>(dense), static_cast<double>(expert)});
     };
     if (last_model_chunk(c)) {
-      add(0, d_.params_output + d_.params_final_norm, kHeadUnit);
+      unit(kHeadUnit, d_.params_output + d_.params_final_norm, 0);
       for (int k = job_.model.mtp_layers - 1; k >= 0; --k) {
-        const int unit = job_.model.num_layers + k;
-        add(0, unit_params(unit, false), unit);
-        add(1, unit_params(unit, true), unit);
+        const int id = job_.model.num_layers + k;
+        unit(id, unit_params(id, false), unit_params(id, true));
       }
     }
     for (int i = chunk_layers_[c] - 1; i >= 0; --i) {
       const int layer = chunk_first_layer_[c] + i;
       const bool moe = job_.model.is_moe_layer(layer);
-      add(0, d_.layer_params_dense(moe), layer);
-      add(1, moe ? d_.params_moe_experts : 0, layer);
+      unit(layer, d_.layer_params_dense(moe), moe ? d_.params_moe_experts : 0);
     }
-    if (first_model_chunk(c)) add(0, d_.params_embedding, kEmbeddingUnit);
-    for (Bucket& b : open) {
-      if (b.params > 0) buckets_.push_back(b);  // complete after its last unit's backward (close_unit)
+    if (first_model_chunk(c)) unit(kEmbeddingUnit, d_.params_embedding, 0);
+    // Megatron-Core buckets only the first stage's first model chunk (elsewhere DP communication is off the
+    // critical path): other chunks reduce one bucket each, once all their gradients are ready.
+    const double chunk_limit = (stage_ == 0 && c == 0) ? limit : std::numeric_limits<double>::infinity();
+    for (const DpBucketSpan& b : form_dp_buckets(params, chunk_limit)) {
+      const int last = ids[b.last];
+      buckets_.push_back({static_cast<int64_t>(b.params), b.expert ? GroupKind::Edp : GroupKind::Dp, c, last, last});
     }
   }
 }

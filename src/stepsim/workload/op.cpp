@@ -17,7 +17,7 @@ const char* name_of(CollType c) {
 }
 const char* name_of(ComputeCategory c) {
   static const char* const k[] = {"gemm", "grouped_gemm", "attention", "elementwise", "norm",
-                                  "embedding", "loss", "optimizer", "offload", "cpu_optimizer", "host"};
+                                  "embedding", "loss", "optimizer", "scatter_add", "offload", "cpu_optimizer", "host"};
   return k[static_cast<int>(c)];
 }
 const char* name_of(Phase p) {

@@ -47,6 +47,7 @@ enum class ComputeCategory : uint8_t {
   Embedding,     // lookup / gradient scatter (memory-bound)
   Loss,          // softmax cross-entropy over the vocabulary (memory-bound)
   Optimizer,     // Adam update (memory-bound)
+  ScatterAdd,    // rows added into a tensor at indices with atomics (MoE unpermute, permute backward; memory-bound)
   Offload,       // host<->device copy (PCIe)
   CpuOptimizer,  // optimizer step run by the host CPU on offloaded states (bytes = host-DRAM traffic)
   Host,          // trace-driven: the GPU idle while the CPU was late to launch (a measured gap, never modelled)
