@@ -66,7 +66,14 @@ Action add_simulate(CLI::App& app) {
   cmd->add_option("--step", o->step, "with --workload: the ProfilerStep of imported traces to replay (default: last)");
   cmd->add_flag("--no-host-gaps", o->no_host_gaps,
                 "with --workload: drop the measured CPU-bound gaps between kernels (a GPU-bound prediction)");
-  return [cmd, o]() { return cmd->parsed() ? run_simulate(*o) : -1; };
+  auto all_ranks = std::make_shared<bool>(false);
+  cmd->add_flag("--all-ranks", *all_ranks,
+                "simulate every rank, not one per class of symmetric ranks (same results, slower; = simulation.all_ranks)");
+  return [cmd, o, all_ranks]() {
+    if (!cmd->parsed()) return -1;
+    if (*all_ranks) o->job.overrides.push_back("simulation.all_ranks=true");
+    return run_simulate(*o);
+  };
 }
 
 }  // namespace stepsim::cli

@@ -75,6 +75,8 @@ Summary summarize(const sim::Simulation& s, int rank) {
   out.oom = out.peak_bytes_max > out.capacity_bytes;
   out.ranks = w.layout.world();
   out.events = res.events;
+  out.simulated_ranks = res.simulated_ranks;
+  out.mirrored_ranks = res.mirrored_ranks;
   out.wall_s = res.wall_s;
   return out;
 }
@@ -126,6 +128,8 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
     j["pipeline_split"] = job.parallelism.pipeline_split_rule;
   }
   j["simulation"] = {{"ranks", s.ranks},
+                     {"simulated_ranks", s.simulated_ranks},
+                     {"mirrored_ranks", s.mirrored_ranks},
                      {"events", s.events},
                      {"wall_s", s.wall_s},
                      {"comm_model", spec::name_of(job.simulation.comm_model)}};
@@ -217,6 +221,13 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
                 s.ranks, static_cast<unsigned long long>(s.events), s.wall_s,
                 s.wall_s > 0 ? s.events / s.wall_s / 1e6 : 0.0, spec::name_of(job.simulation.comm_model));
   o << line;
+  if (s.mirrored_ranks > 0) {
+    std::snprintf(line, sizeof line,
+                  "  (%d representative ranks run, %d mirror one: same programs and groups up to their data/context "
+                  "index; --all-ranks runs every rank)\n",
+                  s.simulated_ranks, s.mirrored_ranks);
+    o << line;
+  }
   return o.str();
 }
 

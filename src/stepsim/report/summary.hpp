@@ -36,6 +36,7 @@ struct Summary {
   CommBytes comm;
   int ranks = 0;
   uint64_t events = 0;
+  int simulated_ranks = 0, mirrored_ranks = 0;  // the engine's run ranks and those copied from a representative
   double wall_s = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include "stepsim/sim/contended_network.hpp"
 #include "stepsim/sim/event_queue.hpp"
+#include "stepsim/sim/rank_symmetry.hpp"
 
 #include <algorithm>
 #include <array>
@@ -154,10 +155,19 @@ class Engine {
     for (const auto& members : w.communicators) comm_geometry_.push_back(explicit_geometry(members));
     fwd_.resize(n);
     bwd_.resize(n);
+    sym_ = find_rank_symmetry(w, opt.record_ranks, opt.all_ranks, network_ != nullptr);
+    for (int r = 0; r < n; ++r) {
+      if (sym_.rep[r] == r) simulated_.push_back(r);
+    }
     for (int g = 0; g < kNumGroupKinds; ++g) {
       const auto kind = static_cast<GroupKind>(g);
       pending_[g].resize(layout_.num_groups(kind));
       geometry_[g].resize(layout_.num_groups(kind));
+      // A collective waits for its group's simulated members (all of them without mirrored ranks).
+      arrivals_[g].assign(layout_.num_groups(kind), sym_.mirrored() ? 0 : layout_.group_size(kind));
+      if (sym_.mirrored()) {
+        for (int r : simulated_) ++arrivals_[g][layout_.group_id(kind, r)];
+      }
     }
     record_index_.assign(n, -1);
     for (int r : opt.record_ranks) {
@@ -171,7 +181,7 @@ class Engine {
   SimResult run() {
     const auto t0 = std::chrono::steady_clock::now();
     const int n = layout_.world();
-    for (int r = 0; r < n; ++r) try_start_all(r, 0);
+    for (int r : simulated_) try_start_all(r, 0);
     // Each event: "the op in flight on (rank, stream) ends at t", or a collective ending on all members.
     while (true) {
       const int64_t tn = network_ ? network_->next_event_ns() : INT64_MAX;
@@ -198,10 +208,13 @@ class Engine {
     result_.finish_ns.resize(n);
     result_.peak_bytes.resize(n);
     for (int r = 0; r < n; ++r) {
-      result_.finish_ns[r] = ranks_[r].finish;
-      result_.peak_bytes[r] = ranks_[r].peak;
-      result_.step_ns = std::max(result_.step_ns, ranks_[r].finish);
+      const RankState& rs = ranks_[sym_.rep[r]];  // a mirrored rank's results are its representative's
+      result_.finish_ns[r] = rs.finish;
+      result_.peak_bytes[r] = rs.peak;
+      result_.step_ns = std::max(result_.step_ns, rs.finish);
     }
+    result_.simulated_ranks = sym_.simulated;
+    result_.mirrored_ranks = sym_.mirrored();
     result_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return std::move(result_);
   }
@@ -384,8 +397,9 @@ class Engine {
     PendingCollective& pc = explicit_group ? comm_pending_[gid] : pending_[g][gid];
     ++pc.arrived;
     pc.last_arrival = std::max(pc.last_arrival, t);
+    const int needed = explicit_group ? comm_geometry_[gid].ranks : arrivals_[g][gid];
+    if (static_cast<int>(pc.arrived) < needed) return;
     const int size = explicit_group ? comm_geometry_[gid].ranks : layout_.group_size(op.group);
-    if (static_cast<int>(pc.arrived) < size) return;
     const int64_t begin = pc.last_arrival;
     pc = PendingCollective{};
     // One queue entry for the whole group (members end together): fewer heap operations.
@@ -437,6 +451,7 @@ class Engine {
     const int size = d.group == kExplicitGroup ? comm_geometry_[d.gid].ranks : layout_.group_size(d.group);
     for (int i = 0; i < size; ++i) {
       const int m = member(d.group, d.gid, i);
+      if (sym_.rep[m] != m) continue;  // mirrored: its representative ends it
       ranks_[m].s[d.stream].begin = d.begin;
       ++result_.events;
       on_end(m, d.stream, t);
@@ -560,7 +575,7 @@ class Engine {
   }
 
   void check_finished() const {
-    for (int r = 0; r < layout_.world(); ++r) {
+    for (int r : simulated_) {
       const Program& p = *prog_[r];
       for (int s = 0; s < kNumStreams; ++s) {
         const StreamState& ss = ranks_[r].s[s];
@@ -593,6 +608,9 @@ class Engine {
   std::vector<PendingCollective> comm_pending_;
   std::vector<cost::GroupGeometry> comm_geometry_;
   std::vector<PendingCollective> pending_[kNumGroupKinds];
+  std::vector<int> arrivals_[kNumGroupKinds];  // per group: the members a collective waits for
+  RankSymmetry sym_;
+  std::vector<int> simulated_;
   std::vector<cost::GroupGeometry> geometry_[kNumGroupKinds];
   std::unordered_map<CollKey, int64_t, CollKeyHash> coll_cache_;
   EventQueue queue_;

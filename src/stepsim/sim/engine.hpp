@@ -32,6 +32,8 @@ struct EngineOptions {
   const cost::OverlapModel* overlap = nullptr;
   double peak_flops = 0;  // GPU's dense FLOP/s in the training precision, for the SM-throughput feature
   double hbm_Bps = 0;     // GPU's HBM bandwidth, for the DRAM-throughput feature
+  // Simulate every rank even where ranks mirror a representative (rank_symmetry.hpp); results are the same.
+  bool all_ranks = false;
 };
 
 // Fills every compute op's duration_ns from the model (once per shared program).

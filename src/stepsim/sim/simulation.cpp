@@ -137,6 +137,7 @@ Simulation run_workload(workload::Workload w, const std::vector<int>& record_ran
   opt.overlap = overlap.get();
   opt.peak_flops = gpu.peak_flops(job.training.precision);
   opt.hbm_Bps = gpu.hbm_bandwidth_Bps;
+  opt.all_ranks = job.simulation.all_ranks;
   // comm_model flow: collectives and send/recv of the whole step share one network and contend for its links.
   std::unique_ptr<FlowContendedNetwork> network;
   if (job.simulation.comm_model == spec::CommModel::Flow) {

@@ -40,6 +40,8 @@ struct SimResult {
   std::vector<RankTimeline> recorded;  // ranks asked for, in the order asked
   std::vector<Flow> flows;
   uint64_t events = 0;                 // discrete events processed
+  int simulated_ranks = 0;             // ranks the engine ran ...
+  int mirrored_ranks = 0;              // ... and ranks that took a representative's results (rank_symmetry.hpp)
   double wall_s = 0;                   // host time the engine ran
 };
 

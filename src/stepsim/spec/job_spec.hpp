@@ -252,6 +252,8 @@ struct SimulationSpec {
   // `calibrate compute` row, else 1). For a cluster whose attention kernels differ from the shipped ones
   // (FlashAttention-3 vs FlashAttention-2, a newer cuDNN); `stepsim calibrate compute` fits it with the clock.
   double attention_scale = 0;
+  // Simulate every rank, not one representative per class of symmetric ranks (the results are the same; for checks).
+  bool all_ranks = false;
 };
 
 struct JobSpec {
