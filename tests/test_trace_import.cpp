@@ -3,6 +3,8 @@
 // Expected numbers were counted from the files with Python's json module (commands in the comments).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 #include <algorithm>
 #include <fstream>
@@ -143,4 +145,20 @@ TEST(TraceImport, ATraceWithoutKernelsIsAnError) {
   EXPECT_NE(n.output.find(nested), std::string::npos) << n.output;
 }
 }  // namespace
+// Issue 15 item 15: an input that never ends (/dev/zero) and a small .gz that inflates past the limit are refused at
+// kMaxTraceBytes with the limit in the message, after reading at most that much once (no growing copies: /dev/zero
+// took 6 GB and 16 s before).
+TEST(TraceImport, EndlessAndInflatingInputsStopAtTheLimit) {
+  const std::string dir = test::temp_dir();
+  const auto zero = test::run_cli("trace import /dev/zero --out " + dir + "/z");
+  EXPECT_EQ(zero.code, 2) << zero.output;
+  EXPECT_NE(zero.output.find("/dev/zero: the decompressed trace is larger than the limit of 536870912 bytes"),
+            std::string::npos) << zero.output;
+  const std::string gz = dir + "/bomb.json.gz";  // 600 MB of spaces in 580 KB
+  ASSERT_EQ(std::system(("head -c 600000000 /dev/zero | tr '\\0' ' ' | gzip -1 > " + gz).c_str()), 0);
+  const auto bomb = test::run_cli("trace import " + gz + " --out " + dir + "/b");
+  EXPECT_EQ(bomb.code, 2) << bomb.output;
+  EXPECT_NE(bomb.output.find("larger than the limit of 536870912 bytes"), std::string::npos) << bomb.output;
+}
+
 }  // namespace stepsim::trace

@@ -333,52 +333,97 @@ struct Parser {
 
 }  // namespace
 
+namespace {
+
+// One log file, line by line: the parser's state, the line count and the bytes seen, and the checks made once the
+// file is read.
+class LogFile {
+ public:
+  LogFile(NcclLog& log, const std::string& name)
+      : log_(log), p_{log, static_cast<int>(log.files.size()), name, {}, {}}, name_(name),
+        nccl_lines_before_(log.nccl_lines) {
+    log.files.push_back(name);
+  }
+  void line(std::string_view text) { p_.line(text, ++line_no_); }
+  void finish(int64_t bytes) {
+    // A file with not one NCCL line is not an NCCL log (an empty file, binary data, some other program's output):
+    // reporting "0 calls on 0 ranks" would read as a run that made no collectives.
+    if (log_.nccl_lines == nccl_lines_before_) {
+      throw InputError(name_ + ": no NCCL log line in " + std::to_string(line_no_) + " line(s) of " +
+                       std::to_string(bytes) + " bytes (expected lines such as 'host:pid:tid [rank] NCCL INFO ...'; "
+                       "run with NCCL_DEBUG=INFO)");
+    }
+    const size_t first_block = log_.topologies.size();
+    for (auto& [key, tp] : p_.topo) {
+      log_.garbled_lines += tp.garbled;
+      for (auto& b : tp.blocks) log_.topologies.push_back(std::move(b));
+    }
+    std::stable_sort(log_.topologies.begin() + static_cast<std::ptrdiff_t>(first_block), log_.topologies.end(),
+                     [](const TopologyBlock& a, const TopologyBlock& b) { return a.line < b.line; });
+  }
+
+ private:
+  NcclLog& log_;
+  Parser p_;
+  std::string name_;
+  int64_t nccl_lines_before_;
+  int line_no_ = 0;
+};
+
+[[noreturn]] void too_big(const std::string& name, int64_t bytes) {
+  throw InputError(name + ": NCCL log of " + std::to_string(bytes) + " bytes is over the limit of " +
+                   std::to_string(kMaxLogBytes) + " bytes");
+}
+
+}  // namespace
+
 void parse_nccl_log_text(std::string_view text, const std::string& name, NcclLog& log) {
-  if (static_cast<int64_t>(text.size()) > kMaxLogBytes)
-    throw InputError(name + ": NCCL log of " + std::to_string(text.size()) + " bytes is over the limit of " +
-                     std::to_string(kMaxLogBytes) + " bytes");
-  Parser p{log, static_cast<int>(log.files.size()), name, {}, {}};
-  log.files.push_back(name);
-  const int64_t nccl_lines_before = log.nccl_lines;
-  int line_no = 0;
+  if (static_cast<int64_t>(text.size()) > kMaxLogBytes) too_big(name, static_cast<int64_t>(text.size()));
+  LogFile f(log, name);
   size_t pos = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string_view::npos) nl = text.size();
-    p.line(text.substr(pos, nl - pos), ++line_no);
+    f.line(text.substr(pos, nl - pos));
     pos = nl + 1;
   }
-  // A file with not one NCCL line is not an NCCL log (an empty file, binary data, some other program's output):
-  // reporting "0 calls on 0 ranks" would read as a run that made no collectives.
-  if (log.nccl_lines == nccl_lines_before) {
-    throw InputError(name + ": no NCCL log line in " + std::to_string(line_no) + " line(s) of " +
-                     std::to_string(text.size()) + " bytes (expected lines such as 'host:pid:tid [rank] NCCL INFO ...'; "
-                     "run with NCCL_DEBUG=INFO)");
-  }
-  const size_t first_block = log.topologies.size();
-  for (auto& [key, tp] : p.topo) {
-    log.garbled_lines += tp.garbled;
-    for (auto& b : tp.blocks) log.topologies.push_back(std::move(b));
-  }
-  std::stable_sort(log.topologies.begin() + static_cast<std::ptrdiff_t>(first_block), log.topologies.end(),
-                   [](const TopologyBlock& a, const TopologyBlock& b) { return a.line < b.line; });
+  f.finish(static_cast<int64_t>(text.size()));
 }
 
+// Streamed in blocks of 1 MiB: memory holds one block and the start of a line that crosses it, never the file (a line
+// is cut at kMaxLineBytes + 1 bytes: the parser reports anything longer than kMaxLineBytes as garbled).
 NcclLog parse_nccl_logs(const std::vector<std::string>& paths) {
   NcclLog log;
+  constexpr size_t kBlock = 1 << 20;
+  std::vector<char> block(kBlock);
   for (const auto& path : paths) {
     spec::require_existing_file(path, "the NCCL log (--log)");
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path + ": cannot open the NCCL log (--log)");
-    const std::streamoff size = in.tellg();
-    if (size < 0) throw InputError(path + ": cannot read the NCCL log (--log)");
-    if (size > kMaxLogBytes)
-      throw InputError(path + ": NCCL log of " + std::to_string(size) + " bytes is over the limit of " +
-                       std::to_string(kMaxLogBytes) + " bytes");
-    std::string text(static_cast<size_t>(size), '\0');
-    in.seekg(0);
-    in.read(text.data(), size);
-    parse_nccl_log_text(text, path, log);
+    LogFile f(log, path);
+    std::string carry;  // the part of a line read so far
+    int64_t bytes = 0;
+    while (in) {
+      in.read(block.data(), static_cast<std::streamsize>(kBlock));
+      const auto n = static_cast<size_t>(in.gcount());
+      if (n == 0) break;
+      bytes += static_cast<int64_t>(n);
+      if (bytes > kMaxLogBytes) too_big(path, bytes);
+      std::string_view rest(block.data(), n);
+      for (size_t nl; (nl = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(nl + 1)) {
+        if (carry.empty()) {
+          f.line(rest.substr(0, nl));
+        } else {
+          carry.append(rest.substr(0, std::min(nl, kMaxLineBytes + 1 - carry.size())));  // carry <= kMaxLineBytes + 1
+          f.line(carry);
+          carry.clear();
+        }
+      }
+      if (carry.size() <= kMaxLineBytes) carry.append(rest.substr(0, kMaxLineBytes + 1 - carry.size()));
+    }
+    if (in.bad()) throw InputError(path + ": cannot read the NCCL log (--log)");
+    if (!carry.empty()) f.line(carry);
+    f.finish(bytes);
   }
   return log;
 }

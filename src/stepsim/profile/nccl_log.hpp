@@ -71,10 +71,12 @@ struct NcclLog {
 };
 
 // Size limits: a file over kMaxLogBytes is refused (InputError naming it); a line over kMaxLineBytes is
-// garbled. More than kMaxCallsPerLog calls in total is refused.
+// garbled. Files are read line by line (parse_nccl_logs), so their size costs no memory; what is kept is one NcclCall
+// (~200 bytes) per collective line: more than kMaxCallsPerLog calls in all the logs is refused, which keeps a profile
+// under 2 GB of memory (a real log holds a few thousand calls per rank and step).
 inline constexpr int64_t kMaxLogBytes = int64_t{4} << 30;
 inline constexpr size_t kMaxLineBytes = 64 * 1024;
-inline constexpr int64_t kMaxCallsPerLog = 200'000'000;
+inline constexpr int64_t kMaxCallsPerLog = 4'000'000;
 
 // Parses one file's text into `log` (file index = log.files.size() before the call).
 void parse_nccl_log_text(std::string_view text, const std::string& name, NcclLog& log);

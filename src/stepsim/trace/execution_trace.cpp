@@ -196,6 +196,10 @@ bool EtReader::field(std::string_view key, od::value v) {
     if (n.id < 0) throw InputError(et_.path + ": node " + std::to_string(et_.nodes.size()) + " has no integer id >= 0");
     if (comms && n.collective.empty()) n.collective = first_input;
     if (!comms) n.collective.clear();
+    if (et_.nodes.size() >= kMaxTraceEvents) {
+      throw InputError(et_.path + ": more than " + std::to_string(kMaxTraceEvents) +
+                       " nodes: over the limit for one execution trace");
+    }
     et_.nodes.push_back(std::move(n));
   }
   return true;

@@ -133,6 +133,11 @@ bool KinetoReader::field(std::string_view key, od::value v) {
 }
 
 void KinetoReader::event(od::object o) {
+  if (t_.kernels.size() + t_.cpu_ops.size() + t_.memory.size() + runtimes_.size() >= kMaxTraceEvents) {
+    throw InputError(t_.path + ": more than " + std::to_string(kMaxTraceEvents) +
+                     " events kept (kernels, CPU ops, runtime calls, memory events): over the limit for one trace file "
+                     "(trace one step per file)");
+  }
   std::string_view ph, cat, name;
   int64_t pid = -1, tid = -1;
   std::optional<int64_t> ts, dur;

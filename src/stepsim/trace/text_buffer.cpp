@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <simdjson.h>
 
@@ -24,6 +26,10 @@ void allocate(TextBuffer& b, size_t text_capacity) {
 
 // Bytes the text will have: the file size, or a gzip member's ISIZE trailer (size mod 2^32, exact below 4 GiB).
 size_t expected_size(const std::string& path, bool& gz) {
+  std::error_code ec;
+  // A device, FIFO or other stream has no size to read ahead: the caller reserves the whole limit (address space
+  // only; the pages the text never reaches are never touched) rather than growing and copying.
+  if (!std::filesystem::is_regular_file(path, ec)) return SIZE_MAX;
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw InputError(path + ": cannot open the trace file");
   const auto file_size = static_cast<size_t>(in.tellg());
@@ -55,7 +61,7 @@ TextBuffer TextBuffer::copy_of(const char* text, size_t n) {
 TextBuffer read_text_file(const std::string& path, size_t max_bytes) {
   bool gz = false;
   const size_t hint = expected_size(path, gz);
-  if (hint > max_bytes && !gz)
+  if (hint > max_bytes && hint != SIZE_MAX && !gz)
     throw InputError(path + ": the trace is " + std::to_string(hint) + " bytes, above the limit of " +
                      std::to_string(max_bytes));
   TextBuffer b;
@@ -71,7 +77,9 @@ TextBuffer read_text_file(const std::string& path, size_t max_bytes) {
         throw InputError(path + ": the decompressed trace is larger than the limit of " + std::to_string(max_bytes) +
                          " bytes");
       }
-      allocate(b, std::min(max_bytes + 1, b.size + b.size / 2 + (1 << 20)));
+      // The size hint was short (a gzip trailer lies, or the input is a stream): one move to the whole limit, whose
+      // untouched pages cost nothing, instead of growing by steps with a copy each (peak: twice the text).
+      allocate(b, max_bytes + 1);
       room = b.capacity - kPadding - b.size;
     }
     const int n = gzread(f, b.data.get() + b.size, static_cast<unsigned>(std::min<size_t>(room, 1 << 30)));

@@ -9,8 +9,16 @@
 
 namespace stepsim::trace {
 
-// Largest decompressed trace read (simdjson's documents are limited to 4 GiB).
-constexpr size_t kMaxTraceBytes = size_t{3} << 30;
+// Largest decompressed trace read: 512 MiB (a real one-step Kineto trace of a rank is tens to a few hundred MB). With
+// kMaxTracePunctuation and kMaxTraceEvents it keeps an import under 2 GB of memory whatever the input: the text, plus
+// simdjson's index (4 bytes per structural character and value start: at most 2 per punctuation character, so at most
+// 1 GiB), plus the events kept (~80 bytes each).
+constexpr size_t kMaxTraceBytes = size_t{512} << 20;
+// JSON punctuation ({}[]:,) in one trace: a quarter of the largest text (real traces: 12-13 %).
+constexpr size_t kMaxTracePunctuation = size_t{128} << 20;
+// Most events (kernels, CPU ops, runtime calls, memory events; execution-trace nodes) kept from one trace file:
+// ~100 bytes each, 400 MB (a real step of a large model is well under a million kernels per rank).
+constexpr size_t kMaxTraceEvents = 4'000'000;
 
 struct TextBuffer {
   std::unique_ptr<char[]> data;
