@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/plan/plan_space.hpp"
 #include "stepsim/plan/planner.hpp"
 #include "stepsim/report/summary.hpp"
 #include "stepsim/sim/simulation.hpp"
@@ -57,6 +58,8 @@ int main(int argc, char** argv) {
     idx.resize(std::min<size_t>(idx.size(), static_cast<size_t>(n)));
     std::vector<double> abs_err, signed_err;
     int within = 0;
+    double worst = -1;
+    std::string worst_plan;
     for (size_t i : idx) {
       const plan::RankedPlan& rp = r.plans[i];
       spec::JobSpec j = plan::job_for(base, rp.plan, o.space.gpus, o.space.global_batch);
@@ -67,6 +70,11 @@ int main(int argc, char** argv) {
       signed_err.push_back(e);
       abs_err.push_back(std::fabs(e));
       within += std::fabs(e) <= 0.03;
+      if (std::fabs(e) > worst) {
+        worst = std::fabs(e);
+        worst_plan = plan::describe(rp.plan) + ": estimate " + std::to_string(rp.estimate.step_time_s) + " s, engine " +
+                     std::to_string(engine) + " s";
+      }
     }
     double mean = 0, sgn = 0;
     for (size_t k = 0; k < abs_err.size(); ++k) mean += abs_err[k], sgn += signed_err[k];
@@ -75,6 +83,7 @@ int main(int argc, char** argv) {
     std::printf("%-22s %6zu %7zu %7.2f%% %7.2f%% %7.2f%% %7.2f%% %+7.2f%% %7.0f%%\n", name.c_str(), r.plans.size(),
                 abs_err.size(), 100 * mean / cnt, 100 * percentile(abs_err, 0.5), 100 * percentile(abs_err, 0.9),
                 100 * percentile(abs_err, 1.0), 100 * sgn / cnt, 100.0 * within / cnt);
+    if (!worst_plan.empty()) std::printf("  worst: %s\n", worst_plan.c_str());
     std::fflush(stdout);
   }
   return 0;
