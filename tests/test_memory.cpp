@@ -30,8 +30,12 @@ std::string job(int t, int p, int d, int layers, int gbs, const std::string& par
 double layer_params(int t) { return 12.0 * h * h / t + 7.0 * h / t + 6.0 * h; }
 
 int64_t overhead(const workload::Workload& w) {
+  // tp, cp, ep, pp, dp, edp: one communicator per dimension of more than one rank
   int comms = 0;
-  for (int g = 0; g < workload::kNumGroupKinds; ++g) comms += w.layout.group_size(static_cast<workload::GroupKind>(g)) > 1;
+  for (int n : {w.layout.tensor(), w.layout.context(), w.layout.expert(), w.layout.pipeline(),
+                w.layout.context() * w.layout.data(),
+                w.layout.world() / w.layout.pipeline() / (w.layout.expert_tensor() * w.layout.expert())})
+    comms += n > 1;
   return workload::kCudaContextBytes + comms * workload::kNcclBytesPerCommunicator;
 }
 

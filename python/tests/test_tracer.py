@@ -121,8 +121,9 @@ class TracedEqualsReal(unittest.TestCase):
         s = summaries[0]
         self.assertEqual((s["workload"]["traced_ranks"], s["workload"]["reused_ranks"]), (4, 0))
         # Rank 0's calls, as asserted above: 20 TP all-reduces of one activation, 5 p2p batches (4 of them send an
-        # activation), the grad-norm all-reduce and the barrier on the world.
-        self.assertEqual(s["comm_calls_per_rank"], {"tp": 20, "pp": 5, "dp": 2, "cp": 0, "ep": 0})
+        # activation), the grad-norm all-reduce and the barrier on the world: with DP = 1 those two span TP x PP and
+        # are `world`, not `dp` (issue 15 item 5).
+        self.assertEqual(s["comm_calls_per_rank"], {"tp": 20, "pp": 5, "dp": 0, "cp": 0, "ep": 0, "world": 2})
         self.assertEqual(s["comm_message_bytes_per_rank"]["tp"], 20 * ACTIVATION)
         self.assertEqual(s["comm_message_bytes_per_rank"]["pp"], 4 * ACTIVATION)
         # Memory replays the traced allocations: each stage's peak is its ranks' traced peak.

@@ -296,10 +296,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   std::vector<int> chunk_first(chunks, 0);
   for (int c = 1; c < chunks; ++c) chunk_first[c] = chunk_first[c - 1] + chunk_len[c - 1];
 
-  int communicators = 0;
-  for (int g = 0; g < workload::kNumGroupKinds; ++g) {
-    if (layout.group_size(static_cast<GroupKind>(g)) > 1) ++communicators;
-  }
+  const int communicators = layout.communicators();
   const auto dp_geo = layout.geometry(GroupKind::Dp, 0), edp_geo = layout.geometry(GroupKind::Edp, 0);
   const int64_t dp_shards = layout.group_size(GroupKind::Dp), edp_shards = layout.group_size(GroupKind::Edp);
   const bool dist = tr.distributed_optimizer;

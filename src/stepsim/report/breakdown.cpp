@@ -10,7 +10,7 @@ using workload::GroupKind;
 using workload::OpKind;
 
 const char* comm_kind_name(int k) {
-  static const char* const n[] = {"tp", "cp", "ep", "pp", "dp"};
+  static const char* const n[] = {"tp", "cp", "ep", "pp", "dp", "world"};
   return n[k];
 }
 
@@ -20,6 +20,7 @@ CommKind comm_kind_of(GroupKind g) {
     case GroupKind::Cp: return kCp;
     case GroupKind::Ep: return kEp;
     case GroupKind::Pp: return kPp;
+    case GroupKind::World: return kWorld;
     case GroupKind::Dp:
     case GroupKind::Edp:
     case GroupKind::kCount: break;

@@ -14,7 +14,8 @@
 
 namespace stepsim::report {
 
-enum CommKind { kTp = 0, kCp, kEp, kPp, kDp, kNumCommKinds };
+// World: collectives over every rank that are no single dimension's group (traced runs only).
+enum CommKind { kTp = 0, kCp, kEp, kPp, kDp, kWorld, kNumCommKinds };
 const char* comm_kind_name(int k);
 CommKind comm_kind_of(workload::GroupKind g);
 

@@ -40,6 +40,8 @@ GroupKind classify(const TracedOp& op, int rank, const RankLayout& layout) {
     for (int i = 0; i < n && same; ++i) same = layout.member(k, gid, i) == g[i];
     if (same) return k;
   }
+  // Every rank, yet no dimension's group (DP = 1: the gradient norm's all-reduce spans TP x PP): not data parallel.
+  if (static_cast<int>(g.size()) == layout.world() && layout.world() > 1) return GroupKind::World;
   return guess_group(false, op.coll, g, layout.world());
 }
 

@@ -1595,10 +1595,7 @@ Workload build_megatron_workload(const spec::JobSpec& job) {
     w.role_of_stage[s] = s;
   }
   const int64_t ranks_per_stage = int64_t{par.tensor} * par.context * par.data;
-  int communicators = 0;
-  for (int g = 0; g < kNumGroupKinds; ++g) {
-    if (w.layout.group_size(static_cast<GroupKind>(g)) > 1) ++communicators;
-  }
+  const int communicators = w.layout.communicators();
   for (Program& p : w.programs) {
     p.activation_peak = replay_activation_peak(p);
     const int64_t bf16_params = d.fp8_exempt_params(p.stage == 0, p.stage == par.pipeline - 1, p.bf16_layer_parameters);

@@ -12,10 +12,11 @@ enum class Stream : uint8_t { Compute = 0, Tp, Cp, Ep, Pp, Dp, Memcpy, kCount };
 constexpr int kNumStreams = static_cast<int>(Stream::kCount);
 
 // Process groups a collective can run on (rank-layout dimensions). Edp = expert-data-parallel group
-// that reduces expert gradients (data*context/expert ranks).
-enum class GroupKind : uint8_t { Tp = 0, Cp, Ep, Pp, Dp, Edp, kCount };
-// The stream a group's communication runs on: one per group kind, the expert-data-parallel gradients sharing
-// the data-parallel stream.
+// that reduces expert gradients (data*context/expert ranks). World = every rank, where that is no single dimension's
+// group (a traced run's world-wide all-reduce, such as the gradient norm's when DP = 1).
+enum class GroupKind : uint8_t { Tp = 0, Cp, Ep, Pp, Dp, Edp, World, kCount };
+// The stream a group's communication runs on: one per group kind, the expert-data-parallel gradients and world-wide
+// collectives sharing the data-parallel stream.
 constexpr Stream stream_of(GroupKind g) {
   switch (g) {
     case GroupKind::Tp: return Stream::Tp;
@@ -24,6 +25,7 @@ constexpr Stream stream_of(GroupKind g) {
     case GroupKind::Pp: return Stream::Pp;
     case GroupKind::Dp:
     case GroupKind::Edp:
+    case GroupKind::World:
     case GroupKind::kCount: break;
   }
   return Stream::Dp;

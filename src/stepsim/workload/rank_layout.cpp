@@ -31,6 +31,7 @@ int RankLayout::group_size(GroupKind g) const {
     case GroupKind::Pp: return p_;
     case GroupKind::Dp: return c_ * d_;
     case GroupKind::Edp: return t_ * c_ * d_ / (et_ * e_);
+    case GroupKind::World: return world();
     case GroupKind::kCount: break;
   }
   return 1;
@@ -52,6 +53,7 @@ int RankLayout::group_id(GroupKind g, int rank) const {
       const int v = rc.tp + t_ * u;
       return v % et_ + et_ * ((v / et_) % e_ + e_ * rc.pp);
     }
+    case GroupKind::World: return 0;
     case GroupKind::kCount: break;
   }
   return 0;
@@ -67,6 +69,7 @@ int RankLayout::index_in_group(GroupKind g, int rank) const {
     case GroupKind::Pp: return rc.pp;
     case GroupKind::Ep: return ((rc.tp + t_ * u) / et_) % e_;
     case GroupKind::Edp: return (rc.tp + t_ * u) / (et_ * e_);
+    case GroupKind::World: return rank;
     case GroupKind::kCount: break;
   }
   return 0;
@@ -96,9 +99,19 @@ int RankLayout::member(GroupKind g, int gid, int index) const {
       const int ep = rest % e_, pp = rest / e_;
       return etp + et_ * (ep + e_ * index) + t_ * cd * pp;
     }
+    case GroupKind::World: return index;
     case GroupKind::kCount: break;
   }
   return 0;
+}
+
+int RankLayout::communicators() const {
+  int n = 0;
+  for (int g = 0; g < kNumGroupKinds; ++g) {
+    const auto k = static_cast<GroupKind>(g);
+    n += k != GroupKind::World && group_size(k) > 1;
+  }
+  return n;
 }
 
 cost::GroupGeometry RankLayout::geometry(GroupKind g, int gid) const {

@@ -39,6 +39,9 @@ class RankLayout {
   int index_in_group(GroupKind g, int rank) const;
   int member(GroupKind g, int group_id, int index) const;
   cost::GroupGeometry geometry(GroupKind g, int group_id) const;
+  // NCCL communicators a rank of a built workload creates: one per dimension whose group has more than one rank (a
+  // world-wide one exists only in traced runs).
+  int communicators() const;
 
   // Pipeline ring neighbours (stage +-1 modulo pipeline, same tp/cp/dp).
   int next_stage_rank(int rank) const;
