@@ -359,6 +359,14 @@ TEST(TraceSimulation, BadWorkloadsExitTwo) {
   std::ofstream(dir + "/rank0.json") << program(0, 2, {compute("a", 1)}).dump();
   r = test::run_cli("simulate " + job + " --workload " + dir);  // rank 1 (dp 1) reuses rank 0: fine
   EXPECT_EQ(r.code, 0) << r.output;
+  // Found by the fuzzing campaign (2026-11-26): a duration past int64 read as the largest one and overflowed the
+  // engine's clock (UBSan). Op times are bounded at 100 s, the limit named.
+  std::ofstream(dir + "/rank0.json")
+      << program(0, 2, {{{"kind", "compute"}, {"name", "a"}, {"duration_ns", 11111111111111111000ull}, {"category", "gemm"}}})
+             .dump();
+  r = test::run_cli("simulate " + job + " --workload " + dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("ops[0].duration_ns: must be at most 100000000000 (100 s)"), std::string::npos) << r.output;
   r = test::run_cli("simulate " + job + " --workload " + dir + "/nope");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("must be a directory"), std::string::npos) << r.output;

@@ -22,6 +22,8 @@ using workload::OpKind;
 namespace {
 
 constexpr uintmax_t kMaxFileBytes = 2ull << 30;  // a program of millions of kernels is a few hundred MB
+constexpr int64_t kMaxOpNs = 100'000'000'000;           // 100 s per op; x the ops of 2 GiB (< 5.4e7) < 2^63 ns
+constexpr int64_t kMaxStartNs = int64_t{1} << 56;       // trace timestamps (~2.3 years of ns): start + duration fits
 
 std::vector<TracedTransfer> read_transfers(const JsonField& f) {
   std::vector<TracedTransfer> out;
@@ -52,7 +54,11 @@ TracedOp read_program_op(const JsonField& o, size_t index, const std::vector<std
     op.name = names[static_cast<size_t>(n)];
   }
   op.duration_ns = o["duration_ns"].integer_or(0, 0);
+  // Bounded so that no sum of a program's times can overflow the engine's int64 nanoseconds: at most 100 s an op (no
+  // kernel, transfer or host gap of one step is longer) times the ops a 2 GiB file can hold stays below 2^63.
+  if (op.duration_ns > kMaxOpNs) o["duration_ns"].fail("must be at most " + std::to_string(kMaxOpNs) + " (100 s)");
   op.start_ns = o["start_ns"].integer_or(-1, 0);
+  if (op.start_ns > kMaxStartNs) o["start_ns"].fail("must be at most " + std::to_string(kMaxStartNs));
   if (op.kind == OpKind::Compute && o["duration_ns"].absent()) o["duration_ns"].fail("is required for compute ops");
   op.category = o["category"].enum_or(workload::ComputeCategory::Elementwise);
   op.phase = o["phase"].enum_or(workload::Phase::Forward);
@@ -169,6 +175,7 @@ TracedRank parse_program(const JsonField& root, const std::string& path, const W
       const int64_t number = sp["number"].integer(INT32_MIN);
       if (number > INT32_MAX) sp["number"].fail("must be below 2^31");
       duration_of[static_cast<int>(number)] = sp["duration_ns"].integer(0);
+      if (duration_of[static_cast<int>(number)] > kMaxStartNs) sp["duration_ns"].fail("must be at most " + std::to_string(kMaxStartNs));
       if (!sp["start_ns"].absent()) start_of[static_cast<int>(number)] = sp["start_ns"].integer(INT64_MIN / 4);
     }
     const int chosen = select_step(r.ops, steps, opt.step, path, r.static_memory_bytes, start_of);
