@@ -41,8 +41,9 @@ struct Bucket {
   int64_t params = 0;
   GroupKind group = GroupKind::Dp;
   int chunk = 0;
-  int close_unit = 0;        // the bucket is complete once this unit's backward is done
-  int first_forward_unit = kHeadUnit;  // earliest unit in forward order (its forward waits for the all-gather)
+  // The bucket is complete once this unit's backward is done; it is also the bucket's earliest unit in forward order
+  // (unit ids fall along the backward order), whose forward waits for the bucket's parameter all-gather.
+  int close_unit = 0;
 };
 
 // Ring attention's c steps as built: n ops, step i covering blocks(i) of the c blocks (1 each up to kMaxRingSteps).
@@ -1113,8 +1114,7 @@ void StageBuilder::plan_buckets() {
     // critical path): other chunks reduce one bucket each, once all their gradients are ready.
     const double chunk_limit = (stage_ == 0 && c == 0) ? limit : std::numeric_limits<double>::infinity();
     for (const DpBucketSpan& b : form_dp_buckets(params, chunk_limit)) {
-      const int last = ids[b.last];
-      buckets_.push_back({static_cast<int64_t>(b.params), b.expert ? GroupKind::Edp : GroupKind::Dp, c, last, last});
+      buckets_.push_back({static_cast<int64_t>(b.params), b.expert ? GroupKind::Edp : GroupKind::Dp, c, ids[b.last]});
     }
   }
 }
@@ -1158,7 +1158,7 @@ int64_t StageBuilder::sequence_parallel_params(int layer) const {
 void StageBuilder::wait_param_gather(int chunk, int unit) {
   if (chunk_started_[chunk]) return;
   for (size_t i = 0; i < buckets_.size(); ++i) {
-    if (gathers_[i].count && buckets_[i].chunk == chunk && buckets_[i].first_forward_unit == unit) {
+    if (gathers_[i].count && buckets_[i].chunk == chunk && buckets_[i].close_unit == unit) {
       extra_deps_.push_back(gathers_[i]);
     }
   }
