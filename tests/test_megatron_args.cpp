@@ -517,7 +517,7 @@ TEST(MegatronArgs, EmitsOnlySchemaKeys) {
                                              "virtual_stages", "schedule", "pipeline_layers",
                                              "account_for_embedding_in_pipeline_split",
                                              "account_for_loss_in_pipeline_split", "expert_tensor"};
-  static const std::set<std::string> kTrain = {
+  static const std::set<std::string> kTrain = {"cuda_graphs", 
       "micro_batch_size", "global_batch_size", "precision", "recompute", "distributed_optimizer",
       "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "optimizer_offload", "optimizer_offload_fraction",
       "optimizer_offload_overlap", "activation_offload_layers", "precision_aware_optimizer", "main_params_dtype",

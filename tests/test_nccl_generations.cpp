@@ -129,3 +129,34 @@ TEST(NcclGenerations, H200HeldOutWithin10Percent) {
 
 }  // namespace
 }  // namespace stepsim::cost
+
+namespace stepsim::cost {
+namespace {
+
+// GB200 NVL72: the NVLink domain of 72 GPUs is one node. Its NVLS all-reduce moves 73/72 P through each switch port at
+// 900 GB/s x 0.802 (NCCL's NVLink5 rate) x 0.60 (the blackwell profile's measured NVLS port efficiency; NCCL's tuner
+// keeps its own 0.74 to choose the algorithm): 8 GiB in 73/72 x 8 GiB / 433.1 GB/s = 20.1 ms plus the rounds.
+// CoreWeave's one-rack nccl-tests (data/nccl-tests-public, cw-gb200-1rack) measured 20,299 us out-of-place, the point
+// the efficiency was read from: in-sample, so this pins the arithmetic, not the accuracy.
+TEST(NcclGenerations, Gb200Nvl72IsOneNvlinkDomain) {
+  spec::ClusterSpec c = node("GB200", 900);
+  c.num_gpus = 72;
+  c.gpus_per_node = 72;
+  const auto model = make_nccl_model(c);
+  const GroupGeometry rack{72, 1, 72};
+  const CollectiveEstimate e = model->estimate(CollType::AllReduce, 8 * GiB, rack, Algorithm::Auto, std::nullopt);
+  EXPECT_EQ(e.algorithm, Algorithm::Nvls);
+  const double port_s = 73.0 / 72 * 8 * GiB / (900e9 * 0.802 * 0.60);
+  EXPECT_GT(static_cast<double>(e.ns) * 1e-9, port_s);
+  EXPECT_LT(static_cast<double>(e.ns) * 1e-9, port_s * 1.03);  // + 57 rounds of one NVLink step
+  EXPECT_NEAR(static_cast<double>(e.ns) * 1e-3 / 20299.0 - 1, 0.0, 0.03);
+  // The tuner still decides with NCCL's 0.74, so the choice is NCCL's own; 8 x B200 gets the same port efficiency.
+  const auto b200 = make_nccl_model(node("B200", 900));
+  const double bus = busbw_GBps(CollType::AllReduce, 8 * GiB,
+                                b200->estimate(CollType::AllReduce, 8 * GiB, kNode, Algorithm::Nvls, std::nullopt).ns);
+  EXPECT_LT(bus, 900 * 0.802 * 0.60 * 8 / 9 * 1.75);  // the port-rate bound: 674 GB/s busbw
+  EXPECT_GT(bus, 0.85 * 900 * 0.802 * 0.60 * 8 / 9 * 1.75);
+}
+
+}  // namespace
+}  // namespace stepsim::cost

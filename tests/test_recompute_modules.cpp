@@ -96,8 +96,8 @@ TEST(RecomputeModules, MoeActAndWholeMoeLayer) {
   // moe: all but the router's input: top-k scores 4 T E = 32 KiB, expert_fc1's input 2048 x 1024 x 2 = 4 MiB, the
   // SwiGLU's input 2048 x 1024 x 2 = 4 MiB, fc2's input 2 MiB.
   EXPECT_EQ(none.stored - moe.stored, 10 * MiB + 4 * 1024 * 8);
-  // The whole layer re-runs, its dispatch and combine all-to-alls included.
-  EXPECT_EQ(moe.recompute_collectives, 2);
+  // The whole layer re-runs, its token-count all-gather and dispatch and combine all-to-alls included.
+  EXPECT_EQ(moe.recompute_collectives, 3);
   EXPECT_EQ(moe.recomputed.at("router"), 1);
   EXPECT_EQ(moe.recomputed.at("expert_fc2"), 1);
 }

@@ -155,6 +155,7 @@ TEST(Roofline, BigGemmOnH100FillsWholeWaves) {
   const GpuSpec& h100 = GpuCatalog::builtin().find("H100-SXM");
   EfficiencyTable table = EfficiencyCatalog::builtin().resolve(h100);
   table.sustained_clock = 1.0;  // the tile efficiency was measured at the power limit
+  table.launch_gap_us = 0;      // ... replaying CUDA graphs: no eager launch gap
   const auto model = make_roofline_model(h100, Precision::Bf16, table);
   // 8192^3 with 128x256 tiles: 64 x 32 = 2048 tiles = 16 waves on 132 SMs (the last 52 % full). One SM:
   // 989.5e12 / 132 x 0.74 = 5.547e12 FLOP/s; a tile 2 x 128 x 256 x 8192 / 5.547e12 = 96.78 us + 1.5 = 98.28 us;
@@ -169,8 +170,9 @@ TEST(Roofline, TinyGemmCostsOneWaveAndALaunch) {
   const GpuSpec& h100 = GpuCatalog::builtin().find("H100-SXM");
   const EfficiencyTable table = EfficiencyCatalog::builtin().resolve(h100);
   const auto model = make_roofline_model(h100, Precision::Bf16);
-  // 64^3: one 64x64 tile, one wave: 1.5 + 1.5 us of overhead and 0.11 us of work.
-  const double overhead_ns = (table.gemm_waves.wave_overhead_us + table.gemm_waves.launch_us) * 1e3;
+  // 64^3: one 64x64 tile, one wave: 1.5 + 1.5 us of overhead, the eager launch gap and 0.11 us of work.
+  const double overhead_ns =
+      (table.gemm_waves.wave_overhead_us + table.gemm_waves.launch_us + table.launch_gap_us) * 1e3;
   const double work_ns =
       2.0 * 64 * 64 * 64 / (989.5e12 / 132 * table.gemm_waves.efficiency * table.sustained_clock) * 1e9;
   EXPECT_NEAR(static_cast<double>(model->duration_ns(gemm(64, 64, 64))), overhead_ns + work_ns, 1.0);
@@ -185,6 +187,7 @@ double h100_measured_error(const std::string& file, Precision precision, double*
   const GpuSpec& h100 = GpuCatalog::builtin().find("H100-SXM");
   EfficiencyTable table = EfficiencyCatalog::builtin().resolve(h100);
   table.sustained_clock = 1.0;
+  table.launch_gap_us = 0;  // measured as CUDA-graph replays
   const auto model = make_roofline_model(h100, precision, table);
   std::ifstream in(stepsim::hw::data_dir() + "/measurements/h100-sxm/" + file);
   EXPECT_TRUE(in.good()) << file;
@@ -249,16 +252,37 @@ TEST(Roofline, ElementwiseIsBandwidthBound) {
   const auto model = make_roofline_model(h100, Precision::Bf16);
   const uint64_t bytes = 1ull << 30;
   const Op op = memory_op(ComputeCategory::Elementwise, bytes, 1.0 * (bytes / 2));  // 1 FLOP per bf16 element
+  const double gap_ns = table.launch_gap_us * 1e3;  // the eager launch gap before every kernel
   const double expected_ns =
       static_cast<double>(bytes) / (h100.hbm_bandwidth_Bps * table.memory_efficiency(MemoryClass::Elementwise)) * 1e9;
-  EXPECT_NEAR(static_cast<double>(model->duration_ns(op)), expected_ns, 1.0);
+  EXPECT_NEAR(static_cast<double>(model->duration_ns(op)) - gap_ns, expected_ns, 1.0);
   EXPECT_NEAR(expected_ns, 400.6e3, 100);  // 2^30 / (3.35e12 * 0.80)
   // A GEMM made skinny enough to be memory-bound runs at the stream ceiling: 4M x 16 x 4096 reads 34 GB (11.7 ms)
   // for 124 waves of 256x128 tiles (7.4 ms).
   Op skinny = gemm(1 << 22, 16, 4096);
   const double mem_ns =
       static_cast<double>(skinny.bytes) / (h100.hbm_bandwidth_Bps * table.memory_efficiency(MemoryClass::Stream)) * 1e9;
-  EXPECT_NEAR(static_cast<double>(model->duration_ns(skinny)), mem_ns, 1.0);
+  EXPECT_NEAR(static_cast<double>(model->duration_ns(skinny)) - gap_ns, mem_ns, 1.0);
+}
+
+TEST(Roofline, EagerLaunchGapPrecedesEveryKernelButNotHostTime) {
+  // launch_gap_us is added once per kernel; a CUDA-graph job (training.cuda_graphs) runs without it; host-side time
+  // (a Host gap, a host<->device copy, the CPU optimizer) launches no kernel.
+  const GpuSpec& h100 = GpuCatalog::builtin().find("H100-SXM");
+  EfficiencyTable table = EfficiencyCatalog::builtin().resolve(h100);
+  EXPECT_DOUBLE_EQ(table.launch_gap_us, 2.5);  // data/efficiency.yaml: real traces' busy-stream gaps, H100 eager vs graph
+  const auto eager = make_roofline_model(h100, Precision::Bf16, table);
+  table.launch_gap_us = 0;
+  const auto graphed = make_roofline_model(h100, Precision::Bf16, table);
+  const Op norm = memory_op(ComputeCategory::Norm, 1 << 26, 0);
+  EXPECT_EQ(eager->duration_ns(norm) - graphed->duration_ns(norm), 2500);
+  EXPECT_EQ(eager->duration_ns(gemm(4096, 4096, 4096)) - graphed->duration_ns(gemm(4096, 4096, 4096)), 2500);
+  Op host;
+  host.category = ComputeCategory::Host;
+  host.duration_ns = 7300;
+  EXPECT_EQ(eager->duration_ns(host), 7300);
+  const Op copy = memory_op(ComputeCategory::Offload, 1 << 26, 0);
+  EXPECT_EQ(eager->duration_ns(copy), graphed->duration_ns(copy));
 }
 
 TEST(Roofline, PrecisionChangesThePeak) {

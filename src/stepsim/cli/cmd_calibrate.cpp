@@ -51,7 +51,7 @@ int run_calibrate_comm(const CalibrateOptions& o) {
   if (!o.dry_run) store = hw::CalibrationStore::open(store_path);
 
   const cost::NcclProfile& profile = cost::NcclProfiles::builtin().find(in.cluster.gpu);
-  const cost::NcclHardware hw = cost::nccl_hardware(in.cluster, profile.channels);
+  const cost::NcclHardware hw = cost::nccl_hardware(in.cluster, profile.channels, profile.nvls_efficiency);
   cost::NcclParamTable current(profile.params);
   for (const auto& band : profile.bands) current.add(band);
   const cost::NcclCalibrationResult result = cost::calibrate_nccl(in.points, hw, current, algo, proto);

@@ -24,7 +24,7 @@ struct EfficiencyCatalog::Partial {
   std::optional<double> attention_forward, attention_backward;
   std::optional<std::vector<ShapePoint>> attention_sequence, attention_head_dim;
   std::array<std::optional<double>, static_cast<int>(MemoryClass::kCount)> memory;
-  std::optional<double> kernel_floor_us, host_to_device_GBps, cpu_optimizer_GBps;
+  std::optional<double> kernel_floor_us, launch_gap_us, host_to_device_GBps, cpu_optimizer_GBps;
   std::optional<double> sustained_clock;
   std::optional<std::array<double, 2>> prediction_interval;
 };
@@ -152,7 +152,7 @@ class Parser {
     if (n.IsNull()) return t;
     const auto present = keys(n, key,
                               {"gemm_waves", "gemm_precision_scale", "grouped_gemm_scale", "attention",
-                               "memory_efficiency", "kernel_floor_us", "host_to_device_GBps", "cpu_optimizer_GBps", "sustained_clock",
+                               "memory_efficiency", "kernel_floor_us", "launch_gap_us", "host_to_device_GBps", "cpu_optimizer_GBps", "sustained_clock",
                                "prediction_interval"});
     if (present.count("gemm_waves")) {
       const YAML::Node w = n["gemm_waves"];
@@ -197,6 +197,11 @@ class Parser {
       const double v = number(n["kernel_floor_us"], key + ".kernel_floor_us");
       if (v < 0 || v > 1e6) fail(key + ".kernel_floor_us", "must be in [0, 1e6] microseconds, got " + fmt(v));
       t.kernel_floor_us = v;
+    }
+    if (present.count("launch_gap_us")) {
+      const double v = number(n["launch_gap_us"], key + ".launch_gap_us");
+      if (v < 0 || v > 1e6) fail(key + ".launch_gap_us", "must be in [0, 1e6] microseconds, got " + fmt(v));
+      t.launch_gap_us = v;
     }
     if (present.count("prediction_interval")) {
       const YAML::Node pi = n["prediction_interval"];
@@ -244,6 +249,7 @@ Partial merge(const Partial& base, const Partial& over) {
   take(r.attention_head_dim, over.attention_head_dim);
   for (size_t i = 0; i < r.memory.size(); ++i) take(r.memory[i], over.memory[i]);
   take(r.kernel_floor_us, over.kernel_floor_us);
+  take(r.launch_gap_us, over.launch_gap_us);
   take(r.host_to_device_GBps, over.host_to_device_GBps);
   take(r.cpu_optimizer_GBps, over.cpu_optimizer_GBps);
   take(r.sustained_clock, over.sustained_clock);
@@ -282,6 +288,7 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   }
   need(p.kernel_floor_us.has_value(), "kernel_floor_us");
   t.kernel_floor_us = *p.kernel_floor_us;
+  t.launch_gap_us = p.launch_gap_us.value_or(0.0);  // optional: absent = kernels issued back to back (a CUDA graph)
   need(p.host_to_device_GBps.has_value(), "host_to_device_GBps");
   t.host_to_device_GBps = *p.host_to_device_GBps;
   need(p.cpu_optimizer_GBps.has_value(), "cpu_optimizer_GBps");

@@ -39,6 +39,9 @@ struct EfficiencyTable {
   std::vector<ShapePoint> attention_head_dim;     // by head dimension
   std::array<double, static_cast<int>(MemoryClass::kCount)> memory{};
   double kernel_floor_us = 0;                     // shortest kernel duration
+  // Idle time before every kernel when the host issues kernels one by one (eager PyTorch), beyond what a CUDA graph's
+  // back-to-back launches leave: added to each compute op's duration. 0 under CUDA graphs (training.cuda_graphs).
+  double launch_gap_us = 0;
   double host_to_device_GBps = 0;                 // PCIe rate for Offload ops, GB/s
   // Host-DRAM traffic one rank's CPU optimizer step sustains while every GPU of the node steps at once, GB/s.
   double cpu_optimizer_GBps = 0;

@@ -105,7 +105,7 @@ double time_us(const NcclTerms& t, const NcclParams& p) {
   return us;
 }
 
-NcclHardware nccl_hardware(const spec::ClusterSpec& cluster, int channels) {
+NcclHardware nccl_hardware(const spec::ClusterSpec& cluster, int channels, double nvls_efficiency) {
   const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(cluster.gpu);
   NcclHardware h;
   TunerTopology& t = h.tuner;
@@ -121,6 +121,7 @@ NcclHardware nccl_hardware(const spec::ClusterSpec& cluster, int channels) {
   t.channels = channels;
   h.intra_GBps = cluster.intra_node.bandwidth_GBps;
   h.nic_GBps = cluster.inter_node.bandwidth_GBps;
+  h.nvls_efficiency = nvls_efficiency;
   return h;
 }
 
@@ -241,7 +242,7 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
       // nvlsEfficiency. Check against NCCL's maintainers (nccl-tests issue 212): 8 x H100, 450 GB/s:
       // 450 x 0.824 x 0.85 x 8/9 = 280 GB/s algbw = 490 GB/s busbw, they expect ~275 / ~480.
       out.eta = ceil_div(s.P, nch * cmax);
-      const double e_nvls = nvls_efficiency(hw.tuner.cc);
+      const double e_nvls = hw.nvls_efficiency > 0 ? hw.nvls_efficiency : nvls_efficiency(hw.tuner.cc);
       const double share = coll == CollType::AllReduce ? (s.K + 1) / s.K : 1.0;
       const double intra = share * s.P / (s.Bi * e_nvls);
       // Latency: NCCL's NVLS latency (25 us NVLink hw latency over the ring step's 3.4, base latency 0: NCCL
@@ -329,7 +330,7 @@ int64_t to_ns(double us) { return std::max<int64_t>(1, std::llround(us * 1e3)); 
 class NcclModel final : public CollectiveModel {
  public:
   NcclModel(const spec::ClusterSpec& c, const NcclProfile& profile, NcclParamTable table)
-      : hw_(nccl_hardware(c, profile.channels)), table_(std::move(table)) {}
+      : hw_(nccl_hardware(c, profile.channels, profile.nvls_efficiency)), table_(std::move(table)) {}
 
   int64_t collective_ns(CollType coll, uint64_t bytes, const GroupGeometry& g) const override {
     return estimate(coll, bytes, g, Algorithm::Auto, std::nullopt).ns;

@@ -18,8 +18,9 @@ struct NcclHardware {
   TunerTopology tuner;      // cc, nvls, nvlink_intra, ll128, channels (ranks/nodes filled per call)
   double intra_GBps = 450;  // nominal intra-node bandwidth per GPU, one direction
   double nic_GBps = 50;     // nominal NIC bandwidth per GPU, one direction
+  double nvls_efficiency = 0;  // achieved NVLS port efficiency (NcclProfile::nvls_efficiency); 0 = NCCL's constant
 };
-NcclHardware nccl_hardware(const spec::ClusterSpec& cluster, int channels);
+NcclHardware nccl_hardware(const spec::ClusterSpec& cluster, int channels, double nvls_efficiency = 0);
 
 // The linear decomposition of one collective's time: time_us = sum x[i] * theta[i] with
 // theta = {alpha_us, beta_us, gamma_us, 1/intra_efficiency, 1/inter_efficiency, 1/reduce_GBps}.

@@ -45,6 +45,10 @@ struct NcclProfile {
   std::string name;               // e.g. "hopper-nvswitch"
   std::vector<std::string> gpus;  // GPU catalog names this profile serves
   int channels = 16;              // ring/tree channels NCCL builds on such a node
+  // Achieved NVLS rate per switch port over the port's NCCL rate (intra_efficiency x nominal), where measurements show it
+  // differs from NCCL's own tuning constant nvlsEfficiency; 0 = that constant. The tuner keeps NCCL's constant to choose
+  // the algorithm, as NCCL does; only the time uses this.
+  double nvls_efficiency = 0;
   NcclParams params;
   std::vector<NcclParamRow> bands;  // optional per-node-count / per-chunk fits shipped with the profile
   std::string source;             // where the defaults come from

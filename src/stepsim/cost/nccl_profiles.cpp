@@ -51,6 +51,7 @@ NcclProfiles NcclProfiles::load(const std::string& path) {
       if (!s.has(k)) s.fail(k, "is required");
     }
     p.params = read_params(s, NcclParams{});
+    p.nvls_efficiency = s.get_double("nvls_efficiency", 0, 0, 1);
     const YAML::Node bands = s.child("bands");
     if (bands && !bands.IsNull()) {
       if (!bands.IsSequence()) s.fail("bands", "must be a list of {nodes, chunk_bytes, alpha_us, ...}");

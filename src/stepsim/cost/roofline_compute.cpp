@@ -40,6 +40,7 @@ class RooflineModel final : public ComputeModel {
         bf16_scale_(precision == spec::Precision::Fp8 ? table_.gemm_precision_scale[static_cast<int>(spec::Precision::Bf16)]
                                                       : precision_scale_),
         floor_s_(table_.kernel_floor_us * 1e-6),
+        gap_s_(table_.launch_gap_us * 1e-6),
         h2d_Bps_(table_.host_to_device_GBps * 1e9),
         cpu_opt_Bps_(table_.cpu_optimizer_GBps * 1e9),
         sm_count_(std::max(gpu.sm_count, 1)),
@@ -58,7 +59,9 @@ class RooflineModel final : public ComputeModel {
     if (op.flops == 0 && op.bytes == 0) return 0;
     // Kernels beside userbuffers communication run on the SMs left to them.
     const double share = op.comm_sms > 0 ? std::max(1.0 - static_cast<double>(op.comm_sms) / sm_count_, 0.05) : 1.0;
-    const double t = std::max(seconds(op) / share, floor_s_);
+    // Host-side copies and the CPU optimizer are no kernel launches; every other op is one kernel the host issues.
+    const bool kernel = op.category != ComputeCategory::Offload && op.category != ComputeCategory::CpuOptimizer;
+    const double t = std::max(seconds(op) / share, floor_s_) + (kernel ? gap_s_ : 0.0);
     return std::max<int64_t>(1, std::llround(t * 1e9));
   }
 
@@ -124,6 +127,7 @@ class RooflineModel final : public ComputeModel {
   double precision_scale_;
   double bf16_scale_;
   double floor_s_;
+  double gap_s_;  // eager launch gap before each kernel
   double h2d_Bps_;
   double cpu_opt_Bps_;
   int sm_count_;

@@ -21,7 +21,7 @@ CommKind comm_kind_of(workload::GroupKind g);
 
 struct Breakdown {
   double compute_s = 0, pipeline_bubble_s = 0, optimizer_s = 0, overlap_slowdown_s = 0;
-  double host_gap_s = 0;  // trace-driven: GPU idle while the traced CPU was late to launch (Host ops)
+  double host_gap_s = 0;  // GPU idle on host-side time (Host ops): a traced CPU gap, the MoE dispatcher's host sync
   double offload_s = 0;   // activation offload: host<->device copies nothing else hides (compute waits for them)
   std::array<double, kNumCommKinds> exposed_comm_s{};
   double total_s() const;

@@ -105,6 +105,7 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
     cal.source += note;
   }
   table.sustained_clock = cal.sustained_clock;
+  if (job.training.cuda_graphs) table.launch_gap_us = 0;  // graph replay: no host issue between kernels
   if (job.cluster.host_to_device_GBps > 0) table.host_to_device_GBps = job.cluster.host_to_device_GBps;
   if (job.cluster.cpu_optimizer_GBps > 0) table.cpu_optimizer_GBps = job.cluster.cpu_optimizer_GBps;
   table.attention_forward = std::min(1.0, table.attention_forward * cal.attention_scale);

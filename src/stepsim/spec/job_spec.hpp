@@ -180,6 +180,9 @@ struct TrainingSpec {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool tp_comm_overlap = false;
+  // The step's kernels replayed from CUDA graphs (Megatron's --enable-cuda-graph / --cuda-graph-impl): the host does not
+  // issue them one by one, so the compute model adds no eager launch gap (efficiency.yaml launch_gap_us).
+  bool cuda_graphs = false;
   AttentionBackend attention_backend = AttentionBackend::Flash;
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // fp8 only
   bool fp8_param_gather = false;              // fp8 only: parameters kept and all-gathered in fp8 (no bf16 copy)

@@ -147,7 +147,7 @@ const Table& table() {
             "--cpu-offloading-num-layers", "--num-distributed-optimizer-instances", "--optimizer",
             "--position-embedding-type", "--attention-backend", "--fp8-recipe", "--optimizer-offload-fraction",
             "--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype",
-            "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16"},
+            "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16", "--cuda-graph-impl"},
         Kind::Value, Use::Map);
     add(t, {"--group-query-attention", "--swiglu", "--squared-relu", "--quick-geglu", "--disable-bias-linear",
             "--untie-embeddings-and-output-weights", "--multi-latent-attention", "--sequence-parallel", "--bf16",
@@ -157,7 +157,7 @@ const Table& table() {
             "--use-rotary-position-embeddings", "--no-position-embedding", "--fp8-param-gather",
             "--overlap-p2p-communication", "--overlap-cpu-optimizer-d2h-h2d", "--use-precision-aware-optimizer",
             "--first-last-layers-bf16", "--no-fp8-wgrad", "--distribute-saved-activations",
-            "--moe-pad-expert-input-to-capacity"},
+            "--moe-pad-expert-input-to-capacity", "--enable-cuda-graph", "--external-cuda-graph"},
         Kind::Flag, Use::Map);
 
     // Change the step but cannot be expressed in a job: refused rather than silently dropped.
@@ -223,7 +223,7 @@ const Table& table() {
             "--use-tp-pp-dp-mapping",
             "--use-torch-optimizer-for-cpu-offload", "--use-cpu-initialization",
             "--deterministic-mode", "--calculate-per-token-loss", "--manual-gc", "--no-manual-gc-eval",
-            "--enable-cuda-graph", "--external-cuda-graph", "--decode-only-cuda-graphs", "--record-memory-history",
+            "--decode-only-cuda-graphs", "--record-memory-history",
             "--use-pytorch-profiler", "--profile", "--log-params-norm", "--log-num-zeros-in-grad", "--log-throughput",
             "--log-progress", "--log-energy", "--log-timers-to-tensorboard", "--log-validation-ppl-to-tensorboard",
             "--log-memory-to-tensorboard", "--log-world-size-to-tensorboard", "--log-straggler",
@@ -283,7 +283,7 @@ const Table& table() {
             "--pipeline-model-parallel-comm-backend", "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
             "--empty-unused-memory-level", "--check-weight-hash-across-dp-replicas-interval", "--train-sync-interval",
             "--manual-gc-interval", "--profile-step-start", "--profile-step-end", "--memory-snapshot-path",
-            "--result-rejected-tracker-filename", "--cuda-graph-impl", "--cuda-graph-scope",
+            "--result-rejected-tracker-filename", "--cuda-graph-scope",
             "--cuda-graph-warmup-steps", "--dump-param-to-param-group-map", "--sharp-enabled-group",
             "--data-parallel-sharding-strategy", "--suggested-communication-unit-size",
             "--nccl-communicator-config-path", "--config-logger-dir", "--one-logger-project", "--one-logger-run-name",
@@ -895,6 +895,10 @@ YAML::Node build(const Args& a) {
   tr["overlap_grad_reduce"] = a.has("--overlap-grad-reduce");
   tr["overlap_param_gather"] = a.has("--overlap-param-gather");
   tr["tp_comm_overlap"] = a.has("--tp-comm-overlap");
+  // CUDA graphs (Megatron-Core's local graphs, Transformer Engine's make_graphed_callables) replay the layers' kernels
+  // without the host issuing each one: no eager launch gap.
+  const auto graph_impl = a.opt_choice("--cuda-graph-impl", {"none", "local", "transformer_engine"});
+  tr["cuda_graphs"] = a.has("--enable-cuda-graph") || a.has("--external-cuda-graph") || (graph_impl && *graph_impl != "none");
   // Megatron-Core's unfused ("local") attention is QK^T, softmax and ·V as separate kernels; the others are fused.
   if (auto be = a.opt_choice("--attention-backend", {"flash", "fused", "unfused", "local", "auto"})) {
     tr["attention_backend"] = (*be == "unfused" || *be == "local") ? "unfused" : "flash";

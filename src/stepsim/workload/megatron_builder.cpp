@@ -251,6 +251,7 @@ class StageBuilder {
   MoeTokens moe_tokens() const;
   // Dispatch (forward) or the combine's gradient (backward): from this rank's tokens to its experts' input.
   Ref moe_to_experts(Ref dep, bool backward);
+  Ref moe_host_sync(Ref dep, Ref dep2);
   // Combine (forward) or the dispatch's gradient (backward): from its experts' output to this rank's tokens.
   Ref moe_from_experts(Ref dep, bool backward);
   Ref moe_expert_order(Ref x, bool backward);
@@ -879,14 +880,37 @@ Ref StageBuilder::moe_to_experts(Ref dep, bool backward) {
                                "moe_tp_all_gather" + sfx, dep) : dep;
     x = coll(CollType::AllGather, GroupKind::Ep, beta_ * mt.gathered * d.h,
              backward ? "moe_combine_all_gather_bwd" : "moe_dispatch_all_gather", x);
+    if (!backward) x = moe_host_sync(x, {});
     return compute(permute_gather(mt.gathered + mt.routed, backward), permute, {x});
   }
   Ref x = dep;
+  // The alltoall dispatcher gathers every rank's tokens-per-expert counts over the expert group for the split sizes.
+  const Ref counts = type == spec::TokenDispatcher::AllToAll && !backward
+                         ? coll(CollType::AllGather, GroupKind::Ep, 8 * int64_t{job_.model.moe->num_experts} * d.e,
+                                "moe_token_count_all_gather", dep)
+                         : dep;
   if (type == spec::TokenDispatcher::AllToAll) x = compute(permute_gather(2 * mt.routed_sp, backward), permute, {dep});
+  if (!backward) x = moe_host_sync(x, counts);
   x = coll(CollType::AllToAll, GroupKind::Ep, beta_ * mt.routed_sp * d.h,
            backward ? "moe_combine_all_to_all_bwd" : "moe_dispatch_all_to_all", x);
   return mt.tp_stage ? coll(CollType::AllGather, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_all_gather" + sfx, x)
                      : x;
+}
+
+// Megatron-Core's dropless dispatchers bring the tokens-per-expert counts to the host once per forward (alltoall: the
+// all-to-all's split sizes, `cuda_sync_point`; allgather: the grouped GEMM's per-expert sizes; flex: DeepEP's CPU wait
+// for the received count). The host waits for the device there, and the GPU then idles while the host issues the
+// kernels that follow, until it is ahead again. Measured on an H100 with eager PyTorch at one EP rank's share of
+// Qwen3-30B-A3B and Mixtral 8x7B (data/measurements/h100-sxm/host.csv, eager_sync - eager per layer): 40-120 us
+// without autograd, 110-150 us with it; Megatron's dispatcher runs more Python after the sync, so 100 us is at the low
+// end. Buffers padded to the capacity have static sizes: no synchronisation.
+Ref StageBuilder::moe_host_sync(Ref dep, Ref dep2) {
+  constexpr double kHostSyncUs = 100;
+  if (job_.model.moe->pad_to_capacity) return dep;
+  Op stall;
+  stall.category = ComputeCategory::Host;
+  stall.duration_ns = std::llround(kHostSyncUs * 1e3);
+  return compute(stall, "moe_host_sync", {dep, dep2});  // a default Ref (count 0) waits for nothing
 }
 
 // After the dispatch: flex permutes the received tokens into expert order; alltoall sorts the received rows by local
