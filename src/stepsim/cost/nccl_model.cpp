@@ -202,7 +202,9 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
         out.eta = ceil_div(s.P, nch * s.n * cmax);
         const double eta = static_cast<double>(out.eta);
         if (s.inter_bottleneck) {
-          x[2] = eta * steps * sc.g;
+          const double inter_steps = std::min(steps, (coll == CollType::AllReduce ? 2 : 1) * s.M);
+          x[1] = (steps - inter_steps) * sc.b;
+          x[2] = inter_steps * sc.g;
           x[4] = steps / s.n * s.P / (s.Bo * eff);
         } else {
           x[1] = eta * steps * sc.b;
