@@ -259,3 +259,42 @@ TEST(NcclModel, CollNetIsPacedByTheSlowerOfNvlinkAndTheNics) {
 
 }  // namespace
 }  // namespace stepsim::cost
+
+namespace stepsim::cost {
+namespace {
+
+// cluster.inter_node.transport: AWS EFA (libfabric through aws-ofi-nccl) pays data/nccl.yaml's net_latency_scale (5)
+// times NCCL's network step latency; nothing else changes, and InfiniBand / RoCE keep NCCL's own constants.
+TEST(NcclModel, EfaTransportScalesTheNetworkStepLatency) {
+  EXPECT_DOUBLE_EQ(NcclProfiles::builtin().net_latency_scale("ib"), 1.0);
+  EXPECT_DOUBLE_EQ(NcclProfiles::builtin().net_latency_scale("roce"), 1.0);
+  EXPECT_DOUBLE_EQ(NcclProfiles::builtin().net_latency_scale("efa"), 5.0);
+  spec::ClusterSpec ib;
+  ib.gpu = "H100-SXM";
+  ib.num_gpus = 16;
+  ib.intra_node.bandwidth_GBps = 450;
+  ib.inter_node.bandwidth_GBps = 50;
+  spec::ClusterSpec efa = ib;
+  efa.inter_node.transport = "efa";
+  for (uint64_t bytes : {uint64_t{8}, uint64_t{1} << 20, uint64_t{1} << 30}) {
+    const NcclTerms a = nccl_terms(nccl_hardware(ib, 16), CollType::AllReduce, bytes, {16, 2, 8});
+    const NcclTerms b = nccl_terms(nccl_hardware(efa, 16), CollType::AllReduce, bytes, {16, 2, 8});
+    ASSERT_EQ(a.algorithm, b.algorithm) << bytes;
+    EXPECT_GT(a.x[2], 0.0) << bytes;
+    EXPECT_DOUBLE_EQ(b.x[2], 5.0 * a.x[2]) << bytes;
+    for (int i : {0, 1, 3, 4, 5}) EXPECT_DOUBLE_EQ(b.x[i], a.x[i]) << bytes << " term " << i;
+  }
+  EXPECT_DOUBLE_EQ(nccl_p2p_terms(nccl_hardware(efa, 16), 1 << 20, false).x[2], 5.0);
+  // In a job: the key is read, checked, and changes a multi-node step only through the network latency.
+  const std::string base = test::small_gpt_yaml(1, 1, 16, 64);
+  std::string with_efa = base;
+  with_efa.replace(with_efa.find("latency_us: 5}"), 14, "latency_us: 5, transport: efa}");
+  EXPECT_EQ(test::job_from_yaml(with_efa).cluster.inter_node.transport, "efa");
+  std::string bad = base;
+  bad.replace(bad.find("latency_us: 5}"), 14, "latency_us: 5, transport: infiniband}");
+  const std::string msg = test::job_error(bad);
+  EXPECT_NE(msg.find("cluster.inter_node.transport"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace stepsim::cost

@@ -122,6 +122,7 @@ NcclHardware nccl_hardware(const spec::ClusterSpec& cluster, int channels, doubl
   h.intra_GBps = cluster.intra_node.bandwidth_GBps;
   h.nic_GBps = cluster.inter_node.bandwidth_GBps;
   h.nvls_efficiency = nvls_efficiency;
+  h.net_latency_scale = NcclProfiles::builtin().net_latency_scale(cluster.inter_node.transport);
   return h;
 }
 
@@ -152,6 +153,7 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
     x[2] = s.M > 1 ? 1 : 0;
     if (inter >= intra) x[4] = inter;
     else x[3] = intra;
+    x[2] *= hw.net_latency_scale;
     out.channels = hw.tuner.channels;
     return out;
   }
@@ -303,6 +305,7 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
     default: break;
   }
   out.chunk_bytes = static_cast<uint64_t>(std::ceil(s.P / (static_cast<double>(out.eta) * nch)));
+  x[2] *= hw.net_latency_scale;  // a slower transport pays more per network step (x2 counts them)
   return out;
 }
 
@@ -317,7 +320,7 @@ NcclTerms nccl_p2p_terms(const NcclHardware& hw, uint64_t bytes, bool same_node)
     out.x[1] = 1;
     out.x[3] = P / (hw.intra_GBps * 1e3);
   } else {
-    out.x[2] = 1;
+    out.x[2] = hw.net_latency_scale;
     out.x[4] = P / (hw.nic_GBps * 1e3);
   }
   out.chunk_bytes = same_node ? 524288 : 131072;  // NCCL_P2P_NVL_CHUNKSIZE / NCCL_P2P_NET_CHUNKSIZE

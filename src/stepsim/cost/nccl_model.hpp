@@ -19,6 +19,7 @@ struct NcclHardware {
   double intra_GBps = 450;  // nominal intra-node bandwidth per GPU, one direction
   double nic_GBps = 50;     // nominal NIC bandwidth per GPU, one direction
   double nvls_efficiency = 0;  // achieved NVLS port efficiency (NcclProfile::nvls_efficiency); 0 = NCCL's constant
+  double net_latency_scale = 1;  // the inter-node transport's per-step latency over InfiniBand's (gamma's multiplier)
 };
 NcclHardware nccl_hardware(const spec::ClusterSpec& cluster, int channels, double nvls_efficiency = 0);
 

@@ -1,6 +1,7 @@
 #pragma once
 // Parameters of the white-box NCCL model (Echo §5.3, eq. 1-5) and the per-GPU profiles that hold their defaults
 // (data/nccl.yaml). `stepsim calibrate comm` fits the same six numbers from measurements.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -62,9 +63,13 @@ class NcclProfiles {
   // The profile for a GPU catalog name; InputError listing the GPUs that have one.
   const NcclProfile& find(const std::string& gpu) const;
   const std::vector<NcclProfile>& profiles() const { return profiles_; }
+  // How many times NCCL's per-step network latency (gamma) a transport pays: `transports.<name>.net_latency_scale`
+  // (1 for a transport the file does not list; cluster.inter_node.transport names it).
+  double net_latency_scale(const std::string& transport) const;
 
  private:
   std::vector<NcclProfile> profiles_;
+  std::map<std::string, double> net_latency_scale_;
 };
 
 }  // namespace stepsim::cost

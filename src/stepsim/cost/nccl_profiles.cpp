@@ -29,8 +29,24 @@ NcclParams read_params(spec::StrictSection& s, const NcclParams& base) {
 NcclProfiles NcclProfiles::load(const std::string& path) {
   const YAML::Node root = spec::parse_yaml(spec::read_text_file(path, "NCCL profile file"), path);
   if (!root.IsMap() || !root["profiles"].IsSequence()) throw InputError(path + ": profiles: must be a list");
-  if (root.size() != 1) throw InputError(path + ": only the key 'profiles' is allowed at the top level");
+  for (const auto& kv : root) {
+    const std::string k = kv.first.as<std::string>();
+    if (k != "profiles" && k != "transports")
+      throw InputError(path + ": key " + k + ": only 'profiles' and 'transports' are allowed at the top level");
+  }
   NcclProfiles out;
+  if (const YAML::Node tr = root["transports"]; tr && !tr.IsNull()) {
+    if (!tr.IsMap()) throw InputError(path + ": transports: must map a transport (ib, roce, efa) to its settings");
+    for (const auto& kv : tr) {
+      const std::string name = kv.first.as<std::string>();
+      if (name != "ib" && name != "roce" && name != "efa")
+        throw InputError(path + ": transports." + name + ": must be one of ib, roce, efa");
+      spec::StrictSection ts(kv.second, "transports." + name, path);
+      out.net_latency_scale_[name] = ts.get_double("net_latency_scale", 1.0, 0.01, 1000);
+      if (ts.get_string("source", "").empty()) ts.fail("source", "is required: say where the number comes from");
+      ts.finish();
+    }
+  }
   std::set<std::string> seen_gpus;
   const YAML::Node list = root["profiles"];
   for (size_t i = 0; i < list.size(); ++i) {
@@ -76,6 +92,11 @@ NcclProfiles NcclProfiles::load(const std::string& path) {
 const NcclProfiles& NcclProfiles::builtin() {
   static const NcclProfiles p = load(hw::data_dir() + "/nccl.yaml");
   return p;
+}
+
+double NcclProfiles::net_latency_scale(const std::string& transport) const {
+  const auto it = net_latency_scale_.find(transport);
+  return it == net_latency_scale_.end() ? 1.0 : it->second;
 }
 
 const NcclProfile& NcclProfiles::find(const std::string& gpu) const {

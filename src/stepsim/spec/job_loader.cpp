@@ -391,7 +391,10 @@ LinkSpec read_link(StrictSection s, bool inter) {
   s.mark("bandwidth_Gbps");
   s.mark("bandwidth_GBps");
   l.latency_us = s.get_double("latency_us", inter ? 5.0 : 1.0, 0.0, 1e7);
-  if (inter) l.topology = s.get_string("topology", "fat-tree");
+  if (inter) {
+    l.topology = s.get_string("topology", "fat-tree");
+    l.transport = s.get_enum<std::string>("transport", "ib", {{"ib", "ib"}, {"roce", "roce"}, {"efa", "efa"}});
+  }
   s.finish();
   return l;
 }

@@ -222,6 +222,9 @@ struct LinkSpec {
   double latency_us = 0;
   std::string topology;       // inter-node only: fat-tree | rail-optimized | ... (for network models; the
                               // alpha-beta model uses bandwidth and latency only)
+  // Inter-node only: the NICs' transport, for the NCCL model's per-step network latency (data/nccl.yaml transports):
+  // ib (InfiniBand verbs, the default), roce (RoCE v2 verbs), efa (AWS EFA through libfabric / aws-ofi-nccl).
+  std::string transport = "ib";
 };
 
 struct ClusterSpec {
