@@ -290,6 +290,17 @@ TEST(NcclModel, EfaTransportScalesTheNetworkStepLatency) {
   std::string with_efa = base;
   with_efa.replace(with_efa.find("latency_us: 5}"), 14, "latency_us: 5, transport: efa}");
   EXPECT_EQ(test::job_from_yaml(with_efa).cluster.inter_node.transport, "efa");
+  // A section with only the transport keeps the documented defaults (400 Gb/s per GPU, 5 us): the user's
+  // `--set cluster.inter_node.transport=efa` must not need the bandwidth restated. Likewise intra_node's GPU rate.
+  std::string partial = base;
+  partial.replace(partial.find("inter_node: {bandwidth_Gbps: 400, latency_us: 5}"), 48, "inter_node: {transport: efa}");
+  partial.replace(partial.find("intra_node: {bandwidth_GBps: 450, latency_us: 1}"), 48, "intra_node: {latency_us: 2}");
+  const spec::JobSpec pj = test::job_from_yaml(partial);
+  EXPECT_EQ(pj.cluster.inter_node.transport, "efa");
+  EXPECT_DOUBLE_EQ(pj.cluster.inter_node.bandwidth_GBps, 50.0);
+  EXPECT_DOUBLE_EQ(pj.cluster.inter_node.latency_us, 5.0);
+  EXPECT_DOUBLE_EQ(pj.cluster.intra_node.bandwidth_GBps, 450.0);  // the H100's NVLink from data/gpus.yaml
+  EXPECT_DOUBLE_EQ(pj.cluster.intra_node.latency_us, 2.0);
   std::string bad = base;
   bad.replace(bad.find("latency_us: 5}"), 14, "latency_us: 5, transport: infiniband}");
   const std::string msg = test::job_error(bad);

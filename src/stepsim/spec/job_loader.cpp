@@ -380,14 +380,16 @@ TrainingSpec read_training(StrictSection s) {
   return t;
 }
 
-LinkSpec read_link(StrictSection s, bool inter) {
+// `bandwidth_default_GBps`: what a section without a bandwidth gets (the documented default: 400 Gb/s per GPU across
+// nodes, the GPU's own NVLink or PCIe rate inside one), so `--set cluster.inter_node.transport=efa` alone works.
+LinkSpec read_link(StrictSection s, bool inter, double bandwidth_default_GBps) {
   LinkSpec l;
   const bool gbits = s.has("bandwidth_Gbps");
   const bool gbytes = s.has("bandwidth_GBps");
   if (gbits && gbytes) s.fail("bandwidth_Gbps", "give bandwidth_Gbps (bits) or bandwidth_GBps (bytes), not both");
-  if (!gbits && !gbytes) s.fail(inter ? "bandwidth_Gbps" : "bandwidth_GBps", "is required");
   if (gbits) l.bandwidth_GBps = s.get_double("bandwidth_Gbps", 0, 1e-6, 1e9) / 8.0;
-  else l.bandwidth_GBps = s.get_double("bandwidth_GBps", 0, 1e-6, 1e9);
+  else if (gbytes) l.bandwidth_GBps = s.get_double("bandwidth_GBps", 0, 1e-6, 1e9);
+  else l.bandwidth_GBps = bandwidth_default_GBps;
   s.mark("bandwidth_Gbps");
   s.mark("bandwidth_GBps");
   l.latency_us = s.get_double("latency_us", inter ? 5.0 : 1.0, 0.0, 1e7);
@@ -416,18 +418,23 @@ ClusterSpec read_cluster(StrictSection s) {
   c.gpu = s.get_string("gpu", c.gpu);
   c.num_gpus = static_cast<int>(s.require_int("num_gpus", 1, 1 << 20));
   c.gpus_per_node = static_cast<int>(s.get_int("gpus_per_node", 8, 1, 1 << 16));
-  if (s.has("intra_node")) {
-    c.intra_node = read_link(StrictSection(s.child("intra_node"), s.key_path("intra_node"), s.source()), false);
-  } else {
-    // The GPU's own NVLink (or PCIe) rate from the catalog: an A100 node is not an H100 node.
-    s.mark("intra_node");
-    try {
-      c.intra_node.bandwidth_GBps = hw::GpuCatalog::builtin().find(c.gpu).intra_node_GBps;
-    } catch (const InputError& e) {
-      throw InputError(s.source() + ": " + e.what());  // the file that names the GPU
-    }
+  // The GPU's own NVLink (or PCIe) rate from the catalog: an A100 node is not an H100 node.
+  double gpu_link_GBps = 0;
+  try {
+    gpu_link_GBps = hw::GpuCatalog::builtin().find(c.gpu).intra_node_GBps;
+  } catch (const InputError& e) {
+    throw InputError(s.source() + ": " + e.what());  // the file that names the GPU
   }
-  if (s.has("inter_node")) c.inter_node = read_link(StrictSection(s.child("inter_node"), s.key_path("inter_node"), s.source()), true);
+  if (s.has("intra_node")) {
+    c.intra_node =
+        read_link(StrictSection(s.child("intra_node"), s.key_path("intra_node"), s.source()), false, gpu_link_GBps);
+  } else {
+    s.mark("intra_node");
+    c.intra_node.bandwidth_GBps = gpu_link_GBps;
+  }
+  if (s.has("inter_node"))
+    c.inter_node = read_link(StrictSection(s.child("inter_node"), s.key_path("inter_node"), s.source()), true,
+                             c.inter_node.bandwidth_GBps);
   else s.mark("inter_node");
   for (const auto& [rank, factor] : s.get_int_double_map("slow_ranks", 0, (1 << 20) - 1, 1e-3, 1e6)) {
     c.slow_ranks[static_cast<int>(rank)] = factor;
