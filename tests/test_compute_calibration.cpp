@@ -109,6 +109,12 @@ TEST(ComputeCalibration, SimulationUsesTheStoredClockAndReportsItsInterval) {
   EXPECT_DOUBLE_EQ((*sb.step_time_interval_s)[1], sb.step_time_s / 0.9);
   const auto j = report::to_json(sb, stored);
   EXPECT_EQ(j["step_time_interval_s"].size(), 2u);
+  // Without residuals the text says so instead of leaving the line out; the JSON has no interval key.
+  const std::string text = report::to_text(sa, at1);
+  EXPECT_NE(text.find("80% interval   none: no calibration residuals"), std::string::npos) << text;
+  EXPECT_NE(text.find("job (simulation.sustained_clock)"), std::string::npos) << text;
+  EXPECT_FALSE(report::to_json(sa, at1).contains("step_time_interval_s"));
+  EXPECT_NE(report::to_text(sb, stored).find("80% interval   "), std::string::npos);
 }
 
 TEST(ComputeCalibration, StoreKeepsTheAttentionScaleAndReadsOldStoresAsOne) {

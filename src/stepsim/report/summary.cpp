@@ -171,6 +171,12 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
                   format_seconds((*s.step_time_interval_s)[0]).c_str(), format_seconds((*s.step_time_interval_s)[1]).c_str(),
                   s.calibration_source.c_str());
     o << line;
+  } else if (!s.calibration_source.empty()) {
+    // Say why there is none (Blackwell, Ada and Volta have no measured runs; a job's own clock has no residuals), so
+    // the missing line is not read as certainty.
+    std::snprintf(line, sizeof line, "  80%% interval   none: no calibration residuals for this GPU's architecture "
+                  "and settings (compute calibration: %s)\n", s.calibration_source.c_str());
+    o << line;
   }
   std::snprintf(line, sizeof line, "  tokens/s       %.0f\n", s.tokens_per_s);
   o << line;
