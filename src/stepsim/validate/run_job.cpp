@@ -318,13 +318,15 @@ RunJob job_for_run(const PublishedRun& r) {
   } else if (old) {
     t["recompute"] = "full";  // Megatron-LM 2021-22 checkpointed every layer (Narayanan 2021 §3.5, MT-NLG, BLOOM)
     assume("recompute not stated: full (Megatron-LM 2021-22)");
-  } else if (starts_with_any(r.source, {"llama3_herd"}) && r.seq_len <= 8192) {
+  } else if (starts_with_any(r.source, {"llama3_herd"}) && r.seq_len / std::max(1, r.cp) <= 8192) {
     // The Llama 3 paper (arXiv:2407.21783, section 3.3.2): "we could pre-train Llama 3 on sequences of 8K tokens
     // without activation checkpointing" (its pipeline frees stage inputs and outputs early and tunes the number of
     // micro-batches in flight, which stepsim's memory model does not follow: such rows may be marked as not fitting).
+    // The 128K-context row splits each sequence over CP 16: every rank holds 8K tokens' activations, as in the 8K rows,
+    // so the same holds there.
     t["recompute"] = "none";
     assume("recompute not stated: none (Llama 3 paper, section 3.3.2: 8K-token pre-training without activation "
-           "checkpointing)");
+           "checkpointing; 8K tokens per context-parallel rank)");
   }
   // (a modern run's unstated recompute is decided by validation.cpp: the least recompute that fits in memory)
   const std::string backend = !r.attention_backend.empty() ? r.attention_backend : old ? "unfused" : "flash";
