@@ -271,6 +271,42 @@ TEST(ProfileNcclLog, BracketedIndexBeforeTheCallName) {
   EXPECT_EQ(log.garbled_lines, 0);
 }
 
+// RCCL's COLL line (its enqueue.cc INFO format, as RCCL's own replayer tool parses it): NCCL's fields, then
+// "task %d globalrank %d". Its native AllToAll logs the elements sent to each peer; AllToAllv, Gather and Scatter
+// lines are counted as not read, never as garbled, and `profile nccl` says so.
+TEST(ProfileNcclLog, RcclCollLinesAndItsOwnCollectives) {
+  const std::string tail = " comm 0x55d1 [nranks=2] stream 0x55e0 task 0 globalrank 0\n";
+  const std::string text =
+      "node1:1234:1234 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count 1048576 datatype 7 op 0 "
+      "root 0" + tail +
+      "node1:1234:1234 [0] NCCL INFO AllToAll: opCount 1 sendbuff 0x7f10 recvbuff 0x7f20 count 4096 datatype 9 op 0 "
+      "root 0" + tail +
+      "node1:1234:1234 [0] NCCL INFO AllToAllv: opCount 2 sendbuff 0x7f10 recvbuff 0x7f20 count 4096 datatype 9 op 0 "
+      "root 0" + tail +
+      "node1:1234:1234 [0] NCCL INFO Gather: opCount 3 sendbuff 0x7f10 recvbuff 0x7f20 count 4096 datatype 9 op 0 "
+      "root 0" + tail +
+      "node1:1234:1234 [0] NCCL INFO Frobnicate: opCount 4 sendbuff 0x7f10 recvbuff 0x7f20 count 1 datatype 9 op 0 "
+      "root 0" + tail;
+  NcclLog log;
+  parse_nccl_log_text(text, "rccl.log", log);
+  ASSERT_EQ(log.calls.size(), 2u);
+  EXPECT_EQ(std::string(op_name(log.calls[0].op)), "AllReduce");
+  EXPECT_EQ(log.calls[0].bytes(), 1048576 * 4);
+  EXPECT_EQ(log.calls[0].nranks, 2);
+  EXPECT_EQ(std::string(op_name(log.calls[1].op)), "AllToAll");
+  EXPECT_EQ(log.calls[1].bytes(), 4096 * 2);  // bf16, per peer
+  EXPECT_EQ(log.unread_calls.at("AllToAllv"), 1);
+  EXPECT_EQ(log.unread_calls.at("Gather"), 1);
+  EXPECT_EQ(log.garbled_lines, 1);  // only the made-up operation
+  ASSERT_FALSE(log.garbled_examples.empty());
+  EXPECT_NE(log.garbled_examples[0].find("Frobnicate"), std::string::npos);
+  // Through the CLI: the summary names what it left out.
+  const std::string path = test::write_temp("/rccl0.log", text);
+  const auto r = test::run_cli("profile nccl --log " + path);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("not read: 1 AllToAllv call(s) 1 Gather call(s)"), std::string::npos) << r.output;
+}
+
 TEST(ProfileNcclLog, MissingFileIsInputError) {
   try {
     (void)parse_nccl_logs({"/nonexistent/x.log"});

@@ -6,6 +6,7 @@
 // file, line, host, pid and tid. A line that starts like a record but does not parse is counted as
 // garbled and skipped; other NCCL lines are counted as "other".
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,9 @@ struct NcclLog {
   int64_t lines = 0, nccl_lines = 0, other_lines = 0, tuning_lines = 0;
   int64_t garbled_lines = 0;
   std::vector<std::string> garbled_examples;  // "file:line: why", the first few
+  // Well-formed call lines of operations the profile does not read (RCCL's AllToAllv, Gather, Scatter; NCCL's
+  // AllGatherV): counted by name, so the summary says what was left out.
+  std::map<std::string, int64_t> unread_calls;
 };
 
 // Size limits: a file over kMaxLogBytes is refused (InputError naming it); a line over kMaxLineBytes is

@@ -8,7 +8,7 @@ namespace {
 
 constexpr std::array<std::string_view, kNcclOpCount> kOpNames{"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
                                                              "Reduce",    "Send",      "Recv",          "SendRecv",
-                                                             "Unknown"};
+                                                             "AllToAll",  "Unknown"};
 struct TypeInfo {
   std::string_view name, kernel_short, kernel_c;
   int bytes;

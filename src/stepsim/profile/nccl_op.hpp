@@ -8,8 +8,9 @@
 
 namespace stepsim::profile {
 
-enum class NcclOp : uint8_t { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, Send, Recv, SendRecv, Unknown };
-inline constexpr int kNcclOpCount = 9;
+// AllToAll: RCCL's own all-to-all collective (its COLL line; NCCL runs all-to-all as grouped Send/Recv). Unknown last.
+enum class NcclOp : uint8_t { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, Send, Recv, SendRecv, AllToAll, Unknown };
+inline constexpr int kNcclOpCount = 10;
 
 std::string_view op_name(NcclOp op);
 // "AllReduce", "allreduce", "all_reduce" → AllReduce; nullopt for anything else.

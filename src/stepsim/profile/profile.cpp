@@ -100,14 +100,16 @@ BusFactors bus_factors(NcclOp op, const std::string& algorithm, int n) {
       if (algorithm == "TREE") return {2.0, 1.0, 2.0};
       return {2 * f, f, 2 * f};
     case NcclOp::AllGather:
-    case NcclOp::ReduceScatter: return {f, f, f};
+    case NcclOp::ReduceScatter:
+    case NcclOp::AllToAll: return {f, f, f};
     default: return {1.0, 1.0, 1.0};
   }
 }
 
 int64_t algbw_bytes(const NcclCall& c, int n) {
   const int64_t b = c.bytes();
-  if ((c.op == NcclOp::AllGather || c.op == NcclOp::ReduceScatter) && n > 0) return b * n;
+  // RCCL's AllToAll logs the elements sent to each peer: the send buffer holds n of them.
+  if ((c.op == NcclOp::AllGather || c.op == NcclOp::ReduceScatter || c.op == NcclOp::AllToAll) && n > 0) return b * n;
   return b;
 }
 

@@ -45,6 +45,7 @@ json summary_json(const ProfileResult& r) {
                             {"source", r.parallelism_inferred ? "inferred" : "given"}};
   s["lines"] = L.lines;
   s["garbled_lines"] = L.garbled_lines;
+  s["unread_calls"] = L.unread_calls;
   s["garbled_examples"] = L.garbled_examples;
   json by_type = json::object(), bytes_type = json::object();
   std::map<int64_t, std::pair<std::string, int64_t>> hist;  // bucket upper bound → (label, count)
@@ -250,6 +251,11 @@ std::string report_text(const ProfileResult& r) {
   if (!r.log.nccl_version.empty()) o << ", NCCL " << r.log.nccl_version;
   o << "\n";
   if (r.log.garbled_lines) o << "skipped " << r.log.garbled_lines << " garbled line(s), e.g. " << r.log.garbled_examples.front() << "\n";
+  if (!r.log.unread_calls.empty()) {
+    o << "not read:";
+    for (const auto& [name, n] : r.log.unread_calls) o << " " << n << " " << name << " call(s)";
+    o << " (collectives this profile does not analyse; left out of every table below)\n";
+  }
   o << "\nop               calls          bytes\n";
   for (auto& [op, n] : s["ops_by_type"].items()) {
     char line[128];
