@@ -204,6 +204,10 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
         out.eta = ceil_div(s.P, nch * s.n * cmax);
         const double eta = static_cast<double>(out.eta);
         if (s.inter_bottleneck) {
+          // The NICs pace the ring and the chunk rounds pipeline behind their transfer, so latency is paid once per
+          // call, as NCCL's own tuner counts it: the steps that cross a node boundary (2M for all-reduce, M
+          // otherwise) at the network step cost, the rest at NVLink's (Echo's eta x steps NIC steps made 3 x 8 A100
+          // 32 % slow; docs/VALIDATION-COMM.md).
           const double inter_steps = std::min(steps, (coll == CollType::AllReduce ? 2 : 1) * s.M);
           x[1] = (steps - inter_steps) * sc.b;
           x[2] = inter_steps * sc.g;
