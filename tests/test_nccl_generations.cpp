@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "stepsim/cost/nccl_model.hpp"
+#include "stepsim/sim/simulation.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::cost {
@@ -156,6 +157,27 @@ TEST(NcclGenerations, Gb200Nvl72IsOneNvlinkDomain) {
                                 b200->estimate(CollType::AllReduce, 8 * GiB, kNode, Algorithm::Nvls, std::nullopt).ns);
   EXPECT_LT(bus, 900 * 0.802 * 0.60 * 8 / 9 * 1.75);  // the port-rate bound: 674 GB/s busbw
   EXPECT_GT(bus, 0.85 * 900 * 0.802 * 0.60 * 8 / 9 * 1.75);
+}
+
+}  // namespace
+}  // namespace stepsim::cost
+
+namespace stepsim::cost {
+namespace {
+
+// A GB200 job whose node is a 4-GPU tray is told that an NVL72 rack is one NVLink domain; a 72-GPU node is not.
+TEST(NcclGenerations, Gb200TrayAsNodeIsNoted) {
+  auto notes_of = [](int gpus_per_node) {
+    std::string y = test::small_gpt_yaml(2, 2, 2, 8);
+    y.replace(y.find("gpu: H100-SXM"), 13, "gpu: GB200");
+    y.replace(y.find("gpus_per_node: 8"), 16, "gpus_per_node: " + std::to_string(gpus_per_node));
+    y.replace(y.find("bandwidth_GBps: 450"), 19, "bandwidth_GBps: 900");
+    return sim::run_simulation(test::job_from_yaml(y), {0}).notes;
+  };
+  const auto tray = notes_of(4);
+  ASSERT_EQ(tray.size(), 1u);
+  EXPECT_NE(tray[0].find("NVLink domain"), std::string::npos) << tray[0];
+  EXPECT_TRUE(notes_of(8).empty());  // one node holds the whole job
 }
 
 }  // namespace
