@@ -187,7 +187,7 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
                                                 "tf32_tflops", "fp16_tflops", "bf16_tflops",        "fp8_tflops",
                                                 "hbm_bandwidth_GBps",       "memory_GiB",         "nvswitch",
                                                 "intra_node_GBps",          "source"};
-    static const std::set<std::string> optional{"aliases"};
+    static const std::set<std::string> optional{"aliases", "nvlink_domain_gpus"};
 
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string key = "gpus[" + std::to_string(i) + "]";
@@ -216,6 +216,7 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
       g.memory_bytes = static_cast<uint64_t>(std::llround(r.number("memory_GiB", false) * 1073741824.0));
       g.nvswitch = r.boolean("nvswitch");
       g.intra_node_GBps = r.number("intra_node_GBps", false);
+      if (e["nvlink_domain_gpus"].IsDefined()) g.nvlink_domain_gpus = r.positive_int("nvlink_domain_gpus");
       g.source = r.str("source");
 
       std::vector<std::string> labels{g.name};

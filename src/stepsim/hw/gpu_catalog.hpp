@@ -21,6 +21,8 @@ struct GpuSpec {
   uint64_t memory_bytes = 0;
   bool nvswitch = false;     // node has NVSwitch (NVLS possible on hopper/blackwell)
   double intra_node_GBps = 0;  // link to the node's other GPUs, GB/s per direction (NVLink, else PCIe)
+  // GPUs one NVLink domain spans when it is larger than a host (GB200 NVL72: 72); 0 = the node is the domain.
+  int nvlink_domain_gpus = 0;
   std::string source;        // where the figures come from
   std::vector<std::string> aliases;  // other names users write (normalized: lower case, '-' separators)
 

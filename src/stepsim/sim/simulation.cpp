@@ -121,14 +121,15 @@ Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& reco
   assign_compute_durations(w, *compute);
   Simulation s = run_workload(std::move(w), record_ranks);
   s.calibration = cal;
-  // A GB200 tray holds 4 GPUs, but an NVL72 rack's 18 trays share one NVLink domain, which NCCL treats as one node.
-  // A job that gives the tray as its node sends every group larger than 4 GPUs over the NICs: say so.
-  if (hw::GpuCatalog::builtin().find(job.cluster.gpu).name == "GB200" && job.cluster.gpus_per_node < 72 &&
-      job.cluster.num_gpus > job.cluster.gpus_per_node) {
-    s.notes.push_back("GB200 with cluster.gpus_per_node " + std::to_string(job.cluster.gpus_per_node) +
-                      ": traffic between these nodes goes over the NICs. In a GB200 NVL72 rack all 72 GPUs share one "
-                      "NVLink domain: set gpus_per_node to the domain's size (72; 36 for NVL36) unless the nodes are "
-                      "separate NVLink domains (GB200 NVL4 boards); docs/NETWORK.md");
+  // A multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is one node to NCCL. A job whose node is smaller sends
+  // every group larger than that node over the NICs: say so.
+  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
+  if (job.cluster.gpus_per_node < gpu.nvlink_domain_gpus && job.cluster.num_gpus > job.cluster.gpus_per_node) {
+    s.notes.push_back(gpu.name + " with cluster.gpus_per_node " + std::to_string(job.cluster.gpus_per_node) +
+                      ": traffic between these nodes goes over the NICs. Its NVLink domain spans " +
+                      std::to_string(gpu.nvlink_domain_gpus) + " GPUs (GB200 NVL72): set gpus_per_node to the "
+                      "domain's size (36 for NVL36) unless the nodes are separate NVLink domains (GB200 NVL4 boards); "
+                      "docs/NETWORK.md");
   }
   return s;
 }
