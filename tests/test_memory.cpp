@@ -115,6 +115,44 @@ TEST(Memory, InterleavedActivationsFollowMoFaEq5) {
   }
 }
 
+// fp8 as Transformer Engine runs it: a linear layer keeps its input for the weight gradient as the fp8 copy it cast
+// (1 byte per element). Per layer under SP: the QKV and FC1 inputs 2 -> 1 byte x s h / t each, the FC2 input 2 -> 1
+// x s ffn / t; the attention output O stays in bf16 for the attention core's backward and the projection adds its
+// fp8 copy (+1 x s h / t). Net: -(h + ffn) s / t = -5 s h / t per layer (ffn 4h), from 34 to 29 s h / t.
+TEST(Memory, Fp8StoresLinearInputsAsFp8Copies) {
+  const int t = 2, p = 4, L = 16, m = 8;
+  const auto peak = [&](const std::string& precision) {
+    const workload::Workload w = workload::build_megatron_workload(
+        test::job_from_yaml(job(t, p, 1, L, m, ", sequence_parallel: true", ", precision: " + precision)));
+    return w.programs;
+  };
+  const auto bf16 = peak("bf16"), fp8 = peak("fp8");
+  for (int r = 1; r < p - 1; ++r) {
+    const double layers = (p - r) * (L / p);
+    EXPECT_NEAR(double(bf16[r].activation_peak), layers * layer_activation(t), 1.0) << "stage " << r;
+    EXPECT_NEAR(double(fp8[r].activation_peak), layers * (layer_activation(t) - 5.0 * s * h / t), 1.0) << "stage " << r;
+  }
+}
+
+// Residual dropout stores a 1-byte mask per element at both bias-dropout-adds (2 s h / t per layer under SP); with
+// hidden_dropout 0 (gated-MLP models' default, Megatron's --hidden-dropout 0) PyTorch stores none: 32 s h / t.
+TEST(Memory, ResidualDropoutMasksOnlyWithDropout) {
+  const int t = 2, p = 4, L = 16, m = 8, r = 1;
+  // GELU models keep Megatron's default 0.1 (the other Memory tests' 34 s h / t counts its masks).
+  EXPECT_EQ(test::job_from_yaml(job(t, p, 1, L, m)).model.hidden_dropout, 0.1);
+  std::string y = job(t, p, 1, L, m, ", sequence_parallel: true");
+  y.replace(y.find("seq_length: 2048}"), 17, "seq_length: 2048, hidden_dropout: 0}");
+  const workload::Workload w = workload::build_megatron_workload(test::job_from_yaml(y));
+  EXPECT_NEAR(double(w.programs[r].activation_peak), (p - r) * (L / p) * (layer_activation(t) - 2.0 * s * h / t), 1.0);
+  // The loader's default follows the activation: SwiGLU models train without dropout.
+  std::string g = job(t, p, 1, L, m);
+  g.replace(g.find("seq_length: 2048}"), 17, "seq_length: 2048, activation: swiglu}");
+  EXPECT_EQ(test::job_from_yaml(g).model.hidden_dropout, 0.0);
+  std::string bad = job(t, p, 1, L, m);
+  bad.replace(bad.find("seq_length: 2048}"), 17, "seq_length: 2048, hidden_dropout: 1.5}");
+  EXPECT_NE(test::job_error(bad).find("model.hidden_dropout"), std::string::npos) << test::job_error(bad);
+}
+
 // Without sequence parallelism LayerNorm inputs, dropout masks and the QKV/FC1 inputs are replicated:
 // s b h (10 + 24/t) (Korthikanti et al., Table 2 with flash attention).
 TEST(Memory, ActivationsWithoutSequenceParallelism) {

@@ -133,6 +133,15 @@ class Config {
     if (!v->is_boolean()) fail(key, std::string("must be true or false, got ") + type_name(*v));
     return v->get<bool>();
   }
+  // A dropout probability in [0, 1); absent = `dflt`.
+  double opt_probability(const std::string& key, double dflt) const {
+    const json* v = get(key);
+    if (!v) return dflt;
+    if (!v->is_number()) fail(key, std::string("must be a number, got ") + type_name(*v));
+    const double p = v->get<double>();
+    if (!(p >= 0.0 && p < 1.0)) fail(key, "must be in [0, 1)");
+    return p;
+  }
   std::optional<std::string> opt_string(const std::string& key) const {
     const json* v = get(key);
     if (!v) return std::nullopt;
@@ -202,6 +211,7 @@ struct Model {
   int64_t vocab = 0, seq_length = 0;
   bool swiglu = true, rmsnorm = true, bias = false, tie = false;
   bool rope = true;  // every supported family but GPT-2 uses rotary embeddings
+  double hidden_dropout = 0.0;  // residual dropout; the Llama-style families have none
   bool mla = false;
   int64_t mtp_layers = 0;  // num_nextn_predict_layers (DeepSeek-V3)
   Mla mla_dims;
@@ -268,6 +278,7 @@ void read_gpt2(const Config& c, Model& m) {
   m.rmsnorm = false;
   m.bias = true;
   m.rope = false;  // learned absolute positions (wpe)
+  m.hidden_dropout = c.opt_probability("resid_pdrop", 0.1);  // GPT2Config's default
   m.tie = c.opt_bool("tie_word_embeddings", true);  // PretrainedConfig default; GPT-2 ties
 }
 
@@ -291,6 +302,7 @@ void read_gpt_neox(const Config& c, Model& m) {
     if (!(p > 0.0 && p <= 1.0)) c.fail("rotary_pct", "must be in (0, 1]");
   }
   c.opt_bool("use_parallel_residual", true);
+  m.hidden_dropout = c.opt_probability("hidden_dropout", 0.0);  // GPTNeoXConfig's default
   m.swiglu = false;
   m.rmsnorm = false;
   m.bias = true;
@@ -455,6 +467,7 @@ YAML::Node to_node(const Model& m) {
   n["activation"] = m.swiglu ? "swiglu" : "gelu";
   n["normalization"] = m.rmsnorm ? "rmsnorm" : "layernorm";
   n["add_bias_linear"] = m.bias;
+  n["hidden_dropout"] = m.hidden_dropout;  // explicit: the loader's default follows the activation
   // Explicit, because the loader's default follows the activation and GPT-NeoX is GELU with RoPE.
   n["position_embedding"] = m.rope ? "rope" : "learned";
   n["vocab_size"] = m.vocab;

@@ -220,6 +220,9 @@ ModelSpec read_model(StrictSection s) {
       "normalization", Normalization::LayerNorm,
       {{"layernorm", Normalization::LayerNorm}, {"rmsnorm", Normalization::RmsNorm}});
   m.add_bias_linear = s.get_bool("add_bias_linear", m.activation == Activation::Gelu);
+  // Megatron's default is 0.1 (GPT-3, BLOOM, MT-NLG trained with it); gated-MLP models (Llama, Mistral, Qwen,
+  // DeepSeek) train without dropout.
+  m.hidden_dropout = s.get_double("hidden_dropout", m.activation == Activation::Gelu ? 0.1 : 0.0, 0.0, 0.99);
   m.position_embedding = s.get_enum<PositionEmbedding>(
       "position_embedding", m.activation == Activation::Gelu ? PositionEmbedding::Learned : PositionEmbedding::Rope,
       {{"learned", PositionEmbedding::Learned}, {"rope", PositionEmbedding::Rope}});

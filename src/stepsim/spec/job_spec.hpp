@@ -88,6 +88,10 @@ struct ModelSpec {
   Activation activation = Activation::Gelu;
   Normalization normalization = Normalization::LayerNorm;
   bool add_bias_linear = true;
+  // Dropout on the residual branches (Megatron's --hidden-dropout). Only whether it is zero matters: a positive
+  // rate stores a 1-byte mask per element at each bias-dropout-add for backward; at 0 PyTorch's dropout returns its
+  // input and stores nothing.
+  double hidden_dropout = 0.1;
   PositionEmbedding position_embedding = PositionEmbedding::Learned;  // learned absolute (GPT) or rotary
   int64_t vocab_size = 0;
   int64_t seq_length = 0;

@@ -253,7 +253,7 @@ const Table& table() {
             "--rotary-percent", "--rotary-seq-len-interpolation-factor", "--rope-scaling-factor", "--rope-type",
             "--rotary-scaling-factor", "--mscale", "--mscale-all-dim", "--no-rope-freq", "--softmax-type",
             "--relative-attention-num-buckets", "--relative-attention-max-distance", "--norm-epsilon",
-            "--init-method-std", "--embedding-init-method-std", "--attention-dropout", "--hidden-dropout",
+            "--init-method-std", "--embedding-init-method-std", "--attention-dropout",
             "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--weight-decay-incr-style", "--clip-grad",
             "--adam-beta1", "--adam-beta2", "--adam-eps", "--sgd-momentum", "--lr",
             "--lr-decay-style", "--lr-wsd-decay-style", "--lr-decay-iters", "--lr-decay-samples",
@@ -297,6 +297,7 @@ const Table& table() {
         Kind::List0, Use::Ignore);
     add(t, {"--recompute-modules"}, Kind::List0, Use::Map);
     add(t, {"--moe-token-dispatcher-type"}, Kind::Value, Use::Map);
+    add(t, {"--hidden-dropout"}, Kind::Value, Use::Map);
     add(t, {"--moe-shared-expert-overlap", "--moe-layer-recompute", "--moe-permute-fusion"}, Kind::Flag, Use::Map);
     add(t, {"--cp-comm-type"}, Kind::List1, Use::Map);
     add(t, {"--hierarchical-context-parallel-sizes", "--iterations-to-skip", "--profile-ranks",
@@ -649,6 +650,10 @@ YAML::Node build(const Args& a) {
   const auto norm = a.opt_choice("--normalization", {"LayerNorm", "RMSNorm"}).value_or("LayerNorm");
   model["normalization"] = norm == "RMSNorm" ? "rmsnorm" : "layernorm";
   model["add_bias_linear"] = !a.has("--disable-bias-linear");
+  // Megatron's default residual dropout is 0.1 whatever the activation; recipes of gated models pass 0.
+  const double hidden_dropout = a.opt_float("--hidden-dropout").value_or(0.1);
+  if (!(hidden_dropout >= 0 && hidden_dropout < 1)) fail("--hidden-dropout", "must be in [0, 1), got " + printable(*a.get("--hidden-dropout")));
+  model["hidden_dropout"] = hidden_dropout;
   // Default learned_absolute (a seq_length x hidden table); rope and mrope are rotary. "none" has
   // neither a table nor parameters, which costs the same as rotary. --use-rotary-position-embeddings
   // is the deprecated spelling of rope, and --no-position-embedding is only accepted with rope.

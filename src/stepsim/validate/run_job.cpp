@@ -34,6 +34,8 @@ struct Family {
   int64_t shared_expert_ffn = 0;  // x moe_ffn_hidden
   int first_dense = 0;
   int mtp = 0;  // multi-token prediction depths of the published architecture (DeepSeek-V3: 1)
+  int64_t head_dim = 0;  // attention head width when not hidden / heads (Qwen3: 128); 0 = hidden / heads
+  bool dropout = true;   // residual dropout 0.1 (Megatron's default, GPT-3 era); modern families train without
   const char* name = "GPT";
 };
 
@@ -44,6 +46,7 @@ Family family_of(const PublishedRun& r) {
     f.gated = f.rmsnorm = f.rope = true;
     f.bias = false;
     f.tied = false;  // Llama, Mistral, Qwen, DeepSeek: --untie-embeddings-and-output-weights
+    f.dropout = false;
     f.name = name;
   };
   if (n.find("deepseek-v3") != std::string::npos || n.find("deepseek-v2") != std::string::npos) {
@@ -53,10 +56,20 @@ Family family_of(const PublishedRun& r) {
     f.shared_expert_ffn = v3 ? 1 : 2;
     f.first_dense = v3 ? 3 : 1;
     f.mtp = v3 ? 1 : 0;
+  } else if (n.find("nemotron") != std::string::npos) {
+    // Nemotron-3/4 (NeMo's Nemotron configs, arXiv:2402.16819): squared-ReLU MLP of two GEMMs (ffn 4h), LayerNorm,
+    // RoPE, no biases, untied embeddings, no dropout. Squared ReLU costs what GeLU costs.
+    f.rope = true;
+    f.bias = false;
+    f.tied = false;
+    f.dropout = false;
+    f.name = "Nemotron (squared-ReLU MLP, LayerNorm, RoPE, no biases, untied embeddings)";
+  } else if (n.find("qwen3") != std::string::npos) {
+    llama_like("Qwen3 (SwiGLU, RMSNorm, RoPE, no biases, untied embeddings, head dim 128)");
+    f.head_dim = 128;  // every Qwen3 config.json: head_dim 128 whatever hidden / heads is (30B-A3B: 2048 / 32)
   } else if (n.find("llama") != std::string::npos || n.find("mistral") != std::string::npos ||
              n.find("mixtral") != std::string::npos || n.find("qwen") != std::string::npos ||
-             n.find("deepseek") != std::string::npos || n.find("nemotron") != std::string::npos ||
-             n.find("gemma") != std::string::npos) {
+             n.find("deepseek") != std::string::npos || n.find("gemma") != std::string::npos) {
     llama_like("Llama (SwiGLU, RMSNorm, RoPE, no biases, untied embeddings)");
   } else if (n.find("bloom") != std::string::npos) {
     f.rope = true;  // ALiBi: no position-embedding table, like RoPE for time and memory
@@ -81,7 +94,7 @@ std::string gpu_name(const std::string& g) {
 double layer_linear_flops(const PublishedRun& r, const Family& f, bool moe_layer) {
   const double h = static_cast<double>(r.hidden);
   const double kv = r.kv_heads > 0 ? r.kv_heads : r.heads;
-  const double hd = h / r.heads;
+  const double hd = f.head_dim > 0 ? static_cast<double>(f.head_dim) : h / r.heads;
   double attn = 0;
   if (f.mla) {
     const spec::MlaSpec& a = kDeepSeekMla;
@@ -105,8 +118,8 @@ double layer_linear_flops(const PublishedRun& r, const Family& f, bool moe_layer
 double attention_width(const PublishedRun& r, const Family& f) {
   // Q·Kᵀ and ·V widths: heads x head dim (MLA: nope + rope = 192 for the scores, v = 128 for the values; mean 160).
   const spec::MlaSpec& a = kDeepSeekMla;
-  return f.mla ? r.heads * static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim) / 2
-               : static_cast<double>(r.hidden);
+  if (f.mla) return r.heads * static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim) / 2;
+  return f.head_dim > 0 ? static_cast<double>(r.heads * f.head_dim) : static_cast<double>(r.hidden);
 }
 
 // Micro-batches each pipeline runs per step (micro-batch 1 when not stated); 0 when the row's degrees leave no DP.
@@ -123,6 +136,10 @@ const hw::GpuSpec& gpu_of(const PublishedRun& r) {
   } catch (const InputError& e) {
     throw InputError("column gpu: " + std::string(e.what()));
   }
+}
+
+bool nvidia_benchmark(const PublishedRun& r) {
+  return starts_with_any(r.source, {"nemo", "megatronbridge", "megatron_bridge", "megatron-bridge", "dgxc"});
 }
 
 bool is_2021_megatron(const PublishedRun& r) {
@@ -208,8 +225,10 @@ RunJob job_for_run(const PublishedRun& r) {
     m["num_query_groups"] = r.kv_heads;
     m["attention"]["type"] = "gqa";
   }
+  if (f.head_dim > 0) m["kv_channels"] = f.head_dim;
   m["ffn_hidden_size"] = r.ffn_hidden;
   m["activation"] = f.gated ? "swiglu" : "gelu";
+  m["hidden_dropout"] = f.dropout ? 0.1 : 0.0;
   m["normalization"] = f.rmsnorm ? "rmsnorm" : "layernorm";
   m["add_bias_linear"] = f.bias;
   m["tie_embeddings"] = f.tied;
@@ -363,9 +382,12 @@ RunJob job_for_run(const PublishedRun& r) {
   // NeMo 1.x (the NeMo Framework Launcher's recipes, the 24.0x containers) trains with Apex's distributed_fused_adam
   // and optim.grad_sync_dtype=bf16 in every published performance example (NeMo-Megatron-Launcher
   // examples/training/{gpt,llama}/h100/*.sh): gradients accumulated and reduce-scattered in bf16.
-  if (starts_with_any(r.source, {"nemo_long_sequence"}) && !r.precision.empty() && r.precision != "fp32") {
+  // NeMo 2.x and Megatron-Bridge benchmark scripts (scripts/performance/helpers.py set_precision_configs;
+  // perf_recipes/_common.py _perf_precision) and the DGX Cloud benchmarking recipes built on them set
+  // grad_reduce_in_fp32 = False: NVIDIA's published benchmarks all reduce gradients in bf16.
+  if (nvidia_benchmark(r) && !r.precision.empty() && r.precision != "fp32") {
     t["grad_reduce_in_fp32"] = false;
-    assume("NeMo 1.x distributed_fused_adam with grad_sync_dtype bf16 (the launcher's recipes): bf16 gradients");
+    assume("NVIDIA benchmark (NeMo, Megatron-Bridge, DGX Cloud recipes): gradients reduced in bf16");
   }
   if (!old) {
     t["overlap_grad_reduce"] = true;

@@ -74,6 +74,7 @@ class StageBuilder {
     zero3_blocking_ = zero3_ && job.training.zero3_param_fetch == spec::Zero3Fetch::Blocking;
     fp8_ = job.training.precision == spec::Precision::Fp8;
     fp8_cast_bytes_ = beta_ + 2 + (job.training.fp8_recipe == spec::Fp8Recipe::Current ? beta_ : 0);
+    mask_bytes_ = job.model.hidden_dropout > 0 ? 1 : 0;
     // Layers of every model chunk of this stage (model chunk index = chunk * p + stage).
     std::vector<int> per_chunk(static_cast<size_t>(p_) * v_);
     const auto& pl = par.pipeline_layers;
@@ -137,6 +138,10 @@ class StageBuilder {
     op.gemm_k = (d_.d_qk + d_.d_v) / 2;
     return op;
   }
+  // A GEMM of a linear layer that runs in fp8 (not kept in bf16: output layer, router, first/last bf16 layers).
+  bool fp8_gemm(const Op& op) const {
+    return fp8_ && !op.keep_bf16 && (op.category == ComputeCategory::Gemm || op.category == ComputeCategory::GroupedGemm);
+  }
   static Op memop(ComputeCategory cat, int64_t bytes) {
     Op op;
     op.category = cat;
@@ -157,6 +162,9 @@ class StageBuilder {
     op.kind = OpKind::Compute;
     op.stream = Stream::Compute;
     tag(op);
+    // Transformer Engine saves an fp8 linear layer's input for the weight gradient as the fp8 copy it cast
+    // (1 byte per element, the columnwise/transposed data), not the bf16 tensor.
+    if (saved > 0 && fp8_gemm(op) && !saving_outputs_) saved /= beta_;
     if (saved > 0 && storing_) {
       op.mem_alloc_at_start = saved;
       unit_saved_ += saved;
@@ -349,6 +357,8 @@ class StageBuilder {
   bool shard_grads_ = false;
   bool zero3_blocking_ = false;  // ZeRO-3 fetch per parameter tensor, host-synchronised (DeepSpeed < 0.4.3)
   bool fp8_ = false;     // fp8 training: linear-layer GEMMs in fp8 behind cast kernels
+  int64_t mask_bytes_ = 1;  // per element of a residual dropout's stored mask (0: hidden_dropout is 0)
+  bool saving_outputs_ = false;  // a GEMM's `saved` bytes are its bf16 output, not its input (MLA up-projections)
   int64_t fp8_cast_bytes_ = 4;
   bool in_wgrad_ = false;
   bool in_bf16_scope_ = false;  // see bf16_gemms()
@@ -383,7 +393,7 @@ Ref StageBuilder::embedding_fwd(Ref in) {
   Ref r = coll(rs ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * d.tokens * d.h,
                rs ? "embedding_reduce_scatter" : "embedding_all_reduce", e);
   return compute(memop(ComputeCategory::Elementwise, 2 * beta_ * d.tokens_sp * d.h), "embedding_dropout", {r},
-                 d.tokens_sp * d.h);
+                 mask_bytes_ * d.tokens_sp * d.h);
 }
 
 Ref StageBuilder::embedding_bwd(Ref in) {
@@ -552,6 +562,9 @@ Ref StageBuilder::attention_fwd(Ref in) {
   // recompute_modules' mla_up_proj discards the up-projections' outputs (K, V and, with a query LoRA, Q) that the
   // attention core would keep; they are re-projected before its backward.
   if (rc(spec::RecomputeModule::MlaUpProj)) attn_saved -= mla_up_proj_bytes();
+  // The core keeps its output O (bf16) for its backward. Without fp8 the projection's saved input is that same
+  // tensor, counted there; under fp8 the projection keeps its own fp8 copy, so O is counted here as well.
+  if (fp8_gemm(gemm(d.tokens, d.h, d.attn_out_width))) attn_saved += beta_ * d.tokens * d.attn_out_width;
   Ref core;
   if (d.c > 1) {
     core = cp_attention_fwd(qkv, flops, attn_bytes, attn_saved);
@@ -563,7 +576,7 @@ Ref StageBuilder::attention_fwd(Ref in) {
   Ref r = scattered_gemm(gemm(d.tokens, d.h, d.attn_out_width), "attention_proj", core, beta_ * d.tokens * d.attn_out_width,
                          d.sp ? "attention_reduce_scatter" : "attention_all_reduce");
   return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "attention_bias_dropout_add",
-                 {r}, d.tokens_sp * d.h);
+                 {r}, mask_bytes_ * d.tokens_sp * d.h);
 }
 
 // The transfer that brings ring step i+1 its K/V blocks (none after the last step): it waits for step i's blocks to
@@ -702,12 +715,14 @@ Ref StageBuilder::attention_bwd(Ref in) {
   if (rc(spec::RecomputeModule::MlaUpProj)) {
     // The up-projections (and RoPE) re-run on the stored latents before the attention core's backward needs Q, K, V.
     const auto& a = m.mla;
+    saving_outputs_ = true;  // Q, K and V re-created for the attention core, stored in bf16
     recomputing([&] {
       if (a.q_lora_rank > 0)
         compute(gemm(d.tokens, d.q_width, a.q_lora_rank), "q_up_proj_recompute", {dg}, beta_ * d.tokens * d.q_width);
       compute(gemm(d.tokens, d.heads_loc * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank), "kv_up_proj_recompute",
               {dg}, beta_ * d.tokens * d.kv_width);
     });
+    saving_outputs_ = false;
   }
   if (job_.training.attention_backend == spec::AttentionBackend::Unfused) {
     dkv = unfused_attention_bwd(dg);
@@ -768,7 +783,7 @@ Ref StageBuilder::mlp_fwd(Ref in) {
                   beta_ * d.tokens_sp * d.h);
   Ref r = mlp_body_fwd(n);
   return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add", {r},
-                 d.tokens_sp * d.h);
+                 mask_bytes_ * d.tokens_sp * d.h);
 }
 
 // The dense MLP after its norm: fc1, activation, fc2 and the TP reduction. Under recompute_modules' mlp its forward
@@ -809,7 +824,7 @@ Ref StageBuilder::moe_fwd(Ref in) {
                   beta_ * d.tokens_sp * d.h);
   Ref out = moe_body_fwd(n);
   return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add", {out},
-                 d.tokens_sp * d.h);
+                 mask_bytes_ * d.tokens_sp * d.h);
 }
 
 // The MoE layer after its norm. Under recompute_modules' moe the forward keeps only the router's input (the
