@@ -142,6 +142,31 @@ const char* kHeader =
     "gpu,num_gpus,gpus_per_node,intra_node_bw_GBps,inter_node_bw_Gbps_per_gpu,tp,pp,dp,cp,ep,vp,micro_batch,"
     "global_batch,precision,recompute,dist_optimizer,step_time_s,tflops_per_gpu,mfu,tokens_per_s_per_gpu,notes\n";
 
+// Families of the NVIDIA benchmark rows (bench/validation/nvidia-h100-benchmarks.csv): Nemotron is a squared-ReLU
+// (two-GEMM) model without dropout, Qwen3 has head dim 128 whatever hidden / heads is, and NVIDIA's benchmark
+// recipes reduce gradients in bf16.
+TEST(Validate, NvidiaBenchmarkFamiliesAndGradientPrecision) {
+  const auto runs = read_published_runs(test::source_dir() + "/bench/validation/nvidia-h100-benchmarks.csv");
+  RunJob j = job_for_run(row(runs, "N2407-NEMOTRON-8B"));
+  EXPECT_EQ(j.root["model"]["activation"].as<std::string>(), "gelu");
+  EXPECT_EQ(j.root["model"]["normalization"].as<std::string>(), "layernorm");
+  EXPECT_EQ(j.root["model"]["hidden_dropout"].as<double>(), 0.0);
+  EXPECT_FALSE(j.root["model"]["add_bias_linear"].as<bool>());
+  EXPECT_FALSE(j.root["training"]["grad_reduce_in_fp32"].as<bool>());
+  j = job_for_run(row(runs, "N2407-GPT3-175B-512"));
+  EXPECT_EQ(j.root["model"]["hidden_dropout"].as<double>(), 0.1);
+  EXPECT_FALSE(j.root["training"]["grad_reduce_in_fp32"].as<bool>());
+  // Qwen3-30B-A3B per token, model FLOPs (3 x forward), by hand: attention projections h (H d + 2 kv d) + H d h =
+  // 2048 x 5120 + 4096 x 2048 = 18,874,368; routed MLP 3 h f_e k + router h E = 37,748,736 + 262,144 = 38,010,880;
+  // x 2 = 113,770,496 per layer, + attention 4 s H d = 67,108,864; x 48 layers x 3 = 26,046,627,840; logits
+  // 3 x 2 h V = 1,866,989,568. Total 27,913,617,408 (with d = 64 it would be 20.4 G).
+  const PublishedRun& q = row(runs, "MB2604-QWEN3-30B-A3B");
+  EXPECT_EQ(job_for_run(q).root["model"]["kv_channels"].as<int>(), 128);
+  EXPECT_NEAR(step_flops(q, FlopConvention::Model) / double(q.global_batch * q.seq_len), 27913617408.0, 1.0);
+  // And the GPT-3 family without a head-dim rule: no kv_channels key.
+  EXPECT_FALSE(job_for_run(row(runs, "N2407-GPT3-5B")).root["model"]["kv_channels"]);
+}
+
 TEST(Validate, BadCellsNameLineAndColumn) {
   const std::string good = "a,S,GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,2,2,2,1,1,,1,16,bf16,,,1.0,,,,\n";
   EXPECT_EQ(parse_published_runs(std::string(kHeader) + good, "r.csv").size(), 1u);
