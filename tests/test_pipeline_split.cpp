@@ -51,6 +51,28 @@ TEST(PipelineSplit, OtherwiseAsEvenAsPossibleLighterAtTheEnds) {
   EXPECT_EQ(describe_layers(s.layers), "3 x 2, 4 x 13, 3");
 }
 
+// DeepSeek-V3: 61 layers and one multi-token prediction depth on the last chunk. Counting the embedding, the loss and
+// the MTP depth as a layer each: 64 = 32 x 2 on 8 x 4 chunks -> 1, 2 x 30, 0 (Megatron-Bridge's H100 layout
+// "Et|(tt|)*30mL"); 64 = 16 x 4 on PP 16 -> 3, 4 x 14, 2. Where that does not divide, the rules without MTP apply.
+TEST(PipelineSplit, MultiTokenPredictionCountsOnTheLastChunk) {
+  PipelineSplitRequest r;
+  r.num_layers = 61;
+  r.pipeline = 8;
+  r.virtual_stages = 4;
+  r.mtp_layers = 1;
+  PipelineSplit s = make_pipeline_split(r, "j");
+  EXPECT_EQ(s.layers, repeat({{1, 1}, {2, 30}, {0, 1}}));
+  EXPECT_NE(s.rule.find("multi-token prediction"), std::string::npos);
+  r.pipeline = 16;
+  r.virtual_stages = 1;
+  EXPECT_EQ(make_pipeline_split(r, "j").layers, repeat({{3, 1}, {4, 14}, {2, 1}}));
+  r.pipeline = 12;  // 64 does not divide by 12: as even as possible, as without MTP
+  EXPECT_EQ(make_pipeline_split(r, "j").layers, split(61, 12, 1).layers);
+  r.num_layers = 64;  // divisible: even, MTP on top of the last stage as Megatron does by default
+  r.pipeline = 16;
+  EXPECT_TRUE(make_pipeline_split(r, "j").layers.empty());
+}
+
 TEST(PipelineSplit, AccountForEmbeddingAndLoss) {
   PipelineSplitRequest r;
   r.num_layers = 30;

@@ -91,6 +91,18 @@ PipelineSplit make_pipeline_split(const PipelineSplitRequest& r, const std::stri
     return {out, "embedding and/or loss counted as a layer (given)"};
   }
   if (L % n == 0) return {{}, "even"};
+  // Multi-token prediction runs a whole transformer layer and a second pass through the output layer on the last
+  // chunk: counted as a layer there, beside the embedding and the loss, when that makes the split even (DeepSeek-V3's
+  // 61 layers on 8 x 4 chunks -> 1, 2 x 30, 0 + MTP: Megatron-Bridge's layout "Et|(tt|)*30mL").
+  const int mtp = r.mtp_layers;
+  if (mtp > 0 && (L + 2 + mtp) % n == 0) {
+    std::vector<int> out(static_cast<size_t>(n), (L + 2 + mtp) / n);
+    --out.front();
+    out.back() -= 1 + mtp;
+    if (out.front() >= 0 && out.back() >= 0) {
+      return {out, "automatic: embedding, loss and each multi-token prediction depth counted as a layer"};
+    }
+  }
   if ((L + 2) % n == 0 && (L + 2) / n >= 1) {
     std::vector<int> out(static_cast<size_t>(n), (L + 2) / n);
     --out.front();

@@ -16,6 +16,7 @@ struct PipelineSplitRequest {
   int last_stage_layers = 0;
   bool account_for_embedding = false;
   bool account_for_loss = false;
+  int mtp_layers = 0;  // multi-token prediction depths, all on the last model chunk (the automatic rule counts them)
 };
 
 struct PipelineSplit {

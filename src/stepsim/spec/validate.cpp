@@ -158,6 +158,7 @@ void validate(JobSpec& job) {
     req.last_stage_layers = p.last_stage_layers;
     req.account_for_embedding = p.account_for_embedding_in_pipeline_split;
     req.account_for_loss = p.account_for_loss_in_pipeline_split;
+    req.mtp_layers = m.mtp_layers;
     PipelineSplit split = make_pipeline_split(req, src);
     p.pipeline_layers = std::move(split.layers);
     p.pipeline_split_rule = split.rule;
