@@ -613,8 +613,26 @@ TEST(MegatronArgsErrors, NonPositive) {
   expect_base_error("--num-experts -1", {"--num-experts", "must be non-negative"});
 }
 
+// Megatron-Core's custom layout: the virtual stages come from its chunks (4 on PP 2: VP 2, interleaved); other split
+// options beside it are refused as Megatron asserts; the layout's own errors name the flag.
+TEST(MegatronArgs, PipelineLayoutSetsTheVirtualStages) {
+  const YAML::Node j = job("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et|t|t|tL'");
+  EXPECT_EQ(i64(j["parallelism"], "virtual_stages"), 2);
+  EXPECT_EQ(j["parallelism"]["schedule"].as<std::string>(), "interleaved-1f1b");
+  EXPECT_EQ(j["parallelism"]["pipeline_layout"].as<std::string>(), "Et|t|t|tL");
+  expect_base_error("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et|t|t|tL' "
+                    "--decoder-first-pipeline-num-layers 1",
+                    {"--pipeline-model-parallel-layout", "cannot be combined with --decoder-first-pipeline-num-layers"});
+  expect_base_error("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et|t|tL'",
+                    {"--pipeline-model-parallel-layout", "3 model chunks are not a multiple of"});
+  expect_base_error("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et|t|t|tX'",
+                    {"megatron-args: --pipeline-model-parallel-layout: 'X' is not one of"});
+}
+
 TEST(MegatronArgsErrors, RejectedNotModelledFlags) {
-  expect_base_error("--pipeline-model-parallel-layout 'E|t*4|L'", {"--pipeline-model-parallel-layout", "not supported"});
+  // A layout is modelled (tests/test_pipeline_split.cpp); its 3 chunks on one pipeline stage would be interleaving.
+  expect_base_error("--pipeline-model-parallel-layout 'E|t*4|L'",
+                    {"--pipeline-model-parallel-layout", "needs --pipeline-model-parallel-size >= 2"});
   expect_base_error("--use-torch-fsdp2", {"--use-torch-fsdp2", "FSDP"});
   expect_base_error("--batch-size 4", {"--batch-size", "--micro-batch-size"});
   expect_base_error("--expert-tensor-parallel-size 2", {"--expert-tensor-parallel-size", "equal to"});

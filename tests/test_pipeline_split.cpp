@@ -73,6 +73,68 @@ TEST(PipelineSplit, MultiTokenPredictionCountsOnTheLastChunk) {
   EXPECT_TRUE(make_pipeline_split(r, "j").layers.empty());
 }
 
+// Megatron-Core's --pipeline-model-parallel-layout, on Megatron-Bridge's own H100 recipes: Llama-3 70B on 8 x 5 chunks
+// ("Et*2|(t*2|)*34,t*3|(t*2|)*3,tL": 2 on the embedding's chunk, 34 x 2, one chunk of 3, 3 x 2, 1 with the loss) and
+// DeepSeek-V3 on 8 x 4 ("Et|(tt|)*30mL": 1, 30 x 2, and the MTP layer with the loss).
+TEST(PipelineSplit, MegatronLayoutStrings) {
+  PipelineSplitRequest r;
+  r.num_layers = 80;
+  r.pipeline = 8;
+  r.virtual_stages = 5;
+  r.layout = "Et*2|(t*2|)*34,t*3|(t*2|)*3,tL";
+  PipelineSplit s = make_pipeline_split(r, "j");
+  EXPECT_EQ(s.layers, repeat({{2, 35}, {3, 1}, {2, 3}, {1, 1}}));
+  EXPECT_EQ(s.rule, "given (parallelism.pipeline_layout)");
+  r.num_layers = 61;
+  r.virtual_stages = 4;
+  r.mtp_layers = 1;
+  r.layout = "Et|(tt|)*30mL";
+  EXPECT_EQ(make_pipeline_split(r, "j").layers, repeat({{1, 1}, {2, 30}, {0, 1}}));
+  EXPECT_EQ(parse_pipeline_layout("E|t*4|(t*4|)*14,t|L", "").layers, repeat({{0, 1}, {4, 15}, {1, 1}, {0, 1}}));
+  EXPECT_EQ(parse_pipeline_layout(" E t t , t | t t L ", "").layers, (std::vector<int>{3, 2}));  // spaces, commas
+}
+
+TEST(PipelineSplit, BadLayoutsNameTheKeyAndTheRule) {
+  auto error = [](const std::string& layout, int layers = 4, int p = 2, int v = 1, int mtp = 0) {
+    PipelineSplitRequest r;
+    r.num_layers = layers;
+    r.pipeline = p;
+    r.virtual_stages = v;
+    r.mtp_layers = mtp;
+    r.layout = layout;
+    try {
+      make_pipeline_split(r, "job.yaml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string key = "job.yaml: key parallelism.pipeline_layout: ";
+  EXPECT_EQ(error("tEt|ttL"), key + "the embedding 'E' must come first");
+  EXPECT_EQ(error("Ett|ttL|"), key + "the loss 'L' must come last, at the end of the last chunk");
+  EXPECT_EQ(error("Ett|tt"), key + "needs the loss 'L' once, last");
+  EXPECT_NE(error("Ett|txL").find("'x' is not one of"), std::string::npos);
+  EXPECT_NE(error("Ett|tmtL", 4, 2, 1, 1).find("must come before the multi-token prediction"), std::string::npos);
+  EXPECT_NE(error("Ett|tt|m|L", 4, 2, 2, 1).find("in a chunk of their own"), std::string::npos);
+  EXPECT_NE(error("Ett|ttmL", 4, 2, 1, 0).find("holds 1 multi-token prediction layers 'm', model.mtp_layers is 0"),
+            std::string::npos);
+  EXPECT_EQ(error("Et|tttL"), "no error");
+  EXPECT_NE(error("Et|ttL").find("holds 3 transformer layers 't', model.num_layers is 4"), std::string::npos);
+  EXPECT_NE(error("Et|t|t|tL").find("has 4 model chunks"), std::string::npos);
+  EXPECT_NE(error("E(t|t*2L").find("'(' without ')'"), std::string::npos);
+  EXPECT_NE(error("E((t)*2)*2|L").find("nested parentheses"), std::string::npos);
+  EXPECT_NE(error("Et*|tttL").find("'*' must be followed by a count"), std::string::npos);
+  EXPECT_NE(error("Et*99999999|L").find("repeat count"), std::string::npos);
+  EXPECT_NE(error("E(t*9999999|)*9999999L").find("expands to more than"), std::string::npos);
+  EXPECT_NE(error(std::string(5000, 't')).find("longer than 4096"), std::string::npos);
+  PipelineSplitRequest both;
+  both.num_layers = 4;
+  both.pipeline = 2;
+  both.layout = "Ett|ttL";
+  both.pipeline_layers = {2, 2};
+  EXPECT_THROW(make_pipeline_split(both, "j"), InputError);
+}
+
 TEST(PipelineSplit, AccountForEmbeddingAndLoss) {
   PipelineSplitRequest r;
   r.num_layers = 30;
@@ -123,6 +185,25 @@ TEST(PipelineSplit, JobWithUnevenLayersSimulatesAndSaysHow) {
   const auto r = test::run_cli("simulate " + path);
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("layers per model chunk: 4, 5 (automatic: as even as possible"), std::string::npos) << r.output;
+}
+
+// The layout as a job key: its 4 chunks over PP 2 set VP 2 (interleaved) when virtual_stages is absent, and the
+// summary prints the split; 3 chunks on PP 2 exit 2 naming the key.
+TEST(PipelineSplit, LayoutKeySetsTheVirtualStages) {
+  const std::string yaml = test::small_gpt_yaml(2, 2, 2, 16, ", pipeline_layout: 'Et|ttt|ttt|tL'");
+  const JobSpec job = test::job_from_yaml(yaml);
+  EXPECT_EQ(job.parallelism.virtual_stages, 2);
+  EXPECT_EQ(job.parallelism.schedule, PipelineSchedule::Interleaved1F1B);
+  EXPECT_EQ(job.parallelism.pipeline_layers, (std::vector<int>{1, 3, 3, 1}));
+  const auto r = test::run_cli("simulate " + test::write_temp("layout.yaml", yaml));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("layers per model chunk: 1, 3 x 2, 1 (given (parallelism.pipeline_layout))"),
+            std::string::npos) << r.output;
+  const auto bad = test::run_cli("simulate " + test::write_temp(
+      "layout_bad.yaml", test::small_gpt_yaml(2, 2, 2, 16, ", pipeline_layout: 'Ett|ttt|tttL'")));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.output.find("key parallelism.pipeline_layout: its 3 model chunks are not a multiple of parallelism.pipeline 2"),
+            std::string::npos) << bad.output;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/input_file.hpp"
 #include "stepsim/spec/megatron_args.hpp"
+#include "stepsim/spec/pipeline_split.hpp"
 #include "stepsim/spec/yaml_reader.hpp"
 
 namespace stepsim::spec {
@@ -299,6 +300,16 @@ ParallelismSpec read_parallelism(StrictSection s) {
   p.expert_tensor = static_cast<int>(s.get_int("expert_tensor", 0, 1, kMaxDeg));
   p.sequence_parallel = s.get_bool("sequence_parallel", false);
   p.virtual_stages = static_cast<int>(s.get_int("virtual_stages", 1, 1, 4096));
+  p.pipeline_layout = s.get_string("pipeline_layout", "");
+  if (!p.pipeline_layout.empty() && !s.has("virtual_stages")) {
+    // As Megatron-Core: the layout's model chunks over the pipeline stages are the virtual stages.
+    const size_t chunks = parse_pipeline_layout(p.pipeline_layout, s.source() + ": key " + s.key_path("pipeline_layout") + ": ").layers.size();
+    if (chunks % static_cast<size_t>(p.pipeline) != 0 || chunks / static_cast<size_t>(p.pipeline) > 4096) {
+      throw InputError(s.source() + ": key " + s.key_path("pipeline_layout") + ": its " + std::to_string(chunks) +
+                       " model chunks are not a multiple of parallelism.pipeline " + std::to_string(p.pipeline));
+    }
+    p.virtual_stages = static_cast<int>(chunks / static_cast<size_t>(p.pipeline));
+  }
   p.schedule = s.get_enum<PipelineSchedule>(
       "schedule", p.virtual_stages > 1 ? PipelineSchedule::Interleaved1F1B : PipelineSchedule::OneFOneB,
       {{"gpipe", PipelineSchedule::GPipe}, {"1f1b", PipelineSchedule::OneFOneB},

@@ -131,6 +131,9 @@ struct ParallelismSpec {
   bool overlap_p2p_comm = false;
   // Uneven stages: layers of each model chunk in layer order (pipeline*virtual_stages entries). Empty = even.
   std::vector<int> pipeline_layers;
+  // Megatron-Core's --pipeline-model-parallel-layout ("Et*2|(t*2|)*34,t*3|(t*2|)*3,tL"); empty = not given. Its
+  // chunk count sets virtual_stages when that key is absent; validate() turns it into pipeline_layers.
+  std::string pipeline_layout;
   // Uneven-split requests (Megatron's --decoder-first/last-pipeline-num-layers and
   // --account-for-embedding/loss-in-pipeline-split); validate() turns them, or its automatic rule when the layers do
   // not divide the chunks, into pipeline_layers and says how in pipeline_split_rule.

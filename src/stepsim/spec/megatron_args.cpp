@@ -22,6 +22,7 @@
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/printable.hpp"
 #include "stepsim/spec/job_loader.hpp"
+#include "stepsim/spec/pipeline_split.hpp"
 
 namespace stepsim::spec {
 namespace {
@@ -161,8 +162,7 @@ const Table& table() {
         Kind::Flag, Use::Map);
 
     // Change the step but cannot be expressed in a job: refused rather than silently dropped.
-    add(t, {"--pipeline-model-parallel-layout"}, Kind::Value, Use::Reject,
-        "custom layouts are not modelled; use --decoder-first/last-pipeline-num-layers");
+    add(t, {"--pipeline-model-parallel-layout"}, Kind::Value, Use::Map);
     add(t, {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}, Kind::Flag, Use::Map);
     add(t, {"--use-torch-fsdp2", "--use-megatron-fsdp"}, Kind::Flag, Use::Reject, "FSDP is not modelled");
     add(t, {"--fp4-format"}, Kind::Value, Use::Reject, "FP4 training is not modelled");
@@ -778,10 +778,28 @@ YAML::Node build(const Args& a) {
   } else if (vstages_per_rank) {
     vs = *vstages_per_rank;
   }
+  // Megatron-Core derives the virtual stages from a custom layout (its chunks over the pipeline stages) and asserts
+  // that no other split option is given with it.
+  if (const std::string* layout = a.get("--pipeline-model-parallel-layout")) {
+    for (const char* other : {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+                              "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+                              "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}) {
+      if (a.has(other) || a.get(other)) fail("--pipeline-model-parallel-layout", std::string("cannot be combined with ") + other);
+    }
+    const int64_t chunks = static_cast<int64_t>(
+        parse_pipeline_layout(*layout, "megatron-args: --pipeline-model-parallel-layout: ").layers.size());
+    if (chunks % pp != 0)
+      fail("--pipeline-model-parallel-layout", "its " + std::to_string(chunks) + " model chunks are not a multiple of "
+           "--pipeline-model-parallel-size " + std::to_string(pp));
+    vs = chunks / pp;
+    par["pipeline_layout"] = *layout;
+  }
   if (vs > 1) {
     const int64_t min_pp = a.has("--no-overlap-p2p-communication") ? 3 : 2;
     if (pp < min_pp)
-      fail(layers_per_vstage ? "--num-layers-per-virtual-pipeline-stage" : "--num-virtual-stages-per-pipeline-rank",
+      fail(layers_per_vstage ? "--num-layers-per-virtual-pipeline-stage"
+           : a.get("--pipeline-model-parallel-layout") ? "--pipeline-model-parallel-layout"
+                                                       : "--num-virtual-stages-per-pipeline-rank",
            "the interleaved schedule needs --pipeline-model-parallel-size >= " + std::to_string(min_pp));
   }
   par["virtual_stages"] = vs;

@@ -3,7 +3,10 @@
 // rule makes those two chunks lighter.
 #include "stepsim/spec/pipeline_split.hpp"
 
+#include <cctype>
 #include <numeric>
+
+#include <functional>
 
 #include "stepsim/spec/input_error.hpp"
 
@@ -23,7 +26,91 @@ std::vector<int> as_even(int layers, int n) {
   return out;
 }
 
+// Bounds on what a layout string may expand to: no model has more chunks or layers than this.
+constexpr size_t kMaxLayoutText = 4096;
+constexpr size_t kMaxLayoutExpanded = 1 << 20;
+
+// One pass of `(group)*n` (innermost groups first; Megatron's groups hold no parentheses) or `x*n` unrolling.
+std::string unroll(const std::string& text, bool groups, const std::function<void(const std::string&)>& fail) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t body_begin = i, body_end = i + 1, after = i + 1;
+    if (groups) {
+      if (text[i] != '(') {
+        out += text[i++];
+        continue;
+      }
+      const size_t close = text.find(')', i + 1);
+      if (close == std::string::npos) fail("'(' without ')'");
+      if (text.find('(', i + 1) < close) fail("nested parentheses");
+      body_begin = i + 1;
+      body_end = close;
+      after = close + 1;
+    }
+    if (after >= text.size() || text[after] != '*') {
+      if (groups) fail("'(...)' must be followed by '*n'");
+      out += text[i++];
+      continue;
+    }
+    size_t digits_end = after + 1;
+    while (digits_end < text.size() && std::isdigit(static_cast<unsigned char>(text[digits_end]))) ++digits_end;
+    if (digits_end == after + 1) fail("'*' must be followed by a count");
+    if (digits_end - after - 1 > 7) fail("a repeat count above 9999999");
+    const size_t n = std::stoul(text.substr(after + 1, digits_end - after - 1));
+    const std::string body = text.substr(body_begin, body_end - body_begin);
+    if (body.empty()) fail("'()' repeats nothing");
+    if (out.size() + body.size() * n > kMaxLayoutExpanded) fail("expands to more than 1048576 characters");
+    for (size_t k = 0; k < n; ++k) out += body;
+    i = digits_end;
+  }
+  return out;
+}
+
 }  // namespace
+
+PipelineLayout parse_pipeline_layout(const std::string& layout, const std::string& error_prefix) {
+  auto fail = [&](const std::string& rule) { throw InputError(error_prefix + rule); };
+  if (layout.size() > kMaxLayoutText) fail("longer than " + std::to_string(kMaxLayoutText) + " characters");
+  std::string text;
+  for (char c : layout) {
+    if (c != ',' && !std::isspace(static_cast<unsigned char>(c))) text += c;
+  }
+  text = unroll(unroll(text, true, fail), false, fail);
+  std::vector<int> layers(1, 0);
+  int embeddings = 0, losses = 0, mtp = 0;
+  bool mtp_seen = false, loss_seen = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (loss_seen) fail("the loss 'L' must come last, at the end of the last chunk");
+    switch (c) {
+      case '|': layers.push_back(0); break;
+      case 'E':
+        if (i != 0) fail("the embedding 'E' must come first");
+        ++embeddings;
+        break;
+      case 't':
+        if (mtp_seen) fail("transformer layers 't' must come before the multi-token prediction layers 'm'");
+        ++layers.back();
+        break;
+      case 'm':
+        mtp_seen = true;
+        ++mtp;
+        break;
+      case 'L': loss_seen = true; ++losses; break;
+      default: fail(std::string("'") + c + "' is not one of E, t, m, L, |, *, (, ), digits");
+    }
+  }
+  if (embeddings != 1) fail("needs the embedding 'E' once, first");
+  if (losses != 1) fail("needs the loss 'L' once, last");
+  // The workload builder runs multi-token prediction on the last model chunk, with the loss.
+  const size_t last = text.rfind('|');
+  if (mtp_seen && text.find('m') < (last == std::string::npos ? 0 : last)) {
+    fail("multi-token prediction layers 'm' in a chunk of their own, before the loss's, are not modelled; put them "
+         "with 'L' in the last chunk");
+  }
+  return {layers, mtp};
+}
 
 std::string describe_layers(const std::vector<int>& layers) {
   std::string out;
@@ -45,6 +132,25 @@ PipelineSplit make_pipeline_split(const PipelineSplitRequest& r, const std::stri
   const int p = r.pipeline, v = r.virtual_stages, n = p * v, L = r.num_layers;
   const bool first_last = r.first_stage_layers > 0 || r.last_stage_layers > 0;
   const bool account = r.account_for_embedding || r.account_for_loss;
+  if (!r.layout.empty()) {
+    if (!r.pipeline_layers.empty() || first_last || account) {
+      fail("pipeline_layout", "give the layout or pipeline_layers or first/last_stage_layers or account_for_*, not several");
+    }
+    const PipelineLayout parsed = parse_pipeline_layout(r.layout, source + ": key parallelism.pipeline_layout: ");
+    const std::vector<int>& layers = parsed.layers;
+    if (parsed.mtp_layers != r.mtp_layers) {
+      fail("pipeline_layout", "holds " + std::to_string(parsed.mtp_layers) + " multi-token prediction layers 'm', "
+           "model.mtp_layers is " + std::to_string(r.mtp_layers));
+    }
+    if (static_cast<int64_t>(layers.size()) != int64_t{n}) {
+      fail("pipeline_layout", "has " + std::to_string(static_cast<int64_t>(layers.size())) + " model chunks ('|'-separated), "
+           "needs pipeline x virtual_stages = " + std::to_string(n) + " (Megatron derives the virtual stages from the "
+           "layout: set parallelism.virtual_stages to the chunks / pipeline)");
+    }
+    const int64_t sum = std::accumulate(layers.begin(), layers.end(), int64_t{0});
+    if (sum != L) fail("pipeline_layout", "holds " + std::to_string(sum) + " transformer layers 't', model.num_layers is " + std::to_string(L));
+    return {layers, "given (parallelism.pipeline_layout)"};
+  }
   if (!r.pipeline_layers.empty()) {
     if (first_last || account) {
       fail("pipeline_layers", "give the explicit list or first/last_stage_layers or account_for_*, not several");

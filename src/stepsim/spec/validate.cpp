@@ -159,6 +159,7 @@ void validate(JobSpec& job) {
     req.account_for_embedding = p.account_for_embedding_in_pipeline_split;
     req.account_for_loss = p.account_for_loss_in_pipeline_split;
     req.mtp_layers = m.mtp_layers;
+    req.layout = p.pipeline_layout;
     PipelineSplit split = make_pipeline_split(req, src);
     p.pipeline_layers = std::move(split.layers);
     p.pipeline_split_rule = split.rule;
