@@ -37,6 +37,21 @@ TEST(PlanCli, BadInputExitsTwoWithOneLine) {
   expect_one_line_error("plan " + fp8 + " --fp8-recipes delayed,fastest", "'fastest' is not one of");
 }
 
+// A job's pipeline layout pins one pipeline x virtual-stage shape; the planner replaces it with each plan's own
+// split, as it does an explicit pipeline_layers list: both jobs are searched over the same plans.
+TEST(PlanCli, PipelineLayoutDoesNotNarrowTheSearch) {
+  auto estimated = [](const std::string& extra) {
+    const std::string job = test::write_temp("plan-layout" + std::to_string(extra.size()) + ".yaml",
+                                             test::small_gpt_yaml(2, 2, 2, 16, extra));
+    const auto r = test::run_cli("plan " + job + " --top 1 --simulate 0");
+    EXPECT_EQ(r.code, 0) << r.output;
+    const size_t at = r.output.find(" estimated");
+    const size_t from = r.output.rfind(", ", at);
+    return r.output.substr(from + 2, at - from - 2);
+  };
+  EXPECT_EQ(estimated(", pipeline_layout: 'Et|ttt|ttt|tL'"), estimated(", pipeline_layers: [1, 3, 3, 1], virtual_stages: 2"));
+}
+
 TEST(PlanCli, SameOutputTwice) {
   const std::string job = tiny_job();
   const std::string args = "plan " + job + " --gpus 16 --global-batch 32 --top 5 --simulate 2";

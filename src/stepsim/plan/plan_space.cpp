@@ -131,6 +131,7 @@ spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_
   // The plan's own split replaces the base job's split requests (validate() made them into pipeline_layers).
   par.first_stage_layers = par.last_stage_layers = 0;
   par.account_for_embedding_in_pipeline_split = par.account_for_loss_in_pipeline_split = false;
+  par.pipeline_layout.clear();  // a layout pins one pipeline x virtual-stage shape
   auto& tr = j.training;
   tr.micro_batch_size = p.micro_batch_size;
   tr.global_batch_size = global_batch;
