@@ -198,6 +198,23 @@ TEST(Validate, BadCellsNameLineAndColumn) {
   EXPECT_EQ(message(std::string(kHeader) + bad), "r.csv:2: column precision: 'int8' names none of fp8, bf16, fp16, 16bit, fp32/tf32");
 }
 
+// An optional pipeline_layout column (a recipe's --pipeline-model-parallel-layout) replaces the interleaving rules:
+// 4 layers, PP 2, "Et|t|t|tL" -> VP 2 with one layer per chunk.
+TEST(Validate, PipelineLayoutColumnSetsTheSplit) {
+  std::string header = kHeader;
+  header.insert(header.size() - 1, ",pipeline_layout");
+  const std::string row =
+      "a,S,GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,2,2,2,1,1,,1,16,bf16,,,1.0,,,,,Et|t|t|tL\n";
+  const auto runs = parse_published_runs(header + row, "r.csv");
+  const RunJob j = job_for_run(runs.at(0));
+  EXPECT_EQ(j.root["parallelism"]["pipeline_layout"].as<std::string>(), "Et|t|t|tL");
+  YAML::Emitter e;
+  e << j.root;
+  const spec::JobSpec job = test::job_from_yaml(e.c_str());
+  EXPECT_EQ(job.parallelism.virtual_stages, 2);
+  EXPECT_EQ(job.parallelism.pipeline_layers, (std::vector<int>{1, 1, 1, 1}));
+}
+
 TEST(Validate, CommandReportsRowsErrorsAndFailures) {
   // Row a: a small job measured at 2x what stepsim predicts for it (the test reads the prediction back and checks
   // the error arithmetic); row b: a TP of 3 on 8 GPUs -> failed, exit 1.

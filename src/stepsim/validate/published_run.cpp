@@ -174,6 +174,7 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
     if (!run.attention_backend.empty() && run.attention_backend != "flash" && run.attention_backend != "unfused") {
       r.fail("attention_backend", "'" + run.attention_backend + "' is not flash or unfused");
     }
+    run.pipeline_layout = r.text("pipeline_layout");
     runs.push_back(std::move(run));
   }
   if (runs.empty()) throw InputError(source + ": no rows");

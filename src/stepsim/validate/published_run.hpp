@@ -42,6 +42,7 @@ struct PublishedRun {
   std::string flop_convention;     // model | hardware
   std::optional<bool> sequence_parallel, tp_comm_overlap;
   std::string attention_backend;   // flash | unfused
+  std::string pipeline_layout;     // Megatron-Core's --pipeline-model-parallel-layout (checked when the job is built)
 };
 
 // Reads a published-runs CSV (header names as in the shared file; column order free; unknown columns ignored).

@@ -318,6 +318,12 @@ RunJob job_for_run(const PublishedRun& r) {
   } else if (!r.vp && r.pp > 1) {
     assume("vp not stated: plain 1F1B (no interleaving)");
   }
+  if (!r.pipeline_layout.empty()) {
+    // The recipe's own layout: its chunks set the interleaving (job_loader.cpp), replacing the rules above.
+    p["pipeline_layout"] = r.pipeline_layout;
+    p.remove("virtual_stages");
+    p.remove("schedule");
+  }
   root["parallelism"] = p;
 
   YAML::Node t(YAML::NodeType::Map);
