@@ -457,6 +457,10 @@ TEST(HfConfig, EveryDefaultedValueIsAnAssumptionAndAJobThatDoesNotFitSaysSoFirst
   const spec::JobSpec k = spec::load_job_file(dir + "job4k.yaml");
   ASSERT_EQ(k.model.hf_assumptions.size(), 1u);
   EXPECT_EQ(k.model.hf_assumptions[0].rfind("sliding_window", 0), 0u);
+  // GPT-2's config.json leaves n_inner null: the 4h default is said, as every other default is.
+  const YAML::Node gpt2 = load("gpt2.json");
+  ASSERT_TRUE(gpt2["_hf_assumed"]["ffn_hidden_size"].IsDefined());
+  EXPECT_EQ(gpt2["_hf_assumed"]["ffn_hidden_size"].as<std::string>(), "3072 = 4 x n_embd: n_inner absent (GPT2MLP's default)");
   // Llama-2's config has every key: nothing assumed but the context length.
   const YAML::Node llama = load("llama-2-7b-hf.json");
   EXPECT_EQ(llama["_hf_assumed"].size(), 1u);

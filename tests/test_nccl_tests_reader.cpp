@@ -233,6 +233,24 @@ TEST(NcclTestsReader, MeasurementsOutsidePhysicalRangesAreRefusedWithTheLine) {
                                                                "all_reduce,9223372036854775807,8,1,8,100\n");
   const std::string k = message([](const std::string& f) { return read_kernel_records(f); }, rec);
   EXPECT_EQ(k.rfind(rec + ":2: message size 9223372036854775807 bytes is over 2^48", 0), 0u) << k;
+  // A negative, NaN or infinite time, or zero GPUs, is a number no measurement has: refused with line and column,
+  // not skipped as a garbled row (which stored the rest of the file's calibration with exit 0).
+  for (const char* cell : {"-5", "nan", "inf", "-inf"}) {
+    const std::string f = test::write_temp("bad-time.csv", std::string("collective,message_size_bytes,time_us\n"
+                                                                       "all_reduce,1048576,20.5\nall_reduce,2097152,") +
+                                                               cell + "\n");
+    const std::string m = message([](const std::string& x) { return read_nccl_tests(x); }, f);
+    EXPECT_EQ(m, f + ":3: column time_us: '" + cell + "' is not a measurement (must be a finite number of at least 0)");
+  }
+  const std::string zero = test::write_temp("zero-gpus.csv", "collective,message_size_bytes,time_us,num_gpus\n"
+                                                             "all_reduce,1048576,20.5,0\n");
+  EXPECT_EQ(message([](const std::string& x) { return read_nccl_tests(x); }, zero),
+            zero + ":2: column num_gpus: '0' is not a measurement (must be a finite number of at least 1)");
+  const std::string nan_rec = test::write_temp("nan-records.csv", "collective,bytes,ranks,nodes,ranks_per_node,duration_us\n"
+                                                                  "all_reduce,1048576,8,1,8,nan\n");
+  EXPECT_NE(message([](const std::string& f) { return read_kernel_records(f); }, nan_rec)
+                .find(":2: column duration_us: 'nan' is not a measurement"),
+            std::string::npos);
   // From the command line: exit 2, the line named.
   const auto r = test::run_cli("calibrate comm --records " + rec + " --dry-run");
   EXPECT_EQ(r.code, 2) << r.output;

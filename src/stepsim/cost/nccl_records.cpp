@@ -35,6 +35,8 @@ KernelRecords parse_kernel_records(std::string_view text, const std::string& pat
     KernelRecord r;
     r.line = row.line;
     const auto coll = parse_bench_collective(v[col[0]]);
+    refuse_impossible_number(path, row.line, "duration_us", v[col[5]], 0);
+    for (int c : {2, 3, 4}) refuse_impossible_number(path, row.line, required[c], v[col[c]], 1);
     bool ok = coll && parse_u64(v[col[1]], r.bytes) && parse_int(v[col[2]], r.ranks) && parse_int(v[col[3]], r.nodes) &&
               parse_int(v[col[4]], r.ranks_per_node) && parse_number(v[col[5]], r.duration_us);
     ok = ok && r.ranks >= 1 && r.ranks <= (1 << 20) && r.nodes >= 1 && r.nodes <= r.ranks &&

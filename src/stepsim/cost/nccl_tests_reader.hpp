@@ -81,5 +81,10 @@ NcclTestsFile read_nccl_tests(const std::string& path);
 // is no measurement: InputError "<path>:<line>: ..." naming the value and the range (a calibration fitted to it
 // would store infinite errors).
 void check_collective_measurement(const std::string& path, int line, uint64_t bytes, double time_us);
+// A CSV cell that is a number a measurement cannot have (negative, zero where a count is meant, NaN, infinity):
+// throws InputError "<path>:<line>: column <name>: <rule>" rather than letting the row pass as a garbled line.
+// Cells that are not numbers at all stay garbled rows (a cut line, a stray word).
+void refuse_impossible_number(const std::string& path, int line, const std::string& column, const std::string& cell,
+                              double min);
 
 }  // namespace stepsim::cost

@@ -271,6 +271,9 @@ void read_gpt2(const Config& c, Model& m) {
   m.kv_channels = m.hidden / m.heads;
   // n_inner = None means 4 * n_embd (GPT2MLP).
   m.ffn = c.opt_int("n_inner").value_or(c.product(4, m.hidden, "n_embd"));
+  if (!c.get("n_inner")) {
+    m.assumed["ffn_hidden_size"] = std::to_string(m.ffn) + " = 4 x n_embd: n_inner absent (GPT2MLP's default)";
+  }
   m.vocab = c.req_int("vocab_size");
   m.seq_length = c.req_int("n_positions");
   check_gelu(c, "activation_function", c.opt_string("activation_function").value_or("gelu_new"));
@@ -279,6 +282,7 @@ void read_gpt2(const Config& c, Model& m) {
   m.bias = true;
   m.rope = false;  // learned absolute positions (wpe)
   m.hidden_dropout = c.opt_probability("resid_pdrop", 0.1);  // GPT2Config's default
+  if (!c.get("resid_pdrop")) m.assumed["hidden_dropout"] = "0.1: resid_pdrop absent (GPT2Config's default)";
   m.tie = c.opt_bool("tie_word_embeddings", true);  // PretrainedConfig default; GPT-2 ties
 }
 

@@ -181,8 +181,8 @@ const Table& table() {
         "CPU offload copies are modelled from pinned host memory (cluster.host_to_device_GBps); pageable copies are "
         "slower and synchronous: set a lower cluster.host_to_device_GBps and drop the flag");
     add(t, {"--use-sharp"}, Kind::Flag, Use::Reject,
-        "SHARP in-network reduction (NCCL CollNet) is not modelled; without the flag the data-parallel collectives "
-        "run as NCCL rings/trees");
+        "SHARP is a property of the fabric: set cluster.network.sharp: true in the cluster file with "
+        "simulation.comm_model: nccl (CollNet and NVLS+SHARP, docs/NETWORK.md) and drop the flag");
     add(t, {"--moe-extended-tp"}, Kind::Flag, Use::Reject,
         "removed from Megatron-Core; use --expert-tensor-parallel-size");
     add(t, {"--disable-tp-comm-overlap-ag", "--disable-tp-comm-overlap-rs", "--tp-comm-overlap-rs-dgrad",
