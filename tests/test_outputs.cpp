@@ -184,6 +184,10 @@ TEST(Outputs, BadOutputPathsAreRefusedBeforeAnyWork) {
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("cannot read the NCCL log (--log): it is a directory, not a file"), std::string::npos)
       << r.output;
+  // /dev/full opens but fails every write: refused before the simulation, saying what it is.
+  r = test::run_cli("simulate " + job + " --json /dev/full");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("/dev/full is the always-full device"), std::string::npos) << r.output;
   // A device is a valid target.
   r = test::run_cli("memory " + job + " --json /dev/null");
   EXPECT_EQ(r.code, 0) << r.output;

@@ -3,6 +3,8 @@
 #include <ctime>
 #include <filesystem>
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "stepsim/api/output_file.hpp"
@@ -25,6 +27,12 @@ CLI::Validator output_file() {
         if (fs::is_directory(st)) return path + " is a directory; give a file to write";
         if (fs::exists(st)) {
           if (fs::is_regular_file(st) && ::access(path.c_str(), W_OK) != 0) return path + " exists and cannot be written";
+          // Linux's "full" device (character device 1:7) accepts the open and fails every write (ENOSPC).
+          struct stat raw {};
+          if (fs::is_character_file(st) && ::stat(path.c_str(), &raw) == 0 && major(raw.st_rdev) == 1 &&
+              minor(raw.st_rdev) == 7) {
+            return path + " is the always-full device (every write fails with 'no space left'); give a file to write";
+          }
           return "";
         }
         const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
