@@ -77,5 +77,83 @@ TEST(DocCommands, ReadmeAndUsageCommandsStillRun) {
   }
 }
 
+// Issue 15 item 13: the output docs/USAGE.md quotes under a `$ build/stepsim ...` line is what that command prints
+// now. Every quoted line that is not an excerpt marker (no "...") must appear, spaces collapsed, in the command's
+// output. So a stale number (a step time, the 1.12 GiB overhead, a memory row) fails here, not in a user's hands.
+std::string collapse_spaces(const std::string& s) {
+  std::string out;
+  bool space = true;
+  for (char c : s) {
+    if (c == ' ' || c == '\t') {
+      if (!space) out += ' ';
+      space = true;
+    } else {
+      out += c;
+      space = false;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+TEST(DocCommands, UsageQuotedOutputsMatchTheCommands) {
+#ifdef STEPSIM_SANITIZED
+  GTEST_SKIP() << "documentation check: run in the release suite";
+#endif
+  std::istringstream in(test::read_file(test::source_dir() + "/docs/USAGE.md"));
+  struct Quote {
+    std::string args;
+    std::vector<std::string> lines;
+  };
+  std::vector<Quote> quotes;
+  bool code = false, active = false;  // active: inside a block, under a `$ build/stepsim` line
+  for (std::string line; std::getline(in, line);) {
+    const std::string t = collapse_spaces(line);
+    if (t.rfind("```", 0) == 0) {
+      code = !code;
+      active = false;
+      continue;
+    }
+    if (!code) continue;
+    if (t.rfind("$ ", 0) == 0) {
+      active = t.rfind("$ build/stepsim ", 0) == 0;
+      if (active) quotes.push_back({t.substr(16), {}});
+    } else if (active && !t.empty() && t.find("...") == std::string::npos) {
+      quotes.back().lines.push_back(t);
+    }
+  }
+  int checked = 0;
+  const std::string dir = test::temp_dir();
+  for (const Quote& q : quotes) {
+    if (q.lines.empty()) continue;
+    const std::string cmd = "cd " + test::source_dir() + " && STEPSIM_CALIBRATION_DB=" + dir + "none.sqlite " +
+                            std::string(STEPSIM_BINARY) + " " + redirect_outputs(q.args, dir) + " 2>&1";
+    FILE* f = popen(cmd.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string output;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) output.append(buf, n);
+    pclose(f);
+    std::istringstream lines(output);
+    std::string collapsed;
+    for (std::string l; std::getline(lines, l);) collapsed += collapse_spaces(l) + "\n";
+    for (const std::string& want : q.lines) {
+      ++checked;
+      EXPECT_NE(collapsed.find(want), std::string::npos)
+          << "docs/USAGE.md quotes `" << want << "` under `$ build/stepsim " << q.args << "`, which now prints:\n"
+          << output;
+    }
+  }
+  EXPECT_GE(checked, 20) << "docs/USAGE.md lost its quoted outputs, or this test lost track of them";
+  // The worked example's prose quotes the memory command's overhead column.
+  const std::string usage = test::read_file(test::source_dir() + "/docs/USAGE.md");
+  const auto mem = test::run_cli("memory " + test::source_dir() + "/examples/gpt3-175b-h800.yaml");
+  ASSERT_EQ(mem.code, 0) << mem.output;
+  const size_t at = usage.find(" GiB framework overhead (the `overhead` column of `stepsim memory`)");
+  ASSERT_NE(at, std::string::npos);
+  const std::string quoted = usage.substr(usage.rfind(' ', at - 1) + 1, at - usage.rfind(' ', at - 1) - 1) + " GiB";
+  EXPECT_NE(mem.output.find(quoted), std::string::npos) << "USAGE says " << quoted << "; memory prints:\n" << mem.output;
+}
+
 }  // namespace
 }  // namespace stepsim
