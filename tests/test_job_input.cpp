@@ -208,10 +208,21 @@ TEST(JobInput, ABadKeyInAnIncludedClusterFileNamesThatFile) {
   const auto c = run_cli("comm --collective all_reduce --sizes 1M --cluster " + cluster);
   EXPECT_EQ(c.code, 2) << c.output;
   EXPECT_NE(c.output.find(cluster + ": unknown key cluster.gpu_per_node"), std::string::npos) << c.output;
-  const std::string inline_typo = test::write_temp("typo_inline.yaml", small_gpt_yaml(2, 2, 2, 16) + "");
-  const auto j = run_cli("simulate " + inline_typo + " --set cluster.gpu_per_node=8");
+  // A typo given with --set is the command line's, not the job file's or its cluster file's: it is named as given.
+  const std::string clean = test::write_temp("typo_clean.yaml", small_gpt_yaml(2, 2, 2, 16));
+  const auto j = run_cli("simulate " + clean + " --set cluster.gpu_per_node=8");
   EXPECT_EQ(j.code, 2) << j.output;
-  EXPECT_NE(j.output.find(inline_typo + ": unknown key cluster.gpu_per_node"), std::string::npos) << j.output;
+  EXPECT_NE(j.output.find("--set cluster.gpu_per_node=8: unknown key cluster.gpu_per_node"), std::string::npos) << j.output;
+  std::ofstream(dir / "clusters" / "ok.yaml") << "gpu: H100-SXM\nnum_gpus: 8\ngpus_per_node: 8\n";
+  std::ofstream(dir / "ok9.yaml") << small_gpt_yaml(2, 2, 2, 16).substr(0, small_gpt_yaml(2, 2, 2, 16).find("cluster:"))
+                                  << "cluster: clusters/ok.yaml\n";
+  const auto k = run_cli("simulate " + (dir / "ok9.yaml").string() + " --set cluster.gpu_per_node=8 --set model.num_layer=4");
+  EXPECT_EQ(k.code, 2) << k.output;
+  EXPECT_NE(k.output.find("--set "), std::string::npos) << k.output;
+  EXPECT_EQ(k.output.find("ok.yaml: unknown key"), std::string::npos) << k.output;
+  const auto m = run_cli("simulate " + (dir / "ok9.yaml").string() + " --set model.num_layer=4");
+  EXPECT_NE(m.output.find("--set model.num_layer=4: unknown key model.num_layer (did you mean model.num_layers?)"),
+            std::string::npos) << m.output;
 }
 
 TEST(JobInput, DuplicateKeysSecondDocumentsAndNonFilesAreErrors) {

@@ -17,9 +17,12 @@ class InputError(ValueError):
         super().__init__(message)
         self.message = message
         self.key, self.rule = None, message
-        m = _KEY.search(message) or _OPTION.match(message)
+        # An unknown key is the key, also when a `--set key=value` that wrote it comes first in the message.
+        m, u = _KEY.search(message), _UNKNOWN.search(message)
         if m:
             self.key, self.rule = m.group(1), m.group(2)
-        elif _UNKNOWN.search(message):
-            u = _UNKNOWN.search(message)
+        elif u:
             self.key, self.rule = u.group(2), (u.group(1) + u.group(3)).strip()
+        elif _OPTION.match(message):
+            o = _OPTION.match(message)
+            self.key, self.rule = o.group(1), o.group(2)

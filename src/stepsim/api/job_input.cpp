@@ -62,7 +62,7 @@ JobTree load_job_tree(const JobInput& in) {
 
 spec::JobSpec load_job(const JobInput& in) {
   const JobTree t = load_job_tree(in);
-  return spec::job_from_node(t.root, t.source);
+  return spec::job_from_node(t.root, t.source, in.overrides);
 }
 
 }  // namespace stepsim::api

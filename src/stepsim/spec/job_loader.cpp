@@ -501,8 +501,25 @@ JobSpec job_from_node(const YAML::Node& root, const std::string& source) {
   return job;
 }
 
+JobSpec job_from_node(const YAML::Node& root, const std::string& source, const std::vector<std::string>& overrides) {
+  try {
+    return job_from_node(root, source);
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    constexpr std::string_view kUnknown = ": unknown key ";
+    const size_t at = msg.find(kUnknown);
+    if (at == std::string::npos) throw;
+    const size_t from = at + kUnknown.size();
+    const std::string path = msg.substr(from, msg.find(' ', from) - from);
+    for (const std::string& ov : overrides) {
+      if (ov.substr(0, ov.find('=')) == path) throw InputError("--set " + ov + msg.substr(at));
+    }
+    throw;
+  }
+}
+
 JobSpec load_job_file(const std::string& path, const std::vector<std::string>& overrides) {
-  return job_from_node(load_job_tree(path, overrides), path);
+  return job_from_node(load_job_tree(path, overrides), path, overrides);
 }
 
 YAML::Node load_job_tree(const std::string& path, const std::vector<std::string>& overrides) {
@@ -522,7 +539,7 @@ YAML::Node load_job_tree(const std::string& path, const std::vector<std::string>
 
 JobSpec load_megatron_job(const std::string& args, const std::string& cluster_path,
                           const std::vector<std::string>& overrides) {
-  return job_from_node(load_megatron_tree(args, cluster_path, overrides), "megatron-args");
+  return job_from_node(load_megatron_tree(args, cluster_path, overrides), "megatron-args", overrides);
 }
 
 YAML::Node load_megatron_tree(const std::string& args, const std::string& cluster_path,

@@ -23,6 +23,9 @@ YAML::Node parse_yaml(const std::string& text, const std::string& source);
 // Applies "a.b.c=value" overrides (value parsed as a YAML scalar or flow collection); paths among them (a cluster
 // file, an HF config, simulation.overlap_file / calibration_store) are relative to the working directory.
 void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides);
+// job_from_node for a tree that `overrides` changed: an unknown key that an override wrote is reported against that
+// `--set key=value`, not against the file whose section it landed in.
+JobSpec job_from_node(const YAML::Node& root, const std::string& source, const std::vector<std::string>& overrides);
 
 // The model section from a Hugging Face config.json's text, with the keys of `model` (the job's model section, whose
 // hf_config key is skipped) written over it: what resolve_includes does for `model: {hf_config: path, ...}`.

@@ -32,7 +32,7 @@ Simulated simulate_row(const PublishedRun& run, const RunJob& rj, const Validati
     YAML::Node root = YAML::Clone(rj.root);
     root["training"]["recompute"] = choices[i];
     spec::apply_overrides(root, o.overrides);
-    const spec::JobSpec job = spec::job_from_node(root, source);
+    const spec::JobSpec job = spec::job_from_node(root, source, o.overrides);
     const sim::Simulation s = sim::run_simulation(job, {0});
     out.summary = report::summarize(s, 0);
     out.recompute = spec::name_of(job.training.recompute);
