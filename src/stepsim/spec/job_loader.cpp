@@ -306,7 +306,8 @@ ParallelismSpec read_parallelism(StrictSection s) {
     const size_t chunks = parse_pipeline_layout(p.pipeline_layout, s.source() + ": key " + s.key_path("pipeline_layout") + ": ").layers.size();
     if (chunks % static_cast<size_t>(p.pipeline) != 0 || chunks / static_cast<size_t>(p.pipeline) > 4096) {
       throw InputError(s.source() + ": key " + s.key_path("pipeline_layout") + ": its " + std::to_string(chunks) +
-                       " model chunks are not a multiple of parallelism.pipeline " + std::to_string(p.pipeline));
+                       " model chunks are not a multiple of parallelism.pipeline " + std::to_string(p.pipeline) +
+                       " with at most 4096 virtual stages");
     }
     p.virtual_stages = static_cast<int>(chunks / static_cast<size_t>(p.pipeline));
   }
