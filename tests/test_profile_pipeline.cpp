@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "stepsim/api/profile_nccl.hpp"
 #include "stepsim/profile/clock_sync.hpp"
+#include "stepsim/profile/profile_outputs.hpp"
 #include "stepsim/profile/profile.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "test_util.hpp"
@@ -210,6 +212,18 @@ TEST(ProfileCli, EndToEndWithNsys) {
       found = true;
     }
   EXPECT_TRUE(found);
+  // --out streams the trace event by event (issue 15 item 15: a whole-trace JSON value of a large log took gigabytes):
+  // byte for byte what the in-memory trace dumps.
+  api::ProfileNcclOptions o;
+  o.logs = {log};
+  o.dbs = {db0, db1};
+  o.parallelism = "tp=2";
+  o.sync_clocks = true;
+  const profile::ProfileResult pr = api::profile_nccl(o);
+  EXPECT_EQ(test::read_file(dir + "t.json"), profile::chrome_trace(pr, false).dump() + "\n");
+  std::ostringstream streamed;
+  profile::write_chrome_trace(streamed, pr, true);
+  EXPECT_EQ(streamed.str(), profile::chrome_trace(pr, true).dump());
   const auto t = nlohmann::json::parse(test::read_file(dir + "t.json"));
   for (const auto& e : t["traceEvents"]) {
     if (e["ph"] != "X" || e["name"] != "AllReduce" || e["pid"] != 1) continue;

@@ -285,7 +285,9 @@ py::object profile_nccl(const py::dict& opts) {
     j = stepsim::profile::summary_json(r);
     if (!summary_path.empty()) stepsim::api::write_output_file(summary_path, j.dump(2) + "\n", "the summary (--summary)");
     if (!out_path.empty()) {
-      stepsim::api::write_output_file(out_path, stepsim::profile::chrome_trace(r, o.nvtx).dump() + "\n", "the trace (--out)");
+      stepsim::api::write_output_file(
+          out_path, [&](std::ostream& f) { stepsim::profile::write_chrome_trace(f, r, o.nvtx); f << "\n"; },
+          "the trace (--out)");
     }
   }
   return to_python(j);

@@ -13,4 +13,11 @@ void write_output_file(const std::string& path, const std::string& text, const s
   if (!out) throw InputError(path + ": error while writing " + what);
 }
 
+void write_output_file(const std::string& path, const std::function<void(std::ostream&)>& write, const std::string& what) {
+  std::ofstream out(path);
+  if (!out) throw InputError(path + ": cannot write " + what);
+  write(out);
+  if (!out) throw InputError(path + ": error while writing " + what);
+}
+
 }  // namespace stepsim::api

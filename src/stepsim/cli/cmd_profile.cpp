@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "stepsim/api/output_file.hpp"
 #include "stepsim/api/profile_nccl.hpp"
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/profile/profile.hpp"
@@ -21,7 +22,10 @@ struct ProfileArgs : api::ProfileNcclOptions {
 int run(const ProfileArgs& a) {
   const profile::ProfileResult r = api::profile_nccl(a);
   if (!a.summary.empty()) write_output_file(a.summary, profile::summary_json(r).dump(2) + "\n", "the summary (--summary)");
-  if (!a.out.empty()) write_output_file(a.out, profile::chrome_trace(r, a.nvtx).dump() + "\n", "the trace (--out)");
+  if (!a.out.empty()) {
+    api::write_output_file(
+        a.out, [&](std::ostream& o) { profile::write_chrome_trace(o, r, a.nvtx); o << "\n"; }, "the trace (--out)");
+  }
   if (!a.quiet) std::cout << profile::report_text(r);
   return 0;
 }

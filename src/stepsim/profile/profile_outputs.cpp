@@ -164,9 +164,15 @@ json summary_json(const ProfileResult& r) {
   return s;
 }
 
-json chrome_trace(const ProfileResult& r, bool nvtx) {
+namespace {
+
+// Every trace event, in order, handed to `emit` one at a time.
+void for_each_trace_event(const ProfileResult& r, bool nvtx, const std::function<void(json&&)>& emit) {
   const NcclLog& L = r.log;
-  json ev = json::array();
+  struct Sink {
+    const std::function<void(json&&)>& emit;
+    void push_back(json&& e) const { emit(std::move(e)); }
+  } ev{emit};
   for (const auto& p : r.ranks) {
     ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", p.rank}, {"args", {{"name", "Rank " + std::to_string(p.rank) + " (" + p.host + " GPU " + std::to_string(p.cuda_dev) + ")"}}}});
     ev.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", p.rank}, {"args", {{"sort_index", p.rank + 1}}}});
@@ -240,7 +246,26 @@ json chrome_trace(const ProfileResult& r, bool nvtx) {
         ev.push_back({{"ph", "X"}, {"name", n.text}, {"cat", "nvtx"}, {"pid", nvtx_pid}, {"tid", 0}, {"ts", n.start_ns / 1e3}, {"dur", (n.end_ns - n.start_ns) / 1e3}});
     }
   }
+}
+
+}  // namespace
+
+json chrome_trace(const ProfileResult& r, bool nvtx) {
+  json ev = json::array();
+  for_each_trace_event(r, nvtx, [&](json&& e) { ev.push_back(std::move(e)); });
   return {{"traceEvents", ev}, {"displayTimeUnit", "ns"}};
+}
+
+void write_chrome_trace(std::ostream& out, const ProfileResult& r, bool nvtx) {
+  // nlohmann orders object keys: displayTimeUnit before traceEvents, as chrome_trace(...).dump() writes them.
+  out << R"({"displayTimeUnit":"ns","traceEvents":[)";
+  bool first = true;
+  for_each_trace_event(r, nvtx, [&](json&& e) {
+    if (!first) out << ',';
+    first = false;
+    out << e.dump();
+  });
+  out << "]}";
 }
 
 std::string report_text(const ProfileResult& r) {
