@@ -167,6 +167,21 @@ TEST(Validate, NvidiaBenchmarkFamiliesAndGradientPrecision) {
   EXPECT_FALSE(job_for_run(row(runs, "N2407-GPT3-5B")).root["model"]["kv_channels"]);
 }
 
+// bench/validation/README.md: the check set's shapes agree with the published model TFLOP/s (kept in each row's notes
+// as "Published X model TFLOP/s"). NeMo 24.07 counts full attention, as step_flops does: within 0.2 % per row.
+TEST(Validate, NvidiaBenchmarkShapesMatchThePublishedFlops) {
+  const auto runs = read_published_runs(test::source_dir() + "/bench/validation/nvidia-h100-benchmarks.csv");
+  int checked = 0;
+  for (const PublishedRun& r : runs) {
+    if (r.source != "NeMo_perf_summary_24.07") continue;
+    const double published_tflops = std::stod(r.notes.substr(r.notes.find("Published ") + 10));
+    const double per_token = step_flops(r, FlopConvention::Model) / double(r.global_batch * r.seq_len);
+    EXPECT_NEAR(per_token / (published_tflops * 1e12 / *r.tokens_per_s_per_gpu), 1.0, 0.002) << r.id;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 12);
+}
+
 TEST(Validate, BadCellsNameLineAndColumn) {
   const std::string good = "a,S,GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,2,2,2,1,1,,1,16,bf16,,,1.0,,,,\n";
   EXPECT_EQ(parse_published_runs(std::string(kHeader) + good, "r.csv").size(), 1u);

@@ -195,8 +195,8 @@ NcclTestsFile parse_csv_results(std::string_view text, const std::string& path) 
     if (c_gpus >= 0) refuse_impossible_number(path, row.line, "num_gpus", v[c_gpus], 1);
     if (c_nodes >= 0) refuse_impossible_number(path, row.line, "num_nodes", v[c_nodes], 1);
     if (!coll || !parse_u64(v[c_size], r.bytes) || !parse_number(v[c_time], r.time_us, &r.time_tol) ||
-        r.time_us < 0 || (c_gpus >= 0 && (!parse_int(v[c_gpus], ranks) || ranks < 1 || ranks > (1 << 20))) ||
-        (c_nodes >= 0 && (!parse_int(v[c_nodes], nodes) || nodes < 1 || (ranks > 0 && nodes > ranks)))) {
+        (c_gpus >= 0 && (!parse_int(v[c_gpus], ranks) || ranks > (1 << 20))) ||
+        (c_nodes >= 0 && (!parse_int(v[c_nodes], nodes) || (ranks > 0 && nodes > ranks)))) {
       garbled(row.line);
       continue;
     }
@@ -267,7 +267,7 @@ NcclTestsFile parse_nccl_tests(std::string_view text, const std::string& path) {
 NcclTestsFile read_nccl_tests(const std::string& path) { return parse_nccl_tests(read_measurement_file(path), path); }
 
 void refuse_impossible_number(const std::string& path, int line, const std::string& column, const std::string& cell,
-                              double min) {
+                              int min) {
   std::string t;
   for (char c : cell) {
     if (!std::isspace(static_cast<unsigned char>(c))) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -278,7 +278,7 @@ void refuse_impossible_number(const std::string& path, int line, const std::stri
   const bool below = !non_finite && parse_number(cell, x) && x < min;
   if (non_finite || below) {
     throw InputError(path + ":" + std::to_string(line) + ": column " + column + ": '" + cell + "' is not a measurement "
-                     "(must be a finite number of at least " + (min > 0 ? "1" : "0") + ")");
+                     "(must be a finite number of at least " + std::to_string(min) + ")");
   }
 }
 

@@ -85,6 +85,6 @@ void check_collective_measurement(const std::string& path, int line, uint64_t by
 // throws InputError "<path>:<line>: column <name>: <rule>" rather than letting the row pass as a garbled line.
 // Cells that are not numbers at all stay garbled rows (a cut line, a stray word).
 void refuse_impossible_number(const std::string& path, int line, const std::string& column, const std::string& cell,
-                              double min);
+                              int min);
 
 }  // namespace stepsim::cost

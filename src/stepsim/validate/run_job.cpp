@@ -23,6 +23,11 @@ bool starts_with_any(const std::string& s, std::initializer_list<const char*> pr
   return false;
 }
 
+// A row from NVIDIA's own benchmark pages (NeMo, Megatron-Bridge, DGX Cloud benchmarking), by its source.
+bool nvidia_benchmark(const PublishedRun& r) {
+  return starts_with_any(r.source, {"nemo", "megatronbridge", "megatron_bridge", "megatron-bridge", "dgxc"});
+}
+
 // DeepSeek-V2/V3 multi-latent attention (their config.json): q_lora, kv_lora, nope, rope, v head dims.
 constexpr spec::MlaSpec kDeepSeekMla{1536, 512, 128, 64, 128};
 
@@ -136,10 +141,6 @@ const hw::GpuSpec& gpu_of(const PublishedRun& r) {
   } catch (const InputError& e) {
     throw InputError("column gpu: " + std::string(e.what()));
   }
-}
-
-bool nvidia_benchmark(const PublishedRun& r) {
-  return starts_with_any(r.source, {"nemo", "megatronbridge", "megatron_bridge", "megatron-bridge", "dgxc"});
 }
 
 bool is_2021_megatron(const PublishedRun& r) {

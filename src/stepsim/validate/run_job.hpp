@@ -21,8 +21,6 @@ enum class FlopConvention { Model, Hardware };
 // Megatron-LM 2021-22 (Narayanan 2021, MT-NLG, BLOOM's Megatron-DeepSpeed): no sequence parallelism, no
 // FlashAttention, hardware FLOPs. Everything else is taken as Megatron-Core era. Decided by the source name.
 bool is_2021_megatron(const PublishedRun& r);
-// A row from NVIDIA's own benchmark pages (NeMo, Megatron-Bridge, DGX Cloud benchmarking), by its source.
-bool nvidia_benchmark(const PublishedRun& r);
 FlopConvention flop_convention(const PublishedRun& r);
 
 // FLOPs of one step under a convention: per sequence, forward = layers x (2·s·(linear weights) + 4·s²·q_width)
