@@ -553,13 +553,18 @@ TEST(MegatronArgsErrors, OptimizerPrecisionAndOffloadFollowMegatronsAsserts) {
 }
 
 TEST(MegatronArgsErrors, FlagsThatChangeTheStepButAreNotModelledAreRefused) {
-  expect_base_error("--overlap-moe-expert-parallel-comm", {"--overlap-moe-expert-parallel-comm", "not modelled"});
-  expect_base_error("--delay-wgrad-compute", {"--delay-wgrad-compute", "combined 1F1B"});
   // SHARP is modelled, as a property of the fabric: the refusal says where to state it.
   expect_base_error("--use-sharp", {"--use-sharp", "cluster.network.sharp: true"});
   expect_base_error("--no-pin-cpu-grads", {"--no-pin-cpu-grads", "pinned host memory"});
   expect_base_error("--moe-extended-tp", {"--moe-extended-tp", "--expert-tensor-parallel-size"});
   expect_base_error("--disable-tp-comm-bulk-wgrad", {"--disable-tp-comm-bulk-wgrad", "TP communication overlap"});
+}
+
+TEST(MegatronArgs, CombinedOneFOneBFlagsMapToTheTrainingKeys) {
+  const YAML::Node j = job("--overlap-moe-expert-parallel-comm --delay-wgrad-compute");
+  EXPECT_TRUE(flag(j["training"], "overlap_moe_expert_parallel_comm"));
+  EXPECT_TRUE(flag(j["training"], "delay_wgrad_compute"));
+  EXPECT_FALSE(job("")["training"]["overlap_moe_expert_parallel_comm"]);
 }
 
 TEST(MegatronArgsErrors, UnknownArgument) {

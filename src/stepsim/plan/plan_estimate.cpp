@@ -520,7 +520,8 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     const workload::StaticMemory sm =
         workload::static_memory(job, static_cast<int64_t>(x.dense), static_cast<int64_t>(x.expert), dp_shards,
                                 edp_shards, communicators, bf16_params);
-    const int in_flight = workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m)) + 1;
+    const int in_flight =
+        workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m), job.training.overlap_moe_expert_parallel_comm) + 1;
     const double act = static_cast<double>(in_flight) * x.stored / v + lc.transient_bytes;
     const int64_t total = sm.total() + static_cast<int64_t>(act);
     if (total > peak) {

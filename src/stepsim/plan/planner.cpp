@@ -324,6 +324,12 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
     for (spec::Fp8Recipe r : o.space.fp8_recipes) names += (names.empty() ? "" : ", ") + std::string(spec::name_of(r));
     notes.push_back("fp8 recipes searched (--fp8-recipes): " + names + " (layout column fp8:<recipe>)");
   }
+  if (base.training.overlap_moe_expert_parallel_comm) {
+    notes.push_back("the job's overlap_moe_expert_parallel_comm (combined 1F1B) is kept for every plan: plans Megatron-Core "
+                    "refuses with it (full recompute, pipeline > 1 without interleaving) are removed by megatron-checks; "
+                    "the analytic estimate does not model its overlap (it exposes the all-to-alls), the engine-timed "
+                    "rows do");
+  }
   notes.push_back("not searched: attention_backend, the MoE token dispatcher, "
                   "recompute_modules, CPU optimizer offload, activation offload (the job's own settings are kept: "
                   "with optimizer_offload only distributed-optimizer plans, with activation_offload_layers only "

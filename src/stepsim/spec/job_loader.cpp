@@ -370,6 +370,8 @@ TrainingSpec read_training(StrictSection s) {
   t.overlap_grad_reduce = s.get_bool("overlap_grad_reduce", false);
   t.overlap_param_gather = s.get_bool("overlap_param_gather", false);
   t.tp_comm_overlap = s.get_bool("tp_comm_overlap", false);
+  t.overlap_moe_expert_parallel_comm = s.get_bool("overlap_moe_expert_parallel_comm", false);
+  t.delay_wgrad_compute = s.get_bool("delay_wgrad_compute", false);
   t.cuda_graphs = s.get_bool("cuda_graphs", false);
   t.fp8_recipe = s.get_enum<Fp8Recipe>("fp8_recipe", Fp8Recipe::Delayed,
                                        {{"delayed", Fp8Recipe::Delayed}, {"current", Fp8Recipe::Current},

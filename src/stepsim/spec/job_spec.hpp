@@ -187,6 +187,13 @@ struct TrainingSpec {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool tp_comm_overlap = false;
+  // Megatron-Core's combined 1F1B schedule (--overlap-moe-expert-parallel-comm, Megatron-Bridge's moe_a2a_overlap): in
+  // the steady state one micro-batch's forward and another's backward run layer by layer together, each one's
+  // expert-parallel dispatch and combine all-to-alls on a communication stream beside the other's computation
+  // (docs/MODEL.md "Expert-parallel overlap"). delay_wgrad_compute (--delay-wgrad-compute): the experts' weight
+  // gradients run after their input gradients have been handed to the dispatch's backward all-to-all.
+  bool overlap_moe_expert_parallel_comm = false;
+  bool delay_wgrad_compute = false;
   // The step's kernels replayed from CUDA graphs (Megatron's --enable-cuda-graph / --cuda-graph-impl): the host does not
   // issue them one by one, so the compute model adds no eager launch gap (efficiency.yaml launch_gap_us).
   bool cuda_graphs = false;

@@ -174,9 +174,7 @@ const Table& table() {
             "--hybrid-override-pattern", "--hybrid-attention-ratio", "--hybrid-mlp-ratio"},
         Kind::Value, Use::Reject, "heterogeneous/hybrid layer stacks are not modelled");
     add(t, {"--is-hybrid-model"}, Kind::Flag, Use::Reject, "hybrid (Mamba) models are not modelled");
-    add(t, {"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"}, Kind::Flag, Use::Reject,
-        "the combined 1F1B schedule that hides EP all-to-alls behind another micro-batch's compute is not modelled; "
-        "without the flag the step is simulated with exposed all-to-alls (an upper bound)");
+    add(t, {"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"}, Kind::Flag, Use::Map);
     add(t, {"--no-pin-cpu-grads", "--no-pin-cpu-params"}, Kind::Flag, Use::Reject,
         "CPU offload copies are modelled from pinned host memory (cluster.host_to_device_GBps); pageable copies are "
         "slower and synchronous: set a lower cluster.host_to_device_GBps and drop the flag");
@@ -918,6 +916,8 @@ YAML::Node build(const Args& a) {
   tr["overlap_grad_reduce"] = a.has("--overlap-grad-reduce");
   tr["overlap_param_gather"] = a.has("--overlap-param-gather");
   tr["tp_comm_overlap"] = a.has("--tp-comm-overlap");
+  if (a.has("--overlap-moe-expert-parallel-comm")) tr["overlap_moe_expert_parallel_comm"] = true;
+  if (a.has("--delay-wgrad-compute")) tr["delay_wgrad_compute"] = true;
   // CUDA graphs (Megatron-Core's local graphs, Transformer Engine's make_graphed_callables) replay the layers' kernels
   // without the host issuing each one: no eager launch gap.
   const auto graph_impl = a.opt_choice("--cuda-graph-impl", {"none", "local", "transformer_engine"});

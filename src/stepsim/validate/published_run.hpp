@@ -41,6 +41,9 @@ struct PublishedRun {
   // Optional columns beyond the published format (explicit answers to what a source leaves implicit):
   std::string flop_convention;     // model | hardware
   std::optional<bool> sequence_parallel, tp_comm_overlap;
+  // Megatron-Core's combined 1F1B EP overlap (--overlap-moe-expert-parallel-comm, Megatron-Bridge's moe_a2a_overlap)
+  // and --delay-wgrad-compute.
+  std::optional<bool> overlap_moe_expert_parallel_comm, delay_wgrad_compute;
   std::string attention_backend;   // flash | unfused
   std::string pipeline_layout;     // Megatron-Core's --pipeline-model-parallel-layout (checked when the job is built)
 };

@@ -402,6 +402,8 @@ RunJob job_for_run(const PublishedRun& r) {
   }
   const bool notes_overlap = contains(r.notes, "tp-comm-overlap") && !contains(r.notes, "no-tp-comm-overlap");
   if (r.tp_comm_overlap.value_or(notes_overlap) && r.tp > 1) t["tp_comm_overlap"] = true;
+  if (r.overlap_moe_expert_parallel_comm.value_or(false)) t["overlap_moe_expert_parallel_comm"] = true;
+  if (r.delay_wgrad_compute.value_or(false)) t["delay_wgrad_compute"] = true;
   root["training"] = t;
 
   YAML::Node c(YAML::NodeType::Map);

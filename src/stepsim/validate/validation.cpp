@@ -27,6 +27,9 @@ Simulated simulate_row(const PublishedRun& run, const RunJob& rj, const Validati
   std::vector<std::string> choices;
   if (rj.root["training"]["recompute"]) choices.push_back(rj.root["training"]["recompute"].as<std::string>());
   else choices = {"none", "selective", "full"};
+  // Megatron-Core refuses full recompute under the combined 1F1B EP overlap: such a run's authors had two choices.
+  const YAML::Node ep_overlap = rj.root["training"]["overlap_moe_expert_parallel_comm"];
+  if (ep_overlap && ep_overlap.as<bool>() && choices.size() > 1) choices.pop_back();
   Simulated out;
   for (size_t i = 0; i < choices.size(); ++i) {
     YAML::Node root = YAML::Clone(rj.root);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <type_traits>
 #include <unordered_map>
 
@@ -75,6 +76,7 @@ class StageBuilder {
     fp8_ = job.training.precision == spec::Precision::Fp8;
     fp8_cast_bytes_ = beta_ + 2 + (job.training.fp8_recipe == spec::Fp8Recipe::Current ? beta_ : 0);
     mask_bytes_ = job.model.hidden_dropout > 0 ? 1 : 0;
+    ep_overlap_ = job.training.overlap_moe_expert_parallel_comm;
     // Layers of every model chunk of this stage (model chunk index = chunk * p + stage).
     std::vector<int> per_chunk(static_cast<size_t>(p_) * v_);
     const auto& pl = par.pipeline_layers;
@@ -160,7 +162,7 @@ class StageBuilder {
       }
     }
     op.kind = OpKind::Compute;
-    op.stream = Stream::Compute;
+    op.stream = compute_stream_;
     tag(op);
     // Transformer Engine saves an fp8 linear layer's input for the weight gradient as the fp8 copy it cast
     // (1 byte per element, the columnwise/transposed data), not the bf16 tensor.
@@ -201,7 +203,8 @@ class StageBuilder {
     tag(op);
     return pb_.emit(op, name, {dep, dep2});
   }
-  void tag(Op& op) const {
+  void tag(Op& op) {
+    if (combined_) combined_keys_.push_back(combined_key());
     op.phase = phase_;
     op.layer = static_cast<int16_t>(std::min(layer_, 32767));
     op.microbatch = mb_;
@@ -380,6 +383,44 @@ class StageBuilder {
   std::vector<bool> chunk_started_;
   int64_t sp_params_ = 0;  // parameters replicated over TP under SP, whose gradients Megatron all-reduces over TP
   int64_t pending_alloc_ = 0;  // checkpoint bytes charged to the next compute op
+
+  // ---- Megatron-Core's combined 1F1B step (training.overlap_moe_expert_parallel_comm; combined_1f1b.py and
+  // TransformerLayerSchedulePlan.run). Both halves are built as usual, each op tagged with its layer slot in its pass
+  // and the layer sub-module (node) it belongs to; the step's ops are then put in the order Megatron issues the nodes:
+  // per layer pair, on the compute stream the forward's pre-dispatch part, the backward's experts, the forward's
+  // experts, the backward's pre-dispatch part, while on the EP stream the backward's combine, the forward's dispatch,
+  // the backward's dispatch and the forward's combine each run beside the other half's computation.
+  enum class Piece : uint8_t { Pre, Dispatch, Mlp, Combine, Post };
+  static int piece_order(Piece p, bool backward) {
+    //                          Pre Dispatch Mlp Combine Post
+    static constexpr int fwd[] = {3, 5, 8, 9, 11};
+    static constexpr int bwd[] = {10, 7, 4, 2, 1};
+    return (backward ? bwd : fwd)[static_cast<int>(p)];
+  }
+  // Slot before the layers (forward embedding, then the backward's output layer) and after them (forward output layer,
+  // then the backward's embedding), as Megatron's TransformerModelChunkSchedulePlan.run orders pre/post-process.
+  static constexpr int kBeforeLayersSlot = -1, kAfterLayersSlot = 1 << 20;
+  int64_t combined_key() const {
+    const bool edge = slot_ == kBeforeLayersSlot || slot_ == kAfterLayersSlot;
+    return int64_t{slot_ + 1} * 16 + (edge ? (combined_backward_ ? 1 : 0) : piece_order(piece_, combined_backward_));
+  }
+  // Sets the node the next ops belong to, only for the pass being built in that direction (a recompute's forward
+  // inside the backward keeps the backward's node).
+  void set_piece(Piece p, bool backward) {
+    if (backward == (phase_ != Phase::Forward)) piece_ = p;
+  }
+  void combined_step(const PipelineAction& a, Ref blocking, Ref fwd_async, Ref bwd_async);
+  bool ep_overlap_ = false;        // training.overlap_moe_expert_parallel_comm: the layer is split into its nodes
+  // Where compute() issues kernels: the EP stream for the combine node's computation under the combined schedule
+  // (Megatron runs the whole moe_combine node, unpermutation and bias-dropout-add included, on its communication
+  // stream, so the other half's pre-dispatch computation is not queued behind it).
+  Stream compute_stream_ = Stream::Compute;
+  void combine_node_stream(bool on) { compute_stream_ = on && ep_overlap_ ? Stream::Ep : Stream::Compute; }
+  bool combined_ = false;          // building a Combined action
+  bool combined_backward_ = false;  // ... its backward half
+  int slot_ = 0;                   // layer position in the current pass (kBeforeLayersSlot / kAfterLayersSlot)
+  Piece piece_ = Piece::Pre;
+  std::vector<int64_t> combined_keys_;
 };
 
 // ---------------------------------------------------------------- embedding and head
@@ -449,12 +490,15 @@ Ref StageBuilder::mtp_fwd(int unit, Ref in) {
   Ref p = compute(gemm(d.tokens, d.h / d.t, 2 * d.h), "mtp_eh_proj", {x}, 2 * beta_ * d.tokens * d.h);
   Ref g = coll(d.sp ? CollType::ReduceScatter : CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h,
                "mtp_eh_proj_output_gather", p);
-  return head_fwd(layer_fwd(unit, g));
+  const Ref out = layer_fwd(unit, g);
+  set_piece(Piece::Post, false);  // the MTP layer's output layer and loss: Megatron's mtp_post_process node
+  return head_fwd(out);
 }
 
 Ref StageBuilder::mtp_bwd(int unit, Ref in) {
   const auto& d = d_;
   layer_ = unit;
+  set_piece(Piece::Post, true);
   Ref h = head_bwd(in);
   Ref l = layer_bwd(unit, h);  // leaves layer_ = unit
   Ref b = column_parallel_bwd("mtp_eh_proj", d.tokens, d.h / d.t, 2 * d.h, l, d.sp);
@@ -779,6 +823,7 @@ Ref StageBuilder::attention_bwd(Ref in) {
 
 Ref StageBuilder::mlp_fwd(Ref in) {
   const auto& d = d_;
+  set_piece(Piece::Mlp, false);
   Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm", {in},
                   beta_ * d.tokens_sp * d.h);
   Ref r = mlp_body_fwd(n);
@@ -803,6 +848,7 @@ Ref StageBuilder::mlp_body_fwd(Ref n) {
 
 Ref StageBuilder::mlp_bwd(Ref in) {
   const auto& d = d_;
+  set_piece(Piece::Mlp, true);
   layernorm_recompute("pre_mlp_layernorm_recompute", in);
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add_bwd", {in});
   // The checkpoint re-runs when the gradient reaches its output.
@@ -820,11 +866,18 @@ Ref StageBuilder::mlp_bwd(Ref in) {
 // moe_shared_expert_overlap).
 Ref StageBuilder::moe_fwd(Ref in) {
   const auto& d = d_;
+  set_piece(Piece::Pre, false);
   Ref n = compute(memop(ComputeCategory::Norm, 2 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm", {in},
                   beta_ * d.tokens_sp * d.h);
+  // Under the combined 1F1B schedule the shared expert runs in the pre-dispatch node, before the router (Megatron's
+  // submodule_pre_dispatch_forward), and its output joins in the combine node.
+  const Ref shared = ep_overlap_ && job_.model.moe->shared_expert_ffn_hidden_size > 0 ? shared_expert_fwd(n) : Ref{};
   Ref out = moe_body_fwd(n);
-  return compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add", {out},
-                 mask_bytes_ * d.tokens_sp * d.h);
+  set_piece(Piece::Combine, false);
+  const Ref r = compute(memop(ComputeCategory::Elementwise, 4 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add",
+                        {out, shared}, mask_bytes_ * d.tokens_sp * d.h);
+  combine_node_stream(false);
+  return r;
 }
 
 // The MoE layer after its norm. Under recompute_modules' moe the forward keeps only the router's input (the
@@ -847,6 +900,7 @@ Ref StageBuilder::moe_body_fwd(Ref n) {
   });
   Ref tk = compute(memop(ComputeCategory::Elementwise, 8 * d.tokens_sp * E), "router_topk", {rt}, keep ? 4 * d.tokens_sp * E : 0);
   Ref g = moe_to_experts(tk, false);
+  set_piece(Piece::Mlp, false);
   // moe_shared_expert_overlap: the shared expert's fc1 is issued while the dispatch runs, its fc2 while the combine runs.
   Ref sa = overlap ? shared_expert_fc1_fwd(n) : Ref{};
   g = moe_expert_order(g, false);
@@ -865,7 +919,7 @@ Ref StageBuilder::moe_body_fwd(Ref n) {
     extra_deps_.push_back(shared_out);  // the layer's output waits for the shared expert too
     return out;
   }
-  return shared ? shared_expert_fwd(out) : out;
+  return shared && !ep_overlap_ ? shared_expert_fwd(out) : out;
 }
 
 StageBuilder::MoeTokens StageBuilder::moe_tokens() const {
@@ -906,8 +960,10 @@ Ref StageBuilder::moe_to_experts(Ref dep, bool backward) {
                          : dep;
   if (type == spec::TokenDispatcher::AllToAll) x = compute(permute_gather(2 * mt.routed_sp, backward), permute, {dep});
   if (!backward) x = moe_host_sync(x, counts);
+  set_piece(backward ? Piece::Combine : Piece::Dispatch, backward);
   x = coll(CollType::AllToAll, GroupKind::Ep, beta_ * mt.routed_sp * d.h,
            backward ? "moe_combine_all_to_all_bwd" : "moe_dispatch_all_to_all", x);
+  combine_node_stream(false);
   return mt.tp_stage ? coll(CollType::AllGather, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_all_gather" + sfx, x)
                      : x;
 }
@@ -966,11 +1022,14 @@ Ref StageBuilder::moe_from_experts(Ref dep, bool backward) {
     return mt.tp_stage ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * d.tokens * d.h,
                               "moe_tp_reduce_scatter" + sfx, x) : x;
   }
+  set_piece(backward ? Piece::Dispatch : Piece::Combine, backward);
   Ref x = d.et == 1 ? dep
           : d.sp    ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_reduce_scatter" + sfx, dep)
                     : coll(CollType::AllReduce, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_all_reduce" + sfx, dep);
   x = coll(CollType::AllToAll, GroupKind::Ep, beta_ * mt.routed_sp * d.h,
            backward ? "moe_dispatch_all_to_all_bwd" : "moe_combine_all_to_all", x);
+  set_piece(backward ? Piece::Pre : Piece::Combine, backward);  // the permutation's backward: pre-dispatch node
+  if (!backward) combine_node_stream(true);  // until the layer's bias-dropout-add (moe_fwd)
   if (type == spec::TokenDispatcher::Flex) return x;
   return compute(permute_scatter(2 * mt.routed_sp), unpermute, {x});
 }
@@ -1044,7 +1103,9 @@ Ref StageBuilder::moe_bwd(Ref in) {
   const int64_t routed = moe_tokens().routed;
   const int64_t fe = moe.ffn_hidden_size, fe_in = ffn_in(fe);
   const bool shared_expert = moe.shared_expert_ffn_hidden_size > 0;
+  set_piece(Piece::Combine, true);
   layernorm_recompute("pre_mlp_layernorm_recompute", in);
+  combine_node_stream(true);  // the combine node's backward, until its all-to-all (moe_to_experts)
   Ref b = compute(memop(ComputeCategory::Elementwise, 3 * beta_ * d.tokens_sp * d.h), "mlp_bias_dropout_add_bwd", {in});
   // recompute_modules' moe: the whole layer re-runs (its dispatch and combine included) when the gradient reaches its
   // output.
@@ -1052,9 +1113,11 @@ Ref StageBuilder::moe_bwd(Ref in) {
   Ref shared{};
   // Created last in forward, autograd runs the shared expert first; with moe_shared_expert_overlap it runs beside the
   // combine's gradient exchange instead.
-  if (shared_expert && !moe.shared_expert_overlap) shared_expert_bwd(b, shared);
+  // Under the combined 1F1B schedule it belongs to the pre-dispatch node: its backward comes after the dispatch's.
+  if (shared_expert && !moe.shared_expert_overlap && !ep_overlap_) shared_expert_bwd(b, shared);
   Ref g = moe_to_experts(b, true);
   if (shared_expert && moe.shared_expert_overlap) shared_expert_bwd(b, shared);
+  set_piece(Piece::Mlp, true);
   g = moe_expert_order(g, true);
   const int64_t per_expert = std::max<int64_t>(1, routed / e_loc);
   const int batch = static_cast<int>(e_loc);
@@ -1066,17 +1129,26 @@ Ref StageBuilder::moe_bwd(Ref in) {
               beta_ * routed * fe / d.et);
     });
   }
+  // delay_wgrad_compute: the experts' weight gradients are issued after their input gradients, and the dispatch's
+  // backward all-to-all waits for the input gradients only (it runs beside the weight-gradient GEMMs).
+  const bool delay = job_.training.delay_wgrad_compute;
   compute(gemm(per_expert, fe / d.et, d.h, batch), "expert_fc2_dgrad", {g});
-  wgrad(fe / d.et, d.h, per_expert, "expert_fc2_wgrad", {}, batch);
+  if (!delay) wgrad(fe / d.et, d.h, per_expert, "expert_fc2_wgrad", {}, batch);
   compute(memop(ComputeCategory::Elementwise, beta_ * routed * (2 * fe_in + fe) / d.et), "expert_act_bwd", {});
   compute(gemm(per_expert, d.h, fe_in / d.et, batch), "expert_fc1_dgrad", {});
-  Ref f1 = wgrad(d.h, fe_in / d.et, per_expert, "expert_fc1_wgrad", {}, batch);
-  Ref pm = moe_from_experts(moe_token_order(f1, true), true);
+  if (!delay) wgrad(d.h, fe_in / d.et, per_expert, "expert_fc1_wgrad", {}, batch);
+  const Ref input_grad = moe_token_order(pb_.last(Stream::Compute), true);
+  if (delay) {
+    wgrad(fe / d.et, d.h, per_expert, "expert_fc2_wgrad", {}, batch);
+    wgrad(d.h, fe_in / d.et, per_expert, "expert_fc1_wgrad", {}, batch);
+  }
+  Ref pm = moe_from_experts(input_grad, true);
   Ref rt = bf16_gemms([&] {
     const Ref dg = compute(gemm(d.tokens_sp, d.h, E), "router_dgrad", {pm});
     wgrad(d.h, E, d.tokens_sp, "router_wgrad");
     return dg;
   });
+  if (shared_expert && !moe.shared_expert_overlap && ep_overlap_) shared_expert_bwd(b, shared);
   return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "pre_mlp_layernorm_bwd", {rt, shared});
 }
 
@@ -1120,6 +1192,7 @@ Ref StageBuilder::layer_bwd(int layer, Ref in) {
     layer_ = layer;
   }
   Ref m = job_.model.is_moe_layer(layer) ? moe_bwd(in) : mlp_bwd(in);
+  set_piece(Piece::Pre, true);
   return attention_bwd(m);
 }
 
@@ -1388,8 +1461,11 @@ void StageBuilder::forward_step(int mb, int chunk, Ref in) {
   z3_gathers_.clear();
   const std::vector<int> units = units_of(chunk, true);
   Ref x = in;
+  int layer_slot = 0;
   for (size_t i = 0; i < units.size(); ++i) {
     const int unit = units[i];
+    slot_ = unit == kEmbeddingUnit ? kBeforeLayersSlot : unit == kHeadUnit ? kAfterLayersSlot : layer_slot++;
+    piece_ = Piece::Pre;
     unit_saved_ = 0;
     params_ready(chunk, units, i);
     offload_before_forward(unit);
@@ -1414,8 +1490,11 @@ void StageBuilder::backward_step(int mb, int chunk, Ref in) {
   };
   const std::vector<int> units = units_of(chunk, false);
   Ref x = in;
+  int layer_slot = 0;
   for (size_t i = 0; i < units.size(); ++i) {
     const int unit = units[i];
+    slot_ = unit == kHeadUnit ? kBeforeLayersSlot : unit == kEmbeddingUnit ? kAfterLayersSlot : layer_slot++;
+    piece_ = Piece::Post;
     unit_saved_ = 0;
     params_ready(chunk, units, i);
     reload_before_backward(unit);
@@ -1454,6 +1533,30 @@ Ref StageBuilder::p2p(uint64_t send_prev, uint64_t send_next, uint64_t recv_prev
   return pb_.emit(op, name, {dep, dep2});
 }
 
+// Builds the forward half, then the backward half (independent of it: Megatron schedules one more warm-up forward
+// for that), then issues the step's ops in the combined order. The sort is stable and each half's keys never decrease
+// in the order it was built, so every op still follows what it depends on, on its stream or across streams.
+void StageBuilder::combined_step(const PipelineAction& a, Ref blocking, Ref fwd_async, Ref bwd_async) {
+  const size_t begin = prog_.ops.size();
+  combined_keys_.clear();
+  combined_ = true;
+  combined_backward_ = false;
+  extra_deps_.push_back(fwd_async);
+  forward_step(a.microbatch, a.chunk, blocking);
+  const size_t forward_ops = combined_keys_.size();
+  combined_backward_ = true;
+  extra_deps_.push_back(bwd_async);
+  backward_step(a.b_microbatch, a.b_chunk, blocking);
+  combined_ = false;
+  for (size_t i = 1; i < combined_keys_.size(); ++i) {
+    if (i != forward_ops && combined_keys_[i] < combined_keys_[i - 1]) {
+      throw std::logic_error("combined 1F1B step: op '" + prog_.names[prog_.ops[begin + i].name] +
+                             "' is tagged before the op built ahead of it");
+    }
+  }
+  pb_.reorder_since(begin, combined_keys_);
+}
+
 void StageBuilder::build() {
   prog_.stage = stage_;
   chunk_started_.assign(v_, false);
@@ -1477,8 +1580,11 @@ void StageBuilder::build() {
   // asynchronous one of its direction (the pp stream is FIFO, so waiting on a later one covers earlier ones).
   Ref blocking{}, fwd_async{}, bwd_async{};
   const auto& par = job_.parallelism;
-  for (const PipelineAction& a : pipeline_actions(par.schedule, stage_, p_, v_, m_, par.overlap_p2p_comm)) {
+  for (const PipelineAction& a : pipeline_actions(par.schedule, stage_, p_, v_, m_, par.overlap_p2p_comm, ep_overlap_)) {
     switch (a.kind) {
+      case PipelineAction::Combined:
+        combined_step(a, blocking, fwd_async, bwd_async);
+        break;
       case PipelineAction::Forward:
         extra_deps_.push_back(fwd_async);
         forward_step(a.microbatch, a.chunk, blocking);

@@ -1,5 +1,7 @@
 #include "stepsim/workload/program.hpp"
 
+#include <algorithm>
+#include <numeric>
 #include <stdexcept>
 
 namespace stepsim::workload {
@@ -42,6 +44,50 @@ ProgramBuilder::Ref ProgramBuilder::emit(Op op, const std::string& name, const s
   p_.stream_ops[s].push_back(static_cast<uint32_t>(p_.ops.size()));
   p_.ops.push_back(op);
   return Ref{op.stream, ++counts_[s]};
+}
+
+void ProgramBuilder::reorder_since(size_t begin, const std::vector<int64_t>& keys) {
+  auto& ops = p_.ops;
+  const size_t n = ops.size() - begin;
+  if (keys.size() != n) throw std::logic_error("reorder_since: one key per op expected");
+  if (n < 2) return;
+  // Streams' positions of the reordered ops start at first[s]; a wait on a count beyond it names one of them.
+  std::array<size_t, kNumStreams> first{};
+  for (int s = 0; s < kNumStreams; ++s) {
+    const auto& so = p_.stream_ops[s];
+    first[s] = static_cast<size_t>(std::lower_bound(so.begin(), so.end(), static_cast<uint32_t>(begin)) - so.begin());
+  }
+  std::vector<uint32_t> target(p_.waits.size(), UINT32_MAX);  // waits naming a moved op: that op's old index
+  for (size_t i = begin; i < ops.size(); ++i) {
+    for (uint32_t w = ops[i].wait_begin; w < ops[i].wait_begin + ops[i].wait_count; ++w) {
+      const Wait& wt = p_.waits[w];
+      const int s = static_cast<int>(wt.stream);
+      if (wt.count > first[s]) target[w] = p_.stream_ops[s][wt.count - 1];
+    }
+  }
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+  std::vector<Op> moved(ops.begin() + static_cast<std::ptrdiff_t>(begin), ops.end());
+  std::vector<uint32_t> new_index(n), stream_pos(n);
+  for (auto& so : p_.stream_ops) so.resize(first[&so - p_.stream_ops.data()]);
+  for (size_t j = 0; j < n; ++j) {
+    const uint32_t old = order[j];
+    const auto idx = static_cast<uint32_t>(begin + j);
+    ops[idx] = moved[old];
+    new_index[old] = idx;
+    auto& so = p_.stream_ops[static_cast<int>(ops[idx].stream)];
+    stream_pos[old] = static_cast<uint32_t>(so.size());
+    so.push_back(idx);
+  }
+  for (size_t i = begin; i < ops.size(); ++i) {
+    for (uint32_t w = ops[i].wait_begin; w < ops[i].wait_begin + ops[i].wait_count; ++w) {
+      if (target[w] == UINT32_MAX) continue;
+      const uint32_t t = target[w] - static_cast<uint32_t>(begin);
+      if (new_index[t] >= i) throw std::logic_error("reorder_since: an op would be issued before an op it waits for");
+      p_.waits[w].count = stream_pos[t] + 1;
+    }
+  }
 }
 
 }  // namespace stepsim::workload

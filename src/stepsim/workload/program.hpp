@@ -91,6 +91,10 @@ class ProgramBuilder {
   // Ref to the last op issued on a stream (count 0 = nothing yet).
   Ref last(Stream s) const { return Ref{s, counts_[static_cast<int>(s)]}; }
   Op& back() { return p_.ops.back(); }
+  // Re-issues the ops appended since op index `begin` in the order of `keys` (one per op; stable), every wait still
+  // naming the op it named. Refs taken to those ops before the call are stale. Throws std::logic_error if an op
+  // would come before an op it waits for on another stream (same-stream order is the caller's to keep).
+  void reorder_since(size_t begin, const std::vector<int64_t>& keys);
 
  private:
   uint16_t intern(const std::string& name);

@@ -4,14 +4,14 @@
 
 namespace stepsim::workload {
 
-int warmup_steps(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int m) {
+int warmup_steps(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int m, bool combined) {
   switch (schedule) {
     case spec::PipelineSchedule::GPipe: return m;
-    case spec::PipelineSchedule::OneFOneB: return std::min(stages - stage - 1, m);
+    case spec::PipelineSchedule::OneFOneB: return std::min(stages - stage - 1 + (combined && stages == 1 ? 1 : 0), m);
     case spec::PipelineSchedule::Interleaved1F1B: {
       const int total = m * chunks;
       if (m == stages) return total;  // Megatron: all forwards first when micro-batches == stages
-      return std::min((stages - stage - 1) * 2 + (chunks - 1) * stages, total);
+      return std::min((stages - stage - 1) * 2 + (chunks - 1) * stages + (combined ? 1 : 0), total);
     }
   }
   return 0;
@@ -26,6 +26,18 @@ class Emitter {
   bool last_stage() const { return s_ == p_ - 1; }
   void forward(int mb, int chunk) { out.push_back({PipelineAction::Forward, mb, chunk}); }
   void backward(int mb, int chunk) { out.push_back({PipelineAction::Backward, mb, chunk}); }
+  // The forward of (mb, chunk) and the backward of (b_mb, b_chunk), combined when `combined`, else one after the other.
+  void forward_backward(int mb, int chunk, int b_mb, int b_chunk, bool combined) {
+    if (!combined) {
+      forward(mb, chunk);
+      backward(b_mb, b_chunk);
+      return;
+    }
+    PipelineAction a{PipelineAction::Combined, mb, chunk};
+    a.b_microbatch = b_mb;
+    a.b_chunk = b_chunk;
+    out.push_back(a);
+  }
   void exchange(bool send_next, bool send_prev, bool recv_prev, bool recv_next,
                 PipelineAction::Wait wait = PipelineAction::Blocking) {
     PipelineAction a{PipelineAction::Exchange};
@@ -55,6 +67,14 @@ void gpipe(Emitter& e, int m) {
   }
 }
 
+// Megatron-Core's combined_1f1b_schedule_for_no_pipelining: micro-batch 0's forward alone, then the forward of i
+// with the backward of i - 1, then the last backward alone.
+void combined_no_pipelining(Emitter& e, int m) {
+  e.forward(0, 0);
+  for (int i = 1; i < m; ++i) e.forward_backward(i, 0, i - 1, 0, true);
+  e.backward(m - 1, 0);
+}
+
 void one_f_one_b(Emitter& e, int stage, int stages, int m) {
   const int warm = std::min(stages - stage - 1, m), remaining = m - warm;
   const bool up = !e.first_stage(), down = !e.last_stage();
@@ -81,7 +101,7 @@ void one_f_one_b(Emitter& e, int stage, int stages, int m) {
 // overlap: Megatron's overlap_p2p_comm path — in warm-up and steady state the forward-direction and the
 // backward-direction exchanges are separate and asynchronous, waited for just before the next forward /
 // backward step; the cool-down stays blocking.
-void interleaved(Emitter& e, int stage, int p, int v, int m, bool overlap) {
+void interleaved(Emitter& e, int stage, int p, int v, int m, bool overlap, bool combined) {
   using W = PipelineAction;
   const int total = m * v, group = p * v;
   auto chunk_of = [&](int k, bool forward) {
@@ -92,7 +112,7 @@ void interleaved(Emitter& e, int stage, int p, int v, int m, bool overlap) {
   auto first_model_chunk = [&](int c) { return stage == 0 && c == 0; };
   auto last_model_chunk = [&](int c) { return stage == p - 1 && c == v - 1; };
   const bool all_warmup = m == p;
-  const int warm = warmup_steps(spec::PipelineSchedule::Interleaved1F1B, stage, p, v, m);
+  const int warm = warmup_steps(spec::PipelineSchedule::Interleaved1F1B, stage, p, v, m, combined);
   const int remaining = total - warm;
 
   e.exchange(false, false, !e.first_stage(), false);  // recv_forward for chunk 0
@@ -116,6 +136,17 @@ void interleaved(Emitter& e, int stage, int p, int v, int m, bool overlap) {
     bool recv_prev = e.first_stage() ? chunk_of(fk - (p - 1), true) != v - 1 : true;
     const bool recv_next = e.last_stage() ? chunk_of(k - (p - 1), false) != 0 : true;
     if (k == remaining - 1) recv_prev = false;
+    if (combined) {
+      // Both halves run before either exchange (Megatron's post_forward / post_backward after the combined step).
+      e.forward_backward(mb_of(fk), chunk_of(fk, true), mb_of(k), chunk_of(k, false), true);
+      if (overlap) {
+        e.exchange(send_next, false, recv_prev, false, W::ForwardAsync);
+        e.exchange(false, send_prev, false, recv_next, W::BackwardAsync);
+      } else {
+        e.exchange(send_next, send_prev, recv_prev, recv_next);
+      }
+      continue;
+    }
     e.forward(mb_of(fk), chunk_of(fk, true));
     if (overlap) e.exchange(send_next, false, recv_prev, false, W::ForwardAsync);
     e.backward(mb_of(k), chunk_of(k, false));
@@ -133,12 +164,17 @@ void interleaved(Emitter& e, int stage, int p, int v, int m, bool overlap) {
 }  // namespace
 
 std::vector<PipelineAction> pipeline_actions(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int m,
-                                             bool overlap_p2p_comm) {
+                                             bool overlap_p2p_comm, bool combined_1f1b) {
   Emitter e(stage, stages);
   switch (schedule) {
     case spec::PipelineSchedule::GPipe: gpipe(e, m); break;
-    case spec::PipelineSchedule::OneFOneB: one_f_one_b(e, stage, stages, m); break;
-    case spec::PipelineSchedule::Interleaved1F1B: interleaved(e, stage, stages, chunks, m, overlap_p2p_comm); break;
+    case spec::PipelineSchedule::OneFOneB:
+      if (combined_1f1b && stages == 1) combined_no_pipelining(e, m);
+      else one_f_one_b(e, stage, stages, m);
+      break;
+    case spec::PipelineSchedule::Interleaved1F1B:
+      interleaved(e, stage, stages, chunks, m, overlap_p2p_comm, combined_1f1b);
+      break;
   }
   return std::move(e.out);
 }

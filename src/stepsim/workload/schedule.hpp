@@ -10,9 +10,12 @@
 namespace stepsim::workload {
 
 struct PipelineAction {
-  enum Kind { Forward, Backward, Exchange } kind = Forward;
+  // Combined: Megatron-Core's combined 1F1B step (training.overlap_moe_expert_parallel_comm), the forward of
+  // (microbatch, chunk) and the backward of (b_microbatch, b_chunk) run layer by layer together.
+  enum Kind { Forward, Backward, Exchange, Combined } kind = Forward;
   int microbatch = 0;
   int chunk = 0;  // model chunk on this stage (0 .. virtual_stages-1)
+  int b_microbatch = 0, b_chunk = 0;  // Combined only: the backward half
   // Exchange: activation to the next stage / gradient to the previous stage; receive from them.
   bool send_next = false, send_prev = false, recv_prev = false, recv_next = false;
   // Who waits for an exchange: Blocking = the next compute step; ForwardAsync / BackwardAsync = the next
@@ -21,10 +24,16 @@ struct PipelineAction {
   bool empty_exchange() const { return !(send_next || send_prev || recv_prev || recv_next); }
 };
 
+// combined_1f1b: Megatron-Core's combined 1F1B schedules (combined_1f1b.py): without pipelining the first forward runs
+// alone, then each forward is paired with the previous micro-batch's backward; interleaved, one more warm-up forward
+// (so that the paired steps are independent) and every steady-state forward/backward pair is one Combined action.
+// Needs the interleaved schedule when stages > 1 (spec::validate refuses the rest).
 std::vector<PipelineAction> pipeline_actions(spec::PipelineSchedule schedule, int stage, int stages, int chunks,
-                                             int num_microbatches, bool overlap_p2p_comm = false);
+                                             int num_microbatches, bool overlap_p2p_comm = false,
+                                             bool combined_1f1b = false);
 
 // Warm-up forward steps of a stage (before its first backward).
-int warmup_steps(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int num_microbatches);
+int warmup_steps(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int num_microbatches,
+                 bool combined_1f1b = false);
 
 }  // namespace stepsim::workload
