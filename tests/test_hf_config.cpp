@@ -251,6 +251,9 @@ TEST(HfConfig, DeepSeekV3) {
   EXPECT_EQ(i64(moe, "layer_freq"), 1);
   EXPECT_TRUE(moe["capacity_factor"].IsNull());
   EXPECT_EQ(i64(m, "mtp_layers"), 1);  // num_nextn_predict_layers: modelled as in --mtp-num-layers
+  EXPECT_EQ(i64(moe, "router_num_groups"), 8);  // n_group, topk_group: group-limited routing
+  EXPECT_EQ(i64(moe, "router_group_topk"), 4);
+  EXPECT_FALSE(load("deepseek-v2-lite.json")["moe"]["router_num_groups"]);  // n_group 1: no limit
 }
 
 TEST(HfConfig, EmitsOnlySchemaKeys) {
@@ -262,7 +265,8 @@ TEST(HfConfig, EmitsOnlySchemaKeys) {
   static const std::set<std::string> kAttention = {"type", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                                                    "qk_rope_head_dim", "v_head_dim"};
   static const std::set<std::string> kMoe = {"num_experts", "topk", "ffn_hidden_size", "shared_expert_ffn_hidden_size",
-                                             "layer_freq", "first_k_dense", "capacity_factor"};
+                                             "layer_freq", "first_k_dense", "capacity_factor", "router_num_groups",
+                                             "router_group_topk"};
   for (const char* f : {"llama-2-7b-hf.json", "meta-llama-3-70b.json", "mistral-7b-v0.1.json", "mixtral-8x7b-v0.1.json",
                         "qwen2-7b.json", "qwen1.5-moe-a2.7b.json", "gpt2.json", "gpt-neox-20b.json",
                         "deepseek-v2-lite.json", "deepseek-v3.json"}) {

@@ -567,6 +567,12 @@ TEST(MegatronArgs, CombinedOneFOneBFlagsMapToTheTrainingKeys) {
   EXPECT_FALSE(job("")["training"]["overlap_moe_expert_parallel_comm"]);
 }
 
+TEST(MegatronArgs, GroupLimitedRoutingMapsToTheMoeKeys) {
+  const YAML::Node j = job("--num-experts 16 --moe-router-topk 4 --moe-router-num-groups 4 --moe-router-group-topk 2");
+  EXPECT_EQ(i64(j["model"]["moe"], "router_num_groups"), 4);
+  EXPECT_EQ(i64(j["model"]["moe"], "router_group_topk"), 2);
+}
+
 TEST(MegatronArgsErrors, UnknownArgument) {
   try {
     job("--no-such-flag 3");

@@ -243,6 +243,10 @@ TEST(OverlapEngine, LearnedModelDrivesTheEngine) {
   EXPECT_DOUBLE_EQ(hj["step_time_s"].get<double>(),
                    nlohmann::json::parse(test::read_file(coeff_out))["step_time_s"].get<double>());
   EXPECT_FALSE(nlohmann::json::parse(test::read_file(coeff_out)).contains("notes"));
+  // plan times its best rows with the engine: it says the same (issue 15 item 8).
+  const auto plan = test::run_cli("plan " + job + " --top 1 --simulate 1");
+  ASSERT_EQ(plan.code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("engine-timed rows: " + said), std::string::npos) << plan.output;
   const auto missing = test::run_cli("simulate " + job + " --set simulation.overlap_file=");
   EXPECT_EQ(missing.code, 2) << missing.output;
   EXPECT_NE(missing.output.find("simulation.overlap_file"), std::string::npos) << missing.output;

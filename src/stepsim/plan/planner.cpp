@@ -324,6 +324,13 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
     for (spec::Fp8Recipe r : o.space.fp8_recipes) names += (names.empty() ? "" : ", ") + std::string(spec::name_of(r));
     notes.push_back("fp8 recipes searched (--fp8-recipes): " + names + " (layout column fp8:<recipe>)");
   }
+  // What the engine runs would print (issue 15 item 8): a learned overlap model that does not know the GPU falls back
+  // to the coefficients for the engine-timed rows.
+  if (base.simulation.overlap_model != spec::OverlapModel::None) {
+    std::string fallback;
+    sim::make_overlap_model(base, &fallback);
+    if (!fallback.empty()) notes.push_back("engine-timed rows: " + fallback);
+  }
   if (base.training.overlap_moe_expert_parallel_comm) {
     notes.push_back("the job's overlap_moe_expert_parallel_comm (combined 1F1B) is kept for every plan: plans Megatron-Core "
                     "refuses with it (full recompute, pipeline > 1 without interleaving) are removed by megatron-checks; "

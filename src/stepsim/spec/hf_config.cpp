@@ -199,6 +199,7 @@ struct Moe {
   int64_t shared_ffn = 0;
   int64_t layer_freq = 1;
   int64_t first_k_dense = 0;
+  int64_t router_groups = 0, router_group_topk = 0;  // DeepSeek's n_group / topk_group (group-limited routing)
 };
 
 struct Mla {
@@ -390,6 +391,12 @@ void read_deepseek(const Config& c, Model& m) {
   const int64_t f = c.opt_int("moe_layer_freq").value_or(1);
   moe.layer_freq = f;
   moe.first_k_dense = (k + f - 1) / f * f;
+  // Group-limited routing (V2: n_group 8, topk_group 3; V3: 8, 4); 1 group = no limit.
+  const int64_t groups = c.opt_int("n_group", 1).value_or(1);
+  if (groups > 1) {
+    moe.router_groups = groups;
+    moe.router_group_topk = c.req_int("topk_group");
+  }
   if (moe.first_k_dense >= m.num_layers) return;  // every layer dense
   m.moe = moe;
 }
@@ -500,6 +507,10 @@ YAML::Node to_node(const Model& m) {
     moe["shared_expert_ffn_hidden_size"] = m.moe->shared_ffn;
     moe["layer_freq"] = m.moe->layer_freq;
     moe["first_k_dense"] = m.moe->first_k_dense;
+    if (m.moe->router_groups > 0) {
+      moe["router_num_groups"] = m.moe->router_groups;
+      moe["router_group_topk"] = m.moe->router_group_topk;
+    }
     moe["capacity_factor"] = YAML::Node(YAML::NodeType::Null);  // HF MoE models are dropless
     n["moe"] = moe;
   }

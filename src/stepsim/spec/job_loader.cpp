@@ -262,6 +262,8 @@ ModelSpec read_model(StrictSection s) {
         {{"alltoall", TokenDispatcher::AllToAll}, {"allgather", TokenDispatcher::AllGather}, {"flex", TokenDispatcher::Flex}});
     moe.shared_expert_overlap = e.get_bool("shared_expert_overlap", false);
     moe.permute_fusion = e.get_bool("permute_fusion", true);
+    moe.router_num_groups = static_cast<int>(e.get_int("router_num_groups", 0, 0, 1 << 16));
+    moe.router_group_topk = static_cast<int>(e.get_int("router_group_topk", 0, 0, 1 << 16));
     moe.layer_freq = static_cast<int>(e.get_int("layer_freq", 1, 1, 100000));
     // first_dense_layers is the (and NeMo's) name for the same count; one of the two.
     if (e.has("first_k_dense") && e.has("first_dense_layers")) {

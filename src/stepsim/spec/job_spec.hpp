@@ -69,6 +69,11 @@ struct MoeSpec {
   // unpermutes with an atomic scatter_add and index_select's backward is an atomic index_add: several times slower.
   // The job file defaults to the recipes' choice (on); --megatron-args to Megatron-LM's (off unless the flag is given).
   bool permute_fusion = true;
+  // Group-limited routing (Megatron-Core's --moe-router-num-groups / --moe-router-group-topk; DeepSeek-V3's n_group 8,
+  // topk_group 4): the experts in router_num_groups contiguous groups, a token's experts from its best
+  // router_group_topk groups. 0 = no limit. Changes how many nodes the flex (DeepEP) dispatcher sends a token to.
+  int router_num_groups = 0;
+  int router_group_topk = 0;
 };
 
 struct ModelSpec {

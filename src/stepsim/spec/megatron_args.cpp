@@ -139,6 +139,7 @@ const Table& table() {
             "--ffn-hidden-size", "--normalization", "--seq-length", "--max-position-embeddings", "--vocab-size",
             "--padded-vocab-size", "--make-vocab-size-divisible-by", "--tokenizer-type", "--num-experts",
             "--moe-router-topk", "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--moe-layer-freq",
+            "--moe-router-num-groups", "--moe-router-group-topk",
             "--moe-expert-capacity-factor", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
             "--mtp-num-layers", "--v-head-dim", "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size",
             "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--num-layers-per-virtual-pipeline-stage",
@@ -274,7 +275,7 @@ const Table& table() {
             "--min-loss-scale", "--loss-scale-window", "--hysteresis", "--fp8-margin", "--fp8-interval",
             "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-quantizer-factory",
             "--moe-router-dtype",
-            "--moe-router-score-function", "--moe-router-num-groups", "--moe-router-group-topk",
+            "--moe-router-score-function",
             "--moe-router-topk-scaling-factor", "--moe-router-bias-update-rate", "--moe-z-loss-coeff",
             "--moe-input-jitter-eps", "--moe-deepep-num-sms", "--moe-token-drop-policy",
             "--moe-upcycling-granularity", "--ddp-num-buckets", "--microbatch-group-size-per-virtual-pipeline-stage",
@@ -724,6 +725,8 @@ YAML::Node build(const Args& a) {
                                     .value_or("allgather");
       if (a.has("--moe-shared-expert-overlap")) moe["shared_expert_overlap"] = true;
       moe["permute_fusion"] = a.has("--moe-permute-fusion");  // Megatron-LM's default: unfused
+      if (auto g = a.opt_int("--moe-router-num-groups")) moe["router_num_groups"] = *g;
+      if (auto g = a.opt_int("--moe-router-group-topk")) moe["router_group_topk"] = *g;
       model["moe"] = moe;
     }
   }

@@ -266,6 +266,20 @@ void validate(JobSpec& job) {
     fail("training.tp_comm_overlap", "needs parallelism.sequence_parallel: true (Megatron-LM asserts it: userbuffers "
                                      "overlap the sequence-parallel all-gathers and reduce-scatters)");
   }
+  if (job.model.moe && (job.model.moe->router_num_groups > 0 || job.model.moe->router_group_topk > 0)) {
+    const MoeSpec& moe = *job.model.moe;
+    const char* k = "model.moe.router_num_groups";
+    if (moe.router_num_groups == 0 || moe.router_group_topk == 0)
+      fail(moe.router_num_groups == 0 ? k : "model.moe.router_group_topk",
+           "router_num_groups and router_group_topk go together (group-limited routing)");
+    if (moe.num_experts % moe.router_num_groups != 0)
+      fail(k, s(moe.router_num_groups) + " does not divide model.moe.num_experts " + s(moe.num_experts));
+    if (moe.router_group_topk > moe.router_num_groups)
+      fail("model.moe.router_group_topk", s(moe.router_group_topk) + " exceeds router_num_groups " +
+                                              s(moe.router_num_groups));
+    if (int64_t{moe.router_group_topk} * (moe.num_experts / moe.router_num_groups) < moe.topk)
+      fail("model.moe.router_group_topk", "the chosen groups hold fewer experts than topk " + s(moe.topk));
+  }
   if (job.model.moe && job.model.moe->shared_expert_overlap) {
     if (job.model.moe->shared_expert_ffn_hidden_size == 0)
       fail("model.moe.shared_expert_overlap", "needs a shared expert (model.moe.shared_expert_ffn_hidden_size > 0)");

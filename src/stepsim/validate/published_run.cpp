@@ -172,6 +172,11 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
     run.tp_comm_overlap = r.boolean("tp_comm_overlap");
     run.overlap_moe_expert_parallel_comm = r.boolean("overlap_moe_expert_parallel_comm");
     run.delay_wgrad_compute = r.boolean("delay_wgrad_compute");
+    run.token_dispatcher = lower_case(r.text("token_dispatcher"));
+    if (!run.token_dispatcher.empty() && run.token_dispatcher != "alltoall" && run.token_dispatcher != "allgather" &&
+        run.token_dispatcher != "flex") {
+      r.fail("token_dispatcher", "'" + run.token_dispatcher + "' is not alltoall, allgather or flex");
+    }
     run.attention_backend = lower_case(r.text("attention_backend"));
     if (!run.attention_backend.empty() && run.attention_backend != "flash" && run.attention_backend != "unfused") {
       r.fail("attention_backend", "'" + run.attention_backend + "' is not flash or unfused");

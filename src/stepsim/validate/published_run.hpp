@@ -44,6 +44,7 @@ struct PublishedRun {
   // Megatron-Core's combined 1F1B EP overlap (--overlap-moe-expert-parallel-comm, Megatron-Bridge's moe_a2a_overlap)
   // and --delay-wgrad-compute.
   std::optional<bool> overlap_moe_expert_parallel_comm, delay_wgrad_compute;
+  std::string token_dispatcher;    // alltoall | allgather | flex (DeepEP); blank = the job's default (alltoall)
   std::string attention_backend;   // flash | unfused
   std::string pipeline_layout;     // Megatron-Core's --pipeline-model-parallel-layout (checked when the job is built)
 };

@@ -39,6 +39,7 @@ struct Family {
   int64_t shared_expert_ffn = 0;  // x moe_ffn_hidden
   int first_dense = 0;
   int mtp = 0;  // multi-token prediction depths of the published architecture (DeepSeek-V3: 1)
+  int router_groups = 0, router_group_topk = 0;  // group-limited routing (DeepSeek-V2: 8 / 3, V3: 8 / 4)
   int64_t head_dim = 0;  // attention head width when not hidden / heads (Qwen3: 128); 0 = hidden / heads
   bool dropout = true;   // residual dropout 0.1 (Megatron's default, GPT-3 era); modern families train without
   const char* name = "GPT";
@@ -61,6 +62,8 @@ Family family_of(const PublishedRun& r) {
     f.shared_expert_ffn = v3 ? 1 : 2;
     f.first_dense = v3 ? 3 : 1;
     f.mtp = v3 ? 1 : 0;
+    f.router_groups = 8;  // config.json n_group, topk_group
+    f.router_group_topk = v3 ? 4 : 3;
   } else if (n.find("nemotron") != std::string::npos) {
     // Nemotron-3/4 (NeMo's Nemotron configs, arXiv:2402.16819): squared-ReLU MLP of two GEMMs (ffn 4h), LayerNorm,
     // RoPE, no biases, untied embeddings, no dropout. Squared ReLU costs what GeLU costs.
@@ -255,6 +258,11 @@ RunJob job_for_run(const PublishedRun& r) {
     e["ffn_hidden_size"] = fe;
     if (f.shared_expert_ffn > 0) e["shared_expert_ffn_hidden_size"] = f.shared_expert_ffn * fe;
     if (f.first_dense > 0) e["first_k_dense"] = f.first_dense;
+    if (f.router_groups > 0) {
+      e["router_num_groups"] = f.router_groups;
+      e["router_group_topk"] = f.router_group_topk;
+    }
+    if (!r.token_dispatcher.empty()) e["token_dispatcher"] = r.token_dispatcher;
     m["moe"] = e;
   }
   if (f.mtp > 0) {

@@ -13,6 +13,7 @@
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/workload/dp_buckets.hpp"
 #include "stepsim/workload/model_dims.hpp"
+#include "stepsim/workload/moe_routing.hpp"
 #include "stepsim/workload/optimizer_offload.hpp"
 #include "stepsim/workload/schedule.hpp"
 #include "stepsim/workload/static_memory.hpp"
@@ -263,6 +264,7 @@ class StageBuilder {
   // Dispatch (forward) or the combine's gradient (backward): from this rank's tokens to its experts' input.
   Ref moe_to_experts(Ref dep, bool backward);
   Ref moe_host_sync(Ref dep, Ref dep2);
+  int64_t ep_all_to_all_bytes() const;
   // Combine (forward) or the dispatch's gradient (backward): from its experts' output to this rank's tokens.
   Ref moe_from_experts(Ref dep, bool backward);
   Ref moe_expert_order(Ref x, bool backward);
@@ -961,11 +963,33 @@ Ref StageBuilder::moe_to_experts(Ref dep, bool backward) {
   if (type == spec::TokenDispatcher::AllToAll) x = compute(permute_gather(2 * mt.routed_sp, backward), permute, {dep});
   if (!backward) x = moe_host_sync(x, counts);
   set_piece(backward ? Piece::Combine : Piece::Dispatch, backward);
-  x = coll(CollType::AllToAll, GroupKind::Ep, beta_ * mt.routed_sp * d.h,
+  x = coll(CollType::AllToAll, GroupKind::Ep, ep_all_to_all_bytes(),
            backward ? "moe_combine_all_to_all_bwd" : "moe_dispatch_all_to_all", x);
   combine_node_stream(false);
   return mt.tp_stage ? coll(CollType::AllGather, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_all_gather" + sfx, x)
                      : x;
+}
+
+// Message size S of one EP all-to-all. The alltoall dispatcher sends one copy per routed expert (the permuted rows).
+// DeepEP (flex) sends a token once per destination rank inside a node and, across nodes, once per destination node
+// (forwarded over NVLink there): S is set so that the all-to-all's inter-node share, (n - K)/n S, carries the expected
+// remote nodes a token reaches (or, within one node, its share (n - 1)/n S the remote ranks); moe_routing.hpp.
+int64_t StageBuilder::ep_all_to_all_bytes() const {
+  const MoeTokens mt = moe_tokens();
+  const int64_t per_expert = beta_ * mt.routed_sp * d_.h;
+  const auto& moe = *job_.model.moe;
+  if (moe.token_dispatcher != spec::TokenDispatcher::Flex) return per_expert;
+  const auto g = cost::normalized(layout_.geometry(GroupKind::Ep, layout_.group_id(GroupKind::Ep, layout_.rank_of({0, 0, 0, stage_}))));
+  const ExpertRouting r{moe.num_experts, moe.topk, moe.router_num_groups, moe.router_group_topk};
+  double copies = 0;  // per token, in units of the all-to-all's message
+  if (g.nodes > 1) {
+    const double remote_nodes = expected_blocks_reached(r, g.nodes) * (g.nodes - 1) / g.nodes;
+    copies = remote_nodes * g.ranks / (g.ranks - g.ranks_per_node);
+  } else {
+    copies = expected_blocks_reached(r, g.ranks);
+  }
+  const double bytes = static_cast<double>(beta_ * d_.tokens_sp * d_.h) * cf_ * copies;
+  return std::min(per_expert, static_cast<int64_t>(std::llround(bytes)));
 }
 
 // Megatron-Core's dropless dispatchers bring the tokens-per-expert counts to the host once per forward (alltoall: the
@@ -1026,7 +1050,7 @@ Ref StageBuilder::moe_from_experts(Ref dep, bool backward) {
   Ref x = d.et == 1 ? dep
           : d.sp    ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_reduce_scatter" + sfx, dep)
                     : coll(CollType::AllReduce, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_all_reduce" + sfx, dep);
-  x = coll(CollType::AllToAll, GroupKind::Ep, beta_ * mt.routed_sp * d.h,
+  x = coll(CollType::AllToAll, GroupKind::Ep, ep_all_to_all_bytes(),
            backward ? "moe_dispatch_all_to_all_bwd" : "moe_combine_all_to_all", x);
   set_piece(backward ? Piece::Pre : Piece::Combine, backward);  // the permutation's backward: pre-dispatch node
   if (!backward) combine_node_stream(true);  // until the layer's bias-dropout-add (moe_fwd)
