@@ -315,3 +315,66 @@ TEST(ProfileCli, BadInputsExitTwoWithOneLine) {
 
 }  // namespace
 }  // namespace stepsim::profile
+
+namespace stepsim::profile {
+namespace {
+
+// Issue 15 item 2 through the CLI: two nodes of two ranks, node1's clock 5 ms ahead (its own nsys export), TP pairs
+// inside each node (10 all-reduces a step), DP pairs across the nodes (one all-gather a step), two of rank 3's TP
+// kernels missing from its export. `profile nccl --sync-clocks` recovers -5 ms for node1's ranks within 1 us.
+TEST(ProfileCli, SyncClocksRecoversAPerNodeSkewWithMissingKernels) {
+  const int64_t skew = 5'000'000;
+  struct Proc {
+    std::string host;
+    int pid, dev;
+    std::string tp_comm, dp_comm;
+  };
+  const std::vector<Proc> procs = {{"node0", 100, 0, "0xa0", "0xc0"}, {"node0", 101, 1, "0xa1", "0xc1"},
+                                   {"node1", 200, 0, "0xb0", "0xd0"}, {"node1", 201, 1, "0xb1", "0xd1"}};
+  std::string log;
+  for (size_t i = 0; i < procs.size(); ++i) {
+    const Proc& p = procs[i];
+    const std::string pre = p.host + ":" + std::to_string(p.pid) + ":" + std::to_string(p.pid) + " [" +
+                            std::to_string(p.dev) + "] NCCL INFO ";
+    const std::string bus = p.dev == 0 ? "1000" : "2000";
+    log += pre + "comm " + p.tp_comm + " rank " + std::to_string(p.dev) + " nranks 2 cudaDev " + std::to_string(p.dev) +
+           " busId " + bus + " commId 0x" + (i < 2 ? "1" : "2") + " - Init COMPLETE\n";
+    log += pre + "comm " + p.dp_comm + " rank " + std::to_string(i / 2) + " nranks 2 cudaDev " + std::to_string(p.dev) +
+           " busId " + bus + " commId 0x" + (p.dev == 0 ? "3" : "4") + " - Init COMPLETE\n";
+  }
+  std::vector<std::tuple<int64_t, int64_t, int, std::string>> k0, k1;
+  int opc_tp = 0;
+  for (int step = 0; step < 5; ++step) {
+    const int64_t t0 = 10'000'000 * step;
+    for (int k = 0; k < 10; ++k, ++opc_tp) {
+      for (const Proc& p : procs) {
+        log += call_line(p.host, p.pid, p.dev, "AllReduce", opc_tp, 262144, 7, p.tp_comm, 2);
+        if (p.pid == 201 && step == 2 && (k == 3 || k == 6)) continue;  // missing from node1's export
+        const int64_t t = t0 + 100'000 * k + 37 * p.dev + (p.host == "node1" ? skew : 0);
+        (p.host == "node0" ? k0 : k1).emplace_back(t, t + 10'000, p.pid, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+      }
+    }
+    for (const Proc& p : procs) {
+      log += call_line(p.host, p.pid, p.dev, "AllGather", step, 262144, 7, p.dp_comm, 2);
+      const int64_t t = t0 + 5'000'000 + 53 * p.dev + (p.host == "node1" ? skew : 0);
+      (p.host == "node0" ? k0 : k1).emplace_back(t, t + 20'000, p.pid, "ncclDevKernel_AllGather_RING_LL");
+    }
+  }
+  const std::string logf = test::write_temp("skew.log", log);
+  const std::string db0 = make_db("skew0.sqlite", k0), db1 = make_db("skew1.sqlite", k1);
+  const std::string dir = test::temp_dir();
+  const auto res = test::run_cli("profile nccl --log " + logf + " --nsys " + db0 + " " + db1 +
+                                 " --parallelism tp=2,dp=2 --sync-clocks --summary " + dir + "skew.json");
+  ASSERT_EQ(res.code, 0) << res.output;
+  const auto s = nlohmann::json::parse(test::read_file(dir + "skew.json"));
+  ASSERT_EQ(s["ranks"].size(), 4u) << s["ranks"].dump();
+  for (const auto& r : s["ranks"]) {
+    const bool node1 = r["host"] == "node1";
+    EXPECT_NEAR(r["clock_offset_ns"].get<double>(), node1 ? -static_cast<double>(skew) : 0.0, 1000.0) << r.dump();
+  }
+  EXPECT_EQ(s["ranks"][3]["kernels"], 53);  // the two missing kernels leave two calls unmatched, nothing shifted
+  EXPECT_EQ(s["unmatched"], 2);
+}
+
+}  // namespace
+}  // namespace stepsim::profile
