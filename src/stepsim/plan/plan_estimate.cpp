@@ -42,6 +42,80 @@ void add(LayerCosts::Part& a, const LayerCosts::Part& b) {
 
 }  // namespace
 
+namespace {
+
+// A rank's streams replayed in issue order (every rank of the probe runs the same program, so a collective starts
+// when this rank's inputs are ready): a compute op starts when its stream is free and what it waits for has finished,
+// a collective when its group's stream is free and its inputs are ready. The time the compute stream stands idle
+// waiting for a collective is that collective kind's exposed time; communication that runs beside compute
+// (userbuffers TP overlap, ring attention, backward reduce-scatters under the weight gradients) costs nothing, as in
+// the engine.
+struct StreamReplay {
+  std::vector<double> start_s, end_s, prev_free_s;  // per op; prev_free_s: when its stream became free for it
+  std::vector<int> blocker;                         // the op whose end decided its start (-1: its stream)
+};
+
+StreamReplay replay_streams(const workload::Workload& w, const cost::CollectiveModel& comm) {
+  const workload::Program& prog = w.programs[0];
+  const size_t n = prog.ops.size();
+  StreamReplay r{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n), std::vector<int>(n, -1)};
+  std::array<std::optional<cost::GroupGeometry>, workload::kNumGroupKinds> geometry;
+  std::array<double, workload::kNumStreams> stream_free{};
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = prog.ops[i];
+    double ready = 0;
+    for (uint32_t k = 0; k < op.wait_count; ++k) {
+      const workload::Wait& wt = prog.waits[op.wait_begin + k];
+      if (wt.count == 0) continue;
+      const auto& on = prog.stream_ops[static_cast<int>(wt.stream)];
+      const uint32_t j = on[std::min<size_t>(wt.count, on.size()) - 1];
+      if (r.end_s[j] > ready) ready = r.end_s[j], r.blocker[i] = static_cast<int>(j);
+    }
+    double dur = 0;
+    if (op.kind == OpKind::Compute) {
+      dur = static_cast<double>(op.duration_ns) * kNs;
+    } else if (op.kind == OpKind::Collective) {
+      // One geometry per group kind (RankLayout::geometry walks the group's ranks; a ring-attention layer alone
+      // issues 3c - 1 CP exchanges).
+      auto& geo = geometry[static_cast<int>(op.group)];
+      if (!geo) geo = w.layout.geometry(op.group, 0);
+      dur = static_cast<double>(comm.collective_ns(op.coll, op.bytes, *geo)) * kNs;
+    }
+    const int st = static_cast<int>(op.stream);
+    r.prev_free_s[i] = stream_free[st];
+    r.start_s[i] = std::max(stream_free[st], ready);
+    r.end_s[i] = r.start_s[i] + dur;
+    stream_free[st] = r.end_s[i];
+  }
+  return r;
+}
+
+// Combined 1F1B EP overlap: the probe's job again with two micro-batches (forward 0 alone, forward 1 with backward 0,
+// backward 1 alone), replayed; in the combined step, the time the compute stream waits for the EP stream (its
+// all-to-alls and the combine node's computation) is the pair's exposed EP time, charged to the layer of the op that
+// waited.
+std::vector<double> paired_ep_exposure(const spec::JobSpec& probe_job, const cost::ComputeModel& compute,
+                                       const cost::CollectiveModel& comm) {
+  spec::JobSpec job = probe_job;
+  job.training.global_batch_size *= 2;
+  workload::Workload w = workload::build_megatron_workload(job);
+  sim::assign_compute_durations(w, compute);
+  const workload::Program& prog = w.programs[0];
+  const StreamReplay rp = replay_streams(w, comm);
+  std::vector<double> out(job.model.num_layers, 0.0);
+  for (size_t i = 0; i < prog.ops.size(); ++i) {
+    const Op& op = prog.ops[i];
+    const bool paired = (op.microbatch == 1 && op.phase == Phase::Forward) || (op.microbatch == 0 && op.phase != Phase::Forward);
+    if (!paired || op.kind != OpKind::Compute || op.stream != workload::Stream::Compute) continue;
+    if (op.layer < 0 || op.layer >= job.model.num_layers || rp.blocker[i] < 0) continue;
+    if (prog.ops[static_cast<size_t>(rp.blocker[i])].stream != workload::Stream::Ep) continue;
+    out[op.layer] += std::max(0.0, rp.start_s[i] - rp.prev_free_s[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
 LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const cost::ComputeModel& compute,
                              const cost::CollectiveModel& comm) {
   // The smallest data degree that holds the expert groups: EP must divide DP x CP.
@@ -64,41 +138,11 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   out.stored_bytes.assign(layers, 0);
   double stored_total = 0;
   bool before_layers = true;  // layer -1 ops before the first layer are the embedding's
-  std::array<std::optional<cost::GroupGeometry>, workload::kNumGroupKinds> geometry;
-  // The rank's streams replayed in issue order (every rank of the probe runs the same program, so a collective
-  // starts when this rank's inputs are ready): a compute op starts when its stream is free and what it waits for has
-  // finished, a collective when its group's stream is free and its inputs are ready. The time the compute stream
-  // stands idle waiting for a collective is that collective kind's exposed time; communication that runs beside
-  // compute (userbuffers TP overlap, ring attention, backward reduce-scatters under the weight gradients) costs
-  // nothing, as in the engine.
-  std::vector<double> end_s(prog.ops.size(), 0.0);
-  std::array<double, workload::kNumStreams> stream_free{};
+  const StreamReplay rp = replay_streams(w, comm);
   for (size_t i = 0; i < prog.ops.size(); ++i) {
     const Op& op = prog.ops[i];
-    double ready = 0;
-    int blocker = -1;  // the op whose end decided `ready`
-    for (uint32_t k = 0; k < op.wait_count; ++k) {
-      const workload::Wait& wt = prog.waits[op.wait_begin + k];
-      if (wt.count == 0) continue;
-      const auto& on = prog.stream_ops[static_cast<int>(wt.stream)];
-      const uint32_t j = on[std::min<size_t>(wt.count, on.size()) - 1];
-      if (end_s[j] > ready) ready = end_s[j], blocker = static_cast<int>(j);
-    }
-    double dur = 0;
-    if (op.kind == OpKind::Compute) {
-      dur = static_cast<double>(op.duration_ns) * kNs;
-    } else if (op.kind == OpKind::Collective) {
-      // One geometry per group kind (RankLayout::geometry walks the group's ranks; a ring-attention layer alone
-      // issues 3c - 1 CP exchanges).
-      auto& geo = geometry[static_cast<int>(op.group)];
-      if (!geo) geo = w.layout.geometry(op.group, 0);
-      dur = static_cast<double>(comm.collective_ns(op.coll, op.bytes, *geo)) * kNs;
-    }
-    const int st = static_cast<int>(op.stream);
-    const double prev_free = stream_free[st];
-    const double start = std::max(prev_free, ready);
-    end_s[i] = start + dur;
-    stream_free[st] = end_s[i];
+    const double dur = rp.end_s[i] - rp.start_s[i], start = rp.start_s[i], prev_free = rp.prev_free_s[i];
+    const int blocker = rp.blocker[i];
     if (op.microbatch < 0) continue;  // optimizer tail and parameter gathers: planned per stage
     const bool fwd = op.phase == Phase::Forward;
     // Multi-token prediction layers (index >= num_layers) run on the last stage: charged with the head.
@@ -122,16 +166,19 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
     if (op.kind != OpKind::Compute) continue;
     if (op.stream != workload::Stream::Compute) continue;  // a host copy runs beside compute (activation offload)
     part->compute_s += dur;
-    // The compute stream waited for a host copy: that much of the copy is exposed (charged as the layer's time).
-    if (start > prev_free && blocker >= 0 && prog.ops[static_cast<size_t>(blocker)].kind == OpKind::Compute &&
-        prog.ops[static_cast<size_t>(blocker)].stream != workload::Stream::Compute) {
-      part->compute_s += start - prev_free;
-    }
     if (fwd) out.forward_flops += op.flops;
-    // The compute stream waited for a collective: its kind's exposed time.
-    if (start > prev_free && blocker >= 0 && prog.ops[static_cast<size_t>(blocker)].kind == OpKind::Collective) {
-      const double idle = start - prev_free;
-      switch (prog.ops[static_cast<size_t>(blocker)].group) {
+    if (start <= prev_free || blocker < 0) continue;
+    const Op& waited = prog.ops[static_cast<size_t>(blocker)];
+    const double idle = start - prev_free;
+    if (waited.stream == workload::Stream::Ep) {
+      // The EP stream: its all-to-alls, and under the combined 1F1B overlap the combine node's computation on it.
+      part->ep_s += idle;
+    } else if (waited.kind == OpKind::Compute && waited.stream != workload::Stream::Compute) {
+      // A host copy: that much of the copy is exposed (charged as the layer's time).
+      part->compute_s += idle;
+    } else if (waited.kind == OpKind::Collective) {
+      // A collective: its kind's exposed time.
+      switch (waited.group) {
         case GroupKind::Tp: part->tp_s += idle; break;
         case GroupKind::Cp: part->cp_s += idle; break;
         case GroupKind::Ep: part->ep_s += idle; break;
@@ -140,6 +187,7 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
     }
   }
   out.transient_bytes = std::max(0.0, static_cast<double>(prog.activation_peak) - stored_total);
+  if (job.training.overlap_moe_expert_parallel_comm) out.paired_ep_s = paired_ep_exposure(job, compute, comm);
   return out;
 }
 
@@ -335,6 +383,25 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
       add(x.b, lc.last_bwd);
       x.stored += lc.last_stored;
       x.dense += static_cast<double>(d.params_output + d.params_final_norm);
+    }
+  }
+
+  // Combined 1F1B EP overlap: the steady state's forward/backward pairs leave each MoE layer's paired exposure instead
+  // of the two unpaired ones; the warm-up forwards and cool-down backwards (one more warm-up under the overlap) keep
+  // theirs. Averaged over the stage's m v passes.
+  if (!lc.paired_ep_s.empty()) {
+    for (int s = 0; s < p; ++s) {
+      const int total = static_cast<int>(m) * v;
+      const int warm = workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m), true);
+      const double paired = static_cast<double>(total - warm) / static_cast<double>(total);
+      double pair_ep = 0;
+      for (int k = 0; k < v; ++k) {
+        const int c = s + k * p;
+        for (int l = chunk_first[c]; l < chunk_first[c] + chunk_len[c]; ++l) pair_ep += lc.paired_ep_s[l];
+      }
+      Stage& x = st[s];
+      x.f.ep_s = (1 - paired) * x.f.ep_s + paired * pair_ep;
+      x.b.ep_s = (1 - paired) * x.b.ep_s;
     }
   }
 

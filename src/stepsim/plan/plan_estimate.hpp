@@ -36,6 +36,10 @@ struct LayerCosts {
     double total() const { return compute_s + tp_s + cp_s + ep_s; }
   };
   std::vector<Part> fwd, bwd;  // per layer
+  // Combined 1F1B EP overlap (training.overlap_moe_expert_parallel_comm): per layer, the EP time a steady-state
+  // combined pair of a forward and a backward leaves exposed (the compute stream waiting for the EP stream), from a
+  // replay of the probe's job with two micro-batches (docs/MODEL.md §12a). Empty without the overlap.
+  std::vector<double> paired_ep_s;
   Part first_fwd, first_bwd, last_fwd, last_bwd;
   std::vector<double> stored_bytes;  // activations a micro-batch leaves stored per layer until its backward
   double first_stored = 0, last_stored = 0;

@@ -334,8 +334,8 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
   if (base.training.overlap_moe_expert_parallel_comm) {
     notes.push_back("the job's overlap_moe_expert_parallel_comm (combined 1F1B) is kept for every plan: plans Megatron-Core "
                     "refuses with it (full recompute, pipeline > 1 without interleaving) are removed by megatron-checks; "
-                    "the analytic estimate does not model its overlap (it exposes the all-to-alls), the engine-timed "
-                    "rows do");
+                    "the analytic estimate charges the steady state's pairs the EP time a replayed pair leaves exposed, "
+                    "not the later sends of a combined step under pipelining (the engine-timed rows have both)");
   }
   notes.push_back("not searched: attention_backend, the MoE token dispatcher, "
                   "recompute_modules, CPU optimizer offload, activation offload (the job's own settings are kept: "
