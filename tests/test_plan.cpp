@@ -424,7 +424,7 @@ TEST(Planner, NoFeasiblePlanIsAnAnswerWithReasons) {
 namespace stepsim {
 namespace {
 
-// Megatron-Core's combined 1F1B EP overlap kept from the job: a second probe replays one combined pair and the
+// Megatron-Core's combined 1F1B EP overlap, a searched layout variant (ep1f1b): a second probe replays one combined pair and the
 // estimate charges the steady state's pairs only the EP time the pair leaves exposed (the warm-up forwards and
 // cool-down backwards keep their own), within 5 % of the engine without pipelining and
 // within 10 % with PP 2 x VP 2, on a network where the all-to-alls matter (EP 16 or 8 across nodes of 4 at 100 Gb/s
@@ -435,30 +435,27 @@ TEST(Planner, EstimateFollowsTheEngineUnderEpOverlap) {
       " activation: swiglu, normalization: rmsnorm, add_bias_linear: false, vocab_size: 32000, seq_length: 4096,"
       " moe: {num_experts: 16, topk: 4, ffn_hidden_size: 1024, shared_expert_ffn_hidden_size: 1024}}\n"
       "parallelism: {expert: 16}\n"
-      "training: {micro_batch_size: 1, global_batch_size: 64, precision: bf16, distributed_optimizer: true,"
-      " overlap_moe_expert_parallel_comm: true}\n"
+      "training: {micro_batch_size: 1, global_batch_size: 64, precision: bf16, distributed_optimizer: true}\n"
       "cluster: {gpu: H100-SXM, num_gpus: 16, gpus_per_node: 4, inter_node: {bandwidth_Gbps: 100, latency_us: 5}}\n";
   spec::JobSpec base = test::job_from_yaml(yaml);
   spec::validate(base);
   const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
   const auto compute = cost::make_roofline_model(gpu, base.training.precision);
   const auto comm = sim::make_collective_model(base);
-  for (const plan::Plan& p : {plan::Plan{1, 1, 16, 1, 16, 1, 1, spec::Recompute::None, true, false, false},
-                              plan::Plan{1, 2, 8, 1, 8, 1, 2, spec::Recompute::None, true, false, false}}) {
-    spec::JobSpec j = plan::job_for(base, p, 16, 64);
-    spec::validate(j);
-    const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
-    ASSERT_EQ(lc.paired_ep_s.size(), 4u);
-    const double estimate = plan::estimate_plan(j, lc, *compute, *comm).step_time_s;
-    const double engine = engine_step(base, p, 16, 64);
-    spec::JobSpec serial = base;
-    serial.training.overlap_moe_expert_parallel_comm = false;
-    spec::JobSpec js = plan::job_for(serial, p, 16, 64);
-    spec::validate(js);
-    const double serial_estimate =
-        plan::estimate_plan(js, plan::probe_layer_costs(serial, plan::probe_key(p), *compute, *comm), *compute, *comm)
-            .step_time_s;
-    EXPECT_LT(engine, engine_step(serial, p, 16, 64) * 0.95) << "the overlap must save something here";
+  for (plan::Plan p : {plan::Plan{1, 1, 16, 1, 16, 1, 1, spec::Recompute::None, true, false, false},
+                       plan::Plan{1, 2, 8, 1, 8, 1, 2, spec::Recompute::None, true, false, false}}) {
+    auto estimate_of = [&](const plan::Plan& x) {
+      spec::JobSpec j = plan::job_for(base, x, 16, 64);
+      spec::validate(j);
+      const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(x), *compute, *comm);
+      EXPECT_EQ(lc.paired_ep_s.size(), x.ep_overlap ? 4u : 0u);
+      return plan::estimate_plan(j, lc, *compute, *comm).step_time_s;
+    };
+    const double serial_estimate = estimate_of(p), serial_engine = engine_step(base, p, 16, 64);
+    p.ep_overlap = true;
+    EXPECT_EQ(plan::layout_label(p), "ep1f1b");
+    const double estimate = estimate_of(p), engine = engine_step(base, p, 16, 64);
+    EXPECT_LT(engine, serial_engine * 0.95) << "the overlap must save something here";
     EXPECT_LT(estimate, serial_estimate * 0.95) << "and the estimate must see it";
     // With pipelining the combined step sends its forward's output only after the whole pair, which delays the next
     // stage a little; the estimate does not model that (the engine-timed rows do): ~8 % here.

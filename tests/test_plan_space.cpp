@@ -113,12 +113,14 @@ TEST(PlanSpace, LayoutVariantsMultiplyTheLeaves) {
   }
   EXPECT_GT(tpo, 0);
   EXPECT_GT(a2a, 0);
-  // The variants alone: TP 1, CP 1 -> one; TP 2, CP 2 -> 2 x 3; an MoE model at TP 2 -> 2 x 2.
+  // The variants alone: TP 1, CP 1 -> one; TP 2, CP 2 -> 2 x 3; an MoE model at TP 2 -> 2 x 2 x 2 (the combined
+  // 1F1B EP overlap off/on), at TP 1 -> 2.
   spec::ModelSpec dense = tiny(16, 16).model;
   EXPECT_EQ(plan::layout_variants(dense, 1, 1).size(), 1u);
   EXPECT_EQ(plan::layout_variants(dense, 2, 2).size(), 6u);
   dense.moe = spec::MoeSpec{8, 2, 1024, 0, 1, 0, std::nullopt};
-  EXPECT_EQ(plan::layout_variants(dense, 2, 1).size(), 4u);
+  EXPECT_EQ(plan::layout_variants(dense, 2, 1).size(), 8u);
+  EXPECT_EQ(plan::layout_variants(dense, 1, 1).size(), 2u);
 }
 
 TEST(PlanSpace, UnevenStagesFollowMegatronsEmbeddingAndLossAccounting) {

@@ -120,7 +120,7 @@ Action add_plan(CLI::App& app) {
   o->o_init = cmd->add_option("--init-time", o->init_time_s, "e2e: first start-up, seconds (default 0)");
   cmd->add_option("--price", a.price, "USD per GPU-hour: adds the cost of a step (or of the run with e2e)");
   cmd->add_flag("--keep-layout", a.keep_layout,
-                "do not search TP overlap, the CP communication and expert TP: every plan keeps the job's own");
+                "do not search TP overlap, the CP communication, expert TP and EP overlap: every plan keeps the job's own");
   cmd->add_option("--fp8-recipes", a.fp8_recipes,
                   "fp8 jobs: also search these Transformer Engine recipes (delayed,current,blockwise,mxfp8 or all; "
                   "default: the job's own)");

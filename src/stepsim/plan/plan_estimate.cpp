@@ -26,7 +26,7 @@ using workload::Phase;
 
 ProbeKey probe_key(const Plan& p) {
   return ProbeKey{p.tensor, p.context, p.expert, p.micro_batch_size, p.recompute, p.tp_comm_overlap, p.cp_comm_type,
-                  p.expert_tensor, p.fp8_recipe};
+                  p.expert_tensor, p.fp8_recipe, p.ep_overlap};
 }
 
 namespace {
@@ -90,24 +90,19 @@ StreamReplay replay_streams(const workload::Workload& w, const cost::CollectiveM
   return r;
 }
 
-// Combined 1F1B EP overlap: the probe's job again with two micro-batches (forward 0 alone, forward 1 with backward 0,
-// backward 1 alone), replayed; in the combined step, the time the compute stream waits for the EP stream (its
-// all-to-alls and the combine node's computation) is the pair's exposed EP time, charged to the layer of the op that
-// waited.
-std::vector<double> paired_ep_exposure(const spec::JobSpec& probe_job, const cost::ComputeModel& compute,
-                                       const cost::CollectiveModel& comm) {
-  spec::JobSpec job = probe_job;
-  job.training.global_batch_size *= 2;
-  workload::Workload w = workload::build_megatron_workload(job);
-  sim::assign_compute_durations(w, compute);
-  const workload::Program& prog = w.programs[0];
-  const StreamReplay rp = replay_streams(w, comm);
-  std::vector<double> out(job.model.num_layers, 0.0);
+// Combined 1F1B EP overlap: the probe's job runs two micro-batches (forward 0 alone, forward 1 with backward 0,
+// backward 1 alone); in the combined step, the time the compute stream waits for the EP stream (its all-to-alls and
+// the combine node's computation) is the pair's exposed EP time, charged to the layer of the op that waited.
+bool in_combined_pair(const Op& op) {
+  return (op.microbatch == 1 && op.phase == Phase::Forward) || (op.microbatch == 0 && op.phase != Phase::Forward);
+}
+
+std::vector<double> paired_ep_exposure(const workload::Program& prog, const StreamReplay& rp, int layers) {
+  std::vector<double> out(layers, 0.0);
   for (size_t i = 0; i < prog.ops.size(); ++i) {
     const Op& op = prog.ops[i];
-    const bool paired = (op.microbatch == 1 && op.phase == Phase::Forward) || (op.microbatch == 0 && op.phase != Phase::Forward);
-    if (!paired || op.kind != OpKind::Compute || op.stream != workload::Stream::Compute) continue;
-    if (op.layer < 0 || op.layer >= job.model.num_layers || rp.blocker[i] < 0) continue;
+    if (!in_combined_pair(op) || op.kind != OpKind::Compute || op.stream != workload::Stream::Compute) continue;
+    if (op.layer < 0 || op.layer >= layers || rp.blocker[i] < 0) continue;
     if (prog.ops[static_cast<size_t>(rp.blocker[i])].stream != workload::Stream::Ep) continue;
     out[op.layer] += std::max(0.0, rp.start_s[i] - rp.prev_free_s[i]);
   }
@@ -125,7 +120,12 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   p.cp_comm_type = k.cp_comm_type;
   p.expert_tensor = k.expert_tensor;
   p.fp8_recipe = k.fp8_recipe;
-  spec::JobSpec job = job_for(base, p, k.tensor * k.context * data, int64_t{k.micro_batch_size} * data);
+  p.ep_overlap = k.ep_overlap;
+  // Under the combined 1F1B EP overlap the probe runs two micro-batches: the unpaired forward 0 and backward 1 give
+  // the costs below, the pair between them its exposed EP time.
+  const int probe_microbatches = k.ep_overlap ? 2 : 1;
+  spec::JobSpec job = job_for(base, p, k.tensor * k.context * data,
+                              int64_t{k.micro_batch_size} * data * probe_microbatches);
   job.parallelism.pipeline_layers.clear();
   workload::Workload w = workload::build_megatron_workload(job);
   sim::assign_compute_durations(w, compute);
@@ -144,6 +144,7 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
     const double dur = rp.end_s[i] - rp.start_s[i], start = rp.start_s[i], prev_free = rp.prev_free_s[i];
     const int blocker = rp.blocker[i];
     if (op.microbatch < 0) continue;  // optimizer tail and parameter gathers: planned per stage
+    if (probe_microbatches == 2 && in_combined_pair(op)) continue;  // the pair: paired_ep_exposure
     const bool fwd = op.phase == Phase::Forward;
     // Multi-token prediction layers (index >= num_layers) run on the last stage: charged with the head.
     const bool decoder_layer = op.layer >= 0 && op.layer < layers;
@@ -186,8 +187,10 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
       }
     }
   }
-  out.transient_bytes = std::max(0.0, static_cast<double>(prog.activation_peak) - stored_total);
-  if (job.training.overlap_moe_expert_parallel_comm) out.paired_ep_s = paired_ep_exposure(job, compute, comm);
+  // Two micro-batches' activations are stored at the pair's start (forward 1 begins before backward 0 frees).
+  out.transient_bytes =
+      std::max(0.0, static_cast<double>(prog.activation_peak) - probe_microbatches * stored_total);
+  if (probe_microbatches == 2) out.paired_ep_s = paired_ep_exposure(prog, rp, layers);
   return out;
 }
 

@@ -24,6 +24,7 @@ struct ProbeKey {
   spec::CpCommType cp_comm_type = spec::CpCommType::P2P;
   int expert_tensor = 0;
   int fp8_recipe = -1;
+  bool ep_overlap = false;
   auto operator<=>(const ProbeKey&) const = default;
 };
 ProbeKey probe_key(const Plan& p);

@@ -102,6 +102,7 @@ nlohmann::json plan_json(const PlanResult& r, const ReportContext& c) {
               {"tp_comm_overlap", x.tp_comm_overlap},
               {"cp_comm_type", spec::name_of(x.cp_comm_type)},
               {"expert_tensor", x.expert_tensor > 0 ? x.expert_tensor : x.tensor},
+              {"overlap_moe_expert_parallel_comm", x.ep_overlap},
               {"fp8_recipe", x.fp8_recipe >= 0 ? json(spec::name_of(static_cast<spec::Fp8Recipe>(x.fp8_recipe))) : json()},
               {"timed_by", p.simulated ? "engine" : "estimate"},
               {"memory_at_risk", p.memory_at_risk},

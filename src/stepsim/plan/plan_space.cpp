@@ -93,10 +93,22 @@ std::vector<LayoutVariant> layout_variants(const spec::ModelSpec& m, int tensor,
     expand([](LayoutVariant& v, spec::CpCommType x) { v.cp_comm_type = x; },
            std::vector<spec::CpCommType>{spec::CpCommType::P2P, spec::CpCommType::AllGather, spec::CpCommType::A2A});
   if (m.moe && tensor > 1) expand([](LayoutVariant& v, int x) { v.expert_tensor = x; }, std::vector<int>{0, 1});
+  if (m.moe) expand([](LayoutVariant& v, bool x) { v.ep_overlap = x; }, std::vector<bool>{false, true});
   if (!fp8_recipes.empty()) {
     expand([](LayoutVariant& v, spec::Fp8Recipe x) { v.fp8_recipe = static_cast<int>(x); }, fp8_recipes);
   }
   return out;
+}
+
+// The combined 1F1B EP overlap's preconditions that depend on the plan (spec/validate.cpp has them all).
+static bool ep_overlap_allowed(const spec::JobSpec& base, int expert, int pipeline, int virtual_stages, spec::Recompute rc,
+                               int zero_stage) {
+  const auto& moe = base.model.moe;
+  const auto& tr = base.training;
+  if (!moe || expert < 2 || rc == spec::Recompute::Full || (pipeline > 1 && virtual_stages < 2)) return false;
+  if (moe->token_dispatcher == spec::TokenDispatcher::AllGather || moe->shared_expert_overlap) return false;
+  if (zero_stage == 3 || tr.activation_offload_layers > 0 || base.model.mtp_layers > 1) return false;
+  return !(rc == spec::Recompute::Selective && tr.recomputes(spec::RecomputeModule::Moe));
 }
 
 std::vector<int> chunk_layers(int layers, int chunks, bool& ok) {
@@ -148,6 +160,10 @@ spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_
   tr.overlap_grad_reduce = p.overlap_grad_reduce;
   tr.overlap_param_gather = p.overlap_param_gather;
   tr.tp_comm_overlap = p.tp_comm_overlap;
+  // The combined 1F1B EP overlap comes with the delayed weight gradients, as every recipe that sets it (a job's own
+  // setting is kept when it already had the overlap).
+  if (p.ep_overlap != tr.overlap_moe_expert_parallel_comm) tr.delay_wgrad_compute = p.ep_overlap;
+  tr.overlap_moe_expert_parallel_comm = p.ep_overlap;
   if (p.fp8_recipe >= 0) tr.fp8_recipe = static_cast<spec::Fp8Recipe>(p.fp8_recipe);
   j.cluster.num_gpus = gpus;
   return j;
@@ -164,6 +180,7 @@ std::string layout_label(const Plan& p) {
     add(p.cp_comm_type == spec::CpCommType::P2P ? "cp:ring" : p.cp_comm_type == spec::CpCommType::A2A ? "cp:a2a" : "cp:ag");
   }
   if (p.expert_tensor == 1 && p.tensor > 1) add("etp1");
+  if (p.ep_overlap) add("ep1f1b");
   if (p.fp8_recipe >= 0) s += (s.empty() ? "fp8:" : "+fp8:") + std::string(spec::name_of(static_cast<spec::Fp8Recipe>(p.fp8_recipe)));
   return s.empty() ? "-" : s;
 }
@@ -190,6 +207,7 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
     own.tp_comm_overlap = t > 1 && base.training.tp_comm_overlap;
     own.cp_comm_type = base.parallelism.cp_comm_type;
     own.expert_tensor = base.parallelism.expert_tensor == 1 ? 1 : 0;
+    own.ep_overlap = base.training.overlap_moe_expert_parallel_comm;
     if (o.fp8_recipes.empty()) return std::vector<LayoutVariant>{own};
     std::vector<LayoutVariant> out;
     for (spec::Fp8Recipe r : o.fp8_recipes) {
@@ -249,6 +267,12 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
               for (spec::Recompute rc : o.recomputes) {
                 for (const LayoutVariant& lv : variants) {
                   for (const OptimizerVariant& ov : kOptimizerVariantList) {
+                    // Megatron-Core's preconditions of the combined 1F1B EP overlap (spec::validate checks them too),
+                    // tested here first: most MoE candidates fail them, and a refusal by validate costs an exception.
+                    if (lv.ep_overlap && !ep_overlap_allowed(base, e, p, v, rc, ov.zero_stage)) {
+                      drop(Rule::Megatron, 1);
+                      continue;
+                    }
                     Plan pl{t, p, d, c, e, mbs, v, rc};
                     pl.zero_stage = ov.zero_stage;
                     pl.distributed_optimizer = ov.zero_stage >= 1;
@@ -257,6 +281,7 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
                     pl.tp_comm_overlap = lv.tp_comm_overlap;
                     pl.cp_comm_type = lv.cp_comm_type;
                     pl.expert_tensor = lv.expert_tensor;
+                    pl.ep_overlap = lv.ep_overlap;
                     pl.fp8_recipe = lv.fp8_recipe;
                     spec::JobSpec j = job_for(base, pl, n, o.global_batch);
                     try {

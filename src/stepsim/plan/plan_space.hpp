@@ -26,6 +26,10 @@ struct Plan {
   bool tp_comm_overlap = false;
   spec::CpCommType cp_comm_type = spec::CpCommType::P2P;
   int expert_tensor = 0;
+  // MoE: Megatron-Core's combined 1F1B EP overlap (training.overlap_moe_expert_parallel_comm, with
+  // delay_wgrad_compute), searched off/on; plans Megatron-Core refuses with it (EP 1, full recompute, PP > 1 without
+  // interleaving) fall to the job validation.
+  bool ep_overlap = false;
   // fp8 jobs with `stepsim plan --fp8-recipes`: the Transformer Engine recipe (spec::Fp8Recipe as int); -1 keeps the
   // job's own (the default: the recipe is a numerics choice, searched only when asked).
   int fp8_recipe = -1;
@@ -77,6 +81,7 @@ struct LayoutVariant {
   bool tp_comm_overlap = false;
   spec::CpCommType cp_comm_type = spec::CpCommType::P2P;
   int expert_tensor = 0;
+  bool ep_overlap = false;
   int fp8_recipe = -1;  // -1: the job's own
 };
 // fp8_recipes (SpaceOptions::fp8_recipes) multiply the variants when not empty.

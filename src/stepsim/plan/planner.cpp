@@ -309,10 +309,11 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
   if (o.space.search_layouts) {
     notes.push_back("layout variants: TP communication overlap off/on (tpo) when TP > 1, the context-parallel "
                     "communication ring / all-gather / all-to-all (cp:ring, cp:ag, cp:a2a) when CP > 1, expert tensor "
-                    "parallel TP or 1 (etp1) for an MoE model when TP > 1");
+                    "parallel TP or 1 (etp1) for an MoE model when TP > 1, the combined 1F1B EP overlap off/on "
+                    "(ep1f1b) for an MoE model");
   } else {
     notes.push_back("layout variants not searched (--keep-layout): every plan keeps the job's tp_comm_overlap, "
-                    "cp_comm_type and expert_tensor");
+                    "cp_comm_type, expert_tensor and overlap_moe_expert_parallel_comm");
   }
   if (o.space.fp8_recipes.empty() && base.training.precision == spec::Precision::Fp8) {
     notes.push_back(std::string("fp8 recipe: the job's own (") + spec::name_of(base.training.fp8_recipe) +
@@ -331,11 +332,12 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
     sim::make_overlap_model(base, &fallback);
     if (!fallback.empty()) notes.push_back("engine-timed rows: " + fallback);
   }
-  if (base.training.overlap_moe_expert_parallel_comm) {
-    notes.push_back("the job's overlap_moe_expert_parallel_comm (combined 1F1B) is kept for every plan: plans Megatron-Core "
-                    "refuses with it (full recompute, pipeline > 1 without interleaving) are removed by megatron-checks; "
-                    "the analytic estimate charges the steady state's pairs the EP time a replayed pair leaves exposed, "
-                    "not the later sends of a combined step under pipelining (the engine-timed rows have both)");
+  if (base.model.moe) {
+    notes.push_back("ep1f1b plans (Megatron-Core's combined 1F1B EP overlap, with delay_wgrad_compute) exist only where "
+                    "Megatron-Core allows it (EP > 1, no full recompute, interleaving when PP > 1: the rest fall to "
+                    "megatron-checks); the analytic estimate charges their steady-state pairs the EP time a replayed "
+                    "pair leaves exposed, not the later sends of a combined step under pipelining (engine-timed rows "
+                    "have both)");
   }
   notes.push_back("not searched: attention_backend, the MoE token dispatcher, "
                   "recompute_modules, CPU optimizer offload, activation offload (the job's own settings are kept: "
