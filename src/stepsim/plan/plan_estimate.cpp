@@ -392,11 +392,13 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   // Combined 1F1B EP overlap: the steady state's forward/backward pairs leave each MoE layer's paired exposure instead
   // of the two unpaired ones; the warm-up forwards and cool-down backwards (one more warm-up under the overlap) keep
   // theirs. Averaged over the stage's m v passes.
+  std::vector<double> paired_share(p, 0.0);  // per stage: the share of its passes that run in combined pairs
   if (!lc.paired_ep_s.empty()) {
     for (int s = 0; s < p; ++s) {
       const int total = static_cast<int>(m) * v;
       const int warm = workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m), true);
       const double paired = static_cast<double>(total - warm) / static_cast<double>(total);
+      paired_share[s] = paired;
       double pair_ep = 0;
       for (int k = 0; k < v; ++k) {
         const int c = s + k * p;
@@ -444,8 +446,14 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
         if (c == 0) unit(lc.first_fwd, lc.first_bwd, static_cast<double>(d.params_embedding), 0);
         for (int l = chunk_first[c]; l < chunk_first[c] + chunk_len[c]; ++l) {
           const bool moe = job.model.is_moe_layer(l);
-          unit(lc.fwd[l], lc.bwd[l], static_cast<double>(d.layer_params_dense(moe)),
-               moe ? static_cast<double>(d.params_moe_experts) : 0.0);
+          LayerCosts::Part f = lc.fwd[l], b = lc.bwd[l];
+          if (!lc.paired_ep_s.empty()) {
+            // Combined 1F1B EP overlap: the passes are as short as their pairs make them (as for the stage above),
+            // so the data-parallel stream has less compute to hide behind.
+            f.ep_s = (1 - paired_share[s]) * f.ep_s + paired_share[s] * lc.paired_ep_s[l];
+            b.ep_s = (1 - paired_share[s]) * b.ep_s;
+          }
+          unit(f, b, static_cast<double>(d.layer_params_dense(moe)), moe ? static_cast<double>(d.params_moe_experts) : 0.0);
         }
         if (c == chunks - 1) unit(lc.last_fwd, lc.last_bwd, static_cast<double>(d.params_output + d.params_final_norm), 0);
       }
