@@ -87,7 +87,7 @@ TEST(Outputs, ChromeTraceOpensAsPerfettoExpects) {
   for (int s = 0; s < 12; ++s) expected.insert(8 * s);
   EXPECT_EQ(pids, expected);
   for (int pid : expected) {
-    EXPECT_EQ(thread_names[pid], (std::set<std::string>{"compute", "tp", "cp", "ep", "pp", "dp", "memcpy"})) << pid;
+    EXPECT_EQ(thread_names[pid], (std::set<std::string>{"compute", "tp", "cp", "ep", "pp", "dp", "memcpy", "pp_prev"})) << pid;
   }
   EXPECT_GT(complete, 1000);
   EXPECT_GT(with_flops, 0);

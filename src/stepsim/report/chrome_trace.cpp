@@ -104,14 +104,14 @@ void write_chrome_trace(std::ostream& out, const sim::Simulation& s) {
             buf + "}");
     }
   }
-  const std::string pp_tid = std::to_string(static_cast<int>(workload::Stream::Pp));
   int id = 0;
   for (const sim::Flow& f : s.result.flows) {
     const std::string fid = std::to_string(++id);
     event("\"ph\":\"s\",\"name\":\"p2p\",\"cat\":\"pp\",\"id\":" + fid + ",\"pid\":" + std::to_string(f.src_rank) +
-          ",\"tid\":" + pp_tid + ",\"ts\":" + us(f.begin_ns) + ",\"args\":{\"bytes\":" + std::to_string(f.bytes) + "}");
+          ",\"tid\":" + std::to_string(f.src_stream) + ",\"ts\":" + us(f.begin_ns) + ",\"args\":{\"bytes\":" +
+          std::to_string(f.bytes) + "}");
     event("\"ph\":\"f\",\"bp\":\"e\",\"name\":\"p2p\",\"cat\":\"pp\",\"id\":" + fid + ",\"pid\":" +
-          std::to_string(f.dst_rank) + ",\"tid\":" + pp_tid + ",\"ts\":" + us(f.begin_ns));
+          std::to_string(f.dst_rank) + ",\"tid\":" + std::to_string(f.dst_stream) + ",\"ts\":" + us(f.begin_ns));
   }
   out << "\n]}\n";
 }

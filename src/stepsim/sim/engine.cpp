@@ -40,11 +40,16 @@ struct StreamState {
   int64_t post = 0, begin = 0;
 };
 
+// The two pipeline streams: toward the next stage (and every batched exchange) and toward the previous one.
+constexpr int kPpStream = static_cast<int>(Stream::Pp), kPpPrevStream = static_cast<int>(Stream::PpPrev);
+constexpr int p2p_slot(int stream) { return stream == kPpPrevStream ? 1 : 0; }
+
 struct RankState {
   StreamState s[kNumStreams];
   int64_t mem = 0, peak = 0, finish = 0;
-  int32_t p2p_remaining = 0;
-  int64_t p2p_end = 0;
+  // Per pipeline stream: transfers of its exchange in flight, and the latest end among those done.
+  int32_t p2p_remaining[2] = {0, 0};
+  int64_t p2p_end[2] = {0, 0};
 };
 
 // One direction of a pipeline link: sends of `from` to its next (or previous) stage matched in FIFO order
@@ -52,6 +57,7 @@ struct RankState {
 struct Channel {
   bool pending = false;
   bool is_send = false;
+  uint8_t stream = 0;  // the pipeline stream the waiting side posted on
   int64_t t = 0;
   uint64_t bytes = 0;
 };
@@ -64,7 +70,7 @@ struct CollectiveDone {
   int gid;
   int64_t begin;
 };
-constexpr int kCollectiveDone = 7;  // queue "stream" tag of a CollectiveDone entry (streams are 0..6)
+constexpr int kCollectiveDone = 8;  // queue "stream" tag of a CollectiveDone entry (streams are 0..7)
 static_assert(kNumStreams <= kCollectiveDone);
 
 // A matched send/recv carried by a ContendedNetwork, waiting for its completion.
@@ -72,6 +78,7 @@ struct PendingTransfer {
   int src, dst;
   int64_t begin;
   uint64_t bytes;
+  uint8_t src_stream, dst_stream;
 };
 constexpr uint64_t kTransferTag = 1ull << 63;  // network tags: collective slot, or this bit | transfer slot
 
@@ -88,7 +95,7 @@ struct ComputeProgress {
 // Cache of slowdowns: the compute op and the communication ops in flight (one per communication stream, in
 // stream order), by address in their shared Program.
 struct OverlapKey {
-  std::array<const Op*, 6> ops{};
+  std::array<const Op*, 7> ops{};
   bool operator==(const OverlapKey&) const = default;
 };
 struct OverlapKeyHash {
@@ -110,7 +117,7 @@ struct PairSide {
   bool is_send;
   int64_t t;
   uint64_t bytes;
-};
+};  // trace-driven exchanges all run on the pp stream
 
 struct CollKey {
   uint64_t bytes;
@@ -294,7 +301,7 @@ class Engine {
         break;
       case OpKind::P2P:
         if constexpr (kOverlap) overlap_changed(rank, t);
-        post_p2p(rank, op, t);
+        post_p2p(rank, stream, op, t);
         break;
     }
   }
@@ -339,7 +346,7 @@ class Engine {
       const Op& c = current_op(rank, s);
       if (c.kind == OpKind::Compute) continue;
       key.ops[1 + n++] = &c;
-      if (n == 5) break;
+      if (n == 6) break;
     }
     if (n == 0) return 0.0;
     if (auto it = slowdown_cache_.find(key); it != slowdown_cache_.end()) return it->second;
@@ -441,7 +448,7 @@ class Engine {
       const uint32_t slot = static_cast<uint32_t>(tag & ~kTransferTag);
       const PendingTransfer tr = transfers_[slot];
       free_transfers_.push_back(slot);
-      carried(tr.src, tr.dst, tr.bytes, tr.begin, t);
+      carried(tr.src, tr.dst, tr.bytes, tr.begin, t, tr.src_stream, tr.dst_stream);
     }
   }
 
@@ -471,13 +478,14 @@ class Engine {
   }
 
   // ---- point-to-point
-  void post_p2p(int rank, const Op& op, int64_t t) {
+  void post_p2p(int rank, int stream, const Op& op, int64_t t) {
     RankState& rs = ranks_[rank];
+    const int slot = p2p_slot(stream);
     if (op.part_count > 0) {  // trace-driven: explicit peers
       const Program& p = *prog_[rank];
       const workload::RankBinding& b = w_.bindings[rank];
-      rs.p2p_remaining = op.part_count;
-      rs.p2p_end = t;
+      rs.p2p_remaining[slot] = op.part_count;
+      rs.p2p_end[slot] = t;
       for (uint32_t i = op.part_begin; i < op.part_begin + op.part_count; ++i) {
         const workload::P2PPart& part = p.p2p_parts[i];
         const int peer = b.peers[part.peer];
@@ -486,20 +494,21 @@ class Engine {
       }
       return;
     }
-    rs.p2p_remaining = (op.send_next > 0) + (op.send_prev > 0) + (op.recv_prev > 0) + (op.recv_next > 0);
-    rs.p2p_end = t;
+    rs.p2p_remaining[slot] = (op.send_next > 0) + (op.send_prev > 0) + (op.recv_prev > 0) + (op.recv_next > 0);
+    rs.p2p_end[slot] = t;
     const int next = layout_.next_stage_rank(rank), prev = layout_.prev_stage_rank(rank);
     // Transfers that complete right away would finish this op before all are posted; count first.
-    if (op.send_next) transfer(fwd_[rank], true, rank, next, op.send_next, t);
-    if (op.recv_prev) transfer(fwd_[prev], false, prev, rank, op.recv_prev, t);
-    if (op.send_prev) transfer(bwd_[rank], true, rank, prev, op.send_prev, t);
-    if (op.recv_next) transfer(bwd_[next], false, next, rank, op.recv_next, t);
+    if (op.send_next) transfer(fwd_[rank], true, rank, next, op.send_next, t, stream);
+    if (op.recv_prev) transfer(fwd_[prev], false, prev, rank, op.recv_prev, t, stream);
+    if (op.send_prev) transfer(bwd_[rank], true, rank, prev, op.send_prev, t, stream);
+    if (op.recv_next) transfer(bwd_[next], false, next, rank, op.recv_next, t, stream);
   }
 
-  // Posts one side of a transfer src->dst on `ch`; when the other side is already there, carries it.
-  void transfer(Channel& ch, bool is_send, int src, int dst, uint64_t bytes, int64_t t) {
+  // Posts one side of a transfer src->dst on `ch` from pipeline stream `stream`; when the other side is already
+  // there, carries it.
+  void transfer(Channel& ch, bool is_send, int src, int dst, uint64_t bytes, int64_t t, int stream) {
     if (!ch.pending) {
-      ch = Channel{true, is_send, t, bytes};
+      ch = Channel{true, is_send, static_cast<uint8_t>(stream), t, bytes};
       return;
     }
     if (ch.is_send == is_send) {
@@ -512,7 +521,8 @@ class Engine {
     }
     const int64_t begin = std::max(ch.t, t);
     ch.pending = false;
-    start_transfer(src, dst, bytes, begin);
+    const int src_stream = is_send ? stream : ch.stream, dst_stream = is_send ? ch.stream : stream;
+    start_transfer(src, dst, bytes, begin, src_stream, dst_stream);
   }
 
   // Posts one side of a trace-driven transfer src->dst; matched in FIFO order with the other side's posts.
@@ -529,10 +539,10 @@ class Engine {
                                std::to_string(dst) + " (" + std::to_string(other.bytes) + " vs " +
                                std::to_string(bytes) + " bytes)");
     }
-    start_transfer(src, dst, bytes, std::max(other.t, t));
+    start_transfer(src, dst, bytes, std::max(other.t, t), kPpStream, kPpStream);
   }
 
-  void start_transfer(int src, int dst, uint64_t bytes, int64_t begin) {
+  void start_transfer(int src, int dst, uint64_t bytes, int64_t begin, int src_stream, int dst_stream) {
     if (network_) {
       uint32_t slot;
       if (!free_transfers_.empty()) {
@@ -542,28 +552,30 @@ class Engine {
         slot = static_cast<uint32_t>(transfers_.size());
         transfers_.emplace_back();
       }
-      transfers_[slot] = PendingTransfer{src, dst, begin, bytes};
+      transfers_[slot] = PendingTransfer{src, dst, begin, bytes, static_cast<uint8_t>(src_stream),
+                                         static_cast<uint8_t>(dst_stream)};
       network_->start_p2p(kTransferTag | slot, src, dst, bytes, begin);
       return;
     }
     const bool same_node = layout_.node_of(src) == layout_.node_of(dst);
-    carried(src, dst, bytes, begin, begin + std::max<int64_t>(0, comm_.p2p_ns(bytes, same_node)));
+    carried(src, dst, bytes, begin, begin + std::max<int64_t>(0, comm_.p2p_ns(bytes, same_node)), src_stream,
+            dst_stream);
   }
 
-  void carried(int src, int dst, uint64_t bytes, int64_t begin, int64_t end) {
+  void carried(int src, int dst, uint64_t bytes, int64_t begin, int64_t end, int src_stream, int dst_stream) {
     if (record_index_[src] >= 0 && record_index_[dst] >= 0) {
-      result_.flows.push_back(Flow{src, dst, begin, end, bytes});
+      result_.flows.push_back(Flow{src, dst, begin, end, bytes, src_stream, dst_stream});
     }
-    transfer_done(src, begin, end);
-    transfer_done(dst, begin, end);
+    transfer_done(src, src_stream, begin, end);
+    transfer_done(dst, dst_stream, begin, end);
   }
 
-  void transfer_done(int rank, int64_t begin, int64_t end) {
+  void transfer_done(int rank, int stream, int64_t begin, int64_t end) {
     RankState& rs = ranks_[rank];
-    const int pp = static_cast<int>(Stream::Pp);
-    rs.s[pp].begin = std::max(rs.s[pp].begin, begin);
-    rs.p2p_end = std::max(rs.p2p_end, end);
-    if (--rs.p2p_remaining == 0) push(rs.p2p_end, rank, pp);
+    const int slot = p2p_slot(stream);
+    rs.s[stream].begin = std::max(rs.s[stream].begin, begin);
+    rs.p2p_end[slot] = std::max(rs.p2p_end[slot], end);
+    if (--rs.p2p_remaining[slot] == 0) push(rs.p2p_end[slot], rank, stream);
   }
 
   void note_memory(int rank, int64_t t) {

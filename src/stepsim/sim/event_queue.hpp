@@ -11,7 +11,7 @@ namespace stepsim::sim {
 class EventQueue {
  public:
   static constexpr int kRankBits = 21;    // up to 2,097,152 ranks
-  static constexpr int kStreamBits = 3;   // up to 8 streams
+  static constexpr int kStreamBits = 4;   // up to 16 streams (and the collective-done tag)
   static constexpr int kSeqBits = 64 - kRankBits - kStreamBits;
 
   struct Entry {

@@ -31,6 +31,7 @@ struct Flow {
   int src_rank = 0, dst_rank = 0;
   int64_t begin_ns = 0, end_ns = 0;
   uint64_t bytes = 0;
+  int src_stream = 0, dst_stream = 0;  // the pipeline stream (workload::Stream) of each side's exchange
 };
 
 struct SimResult {

@@ -337,7 +337,13 @@ class StageBuilder {
   bool last_model_chunk(int chunk) const { return stage_ == p_ - 1 && chunk == v_ - 1; }
   int64_t p2p_bytes() const { return beta_ * d_.tokens_sp * d_.h; }
   Ref p2p(uint64_t send_prev, uint64_t send_next, uint64_t recv_prev, uint64_t recv_next, Ref dep, Ref dep2 = {},
-          const char* fixed_name = nullptr);
+          const char* fixed_name = nullptr, Stream stream = Stream::Pp);
+  // The last exchange ops a compute step waits for, on each pipeline stream (prev stays empty unless exchanges are
+  // per peer).
+  struct PpRefs {
+    Ref next, prev;
+  };
+  PpRefs exchange(const PipelineAction& a, uint64_t act);
   void check_size() const {
     if (prog_.ops.size() > kMaxOpsPerProgram) {
       throw InputError(job_.source + ": the job needs more than " + std::to_string(kMaxOpsPerProgram) +
@@ -411,7 +417,7 @@ class StageBuilder {
   void set_piece(Piece p, bool backward) {
     if (backward == (phase_ != Phase::Forward)) piece_ = p;
   }
-  void combined_step(const PipelineAction& a, Ref blocking, Ref fwd_async, Ref bwd_async);
+  void combined_step(const PipelineAction& a, PpRefs blocking, PpRefs fwd_async, PpRefs bwd_async);
   bool ep_overlap_ = false;        // training.overlap_moe_expert_parallel_comm: the layer is split into its nodes
   // Where compute() issues kernels: the EP stream for the combine node's computation under the combined schedule
   // (Megatron runs the whole moe_combine node, unpermutation and bias-dropout-add included, on its communication
@@ -1531,10 +1537,10 @@ void StageBuilder::backward_step(int mb, int chunk, Ref in) {
 }
 
 Ref StageBuilder::p2p(uint64_t send_prev, uint64_t send_next, uint64_t recv_prev, uint64_t recv_next, Ref dep,
-                      Ref dep2, const char* fixed_name) {
+                      Ref dep2, const char* fixed_name, Stream stream) {
   Op op;
   op.kind = OpKind::P2P;
-  op.stream = Stream::Pp;
+  op.stream = stream;
   op.group = GroupKind::Pp;
   op.send_prev = send_prev;
   op.send_next = send_next;
@@ -1557,20 +1563,37 @@ Ref StageBuilder::p2p(uint64_t send_prev, uint64_t send_next, uint64_t recv_prev
   return pb_.emit(op, name, {dep, dep2});
 }
 
+// One pipeline exchange. Batched (Megatron's batch_p2p_comm, the default without overlap_p2p_comm) it is one
+// batch_isend_irecv, which PyTorch runs on the pipeline group's own communicator: one op on the pp stream. Under
+// overlap_p2p_comm Megatron issues each send and receive alone (_p2p_ops), and PyTorch gives every pair of ranks its
+// own communicator and stream for those: the parts toward the next stage (pp) and toward the previous one (pp_prev)
+// then queue separately, so a receive still waiting for a late previous stage does not hold back a send to the next
+// one. With two stages both peers are one rank, hence one communicator: one op.
+StageBuilder::PpRefs StageBuilder::exchange(const PipelineAction& a, uint64_t act) {
+  const uint64_t sp = a.send_prev ? act : 0, sn = a.send_next ? act : 0, rp = a.recv_prev ? act : 0,
+                 rn = a.recv_next ? act : 0;
+  const Ref dep = pb_.last(Stream::Compute);
+  if (!job_.parallelism.overlap_p2p_comm || p_ <= 2) return PpRefs{p2p(sp, sn, rp, rn, dep), Ref{}};
+  PpRefs r;
+  if (sn || rn) r.next = p2p(0, sn, 0, rn, dep);
+  if (sp || rp) r.prev = p2p(sp, 0, rp, 0, dep, {}, nullptr, Stream::PpPrev);
+  return r;
+}
+
 // Builds the forward half, then the backward half (independent of it: Megatron schedules one more warm-up forward
 // for that), then issues the step's ops in the combined order. The sort is stable and each half's keys never decrease
 // in the order it was built, so every op still follows what it depends on, on its stream or across streams.
-void StageBuilder::combined_step(const PipelineAction& a, Ref blocking, Ref fwd_async, Ref bwd_async) {
+void StageBuilder::combined_step(const PipelineAction& a, PpRefs blocking, PpRefs fwd_async, PpRefs bwd_async) {
   const size_t begin = prog_.ops.size();
   combined_keys_.clear();
   combined_ = true;
   combined_backward_ = false;
-  extra_deps_.push_back(fwd_async);
-  forward_step(a.microbatch, a.chunk, blocking);
+  extra_deps_.insert(extra_deps_.end(), {fwd_async.next, fwd_async.prev, blocking.prev});
+  forward_step(a.microbatch, a.chunk, blocking.next);
   const size_t forward_ops = combined_keys_.size();
   combined_backward_ = true;
-  extra_deps_.push_back(bwd_async);
-  backward_step(a.b_microbatch, a.b_chunk, blocking);
+  extra_deps_.insert(extra_deps_.end(), {bwd_async.next, bwd_async.prev, blocking.prev});
+  backward_step(a.b_microbatch, a.b_chunk, blocking.next);
   combined_ = false;
   for (size_t i = 1; i < combined_keys_.size(); ++i) {
     if (i != forward_ops && combined_keys_[i] < combined_keys_[i - 1]) {
@@ -1601,8 +1624,8 @@ void StageBuilder::build() {
 
   const uint64_t act = static_cast<uint64_t>(p2p_bytes());
   // The exchanges a compute step waits for: the last blocking one, and under overlap_p2p_comm the last
-  // asynchronous one of its direction (the pp stream is FIFO, so waiting on a later one covers earlier ones).
-  Ref blocking{}, fwd_async{}, bwd_async{};
+  // asynchronous one of its direction (each pipeline stream is FIFO, so waiting on a later op covers earlier ones).
+  PpRefs blocking{}, fwd_async{}, bwd_async{};
   const auto& par = job_.parallelism;
   for (const PipelineAction& a : pipeline_actions(par.schedule, stage_, p_, v_, m_, par.overlap_p2p_comm, ep_overlap_)) {
     switch (a.kind) {
@@ -1610,19 +1633,17 @@ void StageBuilder::build() {
         combined_step(a, blocking, fwd_async, bwd_async);
         break;
       case PipelineAction::Forward:
-        extra_deps_.push_back(fwd_async);
-        forward_step(a.microbatch, a.chunk, blocking);
+        extra_deps_.insert(extra_deps_.end(), {fwd_async.next, fwd_async.prev, blocking.prev});
+        forward_step(a.microbatch, a.chunk, blocking.next);
         break;
       case PipelineAction::Backward:
-        extra_deps_.push_back(bwd_async);
-        backward_step(a.microbatch, a.chunk, blocking);
+        extra_deps_.insert(extra_deps_.end(), {bwd_async.next, bwd_async.prev, blocking.prev});
+        backward_step(a.microbatch, a.chunk, blocking.next);
         break;
-      case PipelineAction::Exchange: {
-        const Ref r = p2p(a.send_prev ? act : 0, a.send_next ? act : 0, a.recv_prev ? act : 0,
-                          a.recv_next ? act : 0, pb_.last(Stream::Compute));
-        (a.wait == PipelineAction::Blocking ? blocking : a.wait == PipelineAction::ForwardAsync ? fwd_async : bwd_async) = r;
+      case PipelineAction::Exchange:
+        (a.wait == PipelineAction::Blocking ? blocking : a.wait == PipelineAction::ForwardAsync ? fwd_async : bwd_async) =
+            exchange(a, act);
         break;
-      }
     }
     check_size();
   }

@@ -3,7 +3,7 @@
 namespace stepsim::workload {
 
 const char* name_of(Stream s) {
-  static const char* const k[] = {"compute", "tp", "cp", "ep", "pp", "dp", "memcpy"};
+  static const char* const k[] = {"compute", "tp", "cp", "ep", "pp", "dp", "memcpy", "pp_prev"};
   return k[static_cast<int>(s)];
 }
 const char* name_of(GroupKind g) {

@@ -7,8 +7,10 @@
 namespace stepsim::workload {
 
 // CUDA-stream-like FIFO queues of a rank. Communication of each parallelism has its own stream, as
-// Megatron-LM/NCCL use separate communicators; compute waits on them where Megatron waits.
-enum class Stream : uint8_t { Compute = 0, Tp, Cp, Ep, Pp, Dp, Memcpy, kCount };
+// Megatron-LM/NCCL use separate communicators; compute waits on them where Megatron waits. Pipeline exchanges run on
+// Pp, except that unbatched ones (Megatron's overlap_p2p_comm: one isend/irecv per peer, each on PyTorch's own
+// communicator for that pair of ranks) to and from the previous stage run on PpPrev, beside those to the next stage.
+enum class Stream : uint8_t { Compute = 0, Tp, Cp, Ep, Pp, Dp, Memcpy, PpPrev, kCount };
 constexpr int kNumStreams = static_cast<int>(Stream::kCount);
 
 // Process groups a collective can run on (rank-layout dimensions). Edp = expert-data-parallel group
