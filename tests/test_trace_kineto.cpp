@@ -191,6 +191,42 @@ TEST(TraceKineto, Naming) {
   EXPECT_EQ(guess_group(false, workload::CollType::AllReduce, {4, 5, 6, 7}, 16), workload::GroupKind::Tp);
 }
 
+// Keys and strings are read as views into the text when they hold no escape, and unescaped when they do: a kernel
+// name with an escaped quote and keys written with \u escapes read the same as plain ones. The kernel and CPU-op
+// lists are reserved from a count of their category tokens (one kernel, one CPU op here).
+TEST(TraceKineto, EscapedKeysAndNamesReadAsPlainOnes) {
+  const std::string text =
+      R"({"traceEvents":[)"
+      R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":10,"dur":5,"args":{"External id":7}},)"
+      R"({"\u0070h":"X","c\u0061t":"kernel","name":"gemm\"tn\"","pid":0,"tid":7,"ts":12,"dur":3,)"
+      R"("args":{"str\u0065am":7,"correlation":9}},)"
+      R"({"ph":"X","cat":"kernel","name":"plain","pid":0,"tid":7,"ts":20,"dur":1.5,"args":{"stream":7}}]})";
+  const KinetoTrace k = parse_kineto_trace(TextBuffer::copy_of(text.data(), text.size()), "t.json");
+  ASSERT_EQ(k.kernels.size(), 2u);
+  EXPECT_EQ(k.name(k.kernels[0]), "gemm\"tn\"");
+  EXPECT_EQ(k.kernels[0].stream, 7);
+  EXPECT_EQ(k.kernels[0].correlation, 9);
+  EXPECT_EQ(k.kernels[0].dur_ns, 3000);
+  EXPECT_EQ(k.name(k.kernels[1]), "plain");
+  EXPECT_EQ(k.kernels[1].dur_ns, 1500);
+  ASSERT_EQ(k.cpu_ops.size(), 1u);
+  EXPECT_EQ(k.name(k.cpu_ops[0]), "aten::mm");
+  EXPECT_EQ(k.cpu_ops[0].external_id, 7);
+}
+
+// Text denser in JSON punctuation than 96 Mi characters is refused before simdjson indexes it (its index would take
+// up to 8 bytes per punctuation character), naming the limit.
+TEST(TraceKineto, PunctuationOverTheLimitIsRefusedBeforeParsing) {
+  const std::string text = "{\"traceEvents\":[" + std::string(size_t{97} << 20, ',') + "]}";
+  try {
+    parse_kineto_trace(TextBuffer::copy_of(text.data(), text.size()), "dense.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "dense.json: 101711877 JSON punctuation characters, over the limit of 100663296 "
+                                     "(simdjson's index of them would exceed 768 MiB)");
+  }
+}
+
 TEST(TraceKineto, MalformedInputIsInputError) {
   const std::string good = test::read_file(test::source_dir() + "/tests/data/trace/tiny_kineto.json");
   auto parse = [](const std::string& s) { return parse_kineto_trace(TextBuffer::copy_of(s.data(), s.size()), "t.json"); };

@@ -35,7 +35,7 @@ void for_each_root_field(const TextBuffer& text, const std::string& name,
   }
   if (punctuation > kMaxTracePunctuation) {
     throw InputError(name + ": " + std::to_string(punctuation) + " JSON punctuation characters, over the limit of " +
-                     std::to_string(kMaxTracePunctuation) + " (simdjson's index of them would exceed 1 GiB)");
+                     std::to_string(kMaxTracePunctuation) + " (simdjson's index of them would exceed 768 MiB)");
   }
   try {
     od::parser parser(std::max<size_t>(text.size, 64));
@@ -51,6 +51,35 @@ void for_each_root_field(const TextBuffer& text, const std::string& name,
   } catch (const simdjson::simdjson_error& e) {
     throw InputError(name + ": not valid JSON (simdjson: " + e.what() + ")");
   }
+}
+
+namespace {
+// The characters of a JSON string starting just after its opening quote, up to the closing quote, when none of them is
+// an escape; nullopt when one is. The text is padded (simdjson's padding) and valid JSON, so the closing quote comes
+// before the end.
+std::optional<std::string_view> unescaped_run(const char* p) {
+  for (const char* q = p;; ++q) {
+    if (*q == '"') return std::string_view(p, static_cast<size_t>(q - p));
+    if (*q == '\\' || *q == '\0') return std::nullopt;
+  }
+}
+}  // namespace
+
+std::string_view key_of(od::field& f) {
+  if (const auto run = unescaped_run(reinterpret_cast<const char*>(f.key().raw()))) return *run;
+  std::string_view k;
+  throw_if(f.unescaped_key().get(k));
+  return k;
+}
+
+bool string_view_of(od::value v, std::string_view& out) {
+  const std::string_view token = v.raw_json_token();
+  if (token.empty() || token.front() != '"') return false;
+  if (const auto run = unescaped_run(token.data() + 1)) {
+    out = *run;
+    return true;
+  }
+  return !v.get_string().get(out);
 }
 
 std::optional<int64_t> int_of(od::value v) {

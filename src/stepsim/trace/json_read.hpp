@@ -28,6 +28,12 @@ std::optional<int64_t> int_of(od::value v);
 std::optional<int64_t> int_or_string_of(od::value v);
 // A string; nullopt for other types.
 std::optional<std::string> string_of(od::value v);
+// A field's key and a string value as views: into the document's own text when they hold no escape (the usual
+// case), so that nothing is copied into simdjson's string buffer, which would otherwise grow by every key and string
+// of a trace read (hundreds of MB for a large trace); unescaped through that buffer only when they do. Views live as
+// long as the parser and the text. string_view_of is false for a value that is not a string.
+std::string_view key_of(od::field& f);
+bool string_view_of(od::value v, std::string_view& out);
 // Microseconds as Kineto writes them (integer or decimal) to integer nanoseconds, decimals beyond the
 // nanosecond truncated; nullopt for other types or values beyond +-2^62 ns.
 std::optional<int64_t> micros_to_ns(od::value v);

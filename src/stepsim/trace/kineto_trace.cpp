@@ -63,11 +63,11 @@ std::string first_string_of(od::value v) {
 
 Args read_args(od::object o) {
   Args a;
-  for (auto f : o) {
-    std::string_view k;
-    throw_if(f.unescaped_key().get(k));
-    od::value v;
-    throw_if(f.value().get(v));
+  for (auto field : o) {
+    od::field f;
+    throw_if(std::move(field).get(f));
+    const std::string_view k = json::key_of(f);
+    od::value v = f.value();
     auto i = [&] { return json::int_of(v).value_or(-1); };
     if (k == "External id") a.external_id = i();
     else if (k == "Record function id") a.rf_id = i();
@@ -106,6 +106,18 @@ uint32_t KinetoReader::intern(std::string_view s) {
   return it->second;
 }
 
+void KinetoReader::expect_events(const TextBuffer& text) {
+  const std::string_view s(text.data.get(), text.size);
+  auto count = [&](std::string_view token) {
+    size_t n = 0;
+    for (size_t at = s.find(token); at != std::string_view::npos && n < kMaxTraceEvents; at = s.find(token, at + 1)) ++n;
+    return n;
+  };
+  t_.kernels.reserve(count("\"kernel\""));
+  t_.cpu_ops.reserve(count("\"cpu_op\""));
+  runtimes_.reserve(count("\"cuda_runtime\""));
+}
+
 bool KinetoReader::field(std::string_view key, od::value v) {
   if (key == "distributedInfo") {
     od::object o;
@@ -142,14 +154,14 @@ void KinetoReader::event(od::object o) {
   int64_t pid = -1, tid = -1;
   std::optional<int64_t> ts, dur;
   Args args;
-  for (auto f : o) {
-    std::string_view k;
-    throw_if(f.unescaped_key().get(k));
-    od::value v;
-    throw_if(f.value().get(v));
-    if (k == "ph") { if (v.get_string().get(ph)) ph = {}; }
-    else if (k == "cat") { if (v.get_string().get(cat)) cat = {}; }
-    else if (k == "name") { if (v.get_string().get(name)) name = {}; }
+  for (auto field : o) {
+    od::field f;
+    throw_if(std::move(field).get(f));
+    const std::string_view k = json::key_of(f);
+    od::value v = f.value();
+    if (k == "ph") { if (!json::string_view_of(v, ph)) ph = {}; }
+    else if (k == "cat") { if (!json::string_view_of(v, cat)) cat = {}; }
+    else if (k == "name") { if (!json::string_view_of(v, name)) name = {}; }
     else if (k == "pid") pid = json::int_of(v).value_or(-1);
     else if (k == "tid") tid = json::int_of(v).value_or(-1);
     else if (k == "ts") ts = json::micros_to_ns(v);

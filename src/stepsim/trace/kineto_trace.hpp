@@ -23,23 +23,24 @@ struct CollMeta {
 
 struct CpuOp {
   uint32_t name = 0;                     // index into KinetoTrace::names
+  int meta = -1;                         // index into KinetoTrace::metas, -1 = none
   int64_t pid = -1, tid = -1;
   int64_t start_ns = 0, dur_ns = 0;
   int64_t external_id = -1, rf_id = -1;  // "External id", "Record function id"
-  int meta = -1;                         // index into KinetoTrace::metas, -1 = none
 };
 
+// Fields ordered so that no padding is needed (80 bytes; a trace may keep millions).
 struct Kernel {
   uint32_t name = 0;     // index into KinetoTrace::names
+  int meta = -1;         // the kernel's own collective args (2024+ traces), index into metas
   int64_t stream = -1, device = -1;
   int64_t start_ns = 0, dur_ns = 0;
   int64_t correlation = -1, external_id = -1;
-  bool nccl = false;
-  int meta = -1;         // the kernel's own collective args (2024+ traces), index into metas
+  int64_t launch_ns = INT64_MIN;  // CPU time of its launch call (INT64_MIN when not found)
   int cpu_op = -1;       // launching CPU op (index into cpu_ops), -1 when not found
   int comm_op = -1;      // innermost enclosing CPU op with collective metadata or an nccl:* name
   int step = -1;         // ProfilerStep#N whose CPU span holds the launch, -1 when none
-  int64_t launch_ns = INT64_MIN;  // CPU time of its launch call (INT64_MIN when not found)
+  bool nccl = false;
 };
 
 // A caching-allocator event (`[memory]` instant events of traces recorded with profile_memory=True).

@@ -17,6 +17,9 @@ class KinetoReader {
   // Consumes a root field it knows ("traceEvents", "distributedInfo"); false when the key is not its own.
   bool field(std::string_view key, json::od::value v);
   bool saw_events() const { return saw_events_; }
+  // Reserves the event lists for the kernels, CPU ops and runtime calls the text names (a count of the category
+  // tokens), so that they do not grow by doubling: at the event limit a doubling copy would hold both lists at once.
+  void expect_events(const TextBuffer& text);
   KinetoTrace finish();  // links kernels to CPU ops and steps
 
   struct Runtime {

@@ -12,10 +12,11 @@ namespace stepsim::trace {
 // Largest decompressed trace read: 512 MiB (a real one-step Kineto trace of a rank is tens to a few hundred MB). With
 // kMaxTracePunctuation and kMaxTraceEvents it keeps an import under 2 GB of memory whatever the input: the text, plus
 // simdjson's index (4 bytes per structural character and value start: at most 2 per punctuation character, so at most
-// 1 GiB), plus the events kept (~80 bytes each).
+// 768 MiB), plus the events kept (80 bytes a kernel, 56 a CPU op), read with no copy of their keys and strings.
 constexpr size_t kMaxTraceBytes = size_t{512} << 20;
-// JSON punctuation ({}[]:,) in one trace: a quarter of the largest text (real traces: 12-13 %).
-constexpr size_t kMaxTracePunctuation = size_t{128} << 20;
+// JSON punctuation ({}[]:,) in one trace: 96 Mi, 18.75 % of the largest text (real traces: 12-13 %; a synthetic
+// trace of bare kernel events with a grid array is 21 %).
+constexpr size_t kMaxTracePunctuation = size_t{96} << 20;
 // Most events (kernels, CPU ops, runtime calls, memory events; execution-trace nodes) kept from one trace file:
 // ~100 bytes each, 400 MB (a real step of a large model is well under a million kernels per rank).
 constexpr size_t kMaxTraceEvents = 4'000'000;

@@ -6,12 +6,18 @@
 
 namespace stepsim::trace {
 
-TraceDocument parse_trace_document(const TextBuffer& text, const std::string& name) {
+namespace {
+
+// Reads the document; `release`, when given, is the text's owner, emptied once the walk is over: the readers keep
+// copies, no views, so the text (up to kMaxTraceBytes) is not held while they link kernels to launches.
+TraceDocument parse(const TextBuffer& text, const std::string& name, TextBuffer* release) {
   KinetoReader kineto(name);
   EtReader et(name);
+  kineto.expect_events(text);
   json::for_each_root_field(text, name, [&](std::string_view key, simdjson::ondemand::value v) {
     if (!kineto.field(key, v)) et.field(key, v);
   });
+  if (release) *release = TextBuffer{};
   TraceDocument d;
   if (kineto.saw_events()) {
     d.format = TraceFormat::Kineto;
@@ -25,8 +31,13 @@ TraceDocument parse_trace_document(const TextBuffer& text, const std::string& na
   return d;
 }
 
+}  // namespace
+
+TraceDocument parse_trace_document(const TextBuffer& text, const std::string& name) { return parse(text, name, nullptr); }
+
 TraceDocument read_trace_document(const std::string& path) {
-  return parse_trace_document(read_text_file(path), path);
+  TextBuffer text = read_text_file(path);
+  return parse(text, path, &text);
 }
 
 }  // namespace stepsim::trace
