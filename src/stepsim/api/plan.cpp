@@ -38,6 +38,7 @@ PlanOutput plan(const PlanOptions& o, const plan::Distribution& dist) {
   po.threads = o.threads;
   po.price_per_gpu_hour = o.price;
   po.memory_margin = o.memory_margin;
+  po.progress = o.progress;
   if (o.objective == "e2e") {
     po.objective = plan::Objective::E2E;
     if (!o.steps || *o.steps < 1) throw InputError("--steps: required with --objective e2e (training steps of the run, >= 1)");

@@ -26,6 +26,7 @@ struct PlanOptions {
   bool keep_layout = false;
   std::string fp8_recipes;  // fp8 jobs: recipes to search ("delayed,current", "all"); "": the job's own
   double memory_margin = plan::kDefaultMemoryMargin;
+  ProgressFn progress;  // empty: none
 };
 
 struct PlanOutput {

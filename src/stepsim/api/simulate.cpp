@@ -64,7 +64,8 @@ SimulateOutput simulate(const SimulateOptions& o) {
     throw InputError(std::string(o.step >= 0 ? "--step" : "--no-host-gaps") + " needs --workload DIR");
   }
   SimulateOutput out;
-  out.sim = o.workload_dir.empty() ? sim::run_simulation(job, record) : run_traced(o, job, record, out.trace_info);
+  out.sim = o.workload_dir.empty() ? sim::run_simulation(job, record, o.progress)
+                                   : run_traced(o, job, record, out.trace_info);
   const TraceRunInfo& info = out.trace_info;
   report::Summary& sum = out.summary;
   sum = report::summarize(out.sim, o.rank);

@@ -22,6 +22,7 @@ struct SimulateOptions {
   std::string workload_dir;      // trace-driven: the traced ranks' programs
   int step = -1;                 // with workload_dir: the ProfilerStep to replay (-1: the last)
   bool no_host_gaps = false;
+  ProgressFn progress;           // the engine's, for a progress bar (empty: none)
 };
 
 // What a trace-driven run tells besides the summary: where its ranks came from and the step the trace measured.

@@ -54,6 +54,7 @@ ValidateOutput validate(const ValidateOptions& o) {
   vo.overrides = o.overrides;
   vo.only_ids = o.only;
   vo.threads = o.jobs;
+  vo.progress = o.progress;
   ValidateOutput out;
   out.result = validate::validate_runs(runs, vo);
   out.json = to_json(out.result);

@@ -15,6 +15,7 @@ struct ValidateOptions {
   std::vector<std::string> only;       // row ids (empty: all)
   std::vector<std::string> overrides;  // key=value applied to every row's job
   unsigned jobs = 0;                   // rows simulated at once (0: one per hardware thread)
+  ProgressFn progress;                 // empty: none
 };
 
 struct ValidateOutput {

@@ -1,6 +1,7 @@
 // stepsim plan: ranks parallel plans of a job for a GPU count and global batch (analytic estimate of every
 // candidate, engine runs of the best), or prints the (TP, PP) memory-feasibility map. Under MPI the candidates
 // are split across processes and gathered, with output identical to one process (docs/PLANNER.md).
+#include "stepsim/report/progress_bar.hpp"
 #include "stepsim/cli/cmd_plan.hpp"
 
 #include <iostream>
@@ -89,7 +90,10 @@ int run_plan(PlanOptions& o) {
   MpiSession mpi;
   dist = mpi.distribution();
 #endif
+  report::ProgressBar bar(stderr, dist.rank == 0 && report::ProgressBar::terminal());
+  a.progress = bar.callback();
   const api::PlanOutput out = api::plan(a, dist);
+  bar.clear();
   if (dist.rank != 0) return 0;  // every process holds the same result; one prints it
   std::cout << plan::plan_text(out.result, out.context);
   if (!o.json_path.empty()) write_output_file(o.json_path, out.json.dump(2) + "\n", "plan JSON");

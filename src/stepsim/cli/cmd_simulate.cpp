@@ -6,6 +6,7 @@
 
 #include "stepsim/api/simulate.hpp"
 #include "stepsim/cli/commands.hpp"
+#include "stepsim/report/progress_bar.hpp"
 #include "stepsim/report/summary.hpp"
 
 namespace stepsim::cli {
@@ -18,7 +19,11 @@ struct SimulateOptions : api::SimulateOptions {
 };
 
 int run_simulate(const SimulateOptions& o) {
-  const api::SimulateOutput out = api::simulate(o);
+  report::ProgressBar bar(stderr, !o.quiet && report::ProgressBar::terminal());
+  api::SimulateOptions lo = o;
+  lo.progress = bar.callback();
+  const api::SimulateOutput out = api::simulate(lo);
+  bar.clear();
   const report::Summary& sum = out.summary;
   const api::TraceRunInfo& info = out.trace_info;
   const sim::Simulation& s = out.sim;

@@ -1,5 +1,6 @@
 // stepsim trace import TRACE... --out DIR [--quiet]
 // stepsim trace extrapolate TRACE [--et ET.json] --job JOB.yaml --out DIR [...] (docs/EXTRAPOLATION.md)
+#include "stepsim/report/progress_bar.hpp"
 #include "stepsim/cli/cmd_trace.hpp"
 
 #include <cstdio>
@@ -31,7 +32,9 @@ std::string fixed(double v, int digits) {
 }
 
 int run_import(const TraceArgs& a) {
-  const auto ranks = trace::import_traces(a.traces);
+  report::ProgressBar bar(stderr, !a.quiet && report::ProgressBar::terminal());
+  const auto ranks = trace::import_traces(a.traces, bar.callback());
+  bar.clear();
   trace::write_import(ranks, a.out);
   if (a.quiet) return 0;
   std::cout << "# stepsim trace import: " << ranks.size() << " rank(s) -> " << a.out << "\n"

@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "stepsim/report/progress_bar.hpp"
 #include "stepsim/api/validate.hpp"
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/report/breakdown.hpp"
@@ -63,7 +64,11 @@ std::string to_text(const validate::ValidationResult& r, bool verbose) {
 }
 
 int run_validate(const ValidateOptions& o) {
-  const api::ValidateOutput out = api::validate(o);
+  report::ProgressBar bar(stderr, report::ProgressBar::terminal());
+  api::ValidateOptions lo = o;
+  lo.progress = bar.callback();
+  const api::ValidateOutput out = api::validate(lo);
+  bar.clear();
   const validate::ValidationResult& r = out.result;
   std::cout << to_text(r, o.verbose);
   if (!o.json_path.empty()) write_output_file(o.json_path, out.json.dump(2) + "\n", "validation JSON");

@@ -169,10 +169,15 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
     probes[i] = probe_layer_costs(pb, keys[i], *compute, *comms[w]);
   });
 
+  // Progress counts this process's share (its candidates, its engine runs).
+  const int64_t mine = (count - dist.rank + dist.size - 1) / std::max(1, dist.size);
+  std::atomic<int64_t> estimated{0};
   const std::vector<Estimate> est = distributed<Estimate>(count, threads, dist, [&](int64_t i, int w) {
     const Plan& p = space.plans[i];
     const spec::JobSpec job = job_for(base, p, n, o.space.global_batch);
-    return estimate_plan(job, probes[probe_index.at(probe_key(p))], *compute, *comms[w]);
+    Estimate e = estimate_plan(job, probes[probe_index.at(probe_key(p))], *compute, *comms[w]);
+    if (o.progress) o.progress("estimating plans", ++estimated, mine);
+    return e;
   });
 
   // Reliability inputs shared by every plan (same nodes, same checkpoint).
@@ -242,6 +247,7 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
   // Engine runs on the best estimates; a plan the engine finds over capacity is dropped and the next one runs.
   std::vector<RankedPlan> timed;
   size_t next = 0;
+  std::atomic<int64_t> engine_runs{0};
   const size_t want = static_cast<size_t>(std::max(0, o.simulate));
   while (timed.size() < want && next < fitting.size()) {
     const size_t batch = std::min(want - timed.size(), fitting.size() - next);
@@ -251,6 +257,7 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
           spec::JobSpec job = job_for(base, rp.plan, n, o.space.global_batch);
           spec::validate(job);
           const sim::Simulation s = sim::run_simulation(job, {0});
+          if (o.progress) o.progress("simulating the best plans", ++engine_runs, static_cast<int64_t>(want));
           const report::Summary sum = report::summarize(s, 0);
           rp.simulated = true;
           rp.step_time_s = sum.step_time_s;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/spec/progress.hpp"
 #include "stepsim/plan/plan_estimate.hpp"
 #include "stepsim/plan/plan_space.hpp"
 #include "stepsim/plan/reliability.hpp"
@@ -42,6 +43,7 @@ struct PlannerOptions {
   // fragmentation, transient workspaces): a plan whose peak is above capacity x (1 - margin) is "at risk" and ranked
   // after every plan below it. 0 ranks by the objective alone.
   double memory_margin = kDefaultMemoryMargin;
+  ProgressFn progress;  // "estimating plans", then "simulating the best plans" (this process's share under MPI)
 };
 
 struct RankedPlan {

@@ -140,7 +140,7 @@ class Engine {
  public:
   Engine(const workload::Workload& w, const cost::CollectiveModel& comm, const EngineOptions& opt)
       : w_(w), layout_(w.layout), comm_(comm), network_(opt.network), overlap_(opt.overlap),
-        peak_flops_(opt.peak_flops), hbm_Bps_(opt.hbm_Bps) {
+        peak_flops_(opt.peak_flops), hbm_Bps_(opt.hbm_Bps), progress_fn_(opt.progress) {
     const int n = layout_.world();
     if (n > (1 << EventQueue::kRankBits)) throw std::runtime_error("engine: more ranks than the event queue holds");
     ranks_.resize(n);
@@ -164,7 +164,9 @@ class Engine {
     bwd_.resize(n);
     sym_ = find_rank_symmetry(w, opt.record_ranks, opt.all_ranks, network_ != nullptr);
     for (int r = 0; r < n; ++r) {
-      if (sym_.rep[r] == r) simulated_.push_back(r);
+      if (sym_.rep[r] != r) continue;
+      simulated_.push_back(r);
+      total_ops_ += static_cast<int64_t>(prog_[r]->ops.size());
     }
     for (int g = 0; g < kNumGroupKinds; ++g) {
       const auto kind = static_cast<GroupKind>(g);
@@ -210,7 +212,12 @@ class Engine {
         ++result_.events;
         on_end(EventQueue::rank_of(e), stream, e.t);
       }
+      if (progress_fn_ && result_.events >= next_report_) {
+        progress_fn_("simulating", std::min(static_cast<int64_t>(result_.events), total_ops_), total_ops_);
+        next_report_ = result_.events + 65536;
+      }
     }
+    if (progress_fn_) progress_fn_("simulating", total_ops_, total_ops_);
     check_finished();
     result_.finish_ns.resize(n);
     result_.peak_bytes.resize(n);
@@ -632,6 +639,9 @@ class Engine {
   SimResult result_;
   // Overlap model state, after the hot members (they are untouched without a model).
   double peak_flops_, hbm_Bps_;
+  ProgressFn progress_fn_;
+  int64_t total_ops_ = 0;
+  uint64_t next_report_ = 0;
   std::vector<ComputeProgress> progress_;
   std::unordered_map<OverlapKey, double, OverlapKeyHash> slowdown_cache_;
   std::vector<cost::OverlapComm> overlap_comms_;

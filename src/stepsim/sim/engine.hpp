@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "stepsim/spec/progress.hpp"
 #include "stepsim/cost/collective_model.hpp"
 #include "stepsim/cost/compute_model.hpp"
 #include "stepsim/cost/overlap_model.hpp"
@@ -34,6 +35,8 @@ struct EngineOptions {
   double hbm_Bps = 0;     // GPU's HBM bandwidth, for the DRAM-throughput feature
   // Simulate every rank even where ranks mirror a representative (rank_symmetry.hpp); results are the same.
   bool all_ranks = false;
+  // "simulating": events handled of about as many as the simulated ranks' ops, every 65,536 events.
+  ProgressFn progress;
 };
 
 // Fills every compute op's duration_ns from the model (once per shared program).

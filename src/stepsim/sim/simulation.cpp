@@ -114,12 +114,12 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
   return cost::make_roofline_model(gpu, job.training.precision, table);
 }
 
-Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks) {
+Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks, const ProgressFn& progress) {
   workload::Workload w = workload::build_megatron_workload(job);
   ComputeCalibration cal;
   const auto compute = make_compute_model(job, &cal);
   assign_compute_durations(w, *compute);
-  Simulation s = run_workload(std::move(w), record_ranks);
+  Simulation s = run_workload(std::move(w), record_ranks, progress);
   s.calibration = cal;
   // A multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is one node to NCCL. A job whose node is smaller sends
   // every group larger than that node over the NICs: say so.
@@ -134,7 +134,7 @@ Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& reco
   return s;
 }
 
-Simulation run_workload(workload::Workload w, const std::vector<int>& record_ranks) {
+Simulation run_workload(workload::Workload w, const std::vector<int>& record_ranks, const ProgressFn& progress) {
   Simulation s;
   s.workload = std::move(w);
   const spec::JobSpec& job = s.workload.job;
@@ -149,6 +149,7 @@ Simulation run_workload(workload::Workload w, const std::vector<int>& record_ran
   opt.peak_flops = gpu.peak_flops(job.training.precision);
   opt.hbm_Bps = gpu.hbm_bandwidth_Bps;
   opt.all_ranks = job.simulation.all_ranks;
+  opt.progress = progress;
   // comm_model flow: collectives and send/recv of the whole step share one network and contend for its links.
   std::unique_ptr<FlowContendedNetwork> network;
   if (job.simulation.comm_model == spec::CommModel::Flow) {

@@ -51,10 +51,12 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
 std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job, std::string* note = nullptr);
 
 // record_ranks: ranks whose timelines are kept (trace, breakdown).
-Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks);
+// progress: the engine's ("simulating"), for a big job's progress bar.
+Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks,
+                          const ProgressFn& progress = {});
 
 // Runs a workload whose compute durations are already set (a traced one: measured) on its job's cluster, with the
 // job's communication and overlap models.
-Simulation run_workload(workload::Workload w, const std::vector<int>& record_ranks);
+Simulation run_workload(workload::Workload w, const std::vector<int>& record_ranks, const ProgressFn& progress = {});
 
 }  // namespace stepsim::sim

@@ -8,10 +8,12 @@
 
 namespace stepsim::trace {
 
-std::vector<RankImport> import_traces(const std::vector<std::string>& paths) {
+std::vector<RankImport> import_traces(const std::vector<std::string>& paths, const ProgressFn& progress) {
   std::vector<KinetoTrace> kineto;
   std::vector<ExecutionTrace> ets;
+  const auto n = static_cast<int64_t>(paths.size());
   for (const std::string& p : paths) {
+    if (progress) progress("reading traces", static_cast<int64_t>(kineto.size() + ets.size()), n);
     TraceDocument d = read_trace_document(p);
     if (d.format == TraceFormat::Kineto) kineto.push_back(std::move(d.kineto));
     else ets.push_back(std::move(d.execution));
@@ -59,6 +61,7 @@ std::vector<RankImport> import_traces(const std::vector<std::string>& paths) {
     et_of[match] = &et;
   }
 
+  if (progress) progress("reading traces", n, n);
   std::vector<RankImport> out;
   for (const auto& [r, i] : by_rank) out.push_back(build_rank_import(kineto[i], et_of[i], r));
   return out;

@@ -6,12 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/spec/progress.hpp"
 #include "stepsim/trace/trace_program.hpp"
 
 namespace stepsim::trace {
 
 // InputError (naming the file) for unreadable or malformed files, two traces of one rank, several Kineto traces
 // without distributedInfo.rank, or an execution trace whose pid matches no Kineto trace. Result in rank order.
-std::vector<RankImport> import_traces(const std::vector<std::string>& paths);
+// progress: "reading traces", files read of those given.
+std::vector<RankImport> import_traces(const std::vector<std::string>& paths, const ProgressFn& progress = {});
 
 }  // namespace stepsim::trace

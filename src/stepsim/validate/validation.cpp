@@ -82,6 +82,9 @@ ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const Vali
   std::vector<std::optional<RowResult>> done(selected.size());
   std::vector<std::optional<FailedRow>> failed(selected.size());
   std::atomic<size_t> next{0};
+  std::atomic<int64_t> finished{0};
+  const auto total = static_cast<int64_t>(selected.size());
+  if (o.progress) o.progress("simulating runs", 0, total);
   auto worker = [&]() {
     for (size_t i = next++; i < selected.size(); i = next++) {
       const PublishedRun& run = *selected[i];
@@ -112,6 +115,7 @@ ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const Vali
         // others still run.
         failed[i] = FailedRow{run.id, run.line, e.what()};
       }
+      if (o.progress) o.progress("simulating runs", ++finished, total);
     }
   };
   const unsigned threads = std::max(1u, std::min<unsigned>(o.threads > 0 ? o.threads : std::thread::hardware_concurrency(),

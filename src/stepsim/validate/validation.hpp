@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/spec/progress.hpp"
 #include "stepsim/report/breakdown.hpp"
 #include "stepsim/validate/published_run.hpp"
 
@@ -50,6 +51,7 @@ struct ValidationOptions {
   std::vector<std::string> only_ids;   // simulate these rows only (empty = all)
   std::vector<std::string> exclude_ids;  // leave these rows out (calibrate compute --exclude)
   unsigned threads = 0;                // rows simulated at once (0 = one per hardware thread)
+  ProgressFn progress;                 // "simulating runs": rows done of those selected
 };
 
 // Simulates each row (rows the simulator refuses go to `failed` with the reason). A row whose recompute is not

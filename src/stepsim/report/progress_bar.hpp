@@ -1,0 +1,45 @@
+#pragma once
+// ProgressBar: one line on a terminal, redrawn in place at most ten times a second, with the done count, the rate and
+// the time left: `estimating plans [#######.......]  47 %  12,480/26,400  3,120/s  ETA 4 s`. Enabled only when
+// asked (the commands enable it when stdout and stderr are terminals and --quiet is not given), so piped or
+// redirected output never holds it. Thread-safe: plan and validate report from worker threads.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "stepsim/spec/progress.hpp"
+
+namespace stepsim::report {
+
+class ProgressBar {
+ public:
+  // Draws on `out` when `enabled`.
+  ProgressBar(std::FILE* out, bool enabled);
+  ~ProgressBar();  // clears the line
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+
+  void update(std::string_view what, int64_t done, int64_t total);
+  // Erases the bar, so that what the command prints next starts on a clean line.
+  void clear();
+  // The callback for the library (empty when disabled: the library then skips its bookkeeping).
+  ProgressFn callback();
+
+  // The line drawn for these figures (no terminal codes), for tests: `elapsed_s` since the current stage began.
+  static std::string line(std::string_view what, int64_t done, int64_t total, double elapsed_s, int width = 24);
+  // True when both stdout and stderr are terminals.
+  static bool terminal();
+
+ private:
+  std::FILE* out_;
+  bool enabled_;
+  std::mutex mu_;
+  std::string what_;
+  std::chrono::steady_clock::time_point stage_start_{}, last_draw_{};
+  bool drawn_ = false;
+};
+
+}  // namespace stepsim::report
