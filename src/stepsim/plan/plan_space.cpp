@@ -100,17 +100,6 @@ std::vector<LayoutVariant> layout_variants(const spec::ModelSpec& m, int tensor,
   return out;
 }
 
-// The combined 1F1B EP overlap's preconditions that depend on the plan (spec/validate.cpp has them all).
-static bool ep_overlap_allowed(const spec::JobSpec& base, int expert, int pipeline, int virtual_stages, spec::Recompute rc,
-                               int zero_stage) {
-  const auto& moe = base.model.moe;
-  const auto& tr = base.training;
-  if (!moe || expert < 2 || rc == spec::Recompute::Full || (pipeline > 1 && virtual_stages < 2)) return false;
-  if (moe->token_dispatcher == spec::TokenDispatcher::AllGather || moe->shared_expert_overlap) return false;
-  if (zero_stage == 3 || tr.activation_offload_layers > 0 || base.model.mtp_layers > 1) return false;
-  return !(rc == spec::Recompute::Selective && tr.recomputes(spec::RecomputeModule::Moe));
-}
-
 std::vector<int> chunk_layers(int layers, int chunks, bool& ok) {
   ok = true;
   if (layers % chunks == 0) return {};
@@ -267,12 +256,6 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
               for (spec::Recompute rc : o.recomputes) {
                 for (const LayoutVariant& lv : variants) {
                   for (const OptimizerVariant& ov : kOptimizerVariantList) {
-                    // Megatron-Core's preconditions of the combined 1F1B EP overlap (spec::validate checks them too),
-                    // tested here first: most MoE candidates fail them, and a refusal by validate costs an exception.
-                    if (lv.ep_overlap && !ep_overlap_allowed(base, e, p, v, rc, ov.zero_stage)) {
-                      drop(Rule::Megatron, 1);
-                      continue;
-                    }
                     Plan pl{t, p, d, c, e, mbs, v, rc};
                     pl.zero_stage = ov.zero_stage;
                     pl.distributed_optimizer = ov.zero_stage >= 1;
@@ -284,6 +267,12 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
                     pl.ep_overlap = lv.ep_overlap;
                     pl.fp8_recipe = lv.fp8_recipe;
                     spec::JobSpec j = job_for(base, pl, n, o.global_batch);
+                    // Megatron-Core's preconditions of the combined 1F1B EP overlap, asked before validate: most MoE
+                    // candidates fail them, and a refusal by validate costs an exception.
+                    if (pl.ep_overlap && spec::ep_overlap_refusal(j)) {
+                      drop(Rule::Megatron, 1);
+                      continue;
+                    }
                     try {
                       spec::validate(j);
                     } catch (const InputError&) {

@@ -28,7 +28,7 @@ struct Plan {
   int expert_tensor = 0;
   // MoE: Megatron-Core's combined 1F1B EP overlap (training.overlap_moe_expert_parallel_comm, with
   // delay_wgrad_compute), searched off/on; plans Megatron-Core refuses with it (EP 1, full recompute, PP > 1 without
-  // interleaving) fall to the job validation.
+  // interleaving: spec::ep_overlap_refusal) are dropped as megatron-checks.
   bool ep_overlap = false;
   // fp8 jobs with `stepsim plan --fp8-recipes`: the Transformer Engine recipe (spec::Fp8Recipe as int); -1 keeps the
   // job's own (the default: the recipe is a numerics choice, searched only when asked).

@@ -112,12 +112,12 @@ struct PendingCollective {
 };
 
 // Trace-driven send/recv between one ordered pair of ranks: the posted sides not yet matched, all of one kind
-// (FIFO, as NCCL matches a pair's sends and receives in order).
+// (FIFO, as NCCL matches a pair's sends and receives in order). Trace-driven exchanges all run on the pp stream.
 struct PairSide {
   bool is_send;
   int64_t t;
   uint64_t bytes;
-};  // trace-driven exchanges all run on the pp stream
+};
 
 struct CollKey {
   uint64_t bytes;
@@ -140,7 +140,8 @@ class Engine {
  public:
   Engine(const workload::Workload& w, const cost::CollectiveModel& comm, const EngineOptions& opt)
       : w_(w), layout_(w.layout), comm_(comm), network_(opt.network), overlap_(opt.overlap),
-        peak_flops_(opt.peak_flops), hbm_Bps_(opt.hbm_Bps), progress_fn_(opt.progress) {
+        peak_flops_(opt.peak_flops), hbm_Bps_(opt.hbm_Bps), progress_fn_(opt.progress),
+        next_report_(opt.progress ? 0 : UINT64_MAX) {
     const int n = layout_.world();
     if (n > (1 << EventQueue::kRankBits)) throw std::runtime_error("engine: more ranks than the event queue holds");
     ranks_.resize(n);
@@ -212,7 +213,7 @@ class Engine {
         ++result_.events;
         on_end(EventQueue::rank_of(e), stream, e.t);
       }
-      if (progress_fn_ && result_.events >= next_report_) {
+      if (result_.events >= next_report_) {  // never without a progress callback
         progress_fn_("simulating", std::min(static_cast<int64_t>(result_.events), total_ops_), total_ops_);
         next_report_ = result_.events + 65536;
       }
@@ -641,7 +642,7 @@ class Engine {
   double peak_flops_, hbm_Bps_;
   ProgressFn progress_fn_;
   int64_t total_ops_ = 0;
-  uint64_t next_report_ = 0;
+  uint64_t next_report_ = UINT64_MAX;  // events count of the next progress report (0 once there is a callback)
   std::vector<ComputeProgress> progress_;
   std::unordered_map<OverlapKey, double, OverlapKeyHash> slowdown_cache_;
   std::vector<cost::OverlapComm> overlap_comms_;

@@ -53,6 +53,11 @@ YAML::Node load_megatron_tree(const std::string& args, const std::string& cluste
 // (data degree, query groups, kv_channels). Throws InputError.
 void validate(JobSpec& job);
 
+// Why Megatron-Core (or the simulator) refuses training.overlap_moe_expert_parallel_comm for this job, as the rule
+// validate() reports; nullptr when it allows it. Whether the key is set is not looked at: the planner asks before it
+// validates a candidate (a refusal by validate costs an exception).
+const char* ep_overlap_refusal(const JobSpec& job);
+
 // A cluster alone (for `stepsim comm`): the file's cluster keys (or the defaults when `cluster_path` is empty),
 // num_gpus and gpus_per_node from the caller, then `cluster.*` overrides.
 ClusterSpec load_cluster(const std::string& cluster_path, int num_gpus, int gpus_per_node,

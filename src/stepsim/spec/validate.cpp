@@ -16,6 +16,27 @@ std::string s(int64_t x) { return std::to_string(x); }
 
 }  // namespace
 
+const char* ep_overlap_refusal(const JobSpec& job) {
+  const ParallelismSpec& p = job.parallelism;
+  const TrainingSpec& t = job.training;
+  if (!job.model.moe || p.expert < 2) return "needs an MoE model with parallelism.expert > 1";
+  if (job.model.moe->token_dispatcher == TokenDispatcher::AllGather)
+    return "works with the alltoall or flex token dispatcher only (Megatron-Core asserts it)";
+  if (job.model.moe->shared_expert_overlap)
+    return "excludes model.moe.shared_expert_overlap (Megatron-Core asserts it: the combined schedule places the "
+           "shared expert itself); set it false";
+  if (t.recompute == Recompute::Full) return "cannot run with recompute: full (Megatron-Core asserts it)";
+  if (t.recomputes(RecomputeModule::Moe))
+    return "cannot run with 'moe' in training.recompute_modules (Megatron-Core asserts it)";
+  if (job.model.mtp_layers > 1) return "supports at most one multi-token prediction layer (Megatron-Core asserts it)";
+  if (p.pipeline > 1 && p.schedule != PipelineSchedule::Interleaved1F1B)
+    return "with pipeline > 1 needs the interleaved schedule (parallelism.virtual_stages >= 2; Megatron-Core "
+           "asserts it)";
+  if (t.zero_stage == 3 || t.activation_offload_layers > 0)
+    return "is not modelled together with zero_stage 3 or activation_offload_layers";
+  return nullptr;
+}
+
 void validate(JobSpec& job) {
   const std::string& src = job.source;
   auto fail = [&](const std::string& key, const std::string& rule) {
@@ -290,22 +311,7 @@ void validate(JobSpec& job) {
   // Megatron-Core's own preconditions for the combined 1F1B schedule (TransformerConfig.__post_init__), and what this
   // model does not combine with it.
   if (t.overlap_moe_expert_parallel_comm) {
-    const char* k = "training.overlap_moe_expert_parallel_comm";
-    if (!job.model.moe || p.expert < 2) fail(k, "needs an MoE model with parallelism.expert > 1");
-    if (job.model.moe->token_dispatcher == TokenDispatcher::AllGather)
-      fail(k, "works with the alltoall or flex token dispatcher only (Megatron-Core asserts it)");
-    if (job.model.moe->shared_expert_overlap)
-      fail(k, "excludes model.moe.shared_expert_overlap (Megatron-Core asserts it: the combined schedule places the "
-              "shared expert itself); set it false");
-    if (t.recompute == Recompute::Full) fail(k, "cannot run with recompute: full (Megatron-Core asserts it)");
-    if (t.recomputes(RecomputeModule::Moe))
-      fail(k, "cannot run with 'moe' in training.recompute_modules (Megatron-Core asserts it)");
-    if (m.mtp_layers > 1) fail(k, "supports at most one multi-token prediction layer (Megatron-Core asserts it)");
-    if (p.pipeline > 1 && p.schedule != PipelineSchedule::Interleaved1F1B)
-      fail(k, "with pipeline > 1 needs the interleaved schedule (parallelism.virtual_stages >= 2; Megatron-Core "
-              "asserts it)");
-    if (t.zero_stage == 3 || t.activation_offload_layers > 0)
-      fail(k, "is not modelled together with zero_stage 3 or activation_offload_layers");
+    if (const char* why = ep_overlap_refusal(job)) fail("training.overlap_moe_expert_parallel_comm", why);
   }
   if (t.delay_wgrad_compute && !t.overlap_moe_expert_parallel_comm) {
     fail("training.delay_wgrad_compute", "needs training.overlap_moe_expert_parallel_comm: true (Megatron-Core "
