@@ -525,7 +525,8 @@ TEST(MegatronArgs, EmitsOnlySchemaKeys) {
       "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "optimizer_offload", "optimizer_offload_fraction",
       "optimizer_offload_overlap", "activation_offload_layers", "precision_aware_optimizer", "main_params_dtype",
       "exp_avg_dtype", "exp_avg_sq_dtype", "fp8_bf16_first_layers", "fp8_bf16_last_layers", "fp8_wgrad",
-      "grad_reduce_in_fp32", "bucket_size", "attention_backend", "zero_stage", "fp8_recipe", "fp8_param_gather"};
+      "grad_reduce_in_fp32", "bucket_size", "attention_backend", "zero_stage", "fp8_recipe", "fp8_param_gather",
+      "cross_entropy_fusion"};
   for (const YAML::Node& j : {megatron_args_to_job_node(kGpt3_175B), megatron_args_to_job_node(kLlama3_8B)}) {
     for (const auto& kv : j) EXPECT_TRUE(kSections.count(kv.first.as<std::string>()));
     for (const auto& kv : j["parallelism"]) EXPECT_TRUE(kPar.count(kv.first.as<std::string>())) << kv.first;

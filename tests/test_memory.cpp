@@ -63,6 +63,10 @@ TEST(Memory, StaticMemoryMatchesMoFaEq4AndMegatronTable) {
        "exp_avg_sq_dtype: fp8, grad_reduce_in_fp32: false",
        4 + 4.0 / d, 0},  // bf16 gradients read as they are: no fp32 copy
       {", distributed_optimizer: true, grad_reduce_in_fp32: false", 4 + 12.0 / d, 4},
+      // Apex's DistributedFusedAdam with NeMo's optim.dtype: bf16: master weights and moments in bf16, bf16 gradients.
+      {", distributed_optimizer: true, precision_aware_optimizer: true, main_params_dtype: bf16, exp_avg_dtype: bf16, "
+       "exp_avg_sq_dtype: bf16, grad_reduce_in_fp32: false",
+       4 + 6.0 / d, 0},
   };
   for (const Case& c : cases) {
     const workload::Workload w = workload::build_megatron_workload(test::job_from_yaml(job(t, p, d, L, 16, "", c.train)));
@@ -84,7 +88,7 @@ TEST(Memory, OptimizerDtypesNeedThePrecisionAwareOptimizer) {
   const std::string no_dist = job(2, 4, 4, 16, 16, "", ", precision_aware_optimizer: true");
   EXPECT_NE(test::job_error(no_dist).find("training.precision_aware_optimizer: needs distributed_optimizer"),
             std::string::npos);
-  const std::string bad = job(2, 4, 4, 16, 16, "", ", main_params_dtype: bf16");
+  const std::string bad = job(2, 4, 4, 16, 16, "", ", main_params_dtype: fp8");
   EXPECT_NE(test::job_error(bad).find("training.main_params_dtype"), std::string::npos);
 }
 

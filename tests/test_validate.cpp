@@ -13,6 +13,7 @@
 #include "stepsim/spec/job_loader.hpp"
 #include "stepsim/validate/published_run.hpp"
 #include "stepsim/validate/run_job.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::validate {
@@ -211,6 +212,46 @@ TEST(Validate, BadCellsNameLineAndColumn) {
   bad = good;
   bad.replace(bad.find(",bf16,"), 6, ",int8,");
   EXPECT_EQ(message(std::string(kHeader) + bad), "r.csv:2: column precision: 'int8' names none of fp8, bf16, fp16, 16bit, fp32/tf32");
+}
+
+// An optional optimizer_state_dtype column (NeMo 1.x's `optim.dtype` of Apex's distributed_fused_adam) keeps the master
+// weights and both moments in 16 bits: a middle stage's static memory drops by (12 - 6) / DP bytes per parameter, and
+// Nemotron-340B's check-set row (bench/validation/README.md) then fits without recompute. A bad value names the column.
+TEST(Validate, OptimizerStateDtypeColumnKeepsStatesInSixteenBits) {
+  std::string header = kHeader;
+  header.insert(header.size() - 1, ",optimizer_state_dtype");
+  const std::string base =
+      "a,NeMo_perf_summary_24.07,GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,2,2,2,1,1,,1,16,bf16,,,1.0,,,,,";
+  auto static_bytes = [&](const std::string& dtype) {
+    const RunJob j = job_for_run(parse_published_runs(header + base + dtype + "\n", "r.csv").at(0));
+    YAML::Emitter e;
+    e << j.root;
+    const auto w = workload::build_megatron_workload(test::job_from_yaml(e.c_str()));
+    return std::pair{double(w.programs[0].static_memory.total()), double(w.programs[0].dense_parameters)};
+  };
+  const auto [fp32, params] = static_bytes("");
+  const auto [bf16, same] = static_bytes("bf16");
+  EXPECT_EQ(params, same);
+  // By hand: fp32 states 4 + 4 + 4 bytes, bf16 2 + 2 + 2, over DP 2: 3 bytes per parameter less.
+  EXPECT_NEAR(fp32 - bf16, params * (12.0 - 6.0) / 2, 2.0);
+  const RunJob j = job_for_run(parse_published_runs(header + base + "bf16\n", "r.csv").at(0));
+  EXPECT_TRUE(j.root["training"]["precision_aware_optimizer"].as<bool>());
+  for (const char* k : {"main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"})
+    EXPECT_EQ(j.root["training"][k].as<std::string>(), "bf16") << k;
+  try {
+    parse_published_runs(header + base + "int4\n", "r.csv");
+    ADD_FAILURE() << "int4 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "r.csv:2: column optimizer_state_dtype: 'int4' is not fp32, bf16 or fp16");
+  }
+  // The check set's Nemotron-340B row carries it, and validate's least-recompute rule then picks none.
+  const auto runs = read_published_runs(test::source_dir() + "/bench/validation/nvidia-h100-benchmarks.csv");
+  EXPECT_EQ(row(runs, "N2407-NEMOTRON-340B").optimizer_state_dtype, "bf16");
+  const auto r = test::run_cli_env("STEPSIM_CALIBRATION_DB=/nonexistent/none.sqlite",
+                                   "validate " + test::source_dir() +
+                                       "/bench/validation/nvidia-h100-benchmarks.csv --only N2407-NEMOTRON-340B");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("% none"), std::string::npos) << r.output;
 }
 
 // An optional pipeline_layout column (a recipe's --pipeline-model-parallel-layout) replaces the interleaving rules:

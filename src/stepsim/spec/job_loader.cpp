@@ -384,8 +384,13 @@ TrainingSpec read_training(StrictSection s) {
   t.fp8_wgrad = s.get_bool("fp8_wgrad", true);
   t.attention_backend = s.get_enum<AttentionBackend>(
       "attention_backend", AttentionBackend::Flash, {{"flash", AttentionBackend::Flash}, {"unfused", AttentionBackend::Unfused}});
+  t.cross_entropy_fusion = s.get_enum<CrossEntropyFusion>(
+      "cross_entropy_fusion", CrossEntropyFusion::None,
+      {{"none", CrossEntropyFusion::None}, {"native", CrossEntropyFusion::Native}, {"te", CrossEntropyFusion::Te}});
   t.precision_aware_optimizer = s.get_bool("precision_aware_optimizer", false);
-  t.main_params_bytes = s.get_enum<int>("main_params_dtype", 4, {{"fp32", 4}, {"fp16", 2}});
+  // bf16 master weights: Apex's DistributedFusedAdam (NeMo 1.x, `optim.dtype: bf16`) keeps its parameter shard in the
+  // state dtype; Megatron-LM's --main-params-dtype offers fp32 and fp16 only (megatron_args.cpp keeps to those).
+  t.main_params_bytes = s.get_enum<int>("main_params_dtype", 4, {{"fp32", 4}, {"fp16", 2}, {"bf16", 2}});
   t.exp_avg_bytes = s.get_enum<int>("exp_avg_dtype", 4, {{"fp32", 4}, {"fp16", 2}, {"bf16", 2}, {"fp8", 1}});
   t.exp_avg_sq_bytes = s.get_enum<int>("exp_avg_sq_dtype", 4, {{"fp32", 4}, {"fp16", 2}, {"bf16", 2}, {"fp8", 1}});
   t.optimizer_offload = s.get_bool("optimizer_offload", false);

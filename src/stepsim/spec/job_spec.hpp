@@ -25,6 +25,11 @@ enum class OverlapModel { None, Coefficients, XGBoost, SmShare };
 // How the attention core runs: FlashAttention-style fused kernels, or Megatron-LM's pre-2022 unfused path (QKᵀ as a
 // batched GEMM, fused scale-mask-softmax, dropout, ·V, with the s x s probabilities stored for backward).
 enum class AttentionBackend { Flash, Unfused };
+// How the loss runs over the vocabulary-parallel logits (Megatron's --cross-entropy-loss-fusion with
+// --cross-entropy-fusion-impl): Megatron-Core's unfused vocab_parallel_cross_entropy (fp32 softmax kept for the
+// backward), its jit-fused variant `native` (costed as the unfused path: not measured), or Transformer Engine's
+// Triton kernels `te` (two passes over the bf16 logits, the gradient written over them; docs/MODEL.md §4).
+enum class CrossEntropyFusion { None, Native, Te };
 // Transformer Engine's fp8 scaling recipe (training.fp8_recipe): delayed (amax history), current (per-tensor amax of
 // the tensor being cast: one more read), blockwise (1x128 / 128x128 blocks, Hopper), mxfp8 (32-element blocks with
 // e8m0 scales, Blackwell only).
@@ -203,6 +208,7 @@ struct TrainingSpec {
   // issue them one by one, so the compute model adds no eager launch gap (efficiency.yaml launch_gap_us).
   bool cuda_graphs = false;
   AttentionBackend attention_backend = AttentionBackend::Flash;
+  CrossEntropyFusion cross_entropy_fusion = CrossEntropyFusion::None;
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // fp8 only
   bool fp8_param_gather = false;              // fp8 only: parameters kept and all-gathered in fp8 (no bf16 copy)
   // fp8 only: Megatron's --first-last-layers-bf16 with --num-layers-at-start/end-in-bf16: the first and last layers
@@ -221,7 +227,7 @@ struct TrainingSpec {
   // Megatron-LM's --use-precision-aware-optimizer (Transformer Engine's FusedAdam): optimizer states stored in the
   // dtypes below (bytes per value) and 16-bit main gradients read as they are (no fp32 copy for the step).
   bool precision_aware_optimizer = false;
-  int main_params_bytes = 4;  // --main-params-dtype fp32 | fp16
+  int main_params_bytes = 4;  // --main-params-dtype fp32 | fp16 (| bf16: Apex's DistributedFusedAdam)
   int exp_avg_bytes = 4;      // --exp-avg-dtype fp32 | fp16 | bf16 | fp8
   int exp_avg_sq_bytes = 4;   // --exp-avg-sq-dtype
   bool optimizer_offload = false;
@@ -305,6 +311,7 @@ const char* name_of(AttentionType a);
 const char* name_of(CommModel m);
 const char* name_of(OverlapModel m);
 const char* name_of(AttentionBackend b);
+const char* name_of(CrossEntropyFusion f);
 const char* name_of(Fp8Recipe r);
 const char* name_of(CpCommType c);
 const char* name_of(RecomputeModule m);  // Megatron-Core's name (core_attn, mlp, ...)

@@ -149,12 +149,13 @@ const Table& table() {
             "--cpu-offloading-num-layers", "--num-distributed-optimizer-instances", "--optimizer",
             "--position-embedding-type", "--attention-backend", "--fp8-recipe", "--optimizer-offload-fraction",
             "--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype",
-            "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16", "--cuda-graph-impl"},
+            "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16", "--cuda-graph-impl",
+            "--cross-entropy-fusion-impl"},
         Kind::Value, Use::Map);
     add(t, {"--group-query-attention", "--swiglu", "--squared-relu", "--quick-geglu", "--disable-bias-linear",
             "--untie-embeddings-and-output-weights", "--multi-latent-attention", "--sequence-parallel", "--bf16",
             "--fp16", "--recompute-activations", "--use-distributed-optimizer", "--overlap-grad-reduce",
-            "--overlap-param-gather", "--tp-comm-overlap", "--optimizer-cpu-offload",
+            "--overlap-param-gather", "--tp-comm-overlap", "--optimizer-cpu-offload", "--cross-entropy-loss-fusion",
             "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--no-overlap-p2p-communication",
             "--use-rotary-position-embeddings", "--no-position-embedding", "--fp8-param-gather",
             "--overlap-p2p-communication", "--overlap-cpu-optimizer-d2h-h2d", "--use-precision-aware-optimizer",
@@ -202,7 +203,7 @@ const Table& table() {
     // distinguish (fusions, attention backend, MoE dispatcher, FP8 recipe details).
     add(t, {"--use-mcore-models", "--use-legacy-models", "--use-flash-attn", "--no-masked-softmax-fusion",
             "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion", "--no-bias-dropout-fusion", "--no-rope-fusion",
-            "--cross-entropy-loss-fusion", "--no-gradient-accumulation-fusion", "--no-persist-layer-norm",
+            "--no-gradient-accumulation-fusion", "--no-persist-layer-norm",
             "--apply-layernorm-1p", "--apply-residual-connection-post-layernorm", "--openai-gelu", "--add-qkv-bias",
             "--qk-layernorm", "--qk-l2-norm", "--rotary-interleaved", "--use-rope-scaling", "--fp32-residual-connection",
             "--apply-query-key-layer-scaling", "--attention-softmax-in-fp32", "--fp16-lm-cross-entropy",
@@ -925,6 +926,9 @@ YAML::Node build(const Args& a) {
   // without the host issuing each one: no eager launch gap.
   const auto graph_impl = a.opt_choice("--cuda-graph-impl", {"none", "local", "transformer_engine"});
   tr["cuda_graphs"] = a.has("--enable-cuda-graph") || a.has("--external-cuda-graph") || (graph_impl && *graph_impl != "none");
+  // The loss: Megatron runs --cross-entropy-fusion-impl (default native) only under --cross-entropy-loss-fusion.
+  const auto ce_impl = a.opt_choice("--cross-entropy-fusion-impl", {"native", "te"});
+  if (a.has("--cross-entropy-loss-fusion")) tr["cross_entropy_fusion"] = ce_impl.value_or("native");
   // Megatron-Core's unfused ("local") attention is QK^T, softmax and ·V as separate kernels; the others are fused.
   if (auto be = a.opt_choice("--attention-backend", {"flash", "fused", "unfused", "local", "auto"})) {
     tr["attention_backend"] = (*be == "unfused" || *be == "local") ? "unfused" : "flash";

@@ -177,6 +177,11 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
         run.token_dispatcher != "flex") {
       r.fail("token_dispatcher", "'" + run.token_dispatcher + "' is not alltoall, allgather or flex");
     }
+    run.optimizer_state_dtype = lower_case(r.text("optimizer_state_dtype"));
+    if (!run.optimizer_state_dtype.empty() && run.optimizer_state_dtype != "fp32" &&
+        run.optimizer_state_dtype != "bf16" && run.optimizer_state_dtype != "fp16") {
+      r.fail("optimizer_state_dtype", "'" + run.optimizer_state_dtype + "' is not fp32, bf16 or fp16");
+    }
     run.attention_backend = lower_case(r.text("attention_backend"));
     if (!run.attention_backend.empty() && run.attention_backend != "flash" && run.attention_backend != "unfused") {
       r.fail("attention_backend", "'" + run.attention_backend + "' is not flash or unfused");

@@ -45,6 +45,9 @@ struct PublishedRun {
   // and --delay-wgrad-compute.
   std::optional<bool> overlap_moe_expert_parallel_comm, delay_wgrad_compute;
   std::string token_dispatcher;    // alltoall | allgather | flex (DeepEP); blank = the job's default (alltoall)
+  // The optimizer's state dtype (master weights and both Adam moments): fp32 (blank) | bf16 | fp16. NeMo 1.x recipes
+  // set it with `optim.dtype` of Apex's distributed_fused_adam; becomes the precision-aware optimizer's dtypes.
+  std::string optimizer_state_dtype;
   std::string attention_backend;   // flash | unfused
   std::string pipeline_layout;     // Megatron-Core's --pipeline-model-parallel-layout (checked when the job is built)
 };

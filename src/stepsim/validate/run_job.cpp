@@ -404,6 +404,22 @@ RunJob job_for_run(const PublishedRun& r) {
     t["grad_reduce_in_fp32"] = false;
     assume("NVIDIA benchmark (NeMo, Megatron-Bridge, DGX Cloud recipes): gradients reduced in bf16");
   }
+  // Megatron-Bridge's benchmark recipes (25.09: scripts/performance/configs/*/*_llm_pretrain.yaml; 25.11:
+  // scripts/performance/utils/helpers.py; 26.04: utils/overrides.py) set cross_entropy_fusion_impl = "te" over the
+  // providers' cross_entropy_loss_fusion = True: Transformer Engine's fused cross-entropy.
+  if (starts_with_any(r.source, {"megatronbridge", "megatron_bridge", "megatron-bridge"})) {
+    t["cross_entropy_fusion"] = "te";
+    assume("Megatron-Bridge benchmark recipe: Transformer Engine's fused cross-entropy");
+  }
+  // Optimizer states in 16 bits (Apex's DistributedFusedAdam with `optim.dtype: bf16`, as NeMo's Nemotron-4 340B
+  // recipe sets it): master weights and both moments in that dtype, 16-bit gradients read as they are — what the
+  // precision-aware optimizer's dtypes express (the job's rules then ask for the distributed optimizer).
+  if (!r.optimizer_state_dtype.empty() && r.optimizer_state_dtype != "fp32") {
+    t["precision_aware_optimizer"] = true;
+    t["main_params_dtype"] = r.optimizer_state_dtype;
+    t["exp_avg_dtype"] = r.optimizer_state_dtype;
+    t["exp_avg_sq_dtype"] = r.optimizer_state_dtype;
+  }
   if (!old) {
     t["overlap_grad_reduce"] = true;
     if (dist) t["overlap_param_gather"] = true;

@@ -460,8 +460,20 @@ Ref StageBuilder::head_fwd(Ref in) {
   Ref x = d.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h, "output_all_gather", n) : n;
   Ref o = bf16_gemms(
       [&] { return compute(gemm(d.tokens, vloc, d.h), "output_layer", {x}, beta_ * (d.sp ? d.tokens_sp : d.tokens) * d.h); });
+  if (job_.training.cross_entropy_fusion == spec::CrossEntropyFusion::Te) {
+    // Transformer Engine's Triton cross-entropy as Megatron-Bridge 25.09-26.04 ran it (TE 2.x up to mid-2026): one
+    // program per token row reads the bf16 logits for the row's max and sum of exponentials (online softmax); the
+    // (max, sum, target logit) of every TP rank are all-gathered (3 fp32 per token); a second pass reads the logits
+    // again and writes the loss and the gradient over them in place, kept until the backward (beta bytes per logit,
+    // where the unfused path keeps its fp32 softmax). Streaming passes: the elementwise efficiency.
+    Ref s1 = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * vloc), "cross_entropy_stats", {o});
+    Ref g = coll(CollType::AllGather, GroupKind::Tp, 12 * d.tokens * d.t, "cross_entropy_all_gather", s1);
+    Ref s2 = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * d.tokens * vloc), "cross_entropy_loss_grad",
+                     {g}, beta_ * d.tokens * vloc);
+    return compute(memop(ComputeCategory::Elementwise, 8 * d.tokens), "loss", {s2});
+  }
   // Vocab-parallel cross-entropy (fp32 softmax): all-reduce of the max, of the sum of exponentials and of
-  // the target logits across the tensor-parallel group.
+  // the target logits across the tensor-parallel group. Megatron's jit-fused `native` path is costed alike.
   Ref c1 = compute(memop(ComputeCategory::Loss, (beta_ + 4) * d.tokens * vloc), "cross_entropy_max", {o},
                    4 * d.tokens * vloc);
   Ref a1 = coll(CollType::AllReduce, GroupKind::Tp, 4 * d.tokens, "cross_entropy_all_reduce", c1);
@@ -473,7 +485,12 @@ Ref StageBuilder::head_fwd(Ref in) {
 Ref StageBuilder::head_bwd(Ref in) {
   const auto& d = d_;
   const int64_t vloc = d.vocab_pad / d.t;
-  Ref c = compute(memop(ComputeCategory::Loss, (4 + beta_) * d.tokens * vloc), "cross_entropy_bwd", {in});
+  // TE's backward scales the stored gradient rows by the per-token incoming gradient in place (Megatron's loss is
+  // not reduced inside the kernel, so the all-ones shortcut does not apply); the unfused path turns its fp32 softmax
+  // into the bf16 gradient.
+  const bool te = job_.training.cross_entropy_fusion == spec::CrossEntropyFusion::Te;
+  Ref c = te ? compute(memop(ComputeCategory::Elementwise, 2 * beta_ * d.tokens * vloc), "cross_entropy_bwd", {in})
+             : compute(memop(ComputeCategory::Loss, (4 + beta_) * d.tokens * vloc), "cross_entropy_bwd", {in});
   Ref r = bf16_gemms([&] { return column_parallel_bwd("output_layer", d.tokens, vloc, d.h, c, d.sp); });
   return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "final_layernorm_bwd", {r});
 }
