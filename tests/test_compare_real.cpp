@@ -15,7 +15,7 @@ namespace test = stepsim::test;
 
 namespace {
 
-std::string real(const std::string& rel) { return std::string(STEPSIM_SHARED_DIR) + "/data/real/" + rel; }
+using test::real;  // one definition for every test file (unity build batches)
 
 std::string rank0_trace() {
   for (const auto& e : std::filesystem::directory_iterator(real("param/dlrm_kineto")))

@@ -20,7 +20,7 @@ using nlohmann::json;
 
 constexpr int kPid = 4242;
 
-std::string real(const std::string& rel) { return std::string(STEPSIM_SHARED_DIR) + "/data/real/" + rel; }
+using test::real;  // one definition for every test file (unity build batches)
 
 // An execution-trace node (schema 1.0.1, flat shapes and types).
 json node(int64_t id, const std::string& name, int64_t parent, std::vector<std::vector<int64_t>> in = {},

@@ -8,7 +8,7 @@
 namespace stepsim {
 namespace {
 
-spec::JobSpec tiny(int gpus, int64_t gbs) {
+spec::JobSpec tiny_job(int gpus, int64_t gbs) {
   spec::JobSpec j = test::job_from_yaml(test::small_gpt_yaml(1, 1, gpus, gbs));
   spec::validate(j);
   return j;
@@ -33,7 +33,7 @@ plan::SpaceOptions sixteen_gpu_options(bool search_layouts) {
 // per (TP, CP, PP).
 TEST(PlanSpace, EachRuleRemovesTheHandCountedPlans) {
   // The layout variants are counted in LayoutVariantsMultiplyTheLeaves.
-  const plan::PlanSpace s = plan::enumerate_plans(tiny(16, 16), sixteen_gpu_options(false));
+  const plan::PlanSpace s = plan::enumerate_plans(tiny_job(16, 16), sixteen_gpu_options(false));
   // (TP, CP, PP) with TP x CP x PP dividing 16 = 2^4: exponent triples summing to <= 4: C(7, 3) = 35.
   EXPECT_EQ(s.enumerated, 35 * 36);
   // TP 16 > 8 GPUs per node: only (16, 1, 1).
@@ -98,7 +98,7 @@ TEST(PlanSpace, ExpertDegreeMustDivideExpertsAndDataTimesContext) {
 // when CP > 1 (x 2 expert-TP settings for an MoE model when TP > 1). The 16-GPU space above has 35 (TP, CP, PP)
 // triples of 2^a 2^b 2^c with a + b + c <= 4; leaves = 36 x sum over triples of (a > 0 ? 2 : 1) (b > 0 ? 3 : 1).
 TEST(PlanSpace, LayoutVariantsMultiplyTheLeaves) {
-  const plan::PlanSpace s = plan::enumerate_plans(tiny(16, 16), sixteen_gpu_options(true));
+  const plan::PlanSpace s = plan::enumerate_plans(tiny_job(16, 16), sixteen_gpu_options(true));
   int64_t leaves = 0;
   for (int a = 0; a <= 4; ++a)
     for (int b = 0; a + b <= 4; ++b)
@@ -115,7 +115,7 @@ TEST(PlanSpace, LayoutVariantsMultiplyTheLeaves) {
   EXPECT_GT(a2a, 0);
   // The variants alone: TP 1, CP 1 -> one; TP 2, CP 2 -> 2 x 3; an MoE model at TP 2 -> 2 x 2 x 2 (the combined
   // 1F1B EP overlap off/on), at TP 1 -> 2.
-  spec::ModelSpec dense = tiny(16, 16).model;
+  spec::ModelSpec dense = tiny_job(16, 16).model;
   EXPECT_EQ(plan::layout_variants(dense, 1, 1).size(), 1u);
   EXPECT_EQ(plan::layout_variants(dense, 2, 2).size(), 6u);
   dense.moe = spec::MoeSpec{8, 2, 1024, 0, 1, 0, std::nullopt};

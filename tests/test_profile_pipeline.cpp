@@ -120,7 +120,7 @@ TEST(ProfileBandwidth, Figure42Numbers) {
   EXPECT_THROW(parse_parallelism("xx=2"), InputError);
 }
 
-void exec(sqlite3* db, const std::string& sql) {
+void exec_sql(sqlite3* db, const std::string& sql) {
   char* err = nullptr;
   ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
 }
@@ -131,7 +131,7 @@ std::string make_db(const std::string& name, const std::vector<std::tuple<int64_
   std::remove(path.c_str());
   sqlite3* db = nullptr;
   EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  exec(db,
+  exec_sql(db,
        "CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);"
        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,"
        " contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,"
@@ -142,8 +142,8 @@ std::string make_db(const std::string& name, const std::vector<std::tuple<int64_
        " localMemoryTotal INTEGER NOT NULL, gridId INTEGER NOT NULL, sharedMemoryExecuted INTEGER);");
   int id = 1;
   for (const auto& [start, end, pid, kname] : k) {
-    exec(db, "INSERT INTO StringIds VALUES (" + std::to_string(id) + ", '" + kname + "')");
-    exec(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, globalPid,"
+    exec_sql(db, "INSERT INTO StringIds VALUES (" + std::to_string(id) + ", '" + kname + "')");
+    exec_sql(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, globalPid,"
              " demangledName, shortName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ,"
              " staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId) VALUES (" +
                  std::to_string(start) + ", " + std::to_string(end) + ", 0, 1, 31, " + std::to_string(id) + ", " +

@@ -16,7 +16,7 @@
 namespace stepsim::trace {
 namespace {
 
-std::string real(const std::string& rel) { return std::string(STEPSIM_SHARED_DIR) + "/data/real/" + rel; }
+using test::real;  // one definition for every test file (unity build batches)
 
 nlohmann::json load_json(const std::string& path) { return nlohmann::json::parse(test::read_file(path)); }
 

@@ -13,7 +13,7 @@
 namespace stepsim::trace {
 namespace {
 
-std::string real(const std::string& rel) { return std::string(STEPSIM_SHARED_DIR) + "/data/real/" + rel; }
+using test::real;  // one definition for every test file (unity build batches)
 
 int64_t busy_ns(const RankImport& r) { return static_cast<int64_t>(r.compute_busy_s * 1e9 + 0.5); }
 

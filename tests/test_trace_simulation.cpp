@@ -20,7 +20,7 @@ using nlohmann::json;
 
 constexpr int64_t kUs = 1000;
 
-std::string real(const std::string& rel) { return std::string(STEPSIM_SHARED_DIR) + "/data/real/" + rel; }
+using test::real;  // one definition for every test file (unity build batches)
 
 // A folder of its own per test, with the rank files given.
 std::string workload_dir(const std::string& name, const std::vector<json>& ranks) {

@@ -85,6 +85,8 @@ inline std::string write_temp(const std::string& name, const std::string& text) 
 }
 
 inline std::string source_dir() { return STEPSIM_SOURCE_DIR; }
+// A file of the real traces and logs under ../shared/data/real.
+inline std::string real(const std::string& rel) { return std::string(STEPSIM_SHARED_DIR) + "/data/real/" + rel; }
 
 // The message of the InputError `f` throws ("<no error>" when it throws none), for tests of error texts.
 inline std::string error_of(const std::function<void()>& f) {
