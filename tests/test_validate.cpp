@@ -249,9 +249,11 @@ TEST(Validate, OptimizerStateDtypeColumnKeepsStatesInSixteenBits) {
   EXPECT_EQ(row(runs, "N2407-NEMOTRON-340B").optimizer_state_dtype, "bf16");
   const auto r = test::run_cli_env("STEPSIM_CALIBRATION_DB=/nonexistent/none.sqlite",
                                    "validate " + test::source_dir() +
-                                       "/bench/validation/nvidia-h100-benchmarks.csv --only N2407-NEMOTRON-340B");
+                                       "/bench/validation/nvidia-h100-benchmarks.csv --only N2407-NEMOTRON-340B --verbose");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("% none"), std::string::npos) << r.output;
+  // --verbose says which of the row's recipe columns were given, before the assumptions.
+  EXPECT_NE(r.output.find("    from the row: optimizer_state_dtype: bf16\n"), std::string::npos) << r.output;
 }
 
 // An optional pipeline_layout column (a recipe's --pipeline-model-parallel-layout) replaces the interleaving rules:

@@ -34,7 +34,8 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
                     {"peak_memory_bytes", x.peak_bytes},
                     {"capacity_bytes", x.capacity_bytes},
                     {"breakdown_s", b},
-                    {"assumptions", x.assumptions}});
+                    {"assumptions", x.assumptions},
+                    {"stated", x.stated}});
   }
   nlohmann::json failed = nlohmann::json::array();
   for (const auto& f : r.failed) failed.push_back({{"id", f.id}, {"line", f.line}, {"message", f.message}});

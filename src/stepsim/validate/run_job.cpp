@@ -445,6 +445,18 @@ RunJob job_for_run(const PublishedRun& r) {
   c["inter_node"]["bandwidth_Gbps"] = inter;
   root["cluster"] = c;
   out.root = root;
+  // The optional recipe columns the row gave, for `validate --verbose` (what the published tables left out and the
+  // row states from the recipe: bench/validation/README.md cites each).
+  auto state = [&](const char* column, const std::string& value) { out.stated.push_back(std::string(column) + ": " + value); };
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  if (r.sequence_parallel) state("sequence_parallel", flag(*r.sequence_parallel));
+  if (r.tp_comm_overlap) state("tp_comm_overlap", flag(*r.tp_comm_overlap));
+  if (r.overlap_moe_expert_parallel_comm) state("overlap_moe_expert_parallel_comm", flag(*r.overlap_moe_expert_parallel_comm));
+  if (r.delay_wgrad_compute) state("delay_wgrad_compute", flag(*r.delay_wgrad_compute));
+  if (!r.token_dispatcher.empty()) state("token_dispatcher", r.token_dispatcher);
+  if (!r.attention_backend.empty()) state("attention_backend", r.attention_backend);
+  if (!r.pipeline_layout.empty()) state("pipeline_layout", r.pipeline_layout);
+  if (!r.optimizer_state_dtype.empty()) state("optimizer_state_dtype", r.optimizer_state_dtype);
   return out;
 }
 

@@ -42,6 +42,7 @@ double measured_step_time_s(const PublishedRun& r, std::string* how = nullptr);
 struct RunJob {
   YAML::Node root;                    // a complete job tree (model, parallelism, training, cluster)
   std::vector<std::string> assumptions;  // what was not in the row, and what was used
+  std::vector<std::string> stated;       // the row's optional recipe columns that were given ("column: value")
 };
 RunJob job_for_run(const PublishedRun& r);
 

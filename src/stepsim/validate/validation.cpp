@@ -96,6 +96,7 @@ ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const Vali
         row.measured_step_time_s = measured_step_time_s(run, &row.measured_from);
         const RunJob rj = job_for_run(run);
         row.assumptions = rj.assumptions;
+        row.stated = rj.stated;
         const Simulated sim = simulate_row(run, rj, o);
         if (!rj.root["training"]["recompute"]) {
           row.assumptions.push_back("recompute not stated: " + sim.recompute + " (least that fits)");

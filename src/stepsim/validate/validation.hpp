@@ -26,6 +26,7 @@ struct RowResult {
   std::string job_yaml;       // the job simulated (recompute and --set overrides applied), for `stepsim simulate`
   report::Breakdown breakdown;  // rank 0
   std::vector<std::string> assumptions;
+  std::vector<std::string> stated;  // the row's optional recipe columns (RunJob::stated)
 };
 
 struct FailedRow {
