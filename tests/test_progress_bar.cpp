@@ -49,7 +49,7 @@ TEST(ProgressBar, DisabledBarDrawsNothingAndGivesNoCallback) {
 // Through a pipe (every other CLI test) the output carries no bar; on a pseudo-terminal validate draws it on stderr
 // and erases it before the table.
 TEST(ProgressBar, DrawnOnlyOnATerminal) {
-  const std::string csv = test::source_dir() + "/../shared/data/published-runs/published_runs.csv";
+  const std::string csv = std::string(STEPSIM_SHARED_DIR) + "/data/published-runs/published_runs.csv";
   const std::string args = "validate " + csv + " --only NAR21-T1-01,MLM24-H100-1.7B";
   const std::string env = "STEPSIM_CALIBRATION_DB=" + test::temp_dir() + "/none.sqlite";
   const auto piped = test::run_cli_env(env, args);

@@ -1,7 +1,6 @@
 // stepsim plan: ranks parallel plans of a job for a GPU count and global batch (analytic estimate of every
 // candidate, engine runs of the best), or prints the (TP, PP) memory-feasibility map. Under MPI the candidates
 // are split across processes and gathered, with output identical to one process (docs/PLANNER.md).
-#include "stepsim/report/progress_bar.hpp"
 #include "stepsim/cli/cmd_plan.hpp"
 
 #include <iostream>
@@ -11,6 +10,7 @@
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/plan/memory_map.hpp"
 #include "stepsim/plan/plan_report.hpp"
+#include "stepsim/report/progress_bar.hpp"
 #include "stepsim/spec/input_error.hpp"
 
 #ifdef STEPSIM_MPI

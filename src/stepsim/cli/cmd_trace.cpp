@@ -1,6 +1,5 @@
 // stepsim trace import TRACE... --out DIR [--quiet]
 // stepsim trace extrapolate TRACE [--et ET.json] --job JOB.yaml --out DIR [...] (docs/EXTRAPOLATION.md)
-#include "stepsim/report/progress_bar.hpp"
 #include "stepsim/cli/cmd_trace.hpp"
 
 #include <cstdio>
@@ -11,6 +10,7 @@
 
 #include "stepsim/cli/load_job.hpp"
 #include "stepsim/extrapolate/extrapolate.hpp"
+#include "stepsim/report/progress_bar.hpp"
 #include "stepsim/spec/input_error.hpp"
 
 #include "stepsim/trace/import_output.hpp"

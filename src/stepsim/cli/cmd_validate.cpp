@@ -6,10 +6,10 @@
 #include <memory>
 #include <sstream>
 
-#include "stepsim/report/progress_bar.hpp"
 #include "stepsim/api/validate.hpp"
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/report/breakdown.hpp"
+#include "stepsim/report/progress_bar.hpp"
 #include "stepsim/report/summary.hpp"
 
 namespace stepsim::cli {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/spec/progress.hpp"
 #include "stepsim/plan/plan_estimate.hpp"
 #include "stepsim/plan/plan_space.hpp"
 #include "stepsim/plan/reliability.hpp"
+#include "stepsim/spec/progress.hpp"
 
 namespace stepsim::plan {
 

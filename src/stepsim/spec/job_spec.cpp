@@ -101,14 +101,6 @@ std::string recompute_module_names() {
   return s;
 }
 const char* name_of(AttentionBackend b) { return b == AttentionBackend::Flash ? "flash" : "unfused"; }
-const char* name_of(CrossEntropyFusion f) {
-  switch (f) {
-    case CrossEntropyFusion::None: return "none";
-    case CrossEntropyFusion::Native: return "native";
-    case CrossEntropyFusion::Te: return "te";
-  }
-  return "?";
-}
 const char* name_of(OverlapModel m) {
   switch (m) {
     case OverlapModel::None: return "none";

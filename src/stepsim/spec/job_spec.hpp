@@ -311,7 +311,6 @@ const char* name_of(AttentionType a);
 const char* name_of(CommModel m);
 const char* name_of(OverlapModel m);
 const char* name_of(AttentionBackend b);
-const char* name_of(CrossEntropyFusion f);
 const char* name_of(Fp8Recipe r);
 const char* name_of(CpCommType c);
 const char* name_of(RecomputeModule m);  // Megatron-Core's name (core_attn, mlp, ...)

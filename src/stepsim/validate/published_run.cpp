@@ -60,6 +60,19 @@ class RowReader {
     if (s == "false" || s == "no" || s == "0") return false;
     fail(col, "'" + s + "' is not true/false");
   }
+  // One word of a fixed list, in any case (blank: ""), returned lower-cased; any other word names the list.
+  std::string choice(const char* col, std::initializer_list<const char*> names) const {
+    const std::string s = lower_case(text(col));
+    if (s.empty()) return s;
+    std::string list;
+    size_t i = 0;
+    for (const char* n : names) {
+      if (s == n) return s;
+      list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(n);
+      ++i;
+    }
+    fail(col, "'" + s + "' is not " + list);
+  }
 
  private:
   static std::string fmt(double x) {
@@ -164,28 +177,14 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
       r.fail("step_time_s", "the row gives no measurement (step_time_s, tflops_per_gpu, mfu or tokens_per_s_per_gpu)");
     }
     run.notes = r.text("notes");
-    run.flop_convention = lower_case(r.text("flop_convention"));
-    if (!run.flop_convention.empty() && run.flop_convention != "model" && run.flop_convention != "hardware") {
-      r.fail("flop_convention", "'" + run.flop_convention + "' is not model or hardware");
-    }
+    run.flop_convention = r.choice("flop_convention", {"model", "hardware"});
     run.sequence_parallel = r.boolean("sequence_parallel");
     run.tp_comm_overlap = r.boolean("tp_comm_overlap");
     run.overlap_moe_expert_parallel_comm = r.boolean("overlap_moe_expert_parallel_comm");
     run.delay_wgrad_compute = r.boolean("delay_wgrad_compute");
-    run.token_dispatcher = lower_case(r.text("token_dispatcher"));
-    if (!run.token_dispatcher.empty() && run.token_dispatcher != "alltoall" && run.token_dispatcher != "allgather" &&
-        run.token_dispatcher != "flex") {
-      r.fail("token_dispatcher", "'" + run.token_dispatcher + "' is not alltoall, allgather or flex");
-    }
-    run.optimizer_state_dtype = lower_case(r.text("optimizer_state_dtype"));
-    if (!run.optimizer_state_dtype.empty() && run.optimizer_state_dtype != "fp32" &&
-        run.optimizer_state_dtype != "bf16" && run.optimizer_state_dtype != "fp16") {
-      r.fail("optimizer_state_dtype", "'" + run.optimizer_state_dtype + "' is not fp32, bf16 or fp16");
-    }
-    run.attention_backend = lower_case(r.text("attention_backend"));
-    if (!run.attention_backend.empty() && run.attention_backend != "flash" && run.attention_backend != "unfused") {
-      r.fail("attention_backend", "'" + run.attention_backend + "' is not flash or unfused");
-    }
+    run.token_dispatcher = r.choice("token_dispatcher", {"alltoall", "allgather", "flex"});
+    run.optimizer_state_dtype = r.choice("optimizer_state_dtype", {"fp32", "bf16", "fp16"});
+    run.attention_backend = r.choice("attention_backend", {"flash", "unfused"});
     run.pipeline_layout = r.text("pipeline_layout");
     runs.push_back(std::move(run));
   }
