@@ -18,7 +18,7 @@ using cost::FlowNetwork;
 using cost::GroupGeometry;
 using workload::CollType;
 
-constexpr double GB = 1e9;
+using test::GB;
 
 spec::ClusterSpec h100(int gpus) {
   spec::ClusterSpec c;  // 450 GB/s NVLink (1 us), 50 GB/s NIC per GPU (5 us), fat-tree, 0.1 us per fabric hop

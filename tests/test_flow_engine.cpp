@@ -23,7 +23,7 @@ namespace {
 
 using workload::CollType;
 constexpr int64_t ms = 1'000'000;
-constexpr double GB = 1e9;
+using test::GB;
 
 // 2 nodes x 8 GPUs, no latency anywhere, `nics` NICs per node of 50 GB/s each.
 spec::ClusterSpec two_nodes(int nics) {

@@ -18,7 +18,7 @@ using hw::Topology;
 using hw::TopologyBuilder;
 using hw::VertexKind;
 
-constexpr double GB = 1e9;
+using test::GB;
 constexpr int64_t ms = 1'000'000;
 
 struct Done {

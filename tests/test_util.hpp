@@ -88,6 +88,9 @@ inline std::string source_dir() { return STEPSIM_SOURCE_DIR; }
 // A file of the real traces and logs under ../shared/data/real.
 inline std::string real(const std::string& rel) { return std::string(STEPSIM_SHARED_DIR) + "/data/real/" + rel; }
 
+// 1 GB = 1e9 bytes, for hand-solved link and transfer times (shared: unity batches join the flow tests).
+inline constexpr double GB = 1e9;
+
 // The message of the InputError `f` throws ("<no error>" when it throws none), for tests of error texts.
 inline std::string error_of(const std::function<void()>& f) {
   try {

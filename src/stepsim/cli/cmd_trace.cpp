@@ -1,4 +1,5 @@
-// stepsim trace import TRACE... --out DIR [--quiet]
+// stepsim trace import TRACE... --out DIR [--comm-groups FILE] [--quiet]  (Kineto traces, or Chakra ETs: docs/CHAKRA.md)
+// stepsim trace export-chakra JOB --out DIR [--name NAME] [--set k=v]... [--quiet]
 // stepsim trace extrapolate TRACE [--et ET.json] --job JOB.yaml --out DIR [...] (docs/EXTRAPOLATION.md)
 #include "stepsim/cli/cmd_trace.hpp"
 
@@ -8,9 +9,12 @@
 #include <memory>
 #include <sstream>
 
+#include "stepsim/chakra/et_export.hpp"
+#include "stepsim/chakra/et_import.hpp"
 #include "stepsim/cli/load_job.hpp"
 #include "stepsim/extrapolate/extrapolate.hpp"
 #include "stepsim/report/progress_bar.hpp"
+#include "stepsim/sim/simulation.hpp"
 #include "stepsim/spec/input_error.hpp"
 
 #include "stepsim/trace/import_output.hpp"
@@ -21,7 +25,7 @@ namespace {
 
 struct TraceArgs {
   std::vector<std::string> traces;
-  std::string out;
+  std::string out, comm_groups;
   bool quiet = false;
 };
 
@@ -31,7 +35,30 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+int run_chakra_import(const TraceArgs& a) {
+  const chakra::ChakraImport c = chakra::import_chakra(a.traces, a.comm_groups);
+  chakra::write_chakra_import(c, a.out);
+  if (a.quiet) return 0;
+  std::cout << "# stepsim trace import: " << c.ranks.size() << " Chakra trace(s) -> " << a.out
+            << (c.comm_groups.empty() ? std::string(" (no communicator-group file)") : " (groups: " + c.comm_groups + ")")
+            << "\n# rank  nodes  compute_ops  comm_ops  compute_s  cpu_nodes_skipped  other_skipped  source\n";
+  for (const auto& r : c.ranks) {
+    int64_t compute = 0, comm = 0;
+    double busy = 0;
+    for (const auto& o : r.rank.ops) {
+      if (o.kind == workload::OpKind::Compute) ++compute, busy += static_cast<double>(o.duration_ns) * 1e-9;
+      else ++comm;
+    }
+    std::cout << "  " << r.rank.rank << "  " << r.nodes << "  " << compute << "  " << comm << "  " << fixed(busy, 6)
+              << "  " << r.cpu_nodes_skipped << "  " << r.other_nodes_skipped << "  " << r.rank.path << "\n";
+  }
+  std::cout << "# replay: stepsim simulate JOB --workload " << a.out << "\n";
+  return 0;
+}
+
 int run_import(const TraceArgs& a) {
+  if (chakra::looks_like_chakra(a.traces.front())) return run_chakra_import(a);
+  if (!a.comm_groups.empty()) throw InputError("--comm-groups: applies to Chakra traces (.et or Chakra JSON) only");
   report::ProgressBar bar(stderr, !a.quiet && report::ProgressBar::terminal());
   const auto ranks = trace::import_traces(a.traces, bar.callback());
   bar.clear();
@@ -45,6 +72,29 @@ int run_import(const TraceArgs& a) {
               << "  " << (r.execution_trace.empty() ? std::string("-") : std::to_string(r.et_linked)) << "  "
               << r.source << "\n";
   }
+  return 0;
+}
+
+struct ExportChakraArgs {
+  JobOptions job;
+  chakra::ExportOptions opt;
+  bool quiet = false;
+};
+
+int run_export_chakra(ExportChakraArgs& a) {
+  const spec::JobSpec job = load_job(a.job);
+  const workload::Workload w = sim::timed_workload(job);
+  const chakra::ExportSummary s = chakra::export_chakra(w, a.opt);
+  if (a.quiet) return 0;
+  std::cout << "stepsim trace export-chakra: " << job.model.name << " on " << s.ranks << " ranks -> " << a.opt.dir << "\n"
+            << "  files        " << a.opt.dir << "/" << a.opt.name << ".<rank>.et (" << s.ranks << "), "
+            << fixed(static_cast<double>(s.bytes) / (1 << 20), 1) << " MiB\n"
+            << "  nodes        " << s.nodes << " (" << s.nodes / std::max(1, s.ranks) << " per rank on average)\n"
+            << "  groups       " << s.comm_groups << " in " << s.comm_group_file << "\n"
+            << "  ASTRA-sim    --workload-configuration=" << a.opt.dir << "/" << a.opt.name
+            << " --comm-group-configuration=" << s.comm_group_file << "\n"
+            << "  back         stepsim trace import " << a.opt.dir << "/" << a.opt.name << ".*.et --out DIR; "
+            << "stepsim simulate JOB --workload DIR\n";
   return 0;
 }
 
@@ -78,14 +128,26 @@ int run_extrapolate(ExtrapolateArgs& a) {
 
 Action add_trace(CLI::App& app) {
   auto a = std::make_shared<TraceArgs>();
-  CLI::App* cmd = app.add_subcommand("trace", "import real traces as workload programs, or extrapolate one");
+  CLI::App* cmd = app.add_subcommand("trace", "import real traces (Kineto, Chakra) as workload programs, extrapolate one, "
+                                              "or export a job as Chakra traces");
   cmd->require_subcommand(1);
   CLI::App* imp = cmd->add_subcommand("import", "PyTorch profiler (Kineto) traces, one per rank, and optional "
                                                  "execution traces (plain or .gz) to per-rank programs");
   imp->add_option("traces", a->traces, "trace files: Kineto traces and execution traces, any order")
       ->required()->expected(1, -1);
   imp->add_option("--out", a->out, "folder for rank<r>.json and summary.json")->required();
+  imp->add_option("--comm-groups", a->comm_groups,
+                  "Chakra traces: the communicator-group file their pg_name attributes refer to (default: "
+                  "comm_group.json beside the first trace, when there is one)");
   imp->add_flag("--quiet", a->quiet, "do not print the table");
+  auto e = std::make_shared<ExportChakraArgs>();
+  CLI::App* exp = cmd->add_subcommand("export-chakra", "a job's per-rank programs as Chakra execution traces "
+                                                        "(<name>.<rank>.et + comm_group.json) for ASTRA-sim");
+  exp->add_option("job", e->job.job_path, "job YAML")->required();
+  exp->add_option("--set", e->job.overrides, "override a job key (key=value), repeatable");
+  exp->add_option("--out", e->opt.dir, "folder for the traces and comm_group.json")->required();
+  exp->add_option("--name", e->opt.name, "file name prefix (default workload: workload.0.et, ...)");
+  exp->add_flag("--quiet", e->quiet, "do not print the summary");
   auto x = std::make_shared<ExtrapolateArgs>();
   CLI::App* ext = cmd->add_subcommand("extrapolate", "one single-GPU trace to the data/tensor/pipeline-parallel "
                                                       "programs of a job (TrioSim-style extrapolation)");
@@ -101,7 +163,9 @@ Action add_trace(CLI::App& app) {
   ext->add_option("--trace-batch", x->opt.trace_batch, "per-GPU batch the trace ran (default: the job's micro_batch_size)");
   ext->add_option("--json", x->json, "also write extrapolation.json (fit and what was generated) here")->check(output_file());
   ext->add_flag("--quiet", x->quiet, "do not print the report");
-  return [imp, a, ext, x]() { return imp->parsed() ? run_import(*a) : ext->parsed() ? run_extrapolate(*x) : -1; };
+  return [imp, a, ext, x, exp, e]() {
+    return imp->parsed() ? run_import(*a) : ext->parsed() ? run_extrapolate(*x) : exp->parsed() ? run_export_chakra(*e) : -1;
+  };
 }
 
 }  // namespace stepsim::cli

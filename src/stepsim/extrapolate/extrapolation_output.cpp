@@ -9,6 +9,7 @@
 
 #include "stepsim/extrapolate/extrapolate.hpp"
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/trace/traced_program_json.hpp"
 
 namespace stepsim::extrapolate {
 
@@ -17,43 +18,9 @@ using workload::OpKind;
 
 namespace {
 
-json transfers(const std::vector<trace::TracedTransfer>& v) {
-  json a = json::array();
-  for (const auto& t : v) a.push_back({{"peer", t.peer}, {"bytes", t.bytes}});
-  return a;
-}
-
-json op_json(const trace::TracedOp& o) {
-  json j;
-  j["kind"] = o.kind == OpKind::Compute ? "compute" : o.kind == OpKind::P2P ? "p2p" : "collective";
-  j["name"] = o.name;
-  if (o.kind == OpKind::Compute) {
-    j["duration_ns"] = o.duration_ns;
-    j["category"] = workload::name_of(o.category);
-    j["phase"] = workload::name_of(o.phase);
-  } else if (o.kind == OpKind::Collective) {
-    j["coll"] = workload::name_of(o.coll);
-    j["group"] = workload::name_of(o.group.value_or(workload::GroupKind::Dp));
-    j["bytes"] = o.bytes;
-    j["group_ranks"] = o.group_ranks;
-  } else {
-    j["group"] = "pp";
-    if (!o.sends.empty()) j["sends"] = transfers(o.sends);
-    if (!o.recvs.empty()) j["recvs"] = transfers(o.recvs);
-  }
-  j["after"] = o.after;
-  return j;
-}
-
 json nullable(double v, bool ok) { return ok ? json(v) : json(nullptr); }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw InputError(path + ": cannot write (--out)");
-  out << text;
-  out.flush();
-  if (!out) throw InputError(path + ": cannot write (--out)");
-}
+void write_text(const std::string& path, const std::string& text) { trace::write_output_text(path, text); }
 
 std::string fixed(double v, int digits) {
   char buf[64];
@@ -86,17 +53,18 @@ void write_extrapolation(const Extrapolation& x, const spec::JobSpec& job, const
   const int world = x.plan.layout.world();
   json summary_ranks = json::array();
   for (size_t i = 0; i < x.roles.size(); ++i) {
-    json ops = json::array();
+    trace::TracedRank r;
+    r.rank = x.roles[i];
+    r.world_size = world;
+    r.ops = x.programs[i];
     int64_t compute = 0, comm = 0;
     double busy_ns = 0;
-    for (const trace::TracedOp& o : x.programs[i]) {
-      ops.push_back(op_json(o));
+    for (const trace::TracedOp& o : r.ops) {
       if (o.kind == OpKind::Compute && o.category != workload::ComputeCategory::Host) ++compute, busy_ns += o.duration_ns;
       else if (o.kind != OpKind::Compute) ++comm;
     }
-    const json prog = {{"format", "stepsim-trace-program"}, {"version", 1}, {"rank", x.roles[i]}, {"world_size", world},
-                       {"source", opt.trace}, {"execution_trace", opt.et.empty() ? json(nullptr) : json(opt.et)},
-                       {"extrapolated", true}, {"ops", ops}};
+    const json prog = trace::traced_program_json(
+        r, opt.trace, {{"execution_trace", opt.et.empty() ? json(nullptr) : json(opt.et)}, {"extrapolated", true}});
     write_text(dir + "/rank" + std::to_string(x.roles[i]) + ".json", prog.dump() + "\n");
     summary_ranks.push_back({{"rank", x.roles[i]}, {"kernels", compute}, {"nccl_kernels", comm},
                              {"compute_busy_s", busy_ns * 1e-9}, {"step_time_s", nullptr}});

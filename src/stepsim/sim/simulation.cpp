@@ -114,11 +114,16 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
   return cost::make_roofline_model(gpu, job.training.precision, table);
 }
 
-Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks, const ProgressFn& progress) {
+workload::Workload timed_workload(const spec::JobSpec& job, ComputeCalibration* calibration) {
   workload::Workload w = workload::build_megatron_workload(job);
-  ComputeCalibration cal;
-  const auto compute = make_compute_model(job, &cal);
+  const auto compute = make_compute_model(job, calibration);
   assign_compute_durations(w, *compute);
+  return w;
+}
+
+Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks, const ProgressFn& progress) {
+  ComputeCalibration cal;
+  workload::Workload w = timed_workload(job, &cal);
   Simulation s = run_workload(std::move(w), record_ranks, progress);
   s.calibration = cal;
   // A multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is one node to NCCL. A job whose node is smaller sends

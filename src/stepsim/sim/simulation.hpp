@@ -50,6 +50,10 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
 // GPU falls back to the coefficient model (data/overlap.yaml, Echo's published slowdowns, every generation).
 std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job, std::string* note = nullptr);
 
+// The job's Megatron workload with every compute op timed by the job's compute model, before the engine runs it
+// (what `stepsim trace export-chakra` writes out).
+workload::Workload timed_workload(const spec::JobSpec& job, ComputeCalibration* calibration = nullptr);
+
 // record_ranks: ranks whose timelines are kept (trace, breakdown).
 // progress: the engine's ("simulating"), for a big job's progress bar.
 Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks,
