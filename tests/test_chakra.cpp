@@ -85,6 +85,23 @@ TEST(Chakra, FilesAreLengthDelimitedChakraMessages) {
   ++at;
   EXPECT_EQ(static_cast<uint8_t>(b[at]), 0x08);
   EXPECT_EQ(static_cast<uint8_t>(b[at + 1]), 1);
+  // Each attribute in the value kind ASTRA-sim's ETFeederNode reads: an AttributeProto is name (0x0a, length, text)
+  // then the value's tag = field number << 3 | wire type: int32_val 7 -> 0x38, int64_val 9 -> 0x48, uint64_val 13 ->
+  // 0x68, bool_val 27 -> 0xd8 0x01, string_val 29 -> 0xea 0x01.
+  auto kind_after = [&](const std::string& name) {
+    const std::string key = std::string("\x0a") + static_cast<char>(name.size()) + name;
+    const size_t p = b.find(key);
+    return p == std::string::npos ? -1 : static_cast<int>(static_cast<uint8_t>(b[p + key.size()]));
+  };
+  EXPECT_EQ(kind_after("comm_src"), 0x38);
+  EXPECT_EQ(kind_after("comm_dst"), 0x38);
+  EXPECT_EQ(kind_after("comm_tag"), 0x38);
+  EXPECT_EQ(kind_after("comm_size"), 0x48);
+  EXPECT_EQ(kind_after("comm_type"), 0x48);
+  EXPECT_EQ(kind_after("num_ops"), 0x48);
+  EXPECT_EQ(kind_after("tensor_size"), 0x68);
+  EXPECT_EQ(kind_after("is_cpu_op"), 0xd8);
+  EXPECT_EQ(kind_after("pg_name"), 0xea);
 }
 
 // Every op of rank 0's program is in its file with the model's numbers: compute time, FLOPs, message sizes, groups.

@@ -127,9 +127,9 @@ class RankWriter {
     const int src = send ? rank_ : peer, dst = send ? peer : rank_;
     auto& counter = send ? sent_ : received_;
     const int32_t tag = counter[{src, dst}]++;
-    n.attrs.push_back(attr("comm_src", int64_t{src}));
-    n.attrs.push_back(attr("comm_dst", int64_t{dst}));
-    n.attrs.push_back(attr("comm_tag", int64_t{tag}));
+    n.attrs.push_back(attr("comm_src", int32_t{src}));
+    n.attrs.push_back(attr("comm_dst", int32_t{dst}));
+    n.attrs.push_back(attr("comm_tag", int32_t{tag}));
     n.attrs.push_back(attr("comm_size", static_cast<int64_t>(bytes)));
     return n;
   }
@@ -144,13 +144,13 @@ class RankWriter {
       n.attrs.push_back(attr("duration_ns", op.duration_ns));
       n.attrs.push_back(attr("category", std::string(workload::name_of(op.category))));
       n.attrs.push_back(attr("num_ops", static_cast<int64_t>(op.flops)));
-      n.attrs.push_back(attr("tensor_size", static_cast<int64_t>(op.bytes)));
+      n.attrs.push_back(attr("tensor_size", static_cast<uint64_t>(op.bytes)));
       if (op.category == workload::ComputeCategory::Gemm && op.gemm_m > 0 && op.gemm_m <= INT32_MAX &&
-          op.gemm_n <= INT32_MAX && op.gemm_k <= INT32_MAX) {
+          op.gemm_n > 0 && op.gemm_n <= INT32_MAX && op.gemm_k > 0 && op.gemm_k <= INT32_MAX) {
         n.attrs.push_back(attr("is_matmul", true));
-        n.attrs.push_back(attr("M", op.gemm_m));
-        n.attrs.push_back(attr("N", op.gemm_n));
-        n.attrs.push_back(attr("K", op.gemm_k));
+        n.attrs.push_back(attr("M", static_cast<int32_t>(op.gemm_m)));
+        n.attrs.push_back(attr("N", static_cast<int32_t>(op.gemm_n)));
+        n.attrs.push_back(attr("K", static_cast<int32_t>(op.gemm_k)));
       }
       made.push_back(std::move(n));
     } else if (op.kind == OpKind::Collective && w_.group_size_of(rank_, op) > 1) {

@@ -9,7 +9,8 @@
 // `comm_type`, `comm_size` (the message size S as nccl-tests counts it) and `pg_name` (the group's id in
 // comm_group.json) and no time: the simulator that reads them times them. Sends and receives carry
 // `comm_src`/`comm_dst`/`comm_tag`, the tag being the exchange's number between that pair of ranks, which both sides
-// count alike. stepsim's own attributes (`stepsim_op`, `phase`, `category`, `duration_ns`, ...) let `stepsim trace import`
+// count alike. Each attribute has the value kind ASTRA-sim's ETFeederNode reads (int32 for comm_src/dst/tag and
+// M/N/K, uint64 for tensor_size, int64 for num_ops/comm_type/comm_size, bool for is_cpu_op, string for pg_name). stepsim's own attributes (`stepsim_op`, `phase`, `category`, `duration_ns`, ...) let `stepsim trace import`
 // rebuild the program exactly; other readers ignore them.
 #include <cstdint>
 #include <string>

@@ -30,6 +30,7 @@ void put_attr(const EtAttr& a, pb::AttributeProto* p) {
         else if constexpr (std::is_same_v<T, uint64_t>) p->set_uint64_val(v);
         else if constexpr (std::is_same_v<T, double>) p->set_double_val(v);
         else if constexpr (std::is_same_v<T, bool>) p->set_bool_val(v);
+        else if constexpr (std::is_same_v<T, int32_t>) p->set_int32_val(v);
         else p->set_string_val(v);
       },
       a.value);

@@ -16,9 +16,11 @@ enum class NodeType : int { Invalid = 0, Metadata = 1, MemLoad = 2, MemStore = 3
 enum class CommType : int { AllReduce = 0, Reduce = 1, AllGather = 2, Gather = 3, Scatter = 4, Broadcast = 5,
                             AllToAll = 6, ReduceScatter = 7, ReduceScatterBlock = 8, Barrier = 9 };
 
-// An attribute's value: every integer kind of the schema widens to int64 (uint64 values above INT64_MAX stay
-// unsigned), float to double; list values are not used by stepsim and are dropped on reading.
-using AttrValue = std::variant<int64_t, uint64_t, double, bool, std::string>;
+// An attribute's value. On reading, every integer kind of the schema widens to int64 (uint64 values above INT64_MAX
+// stay unsigned), float to double; list values are not used by stepsim and are dropped. On writing, the alternative
+// picks the schema's kind: readers look at one kind only (ASTRA-sim reads comm_src/comm_dst/comm_tag as int32_val,
+// tensor_size as uint64_val, num_ops/comm_size/comm_type as int64_val).
+using AttrValue = std::variant<int64_t, uint64_t, double, bool, std::string, int32_t>;
 
 struct EtAttr {
   std::string name;
