@@ -5,6 +5,8 @@
 #include <limits>
 #include <sstream>
 
+#include <google/protobuf/stubs/logging.h>
+
 #include "et_def.pb.h"
 #include "stepsim/spec/input_error.hpp"
 
@@ -114,6 +116,10 @@ void write_et_file(const EtGraph& g, const std::string& path) {
 }
 
 EtGraph parse_et(std::string_view bytes, const std::string& path) {
+  // A message that does not parse is reported once, as an InputError naming the file and the message; libprotobuf's
+  // own log lines (invalid UTF-8 in a string field, say) would only repeat it on stderr.
+  static const bool quiet = (google::protobuf::SetLogHandler(nullptr), true);
+  (void)quiet;
   if (bytes.size() > kMaxEtFileBytes) {
     throw InputError(path + ": larger than " + std::to_string(kMaxEtFileBytes >> 20) + " MiB, the most a Chakra trace may be");
   }
