@@ -4,6 +4,7 @@
 
 #include "stepsim/api/output_file.hpp"
 #include "stepsim/report/chrome_trace.hpp"
+#include "stepsim/report/html_report.hpp"
 #include "stepsim/report/memory_series.hpp"
 #include "stepsim/sim/engine.hpp"
 #include "stepsim/spec/input_error.hpp"
@@ -49,7 +50,7 @@ SimulateOutput simulate(const SimulateOptions& o) {
     throw InputError("--rank " + std::to_string(o.rank) + ": must be in 0.." + std::to_string(world - 1));
   }
   std::vector<int> record{o.rank};
-  if (!o.trace_path.empty() || !o.memory_csv.empty() || o.record_stages) {
+  if (!o.trace_path.empty() || !o.memory_csv.empty() || !o.report_path.empty() || o.record_stages) {
     if (!o.trace_ranks.empty()) {
       for (int r : spec::parse_rank_list(o.trace_ranks, world, "--trace-ranks")) record.push_back(r);
     } else {
@@ -94,6 +95,9 @@ void write_outputs(const SimulateOptions& o, const SimulateOutput& out) {
   if (!o.json_path.empty()) write_output_file(o.json_path, out.json.dump(2) + "\n", "summary JSON");
   if (!o.trace_path.empty()) report::write_chrome_trace_file(o.trace_path, out.sim);
   if (!o.memory_csv.empty()) report::write_memory_csv_file(o.memory_csv, out.sim);
+  if (!o.report_path.empty()) {
+    write_output_file(o.report_path, report::simulate_report_html(out.sim, out.summary, out.json), "--report");
+  }
 }
 
 void check_fit(const SimulateOptions& o, const SimulateOutput& out) {

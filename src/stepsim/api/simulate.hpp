@@ -15,7 +15,7 @@ namespace stepsim::api {
 
 struct SimulateOptions {
   JobInput job;
-  std::string json_path, trace_path, trace_ranks, memory_csv;  // outputs; "" = none
+  std::string json_path, trace_path, trace_ranks, memory_csv, report_path;  // outputs; "" = none
   int rank = 0;                  // the rank of the breakdown and communication figures
   bool require_fit = false;      // check_fit throws when the job does not fit
   bool record_stages = false;    // record one rank per stage even without a trace or memory CSV (memory series)
@@ -41,7 +41,7 @@ struct SimulateOutput {
 
 // Loads the job and simulates it; InputError for bad input.
 SimulateOutput simulate(const SimulateOptions& o);
-// Writes the summary JSON, the Chrome trace and the memory CSV the options ask for.
+// Writes the summary JSON, the Chrome trace, the memory CSV and the HTML report the options ask for.
 void write_outputs(const SimulateOptions& o, const SimulateOutput& out);
 // With require_fit: InputError when the job does not fit the GPU memory.
 void check_fit(const SimulateOptions& o, const SimulateOutput& out);

@@ -62,6 +62,8 @@ Action add_simulate(CLI::App& app) {
   cmd->add_option("--trace", o->trace_path, "write a Chrome trace (Perfetto) here")->check(output_file());
   cmd->add_option("--trace-ranks", o->trace_ranks, "ranks in the trace, e.g. 0-7,64 (default: one per stage)");
   cmd->add_option("--memory-csv", o->memory_csv, "write memory over time of the traced ranks (CSV) here")->check(output_file());
+  cmd->add_option("--report", o->report_path, "write a self-contained HTML report with charts here (docs/REPORTS.md)")
+      ->check(output_file());
   cmd->add_option("--rank", o->rank, "rank for the breakdown and communication bytes (default 0)");
   cmd->add_flag("--quiet", o->quiet, "print nothing on success");
   cmd->add_flag("--require-fit", o->require_fit,

@@ -1,0 +1,144 @@
+// `stepsim simulate JOB --report OUT.html` (docs/REPORTS.md): a self-contained page whose charts, opened in Debian's
+// headless Chromium (tests/report/check_report.mjs, puppeteer-core from report-ui/), draw what the summary says.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "stepsim/report/html_report.hpp"
+#include "test_util.hpp"
+
+using namespace stepsim;
+
+namespace {
+
+struct Report {
+  std::string html_path;
+  nlohmann::json summary;  // what --json wrote in the same run
+  std::string html;
+};
+
+Report make_report(const std::string& job, const std::string& name) {
+  Report r;
+  r.html_path = test::temp_dir() + name + ".html";
+  const std::string json_path = test::temp_dir() + name + ".json";
+  const auto res = test::run_cli_env("STEPSIM_CALIBRATION_DB=none",
+                                     "simulate " + job + " --report " + r.html_path + " --json " + json_path);
+  EXPECT_EQ(res.code, 0) << res.output;
+  r.summary = nlohmann::json::parse(test::read_file(json_path));
+  r.html = test::read_file(r.html_path);
+  return r;
+}
+
+nlohmann::json embedded_data(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"stepsim-data\">";
+  const size_t a = html.find(open), b = html.find("</script>", a);
+  if (a == std::string::npos || b == std::string::npos) return nullptr;
+  return nlohmann::json::parse(html.substr(a + open.size(), b - a - open.size()));
+}
+
+// What the browser drew: {"errors": [...], "charts": [{"id", "datasets": [{"label", "drawn"}]}]}.
+nlohmann::json open_in_chromium(const std::string& html, const std::string& screenshot) {
+  const std::string cmd = "node " + test::source_dir() + "/tests/report/check_report.mjs " + html + " " + screenshot + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  const int rc = pclose(f);
+  EXPECT_EQ(rc, 0) << out;
+  const size_t brace = out.find("{\"errors\"");
+  if (brace == std::string::npos) {
+    ADD_FAILURE() << "no result from the browser check: " << out;
+    return nullptr;
+  }
+  return nlohmann::json::parse(out.substr(brace));
+}
+
+int drawn(const nlohmann::json& charts, const std::string& id, const std::string& label) {
+  for (const auto& c : charts) {
+    if (c["id"] != id) continue;
+    for (const auto& d : c["datasets"]) {
+      if (d["label"] == label) return d["drawn"].get<int>();
+    }
+  }
+  return -1;
+}
+
+// The browser part needs Debian's chromium and report-ui/node_modules (scripts/install-deps, then cmake's npm ci).
+bool browser_available(std::string& why) {
+  if (!std::filesystem::exists("/usr/bin/chromium") && !std::getenv("CHROMIUM")) why = "/usr/bin/chromium is missing";
+  else if (!std::filesystem::exists(test::source_dir() + "/report-ui/node_modules/puppeteer-core")) {
+    why = "report-ui/node_modules/puppeteer-core is missing (npm ci in report-ui/)";
+  }
+  return why.empty();
+}
+
+}  // namespace
+
+// The numbers behind the charts are the summary's: the page's JSON block holds the --json summary of the same run.
+TEST(HtmlReport, PageIsSelfContainedAndCarriesTheSummary) {
+  ASSERT_FALSE(report::chart_library_js().empty()) << "built without Chart.js: npm ci in report-ui/, re-run cmake";
+  const Report r = make_report(test::source_dir() + "/examples/llama2-7b-8.yaml", "report-llama");
+  EXPECT_EQ(r.html.find("<script src"), std::string::npos);  // nothing fetched: opens offline
+  EXPECT_EQ(r.html.find("http://"), std::string::npos);
+  EXPECT_NE(r.html.find(report::chart_library_version()), std::string::npos);
+  const nlohmann::json d = embedded_data(r.html);
+  ASSERT_FALSE(d.is_null());
+  EXPECT_EQ(d["summary"], r.summary);
+  EXPECT_DOUBLE_EQ(d["step_time_s"].get<double>(), r.summary["step_time_s"].get<double>());
+}
+
+// The GPT-3 175B demo job (96 H800s, TP 8 x PP 12, 128 micro-batches): every chart drawn, no console error, and the
+// marks counted against the summary: one breakdown bar per non-zero part; 12 stages x the first min(128, 2 x 12) = 24
+// micro-batches = 288 forward and 288 backward blocks (1F1B, no recompute: one block per micro-batch and pass);
+// 12 memory lines and the capacity line; two bars per dimension that communicates; the step and its interval.
+TEST(HtmlReport, ChartsDrawWhatTheSummarySaysInChromium) {
+  std::string why;
+  if (!browser_available(why)) {
+    if (std::getenv("STEPSIM_SKIP_BROWSER_TESTS")) GTEST_SKIP() << why;
+    FAIL() << why << " (set STEPSIM_SKIP_BROWSER_TESTS=1 to skip on a machine without them)";
+  }
+#ifdef STEPSIM_SANITIZED
+  GTEST_SKIP() << "the browser check runs in the release suite (the page is the same)";
+#endif
+  const Report r = make_report(test::source_dir() + "/examples/gpt3-175b-h800.yaml", "report-gpt3");
+  const std::string shots = std::filesystem::path(STEPSIM_BINARY).parent_path().string() + "/report-screenshots";
+  std::filesystem::create_directories(shots);
+  const std::string png = shots + "/simulate-gpt3-175b.png";
+  std::filesystem::remove(png);
+  const nlohmann::json got = open_in_chromium(r.html_path, png);
+  ASSERT_FALSE(got.is_null());
+  EXPECT_TRUE(got["errors"].empty()) << got["errors"].dump();
+  const nlohmann::json& charts = got["charts"];
+  const nlohmann::json& b = r.summary["breakdown_s"];
+  int parts = 0;
+  for (const char* k : {"compute", "pipeline_bubble", "optimizer", "host_gap", "offload"}) parts += b[k].get<double>() > 0;
+  for (const auto& [dim, v] : b["exposed_comm"].items()) parts += v.get<double>() > 0;
+  EXPECT_EQ(drawn(charts, "breakdown", "seconds per step"), parts);
+  const int pp = 12, window = std::min(r.summary["num_microbatches"].get<int>(), 2 * pp);
+  EXPECT_EQ(drawn(charts, "timeline", "forward"), pp * window);
+  EXPECT_EQ(drawn(charts, "timeline", "backward"), pp * window);
+  EXPECT_GT(drawn(charts, "timeline", "idle (bubble, exposed communication)"), 0);  // the warm-up bubble
+  for (int st = 0; st < pp; ++st) {
+    const int n = drawn(charts, "memory", "stage " + std::to_string(st) + " (rank " + std::to_string(8 * st) + ")");
+    EXPECT_GE(n, 2) << "stage " << st;
+    EXPECT_LE(n, 400) << "stage " << st;
+  }
+  EXPECT_EQ(drawn(charts, "memory", "capacity"), 2);
+  int dims = 0;
+  for (const auto& [dim, v] : r.summary["comm_message_bytes_per_rank"].items()) dims += v.get<int64_t>() > 0;
+  EXPECT_EQ(dims, 2);  // tp and pp
+  EXPECT_EQ(drawn(charts, "comm", "message bytes per step (GiB)"), dims);
+  EXPECT_EQ(drawn(charts, "comm", "exposed time per step (ms)"), dims);
+  EXPECT_EQ(drawn(charts, "interval", "predicted step"), 1);
+  EXPECT_EQ(drawn(charts, "interval", "80 % interval"), r.summary["step_time_interval_s"].is_array() ? 1 : -1);
+  EXPECT_GT(std::filesystem::file_size(png), 20000u);
+}
+
+TEST(HtmlReport, UnwritablePathIsExitTwo) {
+  const auto r = test::run_cli("simulate " + test::source_dir() + "/examples/llama2-7b-8.yaml --report /nonexistent-dir/x.html");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("/nonexistent-dir/x.html"), std::string::npos) << r.output;
+}
