@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "stepsim/report/html_report.hpp"
 #include "test_util.hpp"
@@ -77,6 +78,15 @@ bool browser_available(std::string& why) {
 
 }  // namespace
 
+#define STEPSIM_REQUIRE_BROWSER()                                                                     \
+  do {                                                                                              \
+    std::string why;                                                                                \
+    if (!browser_available(why)) {                                                                  \
+      if (std::getenv("STEPSIM_SKIP_BROWSER_TESTS")) GTEST_SKIP() << why;                           \
+      FAIL() << why << " (set STEPSIM_SKIP_BROWSER_TESTS=1 to skip on a machine without them)";    \
+    }                                                                                               \
+  } while (0)
+
 // The numbers behind the charts are the summary's: the page's JSON block holds the --json summary of the same run.
 TEST(HtmlReport, PageIsSelfContainedAndCarriesTheSummary) {
   ASSERT_FALSE(report::chart_library_js().empty()) << "built without Chart.js: npm ci in report-ui/, re-run cmake";
@@ -95,11 +105,7 @@ TEST(HtmlReport, PageIsSelfContainedAndCarriesTheSummary) {
 // micro-batches = 288 forward and 288 backward blocks (1F1B, no recompute: one block per micro-batch and pass);
 // 12 memory lines and the capacity line; two bars per dimension that communicates; the step and its interval.
 TEST(HtmlReport, ChartsDrawWhatTheSummarySaysInChromium) {
-  std::string why;
-  if (!browser_available(why)) {
-    if (std::getenv("STEPSIM_SKIP_BROWSER_TESTS")) GTEST_SKIP() << why;
-    FAIL() << why << " (set STEPSIM_SKIP_BROWSER_TESTS=1 to skip on a machine without them)";
-  }
+  STEPSIM_REQUIRE_BROWSER();
 #ifdef STEPSIM_SANITIZED
   GTEST_SKIP() << "the browser check runs in the release suite (the page is the same)";
 #endif
@@ -135,6 +141,91 @@ TEST(HtmlReport, ChartsDrawWhatTheSummarySaysInChromium) {
   EXPECT_EQ(drawn(charts, "interval", "predicted step"), 1);
   EXPECT_EQ(drawn(charts, "interval", "80 % interval"), r.summary["step_time_interval_s"].is_array() ? 1 : -1);
   EXPECT_GT(std::filesystem::file_size(png), 20000u);
+}
+
+// A command's report next to its --json, checked in Chromium; returns what was drawn (null when the browser is missing
+// and STEPSIM_SKIP_BROWSER_TESTS is set).
+static nlohmann::json command_report(const std::string& args, const std::string& name, nlohmann::json& cmd_json) {
+  const std::string html = test::temp_dir() + name + ".html", js = test::temp_dir() + name + ".json";
+  const auto res = test::run_cli_env("STEPSIM_CALIBRATION_DB=none", args + " --report " + html + " --json " + js);
+  EXPECT_EQ(res.code, 0) << res.output;
+  cmd_json = nlohmann::json::parse(test::read_file(js));
+  EXPECT_EQ(embedded_data(test::read_file(html)).is_null(), false);
+#ifdef STEPSIM_SANITIZED
+  return nullptr;  // the report was written under the sanitizers; the browser check runs in the release suite
+#endif
+  const std::string shots = std::filesystem::path(STEPSIM_BINARY).parent_path().string() + "/report-screenshots";
+  std::filesystem::create_directories(shots);
+  const nlohmann::json got = open_in_chromium(html, shots + "/" + name + ".png");
+  if (got.is_null()) return got;
+  EXPECT_TRUE(got["errors"].empty()) << got["errors"].dump();
+  EXPECT_GT(std::filesystem::file_size(shots + "/" + name + ".png"), 10000u);
+  return got["charts"];
+}
+
+
+// plan --report: one bar per ranked plan of --json, one square per (TP, PP) pair of `plan --memory-map --csv` for the
+// same job (8 GPUs: TP and PP over 1, 2, 4, 8 = 16 pairs), as many green ones as the CSV says fit.
+TEST(HtmlReport, PlanReportDrawsThePlansAndTheMemoryMap) {
+  STEPSIM_REQUIRE_BROWSER();
+  const std::string job = test::source_dir() + "/examples/llama2-7b-8.yaml";
+  nlohmann::json plan;
+  const nlohmann::json charts = command_report("plan " + job + " --top 4", "report-plan", plan);
+  if (charts.is_null()) return;
+  const std::string csv = test::temp_dir() + "report-map.csv";
+  ASSERT_EQ(test::run_cli_env("STEPSIM_CALIBRATION_DB=none", "plan " + job + " --memory-map --csv " + csv).code, 0);
+  std::istringstream in(test::read_file(csv));
+  int cells = 0, fits = 0;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) ++cells, fits += line.find(",fits") != std::string::npos;
+  EXPECT_EQ(cells, 16);
+  EXPECT_EQ(drawn(charts, "plans", "step time (s)"), static_cast<int>(plan["plans"].size()));
+  EXPECT_EQ(plan["plans"].size(), 4u);
+  EXPECT_EQ(drawn(charts, "map", "fits"), fits);
+  EXPECT_EQ(drawn(charts, "map", "fits") + drawn(charts, "map", "over capacity") + drawn(charts, "map", "not a valid split"),
+            cells);
+}
+
+// reliability --report: the ETTR curve (81 log-spaced intervals plus the optimum and the interval used, fewer where
+// they coincide after rounding), the two markers, one bar per non-zero part of e2e_breakdown_s, six Monte-Carlo figures.
+TEST(HtmlReport, ReliabilityReportDrawsEttrAndTheMonteCarloSpread) {
+  STEPSIM_REQUIRE_BROWSER();
+  nlohmann::json rel;
+  const nlohmann::json charts = command_report(
+      "reliability " + test::source_dir() + "/examples/llama2-7b-8.yaml --steps 100000 --monte-carlo 100", "report-reliability", rel);
+  if (charts.is_null()) return;
+  EXPECT_GE(drawn(charts, "ettr", "expected ETTR"), 60);
+  EXPECT_LE(drawn(charts, "ettr", "expected ETTR"), 83);
+  EXPECT_EQ(drawn(charts, "ettr", "optimal interval"), 1);
+  EXPECT_EQ(drawn(charts, "ettr", "interval used"), 1);
+  int parts = 0;
+  for (const auto& [k, v] : rel["e2e_breakdown_s"].items()) parts += v.get<double>() > 0;
+  EXPECT_EQ(drawn(charts, "e2e", "hours"), parts);
+  ASSERT_TRUE(rel.contains("monte_carlo"));
+  EXPECT_EQ(drawn(charts, "mc", "run time (hours)"), 6);
+}
+
+// validate --report: one point per simulated row (per source), the diagonal, two bars per source.
+TEST(HtmlReport, ValidateReportDrawsEveryRowAndSource) {
+  STEPSIM_REQUIRE_BROWSER();
+  nlohmann::json v;
+  const nlohmann::json charts = command_report(
+      "validate " + std::string(STEPSIM_SHARED_DIR) +
+          "/data/published-runs/published_runs.csv --only NAR21-T1-01,NAR21-T1-02,MLM24-H100-16B,BLOOM-176B-gbs16",
+      "report-validate", v);
+  if (charts.is_null()) return;
+  int points = 0;
+  for (const auto& [src, row] : v["by_source"].items()) {
+    const int n = drawn(charts, "scatter", src);
+    EXPECT_EQ(n, row["rows"].get<int>()) << src;
+    points += n;
+  }
+  EXPECT_EQ(points, static_cast<int>(v["rows"].size()));
+  EXPECT_EQ(points, 4);
+  EXPECT_EQ(drawn(charts, "scatter", "predicted = measured"), 2);
+  EXPECT_EQ(drawn(charts, "sources", "MAPE (%)"), static_cast<int>(v["by_source"].size()));
+  EXPECT_EQ(drawn(charts, "sources", "mean signed error (%)"), static_cast<int>(v["by_source"].size()));
 }
 
 TEST(HtmlReport, UnwritablePathIsExitTwo) {

@@ -26,8 +26,13 @@ try {
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(pathToFileURL(path.resolve(report)).href, { waitUntil: 'load' });
-  await page.waitForFunction('window.stepsimReport && window.stepsimReport.ready === true', { timeout: 20000 });
-  const charts = await page.evaluate(() => window.stepsimReport.drawn());
+  let charts = null;
+  try {
+    await page.waitForFunction('window.stepsimReport && window.stepsimReport.ready === true', { timeout: 20000 });
+    charts = await page.evaluate(() => window.stepsimReport.drawn());
+  } catch (e) {
+    errors.push('the page never finished drawing: ' + String(e));  // with the page's own errors above
+  }
   await page.screenshot({ path: screenshot, fullPage: true });
   console.log(JSON.stringify({ errors, charts }));
 } finally {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "stepsim/report/command_reports.hpp"
 #include "stepsim/spec/input_error.hpp"
 
 namespace stepsim::api {
@@ -75,6 +76,22 @@ MemoryMapOutput memory_map(const JobInput& job, int gpus, int64_t global_batch) 
   out.map = plan::memory_map(base, out.gpus, global_batch > 0 ? global_batch : base.training.global_batch_size);
   out.csv = plan::memory_map_csv(out.map);
   return out;
+}
+
+std::string plan_report_html(const PlanOptions& o, const PlanOutput& out) {
+  const MemoryMapOutput m = memory_map(o.job, out.json.value("gpus", 0), out.json.value("global_batch", int64_t{0}));
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  nlohmann::json cells = nlohmann::json::array();
+  for (const plan::MapCell& c : m.map.cells) {
+    cells.push_back({{"tensor", c.tensor}, {"pipeline", c.pipeline}, {"data", c.data},
+                     {"status", !c.valid ? "invalid" : c.fits() ? "fits" : "over"},
+                     {"peak_gib", static_cast<double>(c.peak_bytes) / kGiB},
+                     {"headroom_gib", static_cast<double>(c.headroom_bytes) / kGiB}, {"reason", c.reason}});
+  }
+  const nlohmann::json map = {{"capacity_gib", static_cast<double>(m.map.capacity_bytes) / kGiB},
+                              {"settings", m.map.settings}, {"tensors", m.map.tensors},
+                              {"pipelines", m.map.pipelines}, {"cells", cells}};
+  return report::plan_report_html(out.json, map);
 }
 
 }  // namespace stepsim::api

@@ -47,4 +47,7 @@ struct MemoryMapOutput {
 };
 MemoryMapOutput memory_map(const JobInput& job, int gpus, int64_t global_batch);
 
+// `plan --report OUT.html`: the ranked plans and the (TP, PP) memory-feasibility map of the same job, GPUs and batch.
+std::string plan_report_html(const PlanOptions& o, const PlanOutput& out);
+
 }  // namespace stepsim::api

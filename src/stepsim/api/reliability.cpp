@@ -1,10 +1,12 @@
 #include "stepsim/api/reliability.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <vector>
 
+#include "stepsim/report/command_reports.hpp"
 #include "stepsim/report/summary.hpp"
 #include "stepsim/sim/simulation.hpp"
 #include "stepsim/spec/input_error.hpp"
@@ -243,6 +245,21 @@ ReliabilityOutput reliability(const ReliabilityOptions& o) {
   }
   x.json = to_json(x);
   return x;
+}
+
+std::string reliability_report_html(const ReliabilityOutput& x) {
+  const plan::ReliabilityInputs& in = x.r.in;
+  const double centre = static_cast<double>(std::max<int64_t>(1, x.optimum));
+  const double lo = std::max(1.0, centre / 30), hi = std::max(lo, std::min(static_cast<double>(in.steps), centre * 30));
+  std::vector<int64_t> ks{x.optimum, x.interval};
+  for (int i = 0; i <= 80; ++i) ks.push_back(std::llround(lo * std::pow(hi / lo, i / 80.0)));
+  std::sort(ks.begin(), ks.end());
+  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+  nlohmann::json curve = nlohmann::json::array();
+  for (int64_t k : ks) {
+    if (k >= 1) curve.push_back({{"interval", k}, {"ettr", plan::expected_ettr(in, k)}});
+  }
+  return report::reliability_report_html(x.json, curve);
 }
 
 }  // namespace stepsim::api

@@ -49,4 +49,8 @@ struct ReliabilityOutput {
 // InputError (naming the CLI's flag) for bad or missing inputs.
 ReliabilityOutput reliability(const ReliabilityOptions& o);
 
+// `reliability --report OUT.html`: ETTR over checkpoint intervals around the optimum (81 log-spaced intervals plus the
+// optimum and the interval used), where the end-to-end time goes, and the Monte-Carlo spread when it ran.
+std::string reliability_report_html(const ReliabilityOutput& x);
+
 }  // namespace stepsim::api

@@ -7,6 +7,7 @@
 
 #include "stepsim/api/output_file.hpp"
 #include "stepsim/report/breakdown.hpp"
+#include "stepsim/report/command_reports.hpp"
 #include "stepsim/report/summary.hpp"
 #include "stepsim/validate/published_run.hpp"
 
@@ -107,6 +108,10 @@ void write_row_jobs(const validate::ValidationResult& r, const std::string& dir)
     }
     write_output_file(dir + "/" + name + ".yaml", x.job_yaml, "row job (--jobs-dir)");
   }
+}
+
+std::string validate_report_html(const ValidateOptions& o, const ValidateOutput& out) {
+  return report::validate_report_html(out.json, o.csv);
 }
 
 }  // namespace stepsim::api

@@ -25,6 +25,9 @@ struct ValidateOutput {
 
 ValidateOutput validate(const ValidateOptions& o);
 
+// `validate --report OUT.html`: predicted against measured per run, MAPE and mean signed error per source.
+std::string validate_report_html(const ValidateOptions& o, const ValidateOutput& out);
+
 // docs/VALIDATION.md is this text (`--markdown PATH`): every figure in it comes from the command it names.
 std::string validation_markdown(const validate::ValidationResult& r, const ValidateOptions& o,
                                 const std::string& markdown_path);

@@ -23,7 +23,7 @@ namespace {
 
 struct PlanOptions {
   api::PlanOptions api;
-  std::string json_path, csv_path;
+  std::string json_path, csv_path, report_path;
   bool memory_map = false;
   int64_t steps = 0;
   double failure_rate = 0, storage_GBps = 0, init_time_s = 0;
@@ -69,8 +69,9 @@ struct MpiSession {
 int run_plan(PlanOptions& o) {
   api::PlanOptions& a = o.api;
   if (o.memory_map) {
-    if (a.objective != "step" || a.price > 0 || !o.json_path.empty()) {
-      throw InputError("--memory-map: prints the (TP, PP) map only; it takes --csv, not --objective/--price/--json");
+    if (a.objective != "step" || a.price > 0 || !o.json_path.empty() || !o.report_path.empty()) {
+      throw InputError("--memory-map: prints the (TP, PP) map only; it takes --csv, not --objective/--price/--json/--report "
+                       "(plan --report draws the map beside the ranked plans)");
     }
     const api::MemoryMapOutput m = api::memory_map(a.job, a.gpus, a.global_batch);
     std::cout << "stepsim plan --memory-map: " << m.model << " on " << m.gpus << " x " << m.gpu << "\n"
@@ -97,6 +98,7 @@ int run_plan(PlanOptions& o) {
   if (dist.rank != 0) return 0;  // every process holds the same result; one prints it
   std::cout << plan::plan_text(out.result, out.context);
   if (!o.json_path.empty()) write_output_file(o.json_path, out.json.dump(2) + "\n", "plan JSON");
+  if (!o.report_path.empty()) write_output_file(o.report_path, api::plan_report_html(a, out), "--report");
   return 0;
 }
 
@@ -117,6 +119,8 @@ Action add_plan(CLI::App& app) {
                   "risk (default 0.05; 0 = rank by the objective alone)")
       ->check(CLI::Range(0.0, 0.5));
   cmd->add_option("--json", o->json_path, "write the ranked plans as JSON here")->check(output_file());
+  cmd->add_option("--report", o->report_path, "write an HTML report (ranked plans, TP x PP memory map) here")
+      ->check(output_file());
   cmd->add_option("--objective", a.objective, "step (step time) or e2e (end-to-end time, MoFa eq. 43)");
   o->o_steps = cmd->add_option("--steps", o->steps, "e2e: training steps of the run");
   o->o_failure = cmd->add_option("--failure-rate", o->failure_rate, "e2e: failures per node-day (default 0.005)");

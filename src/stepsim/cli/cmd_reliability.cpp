@@ -26,7 +26,7 @@ struct ReliabilityOptions {
   double checkpoint_GB = 0, storage_GBps = kDefaultStorageGBps, init_time_s = 0;
   int64_t nodes = 0, steps = 0, interval = 0, runs = 0;
   std::string seed = "1";  // parsed here: CLI11 turns "-1" into 2^64 - 1 for an unsigned option
-  std::string recovery_mix = "3:6:1", recovery_level_times = "141,262,307", json_path;
+  std::string recovery_mix = "3:6:1", recovery_level_times = "141,262,307", json_path, report_path;
   // Set when registered; count() > 0 tells a given flag from its default.
   CLI::Option *o_step_time = nullptr, *o_nodes = nullptr, *o_recovery_time = nullptr, *o_mix = nullptr,
               *o_level_times = nullptr, *o_save_time = nullptr, *o_checkpoint = nullptr, *o_storage = nullptr,
@@ -131,6 +131,7 @@ int run_reliability(const ReliabilityOptions& o) {
   const api::ReliabilityOutput x = api::reliability(library_options(o));
   std::cout << to_text(x);
   if (!o.json_path.empty()) write_output_file(o.json_path, x.json.dump(2) + "\n", "reliability JSON");
+  if (!o.report_path.empty()) write_output_file(o.report_path, api::reliability_report_html(x), "--report");
   return 0;
 }
 
@@ -162,6 +163,8 @@ Action add_reliability(CLI::App& app) {
   o->o_runs = cmd->add_option("--monte-carlo", o->runs, "also simulate this many whole runs");
   o->o_seed = cmd->add_option("--seed", o->seed, "seed of the Monte-Carlo runs")->capture_default_str();
   cmd->add_option("--json", o->json_path, "write the results as JSON here")->check(output_file());
+  cmd->add_option("--report", o->report_path, "write an HTML report (ETTR against interval, Monte Carlo) here")
+      ->check(output_file());
   return [cmd, o]() { return cmd->parsed() ? run_reliability(*o) : -1; };
 }
 

@@ -16,7 +16,7 @@ namespace stepsim::cli {
 namespace {
 
 struct ValidateOptions : api::ValidateOptions {
-  std::string json_path, markdown_path, jobs_dir;
+  std::string json_path, markdown_path, jobs_dir, report_path;
   bool verbose = false;
 };
 
@@ -73,6 +73,7 @@ int run_validate(const ValidateOptions& o) {
   const validate::ValidationResult& r = out.result;
   std::cout << to_text(r, o.verbose);
   if (!o.json_path.empty()) write_output_file(o.json_path, out.json.dump(2) + "\n", "validation JSON");
+  if (!o.report_path.empty()) write_output_file(o.report_path, api::validate_report_html(o, out), "--report");
   if (!o.markdown_path.empty()) {
     write_output_file(o.markdown_path, api::validation_markdown(r, o, o.markdown_path), "validation report (--markdown)");
   }
@@ -88,6 +89,8 @@ Action add_validate(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("validate", "simulate published measured runs (CSV) and report the errors");
   cmd->add_option("runs", o->csv, "published-runs CSV (format of shared/data/published-runs)")->required();
   cmd->add_option("--json", o->json_path, "write rows, MAPE, mean signed error and failures as JSON here")->check(output_file());
+  cmd->add_option("--report", o->report_path, "write an HTML report (predicted against measured, error per source) here")
+      ->check(output_file());
   cmd->add_option("--set", o->overrides, "key=value applied to every row's job, e.g. simulation.comm_model=nccl");
   cmd->add_option("--only", o->only, "comma-separated row ids to simulate (default: all)")->delimiter(',');
   cmd->add_option("--markdown", o->markdown_path, "write the report as Markdown here (docs/VALIDATION.md is made this way)")->check(output_file());

@@ -5,21 +5,9 @@
 #include <cstdio>
 #include <map>
 
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/report/html_page.hpp"
 
 namespace stepsim::report {
-
-// cmake/embed_chart_js.cmake writes these from report-ui/node_modules/chart.js (build folder, report_assets.cpp).
-extern const char* const kChartJsParts[];
-extern const int kChartJsPartCount;
-extern const char* const kChartJsVersion;
-
-std::string chart_library_js() {
-  std::string js;
-  for (int i = 0; i < kChartJsPartCount; ++i) js += kChartJsParts[i];
-  return js;
-}
-std::string chart_library_version() { return kChartJsVersion; }
 
 namespace {
 
@@ -126,19 +114,6 @@ std::string fmt(const char* f, double v) {
 // Drawn by the page: one chart per section, every chart registered in window.stepsimReport so that a browser test
 // can count what was drawn.
 constexpr const char* kPageJs = R"JS(
-const D = JSON.parse(document.getElementById('stepsim-data').textContent);
-Chart.defaults.animation = false;
-Chart.defaults.font.family = 'system-ui, sans-serif';
-const R = window.stepsimReport = {charts: [], errors: []};
-const COLORS = {forward: '#4e79a7', backward: '#f28e2b', recompute: '#76b7b2', idle: '#d3d3d3',
-                compute: '#4e79a7', bubble: '#bab0ac', optimizer: '#59a14f', comm: '#e15759', other: '#b07aa1'};
-const STAGE_COLORS = ['#4e79a7','#f28e2b','#e15759','#76b7b2','#59a14f','#edc948','#b07aa1','#ff9da7','#9c755f','#bab0ac'];
-function add(id, config) {
-  const el = document.getElementById(id);
-  R.charts.push({id, chart: new Chart(el, config)});
-}
-R.drawn = () => R.charts.map(c => ({id: c.id, datasets: c.chart.data.datasets.map((d, i) => ({
-  label: d.label, drawn: c.chart.getDatasetMeta(i).data.length}))}));
 
 // 1. Where the step goes (rank R): one bar per non-zero part.
 add('breakdown', {type: 'bar',
@@ -189,19 +164,7 @@ if (iv) ivSets.push({type: 'bar', label: '80 % interval', data: [{x: iv, y: 'ste
                      barPercentage: 0.4});
 add('interval', {data: {labels: ['step'], datasets: ivSets},
   options: {indexAxis: 'y', scales: {x: {type: 'linear', title: {display: true, text: 's'}}, y: {type: 'category'}}}});
-R.ready = true;
 )JS";
-
-std::string escape_html(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else o += c;
-  }
-  return o;
-}
 
 }  // namespace
 
@@ -261,13 +224,7 @@ json simulate_report_data(const sim::Simulation& s, const Summary& sum, const js
 }
 
 std::string simulate_report_html(const sim::Simulation& s, const Summary& sum, const json& summary_json) {
-  if (kChartJsPartCount == 0) {
-    throw InputError("--report: this build has no chart library: run `npm ci` in report-ui/ (npm from Debian's npm "
-                     "package), then re-run cmake and rebuild");
-  }
   const json d = simulate_report_data(s, sum, summary_json);
-  std::string data = d.dump();
-  for (size_t p = 0; (p = data.find("</", p)) != std::string::npos; p += 3) data.replace(p, 2, "<\\/");
   const spec::JobSpec& job = s.workload.job;
   std::string head = "step " + format_seconds(sum.step_time_s);
   if (sum.step_time_interval_s) {
@@ -277,33 +234,26 @@ std::string simulate_report_html(const sim::Simulation& s, const Summary& sum, c
   head += " · MFU " + fmt("%.1f %%", sum.mfu * 100) + " · " + fmt("%.1f", sum.tflops_per_gpu) + " TFLOP/s per GPU · " +
           fmt("%.0f", sum.tokens_per_s) + " tokens/s · peak memory " + format_bytes(static_cast<double>(sum.peak_bytes_max)) +
           " of " + format_bytes(static_cast<double>(sum.capacity_bytes)) + (sum.oom ? " (does not fit)" : "");
-  std::string notes;
-  for (const std::string& n : sum.notes) notes += "<li>" + escape_html(n) + "</li>";
-  std::string html;
-  html += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>stepsim: " +
-          escape_html(d["title"].get<std::string>()) + "</title>\n<style>body{font-family:system-ui,sans-serif;"
-          "max-width:1100px;margin:2em auto;color:#222}h2{margin-top:2em;font-size:1.1em}.chart{position:relative;"
-          "height:320px}.tall{height:" + std::to_string(std::max(240, 40 * job.parallelism.pipeline + 80)) +
-          "px}p.note{color:#555;font-size:.9em}</style>\n</head><body>\n";
-  html += "<h1>stepsim: " + escape_html(d["title"].get<std::string>()) + "</h1>\n<p>" + escape_html(head) + "</p>\n";
-  html += "<p class=\"note\">micro-batch " + std::to_string(job.training.micro_batch_size) + ", global batch " +
-          std::to_string(job.training.global_batch_size) + " (" + std::to_string(job.num_microbatches()) +
-          " micro-batches per pipeline), sequence " + std::to_string(job.model.seq_length) + "; breakdown and "
-          "communication for rank " + std::to_string(sum.rank) + "; compute calibration: " +
-          escape_html(sum.calibration_source) + "</p>\n";
-  if (!notes.empty()) html += "<ul class=\"note\">" + notes + "</ul>\n";
-  html += "<h2>Where the step goes (rank " + std::to_string(sum.rank) + ")</h2><div class=\"chart\"><canvas id=\"breakdown\"></canvas></div>\n";
-  html += "<h2>Pipeline timeline: the first " + std::to_string(d["timeline"]["microbatch_window"].get<int>()) +
-          " micro-batches, one rank per stage</h2><div class=\"chart tall\"><canvas id=\"timeline\"></canvas></div>\n";
-  html += "<h2>Memory over the step, per stage</h2><div class=\"chart\"><canvas id=\"memory\"></canvas></div>\n";
-  html += "<h2>Communication per parallel dimension (rank " + std::to_string(sum.rank) +
-          ")</h2><div class=\"chart\"><canvas id=\"comm\"></canvas></div>\n";
-  html += "<h2>Step time and its prediction interval</h2><div class=\"chart\" style=\"height:160px\"><canvas id=\"interval\"></canvas></div>\n";
-  html += "<p class=\"note\">Generated by stepsim; charts drawn with " + chart_library_version() +
-          " (inlined: the file opens offline). The numbers behind every chart are in the JSON block below.</p>\n";
-  html += "<script type=\"application/json\" id=\"stepsim-data\">" + data + "</script>\n";
-  html += "<script>" + chart_library_js() + "</script>\n<script>" + kPageJs + "</script>\n</body></html>\n";
-  return html;
+  std::string header = "<p>" + escape_html(head) + "</p>\n<p class=\"note\">micro-batch " +
+                       std::to_string(job.training.micro_batch_size) + ", global batch " +
+                       std::to_string(job.training.global_batch_size) + " (" + std::to_string(job.num_microbatches()) +
+                       " micro-batches per pipeline), sequence " + std::to_string(job.model.seq_length) +
+                       "; breakdown and communication for rank " + std::to_string(sum.rank) + "; compute calibration: " +
+                       escape_html(sum.calibration_source) + "</p>";
+  if (!sum.notes.empty()) {
+    header += "\n<ul class=\"note\">";
+    for (const std::string& n : sum.notes) header += "<li>" + escape_html(n) + "</li>";
+    header += "</ul>";
+  }
+  const std::string rank = std::to_string(sum.rank);
+  const std::vector<HtmlSection> sections = {
+      {"Where the step goes (rank " + rank + ")", "breakdown", 320},
+      {"Pipeline timeline: the first " + std::to_string(d["timeline"]["microbatch_window"].get<int>()) +
+           " micro-batches, one rank per stage", "timeline", std::max(240, 40 * job.parallelism.pipeline + 80)},
+      {"Memory over the step, per stage", "memory", 360},
+      {"Communication per parallel dimension (rank " + rank + ")", "comm", 320},
+      {"Step time and its prediction interval", "interval", 160}};
+  return html_page(d["title"].get<std::string>(), header, sections, d, kPageJs);
 }
 
 }  // namespace stepsim::report

@@ -6,14 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stepsim/report/html_page.hpp"
 #include "stepsim/report/summary.hpp"
 #include "stepsim/sim/simulation.hpp"
 
 namespace stepsim::report {
-
-// The chart library inlined into every report ("" when the build had none: report-ui/ was not installed).
-std::string chart_library_js();
-std::string chart_library_version();
 
 // The data of a simulate report: the summary JSON, the step breakdown, the per-stage timeline of the first
 // micro-batches (forward, backward, recompute blocks and the idle gaps between them, on one rank per stage), memory
