@@ -492,7 +492,8 @@ bool looks_like_chakra(const std::string& path) {
   return is_chakra_json(head);
 }
 
-ChakraImport import_chakra(const std::vector<std::string>& paths, const std::string& comm_groups_path) {
+ChakraImport import_chakra(const std::vector<std::string>& paths, const std::string& comm_groups_path,
+                           const ProgressFn& progress) {
   ChakraImport c;
   CommGroups groups;
   std::string gpath = comm_groups_path;
@@ -506,12 +507,15 @@ ChakraImport import_chakra(const std::vector<std::string>& paths, const std::str
     c.comm_groups = gpath;
   }
   std::map<int, std::string> seen;
+  const auto total = static_cast<int64_t>(paths.size());
   for (const std::string& p : paths) {
+    if (progress) progress("reading Chakra traces", static_cast<int64_t>(c.ranks.size()), total);
     ImportedRank r = import_file(p, gpath.empty() ? nullptr : &groups);
     auto [it, added] = seen.emplace(r.rank.rank, p);
     if (!added) throw InputError(p + ": rank " + std::to_string(r.rank.rank) + " again (also " + it->second + ")");
     c.ranks.push_back(std::move(r));
   }
+  if (progress) progress("reading Chakra traces", total, total);
   std::sort(c.ranks.begin(), c.ranks.end(), [](const ImportedRank& a, const ImportedRank& b) { return a.rank.rank < b.rank.rank; });
   return c;
 }

@@ -18,6 +18,7 @@
 
 #include "stepsim/chakra/comm_groups.hpp"
 #include "stepsim/chakra/et_node.hpp"
+#include "stepsim/spec/progress.hpp"
 #include "stepsim/trace/traced_rank.hpp"
 
 namespace stepsim::chakra {
@@ -53,8 +54,10 @@ struct ChakraImport {
   std::string comm_groups;          // the group file read, "" when none
 };
 // Every file (each one rank); `comm_groups_path` "" = comm_group.json beside the first file when it exists.
+// `progress` hears "reading Chakra traces" per file.
 // InputError when two files hold the same rank.
-ChakraImport import_chakra(const std::vector<std::string>& paths, const std::string& comm_groups_path);
+ChakraImport import_chakra(const std::vector<std::string>& paths, const std::string& comm_groups_path,
+                           const ProgressFn& progress = {});
 // DIR/rank<r>.json (stepsim-trace-program with `after`) and DIR/summary.json.
 void write_chakra_import(const ChakraImport& c, const std::string& dir);
 

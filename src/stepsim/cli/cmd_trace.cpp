@@ -36,7 +36,9 @@ std::string fixed(double v, int digits) {
 }
 
 int run_chakra_import(const TraceArgs& a) {
-  const chakra::ChakraImport c = chakra::import_chakra(a.traces, a.comm_groups);
+  report::ProgressBar bar(stderr, !a.quiet && report::ProgressBar::terminal());
+  const chakra::ChakraImport c = chakra::import_chakra(a.traces, a.comm_groups, bar.callback());
+  bar.clear();
   chakra::write_chakra_import(c, a.out);
   if (a.quiet) return 0;
   std::cout << "# stepsim trace import: " << c.ranks.size() << " Chakra trace(s) -> " << a.out
