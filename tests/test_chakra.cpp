@@ -177,6 +177,10 @@ TEST(Chakra, SendAndReceiveTagsMatchBetweenStages) {
 // 12 micro-batches instead of 128 to keep the test short) exported, imported back and replayed gives the step, its
 // breakdown and its memory exactly.
 TEST(Chakra, RoundTripOfTheGpt3DemoJobReproducesTheStep) {
+#ifdef STEPSIM_SANITIZED
+  GTEST_SKIP() << "64 s under ASan for 340,000 nodes: the release suite runs it; the sanitizers see the same code in "
+                  "RoundTripKeepsRingStepsAndAllToAlls";
+#endif
   const std::string job = test::source_dir() + "/examples/gpt3-175b-h800.yaml";
   const std::string set = " --set training.global_batch_size=12";
   const std::string et = test::temp_dir() + "chakra-gpt3", back = test::temp_dir() + "chakra-gpt3-back";
