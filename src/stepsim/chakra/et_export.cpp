@@ -1,6 +1,8 @@
 // Workload -> Chakra ET files (what each node holds: et_export.hpp; the format: docs/CHAKRA.md).
 #include "stepsim/chakra/et_export.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <utility>
