@@ -36,7 +36,7 @@ std::vector<std::string> quoted_commands(const std::string& file, const std::vec
 // The command with every output-file flag pointed into `dir` (slashes in the name become dashes, so each file lands
 // in `dir` itself).
 std::string redirect_outputs(const std::string& args, const std::string& dir) {
-  static const std::regex out_flag(R"((--(?:json|trace|out|memory-csv|markdown|csv)) (\S+))");
+  static const std::regex out_flag(R"((--(?:json|trace|out|memory-csv|markdown|csv|report)) (\S+))");
   std::string out;
   auto last = args.cbegin();
   for (std::sregex_iterator it(args.begin(), args.end(), out_flag), end; it != end; ++it) {
