@@ -95,6 +95,10 @@ class GraphImporter {
     resolve_deps();
     order_ops();
     build_ops(out.rank);
+    for (const TracedOp& o : out.rank.ops) {
+      if (o.kind == OpKind::Compute) ++out.compute_ops, out.compute_s += static_cast<double>(o.duration_ns) * 1e-9;
+      else ++out.comm_ops;
+    }
     return out;
   }
 
@@ -532,14 +536,8 @@ void write_chakra_import(const ChakraImport& c, const std::string& dir) {
                                           {"comm_groups", c.comm_groups.empty() ? nlohmann::json(nullptr)
                                                                                 : nlohmann::json(c.comm_groups)}}}});
     trace::write_output_text(dir + "/rank" + std::to_string(r.rank.rank) + ".json", prog.dump() + "\n");
-    int64_t compute = 0, comm = 0;
-    double busy_ns = 0;
-    for (const TracedOp& o : r.rank.ops) {
-      if (o.kind == OpKind::Compute) ++compute, busy_ns += static_cast<double>(o.duration_ns);
-      else ++comm;
-    }
-    ranks.push_back({{"rank", r.rank.rank}, {"kernels", compute}, {"nccl_kernels", comm},
-                     {"compute_busy_s", busy_ns * 1e-9}, {"step_time_s", nullptr}, {"nodes", r.nodes},
+    ranks.push_back({{"rank", r.rank.rank}, {"kernels", r.compute_ops}, {"nccl_kernels", r.comm_ops},
+                     {"compute_busy_s", r.compute_s}, {"step_time_s", nullptr}, {"nodes", r.nodes},
                      {"cpu_nodes_skipped", r.cpu_nodes_skipped}, {"other_nodes_skipped", r.other_nodes_skipped}});
   }
   trace::write_output_text(dir + "/summary.json", nlohmann::json{{"ranks", ranks}}.dump(2) + "\n");

@@ -28,6 +28,8 @@ struct ImportedRank {
   int64_t nodes = 0;               // in the file
   int64_t cpu_nodes_skipped = 0;   // is_cpu_op nodes
   int64_t other_nodes_skipped = 0; // memory, metadata and invalid nodes
+  int64_t compute_ops = 0, comm_ops = 0;
+  double compute_s = 0;            // sum of the compute ops' durations
 };
 
 // The rank of `<name>.<rank>.et` / `<name>.<rank>.json[.gz]`; nullopt when the name has none.

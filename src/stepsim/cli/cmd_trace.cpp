@@ -45,13 +45,8 @@ int run_chakra_import(const TraceArgs& a) {
             << (c.comm_groups.empty() ? std::string(" (no communicator-group file)") : " (groups: " + c.comm_groups + ")")
             << "\n# rank  nodes  compute_ops  comm_ops  compute_s  cpu_nodes_skipped  other_skipped  source\n";
   for (const auto& r : c.ranks) {
-    int64_t compute = 0, comm = 0;
-    double busy = 0;
-    for (const auto& o : r.rank.ops) {
-      if (o.kind == workload::OpKind::Compute) ++compute, busy += static_cast<double>(o.duration_ns) * 1e-9;
-      else ++comm;
-    }
-    std::cout << "  " << r.rank.rank << "  " << r.nodes << "  " << compute << "  " << comm << "  " << fixed(busy, 6)
+    std::cout << "  " << r.rank.rank << "  " << r.nodes << "  " << r.compute_ops << "  " << r.comm_ops << "  "
+              << fixed(r.compute_s, 6)
               << "  " << r.cpu_nodes_skipped << "  " << r.other_nodes_skipped << "  " << r.rank.path << "\n";
   }
   std::cout << "# replay: stepsim simulate JOB --workload " << a.out << "\n";

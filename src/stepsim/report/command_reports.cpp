@@ -11,12 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string num(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 constexpr const char* kPlanJs = R"JS(
 // Ranked plans: one bar per plan, its step time.
 add('plans', {type: 'bar', data: {labels: D.plans.map(p => p.label), datasets: [{label: 'step time (s)',
@@ -98,7 +92,7 @@ std::string plan_report_html(const json& plan_json, const json& memory_map) {
                        std::to_string(plan_json.value("global_batch", int64_t{0})) + "; objective " +
                        escape_html(plan_json.value("objective", std::string("step"))) + "</p>";
   header += "<p class=\"note\">Memory map: " + escape_html(memory_map.value("settings", std::string())) + "; capacity " +
-            num("%.1f GiB", memory_map.value("capacity_gib", 0.0)) + ". Plans in yellow are within the memory margin.</p>";
+            format_number("%.1f GiB", memory_map.value("capacity_gib", 0.0)) + ". Plans in yellow are within the memory margin.</p>";
   const int rows = static_cast<int>(memory_map.at("tensors").size());
   return html_page(title, header,
                    {{"Ranked plans (step time)", "plans", std::max(200, 36 * static_cast<int>(plans.size()) + 80)},
@@ -140,12 +134,12 @@ std::string reliability_report_html(const json& rel_json, const json& curve) {
   const json& in = rel_json.at("inputs");
   const std::string title = "end-to-end time of " + std::to_string(in.value("steps", int64_t{0})) + " steps on " +
                             std::to_string(in.value("nodes", int64_t{0})) + " nodes";
-  const std::string header = "<p>" + num("%.1f h", rel_json.at("e2e_time_s").get<double>() / 3600) + " end to end, ETTR " +
-                             num("%.2f %%", 100 * rel_json.at("ettr").get<double>()) + ", a checkpoint every " +
+  const std::string header = "<p>" + format_number("%.1f h", rel_json.at("e2e_time_s").get<double>() / 3600) + " end to end, ETTR " +
+                             format_number("%.2f %%", 100 * rel_json.at("ettr").get<double>()) + ", a checkpoint every " +
                              std::to_string(rel_json.at("checkpoint_interval_steps").get<int64_t>()) + " steps (optimum " +
                              std::to_string(rel_json.at("optimal_checkpoint_interval_steps").get<int64_t>()) + "), " +
-                             num("%.1f", rel_json.at("expected_failures").get<double>()) + " failures expected; step " +
-                             num("%.3f s", in.value("step_time_s", 0.0)) + " (" +
+                             format_number("%.1f", rel_json.at("expected_failures").get<double>()) + " failures expected; step " +
+                             format_number("%.3f s", in.value("step_time_s", 0.0)) + " (" +
                              escape_html(in.value("step_time_source", std::string())) + ")</p>";
   return html_page(title, header, sections, d, kReliabilityJs);
 }
@@ -166,8 +160,8 @@ std::string validate_report_html(const json& validate_json, const std::string& c
   d["by_source"] = sources;
   const std::string header = "<p>" + std::to_string(rows.size()) + " runs simulated, " +
                              std::to_string(validate_json.at("failed").size()) + " refused. MAPE " +
-                             num("%.1f %%", 100 * validate_json.at("mape").get<double>()) + ", mean signed error " +
-                             num("%+.1f %%", 100 * validate_json.at("mean_signed_error").get<double>()) +
+                             format_number("%.1f %%", 100 * validate_json.at("mape").get<double>()) + ", mean signed error " +
+                             format_number("%+.1f %%", 100 * validate_json.at("mean_signed_error").get<double>()) +
                              " (negative: predicted faster than measured).</p>";
   return html_page("validation against " + csv, header,
                    {{"Predicted against measured step time", "scatter", 420},

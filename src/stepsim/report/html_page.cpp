@@ -1,6 +1,8 @@
 // The shared skeleton of the HTML reports (html_page.hpp).
 #include "stepsim/report/html_page.hpp"
 
+#include <cstdio>
+
 #include "stepsim/spec/input_error.hpp"
 
 namespace stepsim::report {
@@ -47,6 +49,12 @@ std::string escape_html(const std::string& s) {
     else o += c;
   }
   return o;
+}
+
+std::string format_number(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
 }
 
 std::string html_page(const std::string& title, const std::string& header_html, const std::vector<HtmlSection>& sections,

@@ -21,6 +21,8 @@ struct HtmlSection {
 };
 
 std::string escape_html(const std::string& s);
+// One number in a printf format ("%.1f %%"), for the reports' header lines.
+std::string format_number(const char* format, double v);
 
 // `header_html` is trusted markup (built from escaped text); `page_js` draws the charts from `D` (the data). InputError
 // when the build has no chart library.

@@ -106,12 +106,6 @@ json memory_of(const sim::RankTimeline& tl, int stage) {
   return {{"stage", stage}, {"rank", tl.rank}, {"points", pts}};
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 // Drawn by the page: one chart per section, every chart registered in window.stepsimReport so that a browser test
 // can count what was drawn.
 constexpr const char* kPageJs = R"JS(
@@ -232,8 +226,8 @@ std::string simulate_report_html(const sim::Simulation& s, const Summary& sum, c
     head += " (80 % interval " + format_seconds((*sum.step_time_interval_s)[0]) + " .. " +
             format_seconds((*sum.step_time_interval_s)[1]) + ")";
   }
-  head += " · MFU " + fmt("%.1f %%", sum.mfu * 100) + " · " + fmt("%.1f", sum.tflops_per_gpu) + " TFLOP/s per GPU · " +
-          fmt("%.0f", sum.tokens_per_s) + " tokens/s · peak memory " + format_bytes(static_cast<double>(sum.peak_bytes_max)) +
+  head += " · MFU " + format_number("%.1f %%", sum.mfu * 100) + " · " + format_number("%.1f", sum.tflops_per_gpu) + " TFLOP/s per GPU · " +
+          format_number("%.0f", sum.tokens_per_s) + " tokens/s · peak memory " + format_bytes(static_cast<double>(sum.peak_bytes_max)) +
           " of " + format_bytes(static_cast<double>(sum.capacity_bytes)) + (sum.oom ? " (does not fit)" : "");
   std::string header = "<p>" + escape_html(head) + "</p>\n<p class=\"note\">micro-batch " +
                        std::to_string(job.training.micro_batch_size) + ", global batch " +
