@@ -10,6 +10,7 @@
 #include "stepsim/report/summary.hpp"
 #include "stepsim/sim/simulation.hpp"
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/report/text_format.hpp"
 
 namespace stepsim::api {
 
@@ -19,12 +20,6 @@ std::string num(double v) {
   std::ostringstream s;
   s << v;
   return s.str();
-}
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
 }
 
 // lo_open: the lower bound itself is not allowed.
@@ -237,8 +232,8 @@ ReliabilityOutput reliability(const ReliabilityOptions& o) {
   if (o.runs) {
     const double expected = x.e2e.failures * static_cast<double>(*o.runs);
     if (expected > static_cast<double>(plan::kMaxMonteCarloFailures)) {
-      throw InputError("--monte-carlo " + std::to_string(*o.runs) + ": " + fmt("%.3g", x.e2e.failures) +
-                       " failures per run would make " + fmt("%.3g", expected) + " in all; the limit is " +
+      throw InputError("--monte-carlo " + std::to_string(*o.runs) + ": " + report::format_number("%.3g", x.e2e.failures) +
+                       " failures per run would make " + report::format_number("%.3g", expected) + " in all; the limit is " +
                        std::to_string(plan::kMaxMonteCarloFailures));
     }
     x.mc = plan::simulate_runs(in, x.interval, *o.runs, seed);

@@ -5,15 +5,10 @@
 
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/job_loader.hpp"
+#include "stepsim/report/text_format.hpp"
 
 namespace stepsim::api {
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
 
 nlohmann::json to_json(const plan::Outcome& o) {
   return {{"gpus", o.gpus},
@@ -32,7 +27,7 @@ nlohmann::json to_json(const plan::Outcome& o) {
 
 void check(const std::string& flag, double v, double lo, double hi, const std::string& unit) {
   if (!std::isfinite(v) || v < lo || v > hi)
-    throw InputError(flag + ": must be in [" + fmt("%g", lo) + ", " + fmt("%g", hi) + "] " + unit + ", got " + fmt("%g", v));
+    throw InputError(flag + ": must be in [" + report::format_number("%g", lo) + ", " + report::format_number("%g", hi) + "] " + unit + ", got " + report::format_number("%g", v));
 }
 
 }  // namespace

@@ -1,29 +1,16 @@
 #include "stepsim/cli/calibrate_report.hpp"
 
-#include <cstdarg>
 #include <cstdio>
 #include <string>
 
 #include "stepsim/hw/calibration_store.hpp"
+#include "stepsim/report/text_format.hpp"
 
 namespace stepsim::cli {
 namespace {
 
 constexpr const char* kNames[cost::kNcclParamCount] = {"alpha_us",         "beta_us",          "gamma_us",
                                                        "intra_efficiency", "inter_efficiency", "reduce_GBps"};
-
-std::string fmt(const char* f, ...) {
-  va_list ap, again;
-  va_start(ap, f);
-  va_copy(again, ap);
-  const int n = std::vsnprintf(nullptr, 0, f, ap);
-  va_end(ap);
-  std::string out(static_cast<size_t>(n > 0 ? n : 0) + 1, '\0');
-  std::vsnprintf(out.data(), out.size(), f, again);
-  va_end(again);
-  out.pop_back();
-  return out;
-}
 
 std::array<double, cost::kNcclParamCount> values(const cost::NcclParams& p) {
   return {p.alpha_us, p.beta_us, p.gamma_us, p.intra_efficiency, p.inter_efficiency, p.reduce_GBps};
@@ -37,16 +24,16 @@ std::string algo_proto(const cost::NcclTerms& t) {
 
 // One line of parameters (per-chunk and per-collective fits).
 std::string fit_line(const std::string& label, const cost::NcclFit& f) {
-  std::string s = fmt("  %-16s %6d", label.c_str(), f.points);
+  std::string s = report::format_text("  %-16s %6d", label.c_str(), f.points);
   const auto v = values(f.params);
-  for (int j = 0; j < cost::kNcclParamCount; ++j) s += fmt(" %10.4g%s", v[j], f.fitted[j] ? " " : "*");
-  return s + fmt(" %8.1f %8.1f\n", f.mean_abs_pct, f.max_abs_pct);
+  for (int j = 0; j < cost::kNcclParamCount; ++j) s += report::format_text(" %10.4g%s", v[j], f.fitted[j] ? " " : "*");
+  return s + report::format_text(" %8.1f %8.1f\n", f.mean_abs_pct, f.max_abs_pct);
 }
 
 std::string fit_header(const char* label) {
-  std::string s = fmt("# %-16s %6s", label, "points");
-  for (const char* n : {"alpha_us", "beta_us", "gamma_us", "intra_eff", "inter_eff", "reduce_GBps"}) s += fmt(" %11s", n);
-  return s + fmt(" %8s %8s\n", "mean|%|", "max|%|");
+  std::string s = report::format_text("# %-16s %6s", label, "points");
+  for (const char* n : {"alpha_us", "beta_us", "gamma_us", "intra_eff", "inter_eff", "reduce_GBps"}) s += report::format_text(" %11s", n);
+  return s + report::format_text(" %8s %8s\n", "mean|%|", "max|%|");
 }
 
 nlohmann::json params_json(const cost::NcclParams& p) {
@@ -75,28 +62,28 @@ std::string calibration_text(const CalibrationInput& in, const cost::NcclProfile
   std::string s;
   size_t points = 0;
   for (const auto& g : r.groups) points += g.points.size();
-  s += fmt("# stepsim calibrate comm: %zu measured call%s\n", points, points == 1 ? "" : "s");
+  s += report::format_text("# stepsim calibrate comm: %zu measured call%s\n", points, points == 1 ? "" : "s");
   const hw::CalibrationKey key = hw::calibration_key(in.cluster);
   s += "# cluster: " + key.gpu + ", " + key.interconnect + ", " + std::to_string(in.cluster.gpus_per_node) +
        (in.cluster.gpus_per_node == 1 ? " GPU" : " GPUs") + " per node; NCCL profile " + profile.name + "; NCCL version " +
        (in.nccl_version.empty() ? "unknown" : in.nccl_version) + "\n";
   for (const auto& n : in.notes) s += "# note: " + n + "\n";
   if (!r.skipped.empty()) {
-    s += fmt("# skipped %zu point(s) with nothing to fit:", r.skipped.size());
+    s += report::format_text("# skipped %zu point(s) with nothing to fit:", r.skipped.size());
     for (size_t i = 0; i < r.skipped.size() && i < 5; ++i) s += " " + r.skipped[i].where + " (" + r.skipped[i].why + ")";
     s += r.skipped.size() > 5 ? " ...\n" : "\n";
   }
   for (const auto& g : r.groups) {
     const char* cv = g.cv_kind == "leave-one-out" ? "loo" : "cv10";
-    s += fmt("#\n# %d node%s, %zu points\n", g.nodes, g.nodes == 1 ? "" : "s", g.points.size());
-    s += fmt("# %-14s %14s %5s %5s  %-14s %12s %12s %7s %12s %7s %12s %7s\n", "collective", "size(B)", "ranks", "nodes",
+    s += report::format_text("#\n# %d node%s, %zu points\n", g.nodes, g.nodes == 1 ? "" : "s", g.points.size());
+    s += report::format_text("# %-14s %14s %5s %5s  %-14s %12s %12s %7s %12s %7s %12s %7s\n", "collective", "size(B)", "ranks", "nodes",
              "algo/proto", "measured(us)", "before(us)", "err%", "after(us)", "err%",
              (std::string(cv) + "(us)").c_str(), "err%");
     int proto_diff = 0, proto_known = 0;
     std::string first_diff;
     for (const auto& p : g.points) {
       const double t = p.point.time_us;
-      s += fmt("  %-14s %14llu %5d %5d  %-14s %12.2f %12.2f %+7.1f %12.2f %+7.1f %12.2f %+7.1f\n",
+      s += report::format_text("  %-14s %14llu %5d %5d  %-14s %12.2f %12.2f %+7.1f %12.2f %+7.1f %12.2f %+7.1f\n",
                cost::name_of(p.point.collective), static_cast<unsigned long long>(p.point.bytes), p.point.geometry.ranks,
                p.point.geometry.nodes, algo_proto(p.terms).c_str(), t, p.before_us, pct(p.before_us, t), p.after_us,
                pct(p.after_us, t), p.cv_us, pct(p.cv_us, t));
@@ -109,20 +96,20 @@ std::string calibration_text(const CalibrationInput& in, const cost::NcclProfile
       }
     }
     if (proto_diff > 0) {
-      s += fmt("# note: %d of %d records ran another protocol than the model assumes (first: %s)\n", proto_diff,
+      s += report::format_text("# note: %d of %d records ran another protocol than the model assumes (first: %s)\n", proto_diff,
                proto_known, first_diff.c_str());
     }
-    s += fmt("# %-16s %12s %12s\n", "parameter", "profile", "fitted");
+    s += report::format_text("# %-16s %12s %12s\n", "parameter", "profile", "fitted");
     const auto before = values(g.base), after = values(g.joint.params);
     for (int j = 0; j < cost::kNcclParamCount; ++j) {
-      s += fmt("  %-16s %12.4g %12.4g%s\n", kNames[j], before[j], after[j],
+      s += report::format_text("  %-16s %12.4g %12.4g%s\n", kNames[j], before[j], after[j],
                g.joint.fitted[j] ? "" : "  (profile value: no point exercises it)");
     }
     if (static_cast<int>(g.points.size()) <= g.joint.fitted_count()) {
-      s += fmt("# note: %zu points for %d exercised parameters: the fit is not determined by the data; trust the %s error\n",
+      s += report::format_text("# note: %zu points for %d exercised parameters: the fit is not determined by the data; trust the %s error\n",
                g.points.size(), g.joint.fitted_count(), g.cv_kind.c_str());
     }
-    s += fmt("# error, mean / max |%%|: profile %.1f / %.1f   fitted %.1f / %.1f   %s %.1f / %.1f\n",
+    s += report::format_text("# error, mean / max |%%|: profile %.1f / %.1f   fitted %.1f / %.1f   %s %.1f / %.1f\n",
              g.before.mean_abs_pct, g.before.max_abs_pct, g.after.mean_abs_pct, g.after.max_abs_pct, g.cv_kind.c_str(),
              g.cv.mean_abs_pct, g.cv.max_abs_pct);
     if (g.by_chunk.empty()) {
@@ -197,15 +184,15 @@ nlohmann::json calibration_json(const CalibrationInput& in, const cost::NcclProf
 }
 
 std::string store_listing(const std::string& path, const std::vector<hw::CalibrationRow>& rows) {
-  std::string s = fmt("# calibration store %s: %zu row%s\n", path.c_str(), rows.size(), rows.size() == 1 ? "" : "s");
+  std::string s = report::format_text("# calibration store %s: %zu row%s\n", path.c_str(), rows.size(), rows.size() == 1 ? "" : "s");
   if (rows.empty()) return s;
-  s += fmt("# %4s %-14s %-28s %5s %4s %-8s %-14s %11s %10s %10s %10s %10s %10s %10s %6s %7s %7s %7s  %-20s %s\n", "id",
+  s += report::format_text("# %4s %-14s %-28s %5s %4s %-8s %-14s %11s %10s %10s %10s %10s %10s %10s %6s %7s %7s %7s  %-20s %s\n", "id",
            "gpu", "interconnect", "nodes", "gpn", "nccl", "collective", "chunk_bytes", "alpha_us", "beta_us", "gamma_us",
            "intra_eff", "inter_eff", "reduce_GBps", "points", "mean|%|", "max|%|", "cv|%|", "created", "source");
   for (const auto& r : rows) {
     auto mark = [&](const char* name) { return (("," + r.fitted + ",").find(std::string(",") + name + ",") == std::string::npos) ? "*" : " "; };
-    const std::string cv = r.cv_mean_abs_error_pct ? fmt("%7.1f", *r.cv_mean_abs_error_pct) : fmt("%7s", "-");
-    s += fmt("  %4lld %-14s %-28s %5d %4d %-8s %-14s %11llu %9.4g%s %9.4g%s %9.4g%s %9.4g%s %9.4g%s %9.4g%s %6d %7.1f %7.1f %s  %-20s %s\n",
+    const std::string cv = r.cv_mean_abs_error_pct ? report::format_text("%7.1f", *r.cv_mean_abs_error_pct) : report::format_text("%7s", "-");
+    s += report::format_text("  %4lld %-14s %-28s %5d %4d %-8s %-14s %11llu %9.4g%s %9.4g%s %9.4g%s %9.4g%s %9.4g%s %9.4g%s %6d %7.1f %7.1f %s  %-20s %s\n",
              static_cast<long long>(r.id), r.gpu.c_str(), r.interconnect.c_str(), r.nodes, r.gpus_per_node,
              r.nccl_version.empty() ? "-" : r.nccl_version.c_str(), r.collective.c_str(),
              static_cast<unsigned long long>(r.chunk_bytes), r.alpha_us, mark("alpha_us"), r.beta_us, mark("beta_us"),

@@ -7,6 +7,7 @@
 #include "stepsim/api/whatif.hpp"
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/cli/load_job.hpp"
+#include "stepsim/report/text_format.hpp"
 
 namespace stepsim::cli {
 namespace {
@@ -15,18 +16,12 @@ struct WhatIfOptions : api::WhatIfOptions {
   std::string json_path;
 };
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
 std::string duration(double s) {
-  return s >= 86400 * 2 ? fmt("%.2f days", s / 86400) : s >= 7200 ? fmt("%.2f h", s / 3600) : fmt("%.1f s", s);
+  return s >= 86400 * 2 ? report::format_number("%.2f days", s / 86400) : s >= 7200 ? report::format_number("%.2f h", s / 3600) : report::format_number("%.1f s", s);
 }
 
 std::string change(double before, double after) {
-  return before > 0 ? fmt("%+.1f %%", (after / before - 1) * 100) : "";
+  return before > 0 ? report::format_number("%+.1f %%", (after / before - 1) * 100) : "";
 }
 
 int run_whatif(const WhatIfOptions& o) {
@@ -46,19 +41,19 @@ int run_whatif(const WhatIfOptions& o) {
   };
   row("", "before", "after", "change");
   row("GPUs", std::to_string(b.gpus), std::to_string(a.gpus), change(b.gpus, a.gpus));
-  row("step time", fmt("%.4f s", b.step_time_s), fmt("%.4f s", a.step_time_s), change(b.step_time_s, a.step_time_s));
-  row("tokens/s", fmt("%.0f", b.tokens_per_s), fmt("%.0f", a.tokens_per_s), change(b.tokens_per_s, a.tokens_per_s));
-  row("TFLOP/s per GPU", fmt("%.1f", b.tflops_per_gpu), fmt("%.1f", a.tflops_per_gpu),
+  row("step time", report::format_number("%.4f s", b.step_time_s), report::format_number("%.4f s", a.step_time_s), change(b.step_time_s, a.step_time_s));
+  row("tokens/s", report::format_number("%.0f", b.tokens_per_s), report::format_number("%.0f", a.tokens_per_s), change(b.tokens_per_s, a.tokens_per_s));
+  row("TFLOP/s per GPU", report::format_number("%.1f", b.tflops_per_gpu), report::format_number("%.1f", a.tflops_per_gpu),
       change(b.tflops_per_gpu, a.tflops_per_gpu));
-  row("MFU", fmt("%.1f %%", b.mfu * 100), fmt("%.1f %%", a.mfu * 100), change(b.mfu, a.mfu));
+  row("MFU", report::format_number("%.1f %%", b.mfu * 100), report::format_number("%.1f %%", a.mfu * 100), change(b.mfu, a.mfu));
   row("fits in memory", b.oom ? "no (OOM)" : "yes", a.oom ? "no (OOM)" : "yes", "");
-  row("checkpoint interval", fmt("%.0f steps", static_cast<double>(b.interval_steps)),
-      fmt("%.0f steps", static_cast<double>(a.interval_steps)), "");
-  row("ETTR", fmt("%.2f %%", b.ettr * 100), fmt("%.2f %%", a.ettr * 100), "");
+  row("checkpoint interval", report::format_number("%.0f steps", static_cast<double>(b.interval_steps)),
+      report::format_number("%.0f steps", static_cast<double>(a.interval_steps)), "");
+  row("ETTR", report::format_number("%.2f %%", b.ettr * 100), report::format_number("%.2f %%", a.ettr * 100), "");
   row("end-to-end time", duration(b.e2e_s), duration(a.e2e_s), change(b.e2e_s, a.e2e_s));
-  row("GPU-hours", fmt("%.0f", b.gpu_hours), fmt("%.0f", a.gpu_hours), change(b.gpu_hours, a.gpu_hours));
+  row("GPU-hours", report::format_number("%.0f", b.gpu_hours), report::format_number("%.0f", a.gpu_hours), change(b.gpu_hours, a.gpu_hours));
   if (o.settings.usd_per_gpu_hour > 0)
-    row("cost", fmt("%.0f USD", b.cost_usd), fmt("%.0f USD", a.cost_usd), change(b.cost_usd, a.cost_usd));
+    row("cost", report::format_number("%.0f USD", b.cost_usd), report::format_number("%.0f USD", a.cost_usd), change(b.cost_usd, a.cost_usd));
   std::cout << out.str();
 
   if (!o.json_path.empty()) write_output_file(o.json_path, r.json.dump(2) + "\n", "what-if JSON");

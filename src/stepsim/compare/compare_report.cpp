@@ -5,15 +5,10 @@
 #include <vector>
 
 #include "stepsim/compare/op_type.hpp"
+#include "stepsim/report/text_format.hpp"
 
 namespace stepsim::compare {
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
 
 double ms(double ns) { return ns / 1e6; }
 double us(double ns) { return ns / 1e3; }
@@ -21,11 +16,11 @@ double us(double ns) { return ns / 1e3; }
 std::string pct(std::optional<double> r) {
   if (!r) return "-";
   const double v = *r * 100;
-  return fmt("%+.1f %%", std::fabs(v) < 0.05 ? 0.0 : v);  // no "-0.0 %" from rounding residue
+  return report::format_number("%+.1f %%", std::fabs(v) < 0.05 ? 0.0 : v);  // no "-0.0 %" from rounding residue
 }
 
 std::string mean_us(const SideStats& s) {
-  return s.count ? fmt("%.1f", us(static_cast<double>(s.total_ns) / static_cast<double>(s.count))) : "-";
+  return s.count ? report::format_number("%.1f", us(static_cast<double>(s.total_ns) / static_cast<double>(s.count))) : "-";
 }
 
 std::string cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n - 3) + "..."; }
@@ -64,9 +59,9 @@ std::string report_text(const StepTrace& sim, const StepTrace& meas, const Compa
   o += "#   measured   " + meas.path + " (" + meas.label + ", " + std::to_string(c.meas_ops) + " ops, rank " +
        std::to_string(meas.rank) + ")\n";
   const double step_err = static_cast<double>(c.step_error_ns());
-  o += "step time: simulated " + fmt("%.3f ms", ms(c.sim_step_ns)) + ", measured " +
-       fmt("%.3f ms", ms(c.meas_step_ns)) +
-       ", error " + fmt("%+.3f ms", ms(step_err)) + " (" + pct(relative(step_err, c.meas_step_ns)) + ")\n\n";
+  o += "step time: simulated " + report::format_number("%.3f ms", ms(c.sim_step_ns)) + ", measured " +
+       report::format_number("%.3f ms", ms(c.meas_step_ns)) +
+       ", error " + report::format_number("%+.3f ms", ms(step_err)) + " (" + pct(relative(step_err, c.meas_step_ns)) + ")\n\n";
 
   o += "GPU time per op type (an op's duration; a simulated collective's includes its sync wait; idle: no op "
        "running)\n";
@@ -75,7 +70,7 @@ std::string report_text(const StepTrace& sim, const StepTrace& meas, const Compa
   for (const TypeRow& r : c.types) {
     const bool idle = r.type == kIdle;
     o += line(f1, {r.type, idle ? "-" : std::to_string(r.sim.count) + "/" + std::to_string(r.meas.count),
-                  fmt("%.3f", ms(r.sim.total_ns)), fmt("%.3f", ms(r.meas.total_ns)), fmt("%+.3f", ms(r.error_ns())),
+                  report::format_number("%.3f", ms(r.sim.total_ns)), report::format_number("%.3f", ms(r.meas.total_ns)), report::format_number("%+.3f", ms(r.error_ns())),
                   pct(relative(r.error_ns(), r.meas.total_ns)), mean_us(r.sim), mean_us(r.meas)});
   }
 
@@ -84,10 +79,10 @@ std::string report_text(const StepTrace& sim, const StepTrace& meas, const Compa
   const std::vector<size_t> f2{14, 12, 12, 11, 14};
   o += line(f2, {"type", "sim ms", "meas ms", "error ms", "of step error"});
   for (const TypeRow& r : c.types) {
-    o += line(f2, {r.type, fmt("%.3f", ms(r.sim.exposed_ns)), fmt("%.3f", ms(r.meas.exposed_ns)),
-                  fmt("%+.3f", ms(r.exposed_error_ns())), pct(relative(r.exposed_error_ns(), step_err))});
+    o += line(f2, {r.type, report::format_number("%.3f", ms(r.sim.exposed_ns)), report::format_number("%.3f", ms(r.meas.exposed_ns)),
+                  report::format_number("%+.3f", ms(r.exposed_error_ns())), pct(relative(r.exposed_error_ns(), step_err))});
   }
-  o += line(f2, {"step", fmt("%.3f", ms(c.sim_step_ns)), fmt("%.3f", ms(c.meas_step_ns)), fmt("%+.3f", ms(step_err)),
+  o += line(f2, {"step", report::format_number("%.3f", ms(c.sim_step_ns)), report::format_number("%.3f", ms(c.meas_step_ns)), report::format_number("%+.3f", ms(step_err)),
                 c.step_error_ns() ? "+100.0 %" : "-"});
 
   o += "\nKernels by name: " + std::to_string(c.matched_ops) + " of " + std::to_string(c.sim_ops) +
@@ -102,8 +97,8 @@ std::string report_text(const StepTrace& sim, const StepTrace& meas, const Compa
       o += "  (the other " + std::to_string(c.kernels.size() - i) + " names take the same time on both sides)\n";
       break;
     }
-    o += line(f3, {cut(k.name, 60), std::to_string(k.count), fmt("%.3f", ms(k.sim_ns)), fmt("%.3f", ms(k.meas_ns)),
-                  fmt("%+.3f", ms(k.error_ns())), pct(relative(k.error_ns(), k.meas_ns))});
+    o += line(f3, {cut(k.name, 60), std::to_string(k.count), report::format_number("%.3f", ms(k.sim_ns)), report::format_number("%.3f", ms(k.meas_ns)),
+                  report::format_number("%+.3f", ms(k.error_ns())), pct(relative(k.error_ns(), k.meas_ns))});
   }
   return o;
 }

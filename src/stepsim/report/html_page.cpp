@@ -51,12 +51,6 @@ std::string escape_html(const std::string& s) {
   return o;
 }
 
-std::string format_number(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 std::string html_page(const std::string& title, const std::string& header_html, const std::vector<HtmlSection>& sections,
                       const nlohmann::json& data, const std::string& page_js) {
   if (kChartJsPartCount == 0) {

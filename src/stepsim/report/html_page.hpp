@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stepsim/report/text_format.hpp"  // format_number, for the reports' header lines
+
 namespace stepsim::report {
 
 // The chart library inlined into every report ("" when the build had none: report-ui/ was not installed).
@@ -21,8 +23,6 @@ struct HtmlSection {
 };
 
 std::string escape_html(const std::string& s);
-// One number in a printf format ("%.1f %%"), for the reports' header lines.
-std::string format_number(const char* format, double v);
 
 // `header_html` is trusted markup (built from escaped text); `page_js` draws the charts from `D` (the data). InputError
 // when the build has no chart library.
