@@ -558,7 +558,48 @@ TEST(MegatronArgsErrors, FlagsThatChangeTheStepButAreNotModelledAreRefused) {
   expect_base_error("--use-sharp", {"--use-sharp", "cluster.network.sharp: true"});
   expect_base_error("--no-pin-cpu-grads", {"--no-pin-cpu-grads", "pinned host memory"});
   expect_base_error("--moe-extended-tp", {"--moe-extended-tp", "--expert-tensor-parallel-size"});
-  expect_base_error("--disable-tp-comm-bulk-wgrad", {"--disable-tp-comm-bulk-wgrad", "TP communication overlap"});
+  expect_base_error("--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 "
+                    "--microbatch-group-size-per-virtual-pipeline-stage 4",
+                    {"--microbatch-group-size-per-virtual-pipeline-stage", "only the pipeline size (2"});
+}
+
+// Transformer Engine userbuffers' per-kind switches map onto the training keys (tests/test_tp_comm_overlap.cpp pins
+// what each one changes); the split flags are deprecated since TE 1.6 and have no effect in Megatron-Core.
+TEST(MegatronArgs, TpCommOverlapSwitchesMapToTheTrainingKeys) {
+  const std::string tpo = "--tensor-model-parallel-size 2 --sequence-parallel --tp-comm-overlap ";
+  const YAML::Node j = job(tpo + "--disable-tp-comm-overlap-rs --disable-tp-comm-bulk-wgrad --tp-comm-overlap-rs-dgrad "
+                                 "--disable-tp-comm-split-ag");
+  EXPECT_FALSE(flag(j["training"], "tp_comm_overlap_rs"));
+  EXPECT_FALSE(flag(j["training"], "tp_comm_bulk_wgrad"));
+  EXPECT_TRUE(flag(j["training"], "tp_comm_overlap_rs_dgrad"));
+  EXPECT_FALSE(j["training"]["tp_comm_overlap_ag"]);  // not given: the job's default (on)
+  expect_base_error("--disable-tp-comm-bulk-wgrad", {"--disable-tp-comm-bulk-wgrad", "applies with --tp-comm-overlap only"});
+  expect_base_error("--tp-comm-overlap-rs-dgrad", {"--tp-comm-overlap-rs-dgrad", "applies with --tp-comm-overlap only"});
+}
+
+// Megatron-FSDP's sharding strategies are ZeRO stages 0-3 (default optim_grads_params); PyTorch FSDP2 is stage 3 with
+// Megatron's own assertions.
+TEST(MegatronArgs, FsdpMapsToZeroStages) {
+  const std::pair<const char*, int> strategies[] = {
+      {"", 3}, {"no_shard", 0}, {"optim", 1}, {"optim_grads", 2}, {"optim_grads_params", 3}};
+  for (const auto& [st, stage] : strategies) {
+    const std::string extra = std::string("--use-megatron-fsdp --overlap-grad-reduce --overlap-param-gather ") +
+                              (*st ? std::string("--data-parallel-sharding-strategy ") + st : std::string());
+    const YAML::Node t = job(extra)["training"];
+    EXPECT_EQ(i64(t, "zero_stage"), stage) << st;
+    EXPECT_EQ(flag(t, "distributed_optimizer"), stage > 0) << st;
+    EXPECT_EQ(flag(t, "overlap_param_gather"), stage == 1 || stage == 2) << st;  // stage 3: the per-layer prefetch
+  }
+  const YAML::Node f = job("--use-torch-fsdp2 --no-gradient-accumulation-fusion")["training"];
+  EXPECT_EQ(i64(f, "zero_stage"), 3);
+  EXPECT_FALSE(flag(f, "gradient_accumulation_fusion"));
+  expect_base_error("--use-torch-fsdp2", {"--use-torch-fsdp2", "add --no-gradient-accumulation-fusion"});
+  expect_base_error("--use-torch-fsdp2 --no-gradient-accumulation-fusion --pipeline-model-parallel-size 2",
+                    {"--use-torch-fsdp2", "pipeline parallelism"});
+  expect_base_error("--use-torch-fsdp2 --no-gradient-accumulation-fusion --use-distributed-optimizer",
+                    {"--use-torch-fsdp2", "distributed optimizer"});
+  expect_base_error("--data-parallel-sharding-strategy optim", {"--data-parallel-sharding-strategy", "--use-megatron-fsdp"});
+  expect_base_error("--use-megatron-fsdp --data-parallel-sharding-strategy full", {"--data-parallel-sharding-strategy"});
 }
 
 TEST(MegatronArgs, CombinedOneFOneBFlagsMapToTheTrainingKeys) {
@@ -646,7 +687,6 @@ TEST(MegatronArgsErrors, RejectedNotModelledFlags) {
   // A layout is modelled (tests/test_pipeline_split.cpp); its 3 chunks on one pipeline stage would be interleaving.
   expect_base_error("--pipeline-model-parallel-layout 'E|t*4|L'",
                     {"--pipeline-model-parallel-layout", "needs --pipeline-model-parallel-size >= 2"});
-  expect_base_error("--use-torch-fsdp2", {"--use-torch-fsdp2", "FSDP"});
   expect_base_error("--batch-size 4", {"--batch-size", "--micro-batch-size"});
   expect_base_error("--expert-tensor-parallel-size 2", {"--expert-tensor-parallel-size", "equal to"});
   expect_base_error("--optimizer sgd", {"--optimizer", "only adam"});

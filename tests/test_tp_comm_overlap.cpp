@@ -69,6 +69,11 @@ TEST(TpCommOverlap, WhichCollectiveOverlapsWhichGemm) {
     EXPECT_EQ(find(b, g, Phase::Backward)->comm_sms, 2) << g;
     EXPECT_EQ(find(a, g, Phase::Backward)->comm_sms, 0) << g;
   }
+  // The output layer is Megatron's own ColumnParallelLinear, not a Transformer Engine module: no userbuffers.
+  for (const char* g : {"output_layer_dgrad", "output_layer_wgrad"}) {
+    ASSERT_NE(find(b, g, Phase::Backward), nullptr) << g;
+    EXPECT_EQ(find(b, g, Phase::Backward)->comm_sms, 0) << g;
+  }
 }
 
 TEST(TpCommOverlap, GemmBesideCommunicationRunsOnTheRemainingSms) {
@@ -95,6 +100,64 @@ TEST(TpCommOverlap, OverlapShortensTheStepAndNeedsSequenceParallelism) {
   EXPECT_LT(on, off);
   const std::string err = test::job_error(test::small_gpt_yaml(4, 1, 2, 16, "", ", tp_comm_overlap: true"));
   EXPECT_NE(err.find("training.tp_comm_overlap: needs parallelism.sequence_parallel"), std::string::npos) << err;
+}
+
+// Megatron-Core's per-kind switches (--disable-tp-comm-overlap-ag etc.): each one puts back exactly its rows of the
+// table in docs/MODEL.md as without the overlap, and leaves the others overlapped.
+spec::JobSpec job_with(const std::string& extra) {
+  return test::job_from_yaml(test::small_gpt_yaml(4, 1, 2, 16, ", sequence_parallel: true",
+                                                  ", tp_comm_overlap: true" + extra));
+}
+
+TEST(TpCommOverlap, EachSwitchTurnsOffItsOwnOverlapOnly) {
+  using workload::Phase;
+  const workload::Workload no_ag = workload::build_megatron_workload(job_with(", tp_comm_overlap_ag: false"));
+  const Program& a = no_ag.programs[0];
+  for (const char* g : {"qkv_proj", "fc1"}) {  // forward ring exchange off: waits for its all-gather, no SM held
+    EXPECT_TRUE(waits_on_tp(a, *find(a, g, Phase::Forward))) << g;
+    EXPECT_EQ(find(a, g, Phase::Forward)->comm_sms, 0) << g;
+  }
+  for (const char* g : {"attention_proj_dgrad", "fc2_dgrad"}) EXPECT_TRUE(waits_on_tp(a, *find(a, g, Phase::Backward))) << g;
+  EXPECT_EQ(find(a, "fc2", Phase::Forward)->comm_sms, 16);  // the reduce-scatter overlap stays
+  EXPECT_EQ(find(a, "fc1_wgrad", Phase::Backward)->comm_sms, 2);
+
+  const workload::Workload no_rs = workload::build_megatron_workload(job_with(", tp_comm_overlap_rs: false"));
+  const Program& r = no_rs.programs[0];
+  EXPECT_EQ(find(r, "fc2", Phase::Forward)->comm_sms, 0);
+  EXPECT_EQ(find(r, "mlp_reduce_scatter_last_chunk", Phase::Forward), nullptr);
+  EXPECT_EQ(find(r, "fc1", Phase::Forward)->comm_sms, 1);
+
+  const workload::Workload no_bulk =
+      workload::build_megatron_workload(job_with(", tp_comm_bulk_dgrad: false, tp_comm_bulk_wgrad: false"));
+  const Program& k = no_bulk.programs[0];
+  for (const char* g : {"qkv_proj_dgrad", "qkv_proj_wgrad", "fc1_dgrad", "fc1_wgrad"})
+    EXPECT_EQ(find(k, g, Phase::Backward)->comm_sms, 0) << g;
+  EXPECT_EQ(find(k, "fc2", Phase::Forward)->comm_sms, 16);
+}
+
+TEST(TpCommOverlap, ReduceScatterPipelinedWithDgradInsteadOfBesideWgrad) {
+  using workload::Phase;
+  const workload::Workload on = workload::build_megatron_workload(job_with(", tp_comm_overlap_rs_dgrad: true"));
+  const workload::Workload base = workload::build_megatron_workload(job_with(""));
+  const Program& b = on.programs[0];
+  const Program& a = base.programs[0];
+  // fc1's dgrad holds the bulk all-gather's 2 SMs and the pipelined reduce-scatter's 16; its wgrad holds none.
+  EXPECT_EQ(find(b, "fc1_dgrad", Phase::Backward)->comm_sms, 18);
+  EXPECT_EQ(find(b, "fc1_wgrad", Phase::Backward)->comm_sms, 0);
+  // Three quarters of the input gradient's reduce-scatter beside the GEMM, the last quarter after it.
+  const Op* whole = find(a, "fc1_grad_reduce_scatter", Phase::Backward);
+  const Op* last = find(b, "fc1_grad_reduce_scatter_last_chunk", Phase::Backward);
+  ASSERT_NE(whole, nullptr);
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->bytes * 4, whole->bytes);
+  EXPECT_EQ(find(b, "fc1_grad_reduce_scatter", Phase::Backward)->bytes, whole->bytes - whole->bytes / 4);
+}
+
+TEST(TpCommOverlap, SwitchesNeedTheOverlap) {
+  const std::string err =
+      test::job_error(test::small_gpt_yaml(4, 1, 2, 16, ", sequence_parallel: true", ", tp_comm_overlap_ag: false"));
+  EXPECT_NE(err.find("training.tp_comm_overlap_ag: applies with training.tp_comm_overlap: true only"), std::string::npos)
+      << err;
 }
 
 }  // namespace

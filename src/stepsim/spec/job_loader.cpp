@@ -372,6 +372,16 @@ TrainingSpec read_training(StrictSection s) {
   t.overlap_grad_reduce = s.get_bool("overlap_grad_reduce", false);
   t.overlap_param_gather = s.get_bool("overlap_param_gather", false);
   t.tp_comm_overlap = s.get_bool("tp_comm_overlap", false);
+  for (const char* k : {"tp_comm_overlap_ag", "tp_comm_overlap_rs", "tp_comm_bulk_dgrad", "tp_comm_bulk_wgrad",
+                        "tp_comm_overlap_rs_dgrad"}) {
+    if (s.has(k) && !t.tp_comm_overlap) s.fail(k, "applies with training.tp_comm_overlap: true only");
+  }
+  t.tp_comm_overlap_ag = s.get_bool("tp_comm_overlap_ag", true);
+  t.tp_comm_overlap_rs = s.get_bool("tp_comm_overlap_rs", true);
+  t.tp_comm_bulk_dgrad = s.get_bool("tp_comm_bulk_dgrad", true);
+  t.tp_comm_bulk_wgrad = s.get_bool("tp_comm_bulk_wgrad", true);
+  t.tp_comm_overlap_rs_dgrad = s.get_bool("tp_comm_overlap_rs_dgrad", false);
+  t.gradient_accumulation_fusion = s.get_bool("gradient_accumulation_fusion", true);
   t.overlap_moe_expert_parallel_comm = s.get_bool("overlap_moe_expert_parallel_comm", false);
   t.delay_wgrad_compute = s.get_bool("delay_wgrad_compute", false);
   t.cuda_graphs = s.get_bool("cuda_graphs", false);

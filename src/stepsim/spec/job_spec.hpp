@@ -197,6 +197,20 @@ struct TrainingSpec {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool tp_comm_overlap = false;
+  // Which of the userbuffers overlaps tp_comm_overlap turns on (Megatron-Core's ModelParallelConfig names and defaults;
+  // --disable-tp-comm-overlap-ag/-rs, --disable-tp-comm-bulk-dgrad/-wgrad, --tp-comm-overlap-rs-dgrad). ag: the
+  // sequence-parallel all-gather in ring exchange with the GEMM that consumes it (qkv and fc1 forward, proj and fc2
+  // dgrad); rs: the forward reduce-scatter pipelined with proj's and fc2's GEMM; bulk_dgrad: the input all-gather
+  // beside qkv's and fc1's dgrad GEMM; bulk_wgrad: their dgrad's reduce-scatter beside the wgrad GEMM; rs_dgrad: that
+  // reduce-scatter pipelined with the dgrad GEMM instead (replaces bulk_wgrad). Off: NCCL as without tp_comm_overlap.
+  bool tp_comm_overlap_ag = true;
+  bool tp_comm_overlap_rs = true;
+  bool tp_comm_bulk_dgrad = true;
+  bool tp_comm_bulk_wgrad = true;
+  bool tp_comm_overlap_rs_dgrad = false;
+  // Megatron's gradient-accumulation fusion (default on; --no-gradient-accumulation-fusion): the wgrad GEMM adds into
+  // the main_grad buffer. Off: it writes the gradient in the parameter dtype and a separate kernel adds it.
+  bool gradient_accumulation_fusion = true;
   // Megatron-Core's combined 1F1B schedule (--overlap-moe-expert-parallel-comm, Megatron-Bridge's moe_a2a_overlap): in
   // the steady state one micro-batch's forward and another's backward run layer by layer together, each one's
   // expert-parallel dispatch and combine all-to-alls on a communication stream beside the other's computation

@@ -166,7 +166,10 @@ const Table& table() {
     // Change the step but cannot be expressed in a job: refused rather than silently dropped.
     add(t, {"--pipeline-model-parallel-layout"}, Kind::Value, Use::Map);
     add(t, {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}, Kind::Flag, Use::Map);
-    add(t, {"--use-torch-fsdp2", "--use-megatron-fsdp"}, Kind::Flag, Use::Reject, "FSDP is not modelled");
+    add(t, {"--use-torch-fsdp2", "--use-megatron-fsdp"}, Kind::Flag, Use::Map);
+    add(t, {"--data-parallel-sharding-strategy", "--microbatch-group-size-per-virtual-pipeline-stage"}, Kind::Value,
+        Use::Map);
+    add(t, {"--no-gradient-accumulation-fusion"}, Kind::Flag, Use::Map);
     add(t, {"--fp4-format"}, Kind::Value, Use::Reject, "FP4 training is not modelled");
     add(t, {"--window-size", "--window-attn-skip-freq"}, Kind::Value, Use::Reject,
         "sliding-window attention is not modelled");
@@ -186,11 +189,11 @@ const Table& table() {
     add(t, {"--moe-extended-tp"}, Kind::Flag, Use::Reject,
         "removed from Megatron-Core; use --expert-tensor-parallel-size");
     add(t, {"--disable-tp-comm-overlap-ag", "--disable-tp-comm-overlap-rs", "--tp-comm-overlap-rs-dgrad",
-            "--disable-tp-comm-bulk-dgrad", "--disable-tp-comm-bulk-wgrad", "--disable-tp-comm-split-ag",
-            "--disable-tp-comm-split-rs"},
-        Kind::Flag, Use::Reject,
-        "per-GEMM choices of TP communication overlap are not modelled: --tp-comm-overlap overlaps every "
-        "sequence-parallel all-gather and reduce-scatter (docs/MODEL.md)");
+            "--disable-tp-comm-bulk-dgrad", "--disable-tp-comm-bulk-wgrad"},
+        Kind::Flag, Use::Map);
+    // Deprecated since Transformer Engine 1.6: Megatron-Core passes tp_comm_overlap_ag / _rs instead (its
+    // extensions/transformer_engine.py reads split_ag/split_rs only when the config lacks those), so no effect.
+    add(t, {"--disable-tp-comm-split-ag", "--disable-tp-comm-split-rs"}, Kind::Flag, Use::Ignore);
     add(t, {"--yaml-cfg"}, Kind::Value, Use::Reject, "give the arguments on the command line");
     add(t, {"--batch-size"}, Kind::Value, Use::Reject, "no longer valid in Megatron-LM; use --micro-batch-size");
     add(t, {"--model-parallel-size"}, Kind::Value, Use::Reject,
@@ -203,7 +206,7 @@ const Table& table() {
     // distinguish (fusions, attention backend, MoE dispatcher, FP8 recipe details).
     add(t, {"--use-mcore-models", "--use-legacy-models", "--use-flash-attn", "--no-masked-softmax-fusion",
             "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion", "--no-bias-dropout-fusion", "--no-rope-fusion",
-            "--no-gradient-accumulation-fusion", "--no-persist-layer-norm",
+            "--no-persist-layer-norm",
             "--apply-layernorm-1p", "--apply-residual-connection-post-layernorm", "--openai-gelu", "--add-qkv-bias",
             "--qk-layernorm", "--qk-l2-norm", "--rotary-interleaved", "--use-rope-scaling", "--fp32-residual-connection",
             "--apply-query-key-layer-scaling", "--attention-softmax-in-fp32", "--fp16-lm-cross-entropy",
@@ -279,13 +282,15 @@ const Table& table() {
             "--moe-router-score-function",
             "--moe-router-topk-scaling-factor", "--moe-router-bias-update-rate", "--moe-z-loss-coeff",
             "--moe-input-jitter-eps", "--moe-deepep-num-sms", "--moe-token-drop-policy",
-            "--moe-upcycling-granularity", "--ddp-num-buckets", "--microbatch-group-size-per-virtual-pipeline-stage",
+            // --ddp-num-buckets: Megatron-Core's DistributedDataParallel only checks it against --ddp-bucket-size;
+            // its buckets are sized by bucket_size (Megatron-FSDP v2 refuses it).
+            "--moe-upcycling-granularity", "--ddp-num-buckets",
             "--pipeline-model-parallel-comm-backend", "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
             "--empty-unused-memory-level", "--check-weight-hash-across-dp-replicas-interval", "--train-sync-interval",
             "--manual-gc-interval", "--profile-step-start", "--profile-step-end", "--memory-snapshot-path",
             "--result-rejected-tracker-filename", "--cuda-graph-scope",
             "--cuda-graph-warmup-steps", "--dump-param-to-param-group-map", "--sharp-enabled-group",
-            "--data-parallel-sharding-strategy", "--suggested-communication-unit-size",
+            "--suggested-communication-unit-size",
             "--nccl-communicator-config-path", "--config-logger-dir", "--one-logger-project", "--one-logger-run-name",
             "--app-tag-run-name", "--app-tag-run-version", "--straggler-ctrlr-port", "--straggler-minmax-count",
             "--adlr-autoresume-interval", "--error-injection-rate", "--error-injection-type", "--rerun-mode",
@@ -805,6 +810,12 @@ YAML::Node build(const Args& a) {
            "the interleaved schedule needs --pipeline-model-parallel-size >= " + std::to_string(min_pp));
   }
   par["virtual_stages"] = vs;
+  // The interleaved schedule runs micro-batches through the model chunks in groups of this many (Megatron's default:
+  // the pipeline size); stepsim's schedule is Megatron's with that default (workload/schedule.cpp).
+  if (auto g = a.opt_int("--microbatch-group-size-per-virtual-pipeline-stage"); g && vs > 1 && *g != pp) {
+    fail("--microbatch-group-size-per-virtual-pipeline-stage",
+         "only the pipeline size (" + std::to_string(pp) + ", Megatron's default) is modelled, got " + std::to_string(*g));
+  }
   if (a.has("--account-for-embedding-in-pipeline-split")) par["account_for_embedding_in_pipeline_split"] = true;
   if (a.has("--account-for-loss-in-pipeline-split")) par["account_for_loss_in_pipeline_split"] = true;
   par["schedule"] = vs > 1 ? "interleaved-1f1b" : "1f1b";
@@ -907,8 +918,35 @@ YAML::Node build(const Args& a) {
     tr["recompute_modules"] = list;
   }
 
-  const bool dist_opt = a.has("--use-distributed-optimizer");
-  if (a.has("--overlap-param-gather")) {
+  // FSDP as ZeRO stages: Megatron-FSDP shards by --data-parallel-sharding-strategy (Megatron's default
+  // optim_grads_params, ZeRO-3; v1 switches the distributed optimizer on itself); PyTorch FSDP2 (fully_shard, resharded
+  // after forward) is ZeRO-3 and Megatron asserts its constraints. Under ZeRO-3 --overlap-param-gather is the
+  // per-layer prefetch the stage models anyway.
+  const bool mfsdp = a.has("--use-megatron-fsdp"), fsdp2 = a.has("--use-torch-fsdp2");
+  const bool dist_opt = a.has("--use-distributed-optimizer") || mfsdp;
+  int zero_stage = -1;
+  if (mfsdp && fsdp2) fail("--use-torch-fsdp2", "give one of --use-megatron-fsdp and --use-torch-fsdp2");
+  if (a.get("--data-parallel-sharding-strategy") && !mfsdp)
+    fail("--data-parallel-sharding-strategy", "applies with --use-megatron-fsdp only");
+  if (mfsdp) {
+    const auto strategy = a.opt_choice("--data-parallel-sharding-strategy",
+                                       {"no_shard", "optim", "optim_grads", "optim_grads_params"});
+    const std::string st = strategy.value_or("optim_grads_params");
+    zero_stage = st == "no_shard" ? 0 : st == "optim" ? 1 : st == "optim_grads" ? 2 : 3;
+  }
+  if (fsdp2) {
+    if (a.opt_int("--pipeline-model-parallel-size").value_or(1) != 1)
+      fail("--use-torch-fsdp2", "is not supported with pipeline parallelism (Megatron asserts it)");
+    if (a.opt_int("--expert-model-parallel-size").value_or(1) != 1)
+      fail("--use-torch-fsdp2", "is not supported with expert parallelism (Megatron asserts it)");
+    if (a.has("--use-distributed-optimizer"))
+      fail("--use-torch-fsdp2", "is not supported with Megatron-Core's distributed optimizer (Megatron asserts it)");
+    if (!a.has("--no-gradient-accumulation-fusion"))
+      fail("--use-torch-fsdp2", "is not supported with gradient accumulation fusion: add --no-gradient-accumulation-fusion "
+                                "(Megatron asserts it)");
+    zero_stage = 3;
+  }
+  if (a.has("--overlap-param-gather") && !mfsdp) {
     if (!dist_opt) fail("--overlap-param-gather", "requires --use-distributed-optimizer");
     if (!a.has("--overlap-grad-reduce")) fail("--overlap-param-gather", "requires --overlap-grad-reduce");
   }
@@ -916,10 +954,27 @@ YAML::Node build(const Args& a) {
     fail("--num-distributed-optimizer-instances", "only 1 is modelled");
   if (auto opt = a.opt_choice("--optimizer", {"adam", "sgd", "muon", "dist_muon"}); opt && *opt != "adam")
     fail("--optimizer", "only adam is modelled");
-  tr["distributed_optimizer"] = dist_opt;
+  if (zero_stage >= 0) tr["zero_stage"] = zero_stage;
+  tr["distributed_optimizer"] = zero_stage == 0 ? false : dist_opt || zero_stage > 0;
   tr["overlap_grad_reduce"] = a.has("--overlap-grad-reduce");
-  tr["overlap_param_gather"] = a.has("--overlap-param-gather");
+  tr["overlap_param_gather"] = a.has("--overlap-param-gather") && zero_stage != 3 && zero_stage != 0;
+  if (a.has("--no-gradient-accumulation-fusion")) tr["gradient_accumulation_fusion"] = false;
   tr["tp_comm_overlap"] = a.has("--tp-comm-overlap");
+  // Userbuffers' per-kind switches (Megatron-Core's tp_comm_overlap_ag / _rs, tp_comm_bulk_dgrad / _wgrad,
+  // tp_comm_overlap_rs_dgrad); like Megatron they matter only with --tp-comm-overlap.
+  const std::pair<const char*, const char*> tpo_flags[] = {{"--disable-tp-comm-overlap-ag", "tp_comm_overlap_ag"},
+                                                           {"--disable-tp-comm-overlap-rs", "tp_comm_overlap_rs"},
+                                                           {"--disable-tp-comm-bulk-dgrad", "tp_comm_bulk_dgrad"},
+                                                           {"--disable-tp-comm-bulk-wgrad", "tp_comm_bulk_wgrad"}};
+  for (const auto& [flag, key] : tpo_flags) {
+    if (!a.has(flag)) continue;
+    if (!a.has("--tp-comm-overlap")) fail(flag, "applies with --tp-comm-overlap only");
+    tr[key] = false;
+  }
+  if (a.has("--tp-comm-overlap-rs-dgrad")) {
+    if (!a.has("--tp-comm-overlap")) fail("--tp-comm-overlap-rs-dgrad", "applies with --tp-comm-overlap only");
+    tr["tp_comm_overlap_rs_dgrad"] = true;
+  }
   if (a.has("--overlap-moe-expert-parallel-comm")) tr["overlap_moe_expert_parallel_comm"] = true;
   if (a.has("--delay-wgrad-compute")) tr["delay_wgrad_compute"] = true;
   // CUDA graphs (Megatron-Core's local graphs, Transformer Engine's make_graphed_callables) replay the layers' kernels

@@ -70,7 +70,13 @@ class StageBuilder {
     grad_bytes_ = bpp.gradient;
     weight_bytes_ = bpp.weight;
     cf_ = job.model.moe ? job.model.moe->expert_load() : 1.0;
-    tpo_ = job.training.tp_comm_overlap && d.sp;
+    const auto& tr = job.training;
+    tpo_ = tr.tp_comm_overlap && d.sp;
+    tpo_ag_ = tpo_ && tr.tp_comm_overlap_ag;
+    tpo_rs_ = tpo_ && tr.tp_comm_overlap_rs;
+    tpo_bulk_dgrad_ = tpo_ && tr.tp_comm_bulk_dgrad;
+    tpo_rs_dgrad_ = tpo_ && tr.tp_comm_overlap_rs_dgrad;
+    tpo_bulk_wgrad_ = tpo_ && tr.tp_comm_bulk_wgrad && !tpo_rs_dgrad_;
     zero3_ = job.training.zero_stage == 3;
     shard_grads_ = job.training.zero_stage >= 2;
     zero3_blocking_ = zero3_ && job.training.zero3_param_fetch == spec::Zero3Fetch::Blocking;
@@ -123,13 +129,25 @@ class StageBuilder {
   }
   // Weight gradient dW (k x n) = X^T dY over m tokens, accumulated into the fp32 main_grad buffer
   // (Megatron's gradient-accumulation fusion): reads X and dY, reads and writes main_grad.
-  Ref wgrad(int64_t k, int64_t n, int64_t m, const std::string& name, std::vector<Ref> deps = {}, int batch = 1) {
+  // Without the fusion (--no-gradient-accumulation-fusion) the GEMM writes dW in the activation dtype and
+  // Megatron's gradient hook adds it into main_grad (main_grad.add_(grad)): a memory-bound kernel reading dW and
+  // main_grad and writing main_grad.
+  // comm_sms: SMs a communication kernel running beside the GEMM holds (userbuffers' bulk overlap).
+  Ref wgrad(int64_t k, int64_t n, int64_t m, const std::string& name, std::vector<Ref> deps = {}, int batch = 1,
+            uint16_t comm_sms = 0) {
+    const bool fused = job_.training.gradient_accumulation_fusion;
     Op op = gemm(k, n, m, batch);
-    op.bytes = static_cast<uint64_t>((beta_ * (k * m + m * n) + 2 * grad_bytes_ * k * n) * batch);
+    op.comm_sms = comm_sms;
+    const int64_t out_bytes = fused ? 2 * grad_bytes_ : beta_;
+    op.bytes = static_cast<uint64_t>((beta_ * (k * m + m * n) + out_bytes * k * n) * batch);
     if (!job_.training.fp8_wgrad) op.keep_bf16 = true;  // --no-fp8-wgrad: TE runs wgrad in the higher precision
     in_wgrad_ = true;  // its fp8 operands are the transposed copies the forward casts made
-    const Ref r = compute(op, name, std::move(deps));
+    Ref r = compute(op, name, std::move(deps));
     in_wgrad_ = false;
+    if (!fused) {
+      r = compute(memop(ComputeCategory::Elementwise, (beta_ + 2 * grad_bytes_) * k * n * batch), name + "_main_grad_add",
+                  {r});
+    }
     return r;
   }
   // A flash-attention kernel of `flops` with `bytes` of operand traffic whose queries each walk up to `kv_tokens`
@@ -311,7 +329,9 @@ class StageBuilder {
   }
   // Input width of an MLP of `ffn` (fc1's output): doubled for a gated (SwiGLU) activation.
   int64_t ffn_in(int64_t ffn) const { return job_.model.activation == spec::Activation::Swiglu ? 2 * ffn : ffn; }
-  Ref column_parallel_bwd(const std::string& name, int64_t m, int64_t n, int64_t k, Ref in, bool input_sharded);
+  // userbuffers: false for Megatron's own ColumnParallelLinear (the output layer), which TE's overlap does not cover.
+  Ref column_parallel_bwd(const std::string& name, int64_t m, int64_t n, int64_t k, Ref in, bool input_sharded,
+                          bool userbuffers = true);
   Ref gathered_gemm(const std::string& ag_name, Op g, const std::string& name, Ref in, int64_t saved);
   Ref scattered_gemm(Op g, const std::string& name, Ref in, int64_t saved, const std::string& reduce_name);
   Ref grad_gathered_gemms(const std::string& ag_name, Op dgrad, const std::string& dgrad_name, int64_t wk, int64_t wn,
@@ -361,6 +381,9 @@ class StageBuilder {
   int64_t beta_ = 2, grad_bytes_ = 4, weight_bytes_ = 2;
   double cf_ = 1.0;  // MoE: tokens the busiest rank's experts process over the balanced share (MoeSpec::expert_load)
   bool tpo_ = false;  // TP communication overlapped with the GEMMs (userbuffers)
+  // Which overlaps (TrainingSpec::tp_comm_overlap_ag etc.): ring-exchange all-gathers, the pipelined forward
+  // reduce-scatter, the bulk overlaps of backward, the pipelined dgrad reduce-scatter.
+  bool tpo_ag_ = false, tpo_rs_ = false, tpo_bulk_dgrad_ = false, tpo_bulk_wgrad_ = false, tpo_rs_dgrad_ = false;
   bool zero3_ = false;  // ZeRO-3 / FSDP: parameters sharded over DP, gathered per unit and pass
   // ZeRO-2 and 3: each rank keeps only its shard of the gradients, so they cannot accumulate over micro-batches
   // locally: every micro-batch reduce-scatters each unit's gradients after its backward (DeepSpeed's stage 2 reduces
@@ -491,7 +514,7 @@ Ref StageBuilder::head_bwd(Ref in) {
   const bool te = job_.training.cross_entropy_fusion == spec::CrossEntropyFusion::Te;
   Ref c = te ? compute(memop(ComputeCategory::Elementwise, 2 * beta_ * d.tokens * vloc), "cross_entropy_bwd", {in})
              : compute(memop(ComputeCategory::Loss, (4 + beta_) * d.tokens * vloc), "cross_entropy_bwd", {in});
-  Ref r = bf16_gemms([&] { return column_parallel_bwd("output_layer", d.tokens, vloc, d.h, c, d.sp); });
+  Ref r = bf16_gemms([&] { return column_parallel_bwd("output_layer", d.tokens, vloc, d.h, c, d.sp, false); });
   return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "final_layernorm_bwd", {r});
 }
 
@@ -536,16 +559,27 @@ Ref StageBuilder::mtp_bwd(int unit, Ref in) {
 // and the input gradient is reduce-scattered (overlapped with the weight-gradient GEMM); without it the
 // input gradient is all-reduced asynchronously. Returns the ref the next op must wait on.
 Ref StageBuilder::column_parallel_bwd(const std::string& name, int64_t m, int64_t n, int64_t k, Ref in,
-                                      bool input_sharded) {
+                                      bool input_sharded, bool userbuffers) {
   Ref regather = input_sharded ? coll(CollType::AllGather, GroupKind::Tp, beta_ * m * k, name + "_input_all_gather", in)
                                : Ref{};
   Op dgo = gemm(m, k, n);
-  if (tpo_) dgo.comm_sms = kBulkSms;  // bulk overlap: the input all-gather runs beside the dgrad GEMM
-  Ref dg = compute(dgo, name + "_dgrad", {in});
-  Ref r = coll(d_.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta_ * m * k,
-               name + (d_.sp ? "_grad_reduce_scatter" : "_grad_all_reduce"), dg);
-  wgrad(k, n, m, name + "_wgrad", {regather});
-  if (tpo_) pb_.back().comm_sms = kBulkSms;  // bulk overlap: the dgrad reduce-scatter runs beside the wgrad GEMM
+  if (tpo_bulk_dgrad_ && userbuffers) dgo.comm_sms = kBulkSms;  // bulk overlap: the input all-gather beside the dgrad
+  const int64_t bytes = beta_ * m * k;
+  const std::string reduce_name = name + (d_.sp ? "_grad_reduce_scatter" : "_grad_all_reduce");
+  Ref dg, r;
+  if (tpo_rs_dgrad_ && userbuffers && d_.sp) {
+    // Pipelined split as in the forward's scattered_gemm: the dgrad GEMM in kPipelineSplits chunks, each chunk's
+    // reduce-scatter beside the next; only the last chunk's is left after the GEMM.
+    dgo.comm_sms = static_cast<uint16_t>(dgo.comm_sms + kPipelineSms);
+    coll(CollType::ReduceScatter, GroupKind::Tp, bytes - bytes / kPipelineSplits, reduce_name, in);
+    dg = compute(dgo, name + "_dgrad", {in});
+    r = coll(CollType::ReduceScatter, GroupKind::Tp, bytes / kPipelineSplits, reduce_name + "_last_chunk", dg);
+  } else {
+    dg = compute(dgo, name + "_dgrad", {in});
+    r = coll(d_.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, bytes, reduce_name, dg);
+  }
+  // bulk overlap: the dgrad reduce-scatter runs beside the wgrad GEMM
+  wgrad(k, n, m, name + "_wgrad", {regather}, 1, tpo_bulk_wgrad_ && userbuffers ? kBulkSms : uint16_t{0});
   return r.count ? r : dg;
 }
 
@@ -554,7 +588,7 @@ Ref StageBuilder::column_parallel_bwd(const std::string& name, int64_t m, int64_
 Ref StageBuilder::gathered_gemm(const std::string& ag_name, Op g, const std::string& name, Ref in, int64_t saved) {
   if (!d_.sp) return compute(g, name, {in}, saved);
   const Ref ag = coll(CollType::AllGather, GroupKind::Tp, beta_ * d_.tokens * d_.h, ag_name, in);
-  if (!tpo_) return compute(g, name, {ag}, saved);
+  if (!tpo_ag_) return compute(g, name, {ag}, saved);
   g.comm_sms = kRingExchangeSms;
   const Ref r = compute(g, name, {in}, saved);
   extra_deps_.push_back(ag);
@@ -566,7 +600,7 @@ Ref StageBuilder::gathered_gemm(const std::string& ag_name, Op g, const std::str
 // only the last chunk's reduce-scatter is left after the GEMM.
 Ref StageBuilder::scattered_gemm(Op g, const std::string& name, Ref in, int64_t saved, const std::string& reduce_name) {
   const int64_t bytes = beta_ * d_.tokens * d_.h;
-  if (!tpo_) {
+  if (!tpo_rs_) {
     const Ref o = compute(g, name, {in}, saved);
     return coll(d_.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, bytes, reduce_name, o);
   }
@@ -581,8 +615,8 @@ Ref StageBuilder::scattered_gemm(Op g, const std::string& name, Ref in, int64_t 
 Ref StageBuilder::grad_gathered_gemms(const std::string& ag_name, Op dgrad, const std::string& dgrad_name, int64_t wk,
                                        int64_t wn, const std::string& wgrad_name, Ref in) {
   const Ref g = d_.sp ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d_.tokens * d_.h, ag_name, in) : in;
-  if (tpo_) dgrad.comm_sms = kRingExchangeSms;
-  const Ref dg = compute(dgrad, dgrad_name, {tpo_ ? in : g});
+  if (tpo_ag_) dgrad.comm_sms = kRingExchangeSms;
+  const Ref dg = compute(dgrad, dgrad_name, {tpo_ag_ ? in : g});
   wgrad(wk, wn, d_.tokens, wgrad_name, {g});
   return dg;
 }
