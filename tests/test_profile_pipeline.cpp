@@ -258,6 +258,38 @@ TEST(ProfileCli, EndToEndWithNsys) {
   EXPECT_NE(bad.output.find(log), std::string::npos) << bad.output;
 }
 
+// Issue 15 item 16: a profile summary whose record is no measurement (1e17 B in 1e-9 us gave a +3.7e22 % fit; a
+// negative duration was skipped) is refused with the record's index, through the user's command.
+TEST(ProfileCli, ImpossibleProfiledRecordsAreRefusedWithTheRecord) {
+  const std::string dir = test::temp_dir();
+  auto summary = [&](const std::string& name, const std::string& second) {
+    const std::string path = dir + name;
+    std::ofstream(path) << R"({"records": [{"op": "AllReduce", "size_bytes": 1048576, "nranks": 8, "nodes": 1,
+      "ranks_per_node": 8, "duration_us": 40.0}, )" << second << "]}";
+    return path;
+  };
+  const std::string ok = summary("ok.json", R"({"op": "AllReduce", "size_bytes": 2097152, "nranks": 8, "nodes": 1,
+      "ranks_per_node": 8, "duration_us": 60.0})");
+  const auto good = test::run_cli("calibrate comm --from-profile " + ok + " --dry-run");
+  EXPECT_EQ(good.code, 0) << good.output;
+  const std::string fast = summary("fast.json", R"({"op": "AllReduce", "size_bytes": 1e17, "nranks": 8, "nodes": 1,
+      "ranks_per_node": 8, "duration_us": 1e-9})");
+  const auto r1 = test::run_cli("calibrate comm --from-profile " + fast + " --dry-run");
+  EXPECT_EQ(r1.code, 2) << r1.output;
+  EXPECT_NE(r1.output.find(fast + ": records[1]: message size 100000000000000000 bytes is over 2^48"), std::string::npos)
+      << r1.output;
+  const std::string negative = summary("neg.json", R"({"op": "AllReduce", "size_bytes": 2097152, "nranks": 8,
+      "nodes": 1, "ranks_per_node": 8, "duration_us": -3})");
+  const auto r2 = test::run_cli("calibrate comm --from-profile " + negative + " --dry-run");
+  EXPECT_EQ(r2.code, 2) << r2.output;
+  EXPECT_NE(r2.output.find(negative + ": records[1]: duration_us -3 is not positive"), std::string::npos) << r2.output;
+  const std::string quick = summary("quick.json", R"({"op": "AllReduce", "size_bytes": 2097152, "nranks": 8,
+      "nodes": 1, "ranks_per_node": 8, "duration_us": 0.001})");
+  const auto r3 = test::run_cli("calibrate comm --from-profile " + quick + " --dry-run");
+  EXPECT_EQ(r3.code, 2) << r3.output;
+  EXPECT_NE(r3.output.find("records[1]: time 0.001 us is outside 0.01 .. 1e9 us"), std::string::npos) << r3.output;
+}
+
 // Logs only, on a real log: counts and bytes per type exactly as logged. pytorch-torchtitan-issue-1369.log has
 // (grep -oE '[A-Za-z]+: opCount' | sort | uniq -c) AllGather 3, ReduceScatter 2, AllReduce 2; AllGather/
 // ReduceScatter count 2097152 datatype 7 → 8388608 B each, AllReduce count 1 → 4 B each.

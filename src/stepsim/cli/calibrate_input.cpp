@@ -190,6 +190,18 @@ void add_profile(const std::string& path, Collected& c) {
       out = r[k].get<double>();
       return std::isfinite(out) && out >= lo && out <= hi;
     };
+    // A size or duration that is there but no measurement (negative, NaN, or outside what a collective can give:
+    // cost::collective_measurement_violation) is refused with its record, as the nccl-tests reader refuses such a
+    // row; a record without the fields (an unaligned call) is skipped and counted.
+    auto refuse = [&](const std::string& why) {
+      throw InputError(path + ": records[" + std::to_string(index) + "]: " + why +
+                       "; not a measurement a collective can give");
+    };
+    for (const char* k : {"size_bytes", "duration_us"}) {
+      if (!r.is_object() || !r.contains(k) || !r[k].is_number()) continue;
+      const double v = r[k].get<double>();
+      if (!std::isfinite(v) || v <= 0) refuse(std::string(k) + " " + r[k].dump() + " is not positive");
+    }
     double bytes = 0, ranks = 0, nodes = 0, per_node = 0, us = 0;
     std::optional<cost::BenchCollective> coll;
     if (r.is_object() && r.contains("op") && r["op"].is_string()) coll = cost::parse_bench_collective(r["op"].get<std::string>());
@@ -198,6 +210,8 @@ void add_profile(const std::string& path, Collected& c) {
               num("duration_us", 1e-9, 1e12, us);
     cost::CommPoint p;
     if (ok) {
+      const std::string why = cost::collective_measurement_violation(static_cast<uint64_t>(bytes), us);
+      if (!why.empty()) refuse(why);
       p.collective = *coll;
       p.bytes = static_cast<uint64_t>(bytes);
       p.geometry = {static_cast<int>(ranks), static_cast<int>(nodes), static_cast<int>(per_node)};

@@ -282,25 +282,28 @@ void refuse_impossible_number(const std::string& path, int line, const std::stri
   }
 }
 
-void check_collective_measurement(const std::string& path, int line, uint64_t bytes, double time_us) {
+std::string collective_measurement_violation(uint64_t bytes, double time_us) {
   constexpr uint64_t kMaxBytes = uint64_t{1} << 48;
   constexpr double kMinUs = 0.01, kMaxUs = 1e9, kMaxAlgbwGBps = 1e5;
-  auto refuse = [&](const std::string& what) {
-    throw InputError(path + ":" + std::to_string(line) + ": " + what + "; not a measurement a collective can give");
-  };
-  if (bytes > kMaxBytes) refuse("message size " + std::to_string(bytes) + " bytes is over 2^48");
+  if (bytes > kMaxBytes) return "message size " + std::to_string(bytes) + " bytes is over 2^48";
+  char buf[128];
   if (!(time_us >= kMinUs && time_us <= kMaxUs)) {
-    char buf[96];
     std::snprintf(buf, sizeof buf, "time %.6g us is outside 0.01 .. 1e9 us", time_us);
-    refuse(buf);
+    return buf;
   }
   const double algbw = static_cast<double>(bytes) / (time_us * 1e3);  // GB/s
   if (algbw > kMaxAlgbwGBps) {
-    char buf[128];
     std::snprintf(buf, sizeof buf, "%llu bytes in %.6g us is %.6g GB/s, over 1e5 GB/s",
                   static_cast<unsigned long long>(bytes), time_us, algbw);
-    refuse(buf);
+    return buf;
   }
+  return "";
+}
+
+void check_collective_measurement(const std::string& path, int line, uint64_t bytes, double time_us) {
+  const std::string why = collective_measurement_violation(bytes, time_us);
+  if (!why.empty())
+    throw InputError(path + ":" + std::to_string(line) + ": " + why + "; not a measurement a collective can give");
 }
 
 }  // namespace stepsim::cost

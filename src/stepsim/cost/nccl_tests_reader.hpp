@@ -81,6 +81,9 @@ NcclTestsFile read_nccl_tests(const std::string& path);
 // is no measurement: InputError "<path>:<line>: ..." naming the value and the range (a calibration fitted to it
 // would store infinite errors).
 void check_collective_measurement(const std::string& path, int line, uint64_t bytes, double time_us);
+// The same rule for callers that name the place themselves (a JSON record): "" when the measurement is possible,
+// else what is wrong ("time 1e-09 us is outside 0.01 .. 1e9 us").
+std::string collective_measurement_violation(uint64_t bytes, double time_us);
 // A CSV cell that is a number a measurement cannot have (negative, zero where a count is meant, NaN, infinity):
 // throws InputError "<path>:<line>: column <name>: <rule>" rather than letting the row pass as a garbled line.
 // Cells that are not numbers at all stay garbled rows (a cut line, a stray word).
