@@ -4,7 +4,9 @@
 // full validation: it parsed its options and inputs, which is what a stale doc breaks).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -36,7 +38,7 @@ std::vector<std::string> quoted_commands(const std::string& file, const std::vec
 // The command with every output-file flag pointed into `dir` (slashes in the name become dashes, so each file lands
 // in `dir` itself).
 std::string redirect_outputs(const std::string& args, const std::string& dir) {
-  static const std::regex out_flag(R"((--(?:json|trace|out|memory-csv|markdown|csv|report)) (\S+))");
+  static const std::regex out_flag(R"((--(?:json|trace|out|memory-csv|markdown|csv|report|store|summary)) (\S+))");
   std::string out;
   auto last = args.cbegin();
   for (std::sregex_iterator it(args.begin(), args.end(), out_flag), end; it != end; ++it) {
@@ -96,29 +98,64 @@ std::string collapse_spaces(const std::string& s) {
   return out;
 }
 
-TEST(DocCommands, UsageQuotedOutputsMatchTheCommands) {
-#ifdef STEPSIM_SANITIZED
-  GTEST_SKIP() << "documentation check: run in the release suite";
-#endif
-  std::istringstream in(test::read_file(test::source_dir() + "/docs/USAGE.md"));
+// A path-like argument (a slash or a file suffix) that exists neither from the source folder nor as given: the quote
+// runs on a file an earlier step of its doc makes (/tmp/..., a trace the reader writes first), so it is not checked.
+bool needs_missing_input(const std::string& args) {
+  static const std::regex out_flag(R"(^--(?:json|trace|out|memory-csv|markdown|csv|report|summary|store)$)");
+  std::istringstream in(args);
+  std::string prev;
+  for (std::string tok; in >> tok; prev = tok) {
+    if (tok.rfind("--", 0) == 0 || tok.find('=') != std::string::npos || std::regex_match(prev, out_flag)) continue;
+    const bool pathlike = tok.find('/') != std::string::npos ||
+                          std::regex_search(tok, std::regex(R"(\.(yaml|json|csv|gz|et|log|sqlite|txt)$)"));
+    if (!pathlike) continue;
+    if (!std::filesystem::exists(test::source_dir() + "/" + tok) && !std::filesystem::exists(tok)) return true;
+  }
+  return false;
+}
+
+// Checks the output `file` quotes under `$ build/stepsim ...` / `$ stepsim ...` lines; returns the lines checked.
+int check_quoted_outputs(const std::string& file, int* skipped) {
+  std::istringstream in(test::read_file(test::source_dir() + "/" + file));
   struct Quote {
     std::string args;
     std::vector<std::string> lines;
   };
   std::vector<Quote> quotes;
   bool code = false, active = false;  // active: inside a block, under a `$ build/stepsim` line
+  bool continued = false;             // the command line ended with a backslash: the next line is more of it
+  auto without_comment = [](std::string t) {
+    const size_t hash = t.find(" # ");
+    if (hash != std::string::npos) t.erase(hash);
+    while (!t.empty() && t.back() == ' ') t.pop_back();
+    return t;
+  };
   for (std::string line; std::getline(in, line);) {
     const std::string t = collapse_spaces(line);
     if (t.rfind("```", 0) == 0) {
       code = !code;
-      active = false;
+      active = continued = false;
       continue;
     }
     if (!code) continue;
+    if (continued) {
+      std::string more = without_comment(t);
+      continued = !more.empty() && more.back() == '\\';
+      if (continued) more.pop_back();
+      quotes.back().args += " " + collapse_spaces(more);
+      continue;
+    }
     if (t.rfind("$ ", 0) == 0) {
-      active = t.rfind("$ build/stepsim ", 0) == 0;
-      if (active) quotes.push_back({t.substr(16), {}});
-    } else if (active && !t.empty() && t.find("...") == std::string::npos) {
+      const size_t prefix = t.rfind("$ build/stepsim ", 0) == 0 ? 16 : t.rfind("$ stepsim ", 0) == 0 ? 10 : 0;
+      active = prefix > 0;
+      if (!active) continue;
+      std::string args = without_comment(t.substr(prefix));
+      continued = !args.empty() && args.back() == '\\';
+      if (continued) args.pop_back();
+      quotes.push_back({collapse_spaces(args), {}});
+    } else if (active && !t.empty() && t.find("...") == std::string::npos && t.find("…") == std::string::npos &&
+               t.find("/tmp/") == std::string::npos && t.find("/.cache/") == std::string::npos) {
+      // Excerpt markers and lines naming the writer's own paths (a temporary folder, the home cache) are not checked.
       quotes.back().lines.push_back(t);
     }
   }
@@ -126,10 +163,18 @@ TEST(DocCommands, UsageQuotedOutputsMatchTheCommands) {
   const std::string dir = test::temp_dir();
   for (const Quote& q : quotes) {
     if (q.lines.empty()) continue;
-    const std::string cmd = "cd " + test::source_dir() + " && STEPSIM_CALIBRATION_DB=" + dir + "none.sqlite " +
+    // The Chakra export of the GPT-3 demo writes 595 MiB; tests/test_chakra.cpp round-trips it instead.
+    if (needs_missing_input(q.args) || q.args.rfind("trace export-chakra ", 0) == 0) {
+      ++*skipped;
+      continue;
+    }
+    const std::string cmd = "cd " + test::source_dir() + " && STEPSIM_CALIBRATION_DB=" + dir + "none.sqlite timeout 120 " +
                             std::string(STEPSIM_BINARY) + " " + redirect_outputs(q.args, dir) + " 2>&1";
     FILE* f = popen(cmd.c_str(), "r");
-    ASSERT_NE(f, nullptr);
+    if (f == nullptr) {
+      ADD_FAILURE() << "cannot run " << cmd;
+      continue;
+    }
     std::string output;
     char buf[4096];
     for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) output.append(buf, n);
@@ -140,11 +185,19 @@ TEST(DocCommands, UsageQuotedOutputsMatchTheCommands) {
     for (const std::string& want : q.lines) {
       ++checked;
       EXPECT_NE(collapsed.find(want), std::string::npos)
-          << "docs/USAGE.md quotes `" << want << "` under `$ build/stepsim " << q.args << "`, which now prints:\n"
-          << output;
+          << file << " quotes `" << want << "` under `$ stepsim " << q.args << "`, which now prints:\n" << output;
     }
   }
-  EXPECT_GE(checked, 20) << "docs/USAGE.md lost its quoted outputs, or this test lost track of them";
+  return checked;
+}
+
+TEST(DocCommands, UsageQuotedOutputsMatchTheCommands) {
+#ifdef STEPSIM_SANITIZED
+  GTEST_SKIP() << "documentation check: run in the release suite";
+#endif
+  int skipped = 0;
+  EXPECT_GE(check_quoted_outputs("docs/USAGE.md", &skipped), 20)
+      << "docs/USAGE.md lost its quoted outputs, or this test lost track of them";
   // The worked example's prose quotes the memory command's overhead column.
   const std::string usage = test::read_file(test::source_dir() + "/docs/USAGE.md");
   const auto mem = test::run_cli("memory " + test::source_dir() + "/examples/gpt3-175b-h800.yaml");
@@ -153,6 +206,25 @@ TEST(DocCommands, UsageQuotedOutputsMatchTheCommands) {
   ASSERT_NE(at, std::string::npos);
   const std::string quoted = usage.substr(usage.rfind(' ', at - 1) + 1, at - usage.rfind(' ', at - 1) - 1) + " GiB";
   EXPECT_NE(mem.output.find(quoted), std::string::npos) << "USAGE says " << quoted << "; memory prints:\n" << mem.output;
+}
+
+// The same for every other doc: a worked example's quoted output is what its command prints now (issue 15 item 9:
+// WHATIF.md and RELIABILITY.md had drifted from 4.3182 s to a stale 4.3156 s). Quotes whose input an earlier step of
+// the doc writes (/tmp/...) are skipped and counted.
+TEST(DocCommands, EveryDocsQuotedOutputsMatchTheCommands) {
+#ifdef STEPSIM_SANITIZED
+  GTEST_SKIP() << "documentation check: run in the release suite";
+#endif
+  int checked = 0, skipped = 0;
+  std::vector<std::string> docs;
+  for (const auto& e : std::filesystem::directory_iterator(test::source_dir() + "/docs")) {
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() == ".md" && name != "USAGE.md") docs.push_back("docs/" + name);
+  }
+  std::sort(docs.begin(), docs.end());
+  for (const std::string& d : docs) checked += check_quoted_outputs(d, &skipped);
+  EXPECT_GE(checked, 40) << "the docs lost their quoted outputs, or this test lost track of them";
+  EXPECT_LE(skipped, 8) << "most quoted outputs should be checked, not skipped";
 }
 
 }  // namespace
