@@ -334,6 +334,8 @@ class StageBuilder {
                           bool userbuffers = true);
   Ref gathered_gemm(const std::string& ag_name, Op g, const std::string& name, Ref in, int64_t saved);
   Ref scattered_gemm(Op g, const std::string& name, Ref in, int64_t saved, const std::string& reduce_name);
+  Ref reduced_gemm(Op g, const std::string& name, Ref in, int64_t saved, int64_t bytes, const std::string& reduce_name,
+                   bool pipelined);
   Ref grad_gathered_gemms(const std::string& ag_name, Op dgrad, const std::string& dgrad_name, int64_t wk, int64_t wn,
                            const std::string& wgrad_name, Ref in);
 
@@ -564,23 +566,12 @@ Ref StageBuilder::column_parallel_bwd(const std::string& name, int64_t m, int64_
                                : Ref{};
   Op dgo = gemm(m, k, n);
   if (tpo_bulk_dgrad_ && userbuffers) dgo.comm_sms = kBulkSms;  // bulk overlap: the input all-gather beside the dgrad
-  const int64_t bytes = beta_ * m * k;
-  const std::string reduce_name = name + (d_.sp ? "_grad_reduce_scatter" : "_grad_all_reduce");
-  Ref dg, r;
-  if (tpo_rs_dgrad_ && userbuffers && d_.sp) {
-    // Pipelined split as in the forward's scattered_gemm: the dgrad GEMM in kPipelineSplits chunks, each chunk's
-    // reduce-scatter beside the next; only the last chunk's is left after the GEMM.
-    dgo.comm_sms = static_cast<uint16_t>(dgo.comm_sms + kPipelineSms);
-    coll(CollType::ReduceScatter, GroupKind::Tp, bytes - bytes / kPipelineSplits, reduce_name, in);
-    dg = compute(dgo, name + "_dgrad", {in});
-    r = coll(CollType::ReduceScatter, GroupKind::Tp, bytes / kPipelineSplits, reduce_name + "_last_chunk", dg);
-  } else {
-    dg = compute(dgo, name + "_dgrad", {in});
-    r = coll(d_.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, bytes, reduce_name, dg);
-  }
+  // tp_comm_overlap_rs_dgrad: the input gradient's reduce-scatter pipelined with the dgrad GEMM, as in the forward.
+  const Ref r = reduced_gemm(dgo, name + "_dgrad", in, 0, beta_ * m * k,
+                             name + (d_.sp ? "_grad_reduce_scatter" : "_grad_all_reduce"), tpo_rs_dgrad_ && userbuffers);
   // bulk overlap: the dgrad reduce-scatter runs beside the wgrad GEMM
   wgrad(k, n, m, name + "_wgrad", {regather}, 1, tpo_bulk_wgrad_ && userbuffers ? kBulkSms : uint16_t{0});
-  return r.count ? r : dg;
+  return r;
 }
 
 // A sequence-parallel all-gather feeding a column-parallel GEMM (qkv, fc1). With userbuffers' ring exchange the GEMM
@@ -599,12 +590,18 @@ Ref StageBuilder::gathered_gemm(const std::string& ag_name, Op g, const std::str
 // userbuffers' pipelined split the GEMM runs in kPipelineSplits chunks, each reduce-scattered while the next computes:
 // only the last chunk's reduce-scatter is left after the GEMM.
 Ref StageBuilder::scattered_gemm(Op g, const std::string& name, Ref in, int64_t saved, const std::string& reduce_name) {
-  const int64_t bytes = beta_ * d_.tokens * d_.h;
-  if (!tpo_rs_) {
+  return reduced_gemm(g, name, in, saved, beta_ * d_.tokens * d_.h, reduce_name, tpo_rs_);
+}
+
+// A GEMM whose output of `bytes` is reduce-scattered over TP (all-reduced without SP); `pipelined`: userbuffers'
+// split, 3/4 of the bytes beside the GEMM on kPipelineSms more SMs and the last chunk after it.
+Ref StageBuilder::reduced_gemm(Op g, const std::string& name, Ref in, int64_t saved, int64_t bytes,
+                               const std::string& reduce_name, bool pipelined) {
+  if (!pipelined) {
     const Ref o = compute(g, name, {in}, saved);
     return coll(d_.sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, bytes, reduce_name, o);
   }
-  g.comm_sms = kPipelineSms;
+  g.comm_sms = static_cast<uint16_t>(g.comm_sms + kPipelineSms);
   coll(CollType::ReduceScatter, GroupKind::Tp, bytes - bytes / kPipelineSplits, reduce_name, in);
   const Ref o = compute(g, name, {in}, saved);
   return coll(CollType::ReduceScatter, GroupKind::Tp, bytes / kPipelineSplits, reduce_name + "_last_chunk", o);
