@@ -45,8 +45,18 @@ TEST(CrossEntropyFusion, TeMovesTheBytesOfItsKernels) {
   EXPECT_EQ(te.at("cross_entropy_all_gather").bytes, 12u * 1024 * 2);
   EXPECT_EQ(te.at("cross_entropy_all_gather").coll, workload::CollType::AllGather);
   EXPECT_EQ(te.at("cross_entropy_loss_grad").mem_alloc_at_start, int64_t(2 * logits));
+  // Working buffers (docs/MODEL.md §9): before the second pass stores them, the bf16 logits and the gathered input of
+  // the output layer (1,024 tokens x 1,024 hidden, 2 B) are held while the statistics pass runs; TE's backward writes
+  // in place. The unfused path holds the bf16 logits beside their fp32 copy, and in backward the bf16 gradient
+  // beside the fp32 softmax.
+  const int64_t input = 2 * 1024 * 1024;
+  EXPECT_EQ(te.at("cross_entropy_stats").mem_transient, int64_t(2 * logits) + input);
+  EXPECT_EQ(te.at("cross_entropy_bwd").mem_transient, 0);
   const auto unfused = loss_ops("");
-  EXPECT_EQ(unfused.at("cross_entropy_max").mem_alloc_at_start, int64_t(4 * logits));
+  EXPECT_EQ(unfused.at("cross_entropy_max").mem_alloc_at_start - unfused.at("cross_entropy_max").mem_transient,
+            int64_t(4 * logits));
+  EXPECT_EQ(unfused.at("cross_entropy_max").mem_transient, int64_t(2 * logits) + input);
+  EXPECT_EQ(unfused.at("cross_entropy_bwd").mem_transient, int64_t(2 * logits));
   EXPECT_EQ(unfused.at("cross_entropy_max").bytes + unfused.at("cross_entropy_softmax").bytes +
                 unfused.at("cross_entropy_bwd").bytes,
             20 * logits);

@@ -33,7 +33,7 @@ PerLayer per_layer(const std::string& recompute, int stage) {
   for (const auto& op : p.ops) {
     if (op.layer < 0) continue;
     if (op.phase == workload::Phase::Recompute) ++r.recompute_ops[op.layer];
-    if (op.phase == workload::Phase::Forward) r.stored[op.layer] += op.mem_alloc_at_start;
+    if (op.phase == workload::Phase::Forward) r.stored[op.layer] += op.mem_alloc_at_start - op.mem_transient;
   }
   return r;
 }
@@ -88,9 +88,9 @@ TEST(RecomputeMethod, DistributedCheckpointIsSplitOverTpAndGatheredBack) {
   int64_t stored_a = 0, stored_b = 0;
   int gathers = 0;
   for (const auto& op : a.ops)
-    if (op.layer == 0 && op.phase == workload::Phase::Forward) stored_a += op.mem_alloc_at_start;
+    if (op.layer == 0 && op.phase == workload::Phase::Forward) stored_a += op.mem_alloc_at_start - op.mem_transient;
   for (const auto& op : b.ops) {
-    if (op.layer == 0 && op.phase == workload::Phase::Forward) stored_b += op.mem_alloc_at_start;
+    if (op.layer == 0 && op.phase == workload::Phase::Forward) stored_b += op.mem_alloc_at_start - op.mem_transient;
     if (b.name(op) == "checkpoint_all_gather") {
       ++gathers;
       EXPECT_EQ(op.bytes, 2u << 20);

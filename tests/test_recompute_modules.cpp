@@ -45,7 +45,7 @@ Layer0 layer0(const std::string& yaml) {
   Layer0 r;
   for (const auto& op : p.ops) {
     if (op.layer != 0 || op.microbatch != 0) continue;
-    if (op.phase == workload::Phase::Forward) r.stored += op.mem_alloc_at_start;
+    if (op.phase == workload::Phase::Forward) r.stored += op.mem_alloc_at_start - op.mem_transient;
     if (op.phase == workload::Phase::Recompute) {
       ++r.recomputed[p.name(op)];
       if (op.kind == workload::OpKind::Collective) ++r.recompute_collectives;

@@ -16,6 +16,7 @@
 #include "stepsim/workload/optimizer_offload.hpp"
 #include "stepsim/workload/schedule.hpp"
 #include "stepsim/workload/static_memory.hpp"
+#include "stepsim/workload/working_memory.hpp"
 
 namespace stepsim::plan {
 
@@ -595,12 +596,13 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     // Memory: static (weights, gradients, optimizer shards, overheads) + the activations of the micro-batch
     // chunks in flight at the end of the warm-up, + the probe's working memory.
     const int64_t bf16_params = d.fp8_exempt_params(s == 0, s == p - 1, static_cast<int64_t>(x.bf16));
-    const workload::StaticMemory sm =
+    workload::StaticMemory sm =
         workload::static_memory(job, static_cast<int64_t>(x.dense), static_cast<int64_t>(x.expert), dp_shards,
                                 edp_shards, communicators, bf16_params);
     const int in_flight =
         workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m), job.training.overlap_moe_expert_parallel_comm) + 1;
     const double act = static_cast<double>(in_flight) * x.stored / v + lc.transient_bytes;
+    sm.allocator_reserve = workload::allocator_reserve_bytes(job, act);
     const int64_t total = sm.total() + static_cast<int64_t>(act);
     if (total > peak) {
       peak = total;

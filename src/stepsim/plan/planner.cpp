@@ -306,10 +306,11 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
     notes.push_back(line);
   }
   {
-    char buf[256];
+    char buf[512];
     std::snprintf(buf, sizeof buf, "memory margin %.0f %%: %lld fitting plan(s) peak above %.2f GiB and are ranked after "
-                  "the others as at risk (the allocator's fragmentation and transient buffers are not in the memory "
-                  "model; --memory-margin 0 ranks by the objective alone)",
+                  "the others as at risk (what the memory model does not count: NCCL's buffers beyond its "
+                  "per-communicator constant, allocator behaviour other than the measured reserve; --memory-margin 0 "
+                  "ranks by the objective alone)",
                   100 * margin, static_cast<long long>(r.at_risk), safe_bytes / (1 << 30));
     notes.push_back(buf);
   }

@@ -18,9 +18,9 @@ namespace stepsim::plan {
 
 enum class Objective { Step, E2E };
 
-// 5 % of capacity (4 GiB on an 80 GiB GPU). Assumed, not measured: PyTorch's caching allocator reserves more than it
-// allocates by a few percent in long LLM runs, and stepsim counts neither that nor every transient buffer
-// (docs/MODEL.md §13).
+// 5 % of capacity (4 GiB on an 80 GiB GPU). Assumed, not measured: the working buffers and the caching allocator's
+// reserve are in the memory model (docs/MODEL.md §9), measured on one machine's short loops; NCCL's own buffers and
+// longer runs' allocator behaviour are not (§13).
 inline constexpr double kDefaultMemoryMargin = 0.05;
 
 // MoFa eq. 43 inputs that are not in the job (same defaults as `stepsim reliability`).
@@ -39,8 +39,8 @@ struct PlannerOptions {
   Objective objective = Objective::Step;
   E2EOptions e2e;
   double price_per_gpu_hour = 0;  // > 0 adds cost columns
-  // Fraction of the GPU's memory kept free for what the memory model does not count (the caching allocator's
-  // fragmentation, transient workspaces): a plan whose peak is above capacity x (1 - margin) is "at risk" and ranked
+  // Fraction of the GPU's memory kept free for what the memory model does not count (NCCL's buffers beyond the
+  // per-communicator constant, the allocator over long runs): a plan whose peak is above capacity x (1 - margin) is "at risk" and ranked
   // after every plan below it. 0 ranks by the objective alone.
   double memory_margin = kDefaultMemoryMargin;
   ProgressFn progress;  // "estimating plans", then "simulating the best plans" (this process's share under MPI)

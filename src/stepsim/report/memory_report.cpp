@@ -25,7 +25,10 @@ nlohmann::json memory_json(const workload::Workload& w) {
                       {"overhead_bytes", p.static_memory.overhead},
                       {"fp8_weight_cache_bytes", p.static_memory.fp8_weight_cache},
                       {"static_bytes", p.static_memory.total()},
+                      {"allocator_reserve_bytes", p.static_memory.allocator_reserve},
                       {"activation_bytes", p.activation_peak},
+                      {"stored_activation_bytes", p.stored_activation_peak},
+                      {"working_buffer_bytes", p.activation_peak - p.stored_activation_peak},
                       {"peak_bytes", peak},
                       {"oom", peak > cap}});
   }
@@ -43,16 +46,19 @@ std::string memory_text(const workload::Workload& w) {
     << par.expert << "), per rank, capacity " << format_bytes(j["capacity_bytes"].get<double>()) << "\n";
   bool fp8 = false;
   for (const auto& s : j["per_stage"]) fp8 = fp8 || s["fp8_weight_cache_bytes"].get<int64_t>() > 0;
-  o << "  stage      weights" << (fp8 ? "   fp8 copies" : "") << "    gradients    optimizer     overhead  activations         peak\n";
+  o << "  stage      weights" << (fp8 ? "   fp8 copies" : "")
+    << "    gradients    optimizer     overhead  activations      working    allocator         peak\n";
   for (const auto& s : j["per_stage"]) {
     char copies[32] = "";
     if (fp8) std::snprintf(copies, sizeof copies, " %12s", format_bytes(s["fp8_weight_cache_bytes"].get<double>()).c_str());
-    std::snprintf(line, sizeof line, "  %5d %12s%s %12s %12s %12s %12s %12s%s\n", s["stage"].get<int>(),
+    std::snprintf(line, sizeof line, "  %5d %12s%s %12s %12s %12s %12s %12s %12s %12s%s\n", s["stage"].get<int>(),
                   format_bytes(s["weight_bytes"].get<double>()).c_str(), copies,
                   format_bytes(s["gradient_bytes"].get<double>()).c_str(),
                   format_bytes(s["optimizer_bytes"].get<double>()).c_str(),
                   format_bytes(s["overhead_bytes"].get<double>()).c_str(),
-                  format_bytes(s["activation_bytes"].get<double>()).c_str(),
+                  format_bytes(s["stored_activation_bytes"].get<double>()).c_str(),
+                  format_bytes(s["working_buffer_bytes"].get<double>()).c_str(),
+                  format_bytes(s["allocator_reserve_bytes"].get<double>()).c_str(),
                   format_bytes(s["peak_bytes"].get<double>()).c_str(), s["oom"].get<bool>() ? "  OOM" : "");
     o << line;
   }

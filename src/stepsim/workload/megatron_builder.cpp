@@ -17,6 +17,7 @@
 #include "stepsim/workload/optimizer_offload.hpp"
 #include "stepsim/workload/schedule.hpp"
 #include "stepsim/workload/static_memory.hpp"
+#include "stepsim/workload/working_memory.hpp"
 
 namespace stepsim::workload {
 
@@ -231,6 +232,14 @@ class StageBuilder {
   }
   // Frees what the current unit (layer/head/embedding) stored, at the end of its last backward op.
   void release_unit(int64_t bytes) { pb_.back().mem_free_at_end += bytes; }
+  // A working buffer held only while op `index` runs: allocated at its start, released at its end.
+  void working_buffer(size_t index, int64_t bytes) {
+    Op& op = prog_.ops[index];
+    op.mem_alloc_at_start += bytes;
+    op.mem_free_at_end += bytes;
+    op.mem_transient += bytes;
+  }
+  size_t next_op() const { return prog_.ops.size(); }
 
   // ---- model pieces
   Ref embedding_fwd(Ref in);
@@ -492,6 +501,8 @@ Ref StageBuilder::head_fwd(Ref in) {
     // again and writes the loss and the gradient over them in place, kept until the backward (beta bytes per logit,
     // where the unfused path keeps its fp32 softmax). Streaming passes: the elementwise efficiency.
     Ref s1 = compute(memop(ComputeCategory::Elementwise, beta_ * d.tokens * vloc), "cross_entropy_stats", {o});
+    // The logits (stored from the second pass on, which turns them into the gradient) and the gathered input.
+    working_buffer(next_op() - 1, beta_ * d.tokens * (vloc + d.h));
     Ref g = coll(CollType::AllGather, GroupKind::Tp, 12 * d.tokens * d.t, "cross_entropy_all_gather", s1);
     Ref s2 = compute(memop(ComputeCategory::Elementwise, 2 * beta_ * d.tokens * vloc), "cross_entropy_loss_grad",
                      {g}, beta_ * d.tokens * vloc);
@@ -501,6 +512,9 @@ Ref StageBuilder::head_fwd(Ref in) {
   // the target logits across the tensor-parallel group. Megatron's jit-fused `native` path is costed alike.
   Ref c1 = compute(memop(ComputeCategory::Loss, (beta_ + 4) * d.tokens * vloc), "cross_entropy_max", {o},
                    4 * d.tokens * vloc);
+  // The bf16 logits beside their fp32 copy (`.float()`, kept for backward as the softmax) and the gathered input
+  // (measured: 2,068 MiB for 8K tokens x 128,256 logits + 4,096 hidden; working_memory.hpp).
+  working_buffer(next_op() - 1, beta_ * d.tokens * (vloc + d.h));
   Ref a1 = coll(CollType::AllReduce, GroupKind::Tp, 4 * d.tokens, "cross_entropy_all_reduce", c1);
   Ref c2 = compute(memop(ComputeCategory::Loss, 8 * d.tokens * vloc), "cross_entropy_softmax", {a1});
   Ref a2 = coll(CollType::AllReduce, GroupKind::Tp, 8 * d.tokens, "cross_entropy_all_reduce", c2);
@@ -516,6 +530,9 @@ Ref StageBuilder::head_bwd(Ref in) {
   const bool te = job_.training.cross_entropy_fusion == spec::CrossEntropyFusion::Te;
   Ref c = te ? compute(memop(ComputeCategory::Elementwise, 2 * beta_ * d.tokens * vloc), "cross_entropy_bwd", {in})
              : compute(memop(ComputeCategory::Loss, (4 + beta_) * d.tokens * vloc), "cross_entropy_bwd", {in});
+  // The unfused path's bf16 gradient of the logits beside the fp32 softmax it is made from (measured 2,004 MiB at
+  // 8K x 128,256); TE's kernel wrote its gradient in place.
+  if (!te) working_buffer(next_op() - 1, beta_ * d.tokens * vloc);
   Ref r = bf16_gemms([&] { return column_parallel_bwd("output_layer", d.tokens, vloc, d.h, c, d.sp, false); });
   return compute(memop(ComputeCategory::Norm, 3 * beta_ * d.tokens_sp * d.h), "final_layernorm_bwd", {r});
 }
@@ -1256,6 +1273,8 @@ Ref StageBuilder::layer_fwd(int layer, Ref in) {
   Ref a = attention_fwd(in);
   Ref out = job_.model.is_moe_layer(layer) ? moe_fwd(a) : mlp_fwd(a);
   storing_ = true;
+  // The layer's working buffers peak at its end, when all it stores is held (working_memory.hpp).
+  working_buffer(next_op() - 1, kLayerForwardWorkingBTH * beta_ * d_.tokens * d_.h);
   return out;
 }
 
@@ -1269,7 +1288,10 @@ Ref StageBuilder::layer_bwd(int layer, Ref in) {
     in = recomputing([&] { return layer_fwd(layer, in); });
     layer_ = layer;
   }
+  // The backward's working buffers peak at its start, before any stored activation of the layer is released.
+  const size_t first = next_op();
   Ref m = job_.model.is_moe_layer(layer) ? moe_bwd(in) : mlp_bwd(in);
+  working_buffer(first, kLayerBackwardWorkingBTH * beta_ * d_.tokens * d_.h + kLayerBackwardWorkspaceBytes);
   set_piece(Piece::Pre, true);
   return attention_bwd(m);
 }
@@ -1795,15 +1817,20 @@ Ref StageBuilder::offloaded_optimizer_step(int64_t params, std::vector<Ref> deps
   return last;
 }
 
-// Replays the program's allocations in issue order: the peak of stored activations on this rank.
-int64_t replay_activation_peak(const Program& p) {
-  int64_t cur = 0, peak = 0;
+// Replays the program's allocations in issue order: the peak of stored activations and working buffers on this rank,
+// and the peak of the stored activations alone.
+void replay_activation_peaks(Program& p) {
+  int64_t cur = 0, peak = 0, stored = 0, stored_peak = 0;
   for (const Op& op : p.ops) {
     cur += op.mem_alloc_at_start;
+    stored += op.mem_alloc_at_start - op.mem_transient;
     peak = std::max(peak, cur);
+    stored_peak = std::max(stored_peak, stored);
     cur -= op.mem_free_at_end;
+    stored -= op.mem_free_at_end - op.mem_transient;
   }
-  return peak;
+  p.activation_peak = peak;
+  p.stored_activation_peak = stored_peak;
 }
 
 }  // namespace
@@ -1835,10 +1862,11 @@ Workload build_megatron_workload(const spec::JobSpec& job) {
   const int64_t ranks_per_stage = int64_t{par.tensor} * par.context * par.data;
   const int communicators = w.layout.communicators();
   for (Program& p : w.programs) {
-    p.activation_peak = replay_activation_peak(p);
+    replay_activation_peaks(p);
     const int64_t bf16_params = d.fp8_exempt_params(p.stage == 0, p.stage == par.pipeline - 1, p.bf16_layer_parameters);
     p.static_memory = static_memory(job, p.dense_parameters, p.expert_parameters, w.layout.group_size(GroupKind::Dp),
                                     w.layout.group_size(GroupKind::Edp), communicators, bf16_params);
+    p.static_memory.allocator_reserve = allocator_reserve_bytes(job, static_cast<double>(p.activation_peak));
     double fwd = 0;
     for (const Op& op : p.ops) {
       if (op.kind == OpKind::Compute && op.phase == Phase::Forward) fwd += op.flops;

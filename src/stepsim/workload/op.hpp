@@ -98,6 +98,7 @@ struct Op {
 
   int64_t mem_alloc_at_start = 0;  // bytes allocated when the op starts (activations it stores)
   int64_t mem_free_at_end = 0;     // bytes released when it ends
+  int64_t mem_transient = 0;       // of both: a working buffer held only while the op runs (docs/MODEL.md §9)
 
   uint32_t wait_begin = 0;  // waits are Program::waits[wait_begin, wait_begin + wait_count)
   uint16_t wait_count = 0;

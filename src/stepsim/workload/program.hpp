@@ -18,9 +18,12 @@ struct StaticMemory {
   int64_t weights = 0;
   int64_t gradients = 0;
   int64_t optimizer = 0;
-  int64_t overhead = 0;  // CUDA context, NCCL buffers, allocator slack (documented constants)
+  int64_t overhead = 0;  // CUDA context and cuBLAS workspaces, NCCL buffers (documented constants)
   int64_t fp8_weight_cache = 0;  // Transformer Engine's fp8 weight copies (fp8 jobs)
-  int64_t total() const { return weights + gradients + optimizer + overhead + fp8_weight_cache; }
+  // What PyTorch's caching allocator reserves beyond what it hands out (fragmentation), in proportion to the
+  // activation peak; static here because it is held for the whole step once reached.
+  int64_t allocator_reserve = 0;
+  int64_t total() const { return weights + gradients + optimizer + overhead + fp8_weight_cache + allocator_reserve; }
 };
 
 // One transfer of a trace-driven P2P op: to or from `peer`, an index into the rank's RankBinding::peers.
@@ -41,7 +44,8 @@ struct Program {
   int64_t dense_parameters = 0;   // parameters held by this rank, reduced over the DP(-with-CP) group
   int64_t expert_parameters = 0;  // expert parameters held by this rank, reduced over the expert-DP group
   int64_t bf16_layer_parameters = 0;  // fp8 jobs: parameters of this rank's layers kept in bf16 (no fp8 copies)
-  int64_t activation_peak = 0;    // analytic peak of stored activations (schedule-aware), bytes
+  int64_t activation_peak = 0;    // analytic peak of stored activations and working buffers (schedule-aware), bytes
+  int64_t stored_activation_peak = 0;  // the same without the working buffers (Op::mem_transient)
 
   const std::string& name(const Op& op) const { return names[op.name]; }
 };
