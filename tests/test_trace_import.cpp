@@ -127,7 +127,7 @@ TEST(TraceImport, BadInputExitsTwo) {
   const std::string et = real("param/dlrm_pytorch_et/dlrm_eg_1.json");
   expect_exit2(r0 + " " + et + " --out " + dir + "o4", et, "pid 59812");
   expect_exit2(et + " --out " + dir + "o5", et, "no Kineto");
-  expect_exit2(dir + "missing.json --out " + dir + "o6", "missing.json", "cannot open");
+  expect_exit2(dir + "missing.json --out " + dir + "o6", "missing.json", "cannot read the trace: no such file");
   const std::string other = test::write_temp("other.json", R"({"hello": [1, 2]})");
   expect_exit2(other + " --out " + dir + "o7", other, "neither a Kineto trace");
 }

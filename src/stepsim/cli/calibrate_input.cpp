@@ -18,6 +18,7 @@
 #include "stepsim/cost/nccl_tests_reader.hpp"
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/input_file.hpp"
 #include "stepsim/spec/job_loader.hpp"
 
 namespace stepsim::cli {
@@ -159,21 +160,16 @@ void add_records(const std::string& path, Collected& c) {
   c.sources.push_back(base_name(path) + " (records: " + cs + ")");
 }
 
-// A profile summary can hold a record per NCCL call of a long run; beyond this it is not read.
-constexpr std::uintmax_t kMaxProfileBytes = std::uintmax_t{1} << 30;
+// A profile summary can hold a record per NCCL call of a long run; beyond this it is not read (its JSON tree is about
+// 5x the text: 256 MiB keeps the read under 2 GB).
+constexpr size_t kMaxProfileBytes = size_t{256} << 20;
 
 // The aligned records of a `stepsim profile nccl` summary (docs/PROFILER.md): one measured call each.
 void add_profile(const std::string& path, Collected& c) {
-  std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw InputError(path + ": cannot read the profile summary (" + ec.message() + ")");
-  if (size > kMaxProfileBytes) throw InputError(path + ": profile summary larger than 1 GiB");
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::string text = spec::read_whole_file(path, "the profile summary", kMaxProfileBytes);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text.str());
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(path + ": not JSON at byte " + std::to_string(e.byte) + " (a `stepsim profile nccl --summary` file?)");
   }

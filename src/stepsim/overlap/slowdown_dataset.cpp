@@ -12,6 +12,7 @@
 #include "stepsim/cost/collective_algorithm.hpp"
 #include "stepsim/cost/csv_table.hpp"
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/input_file.hpp"
 
 namespace stepsim::overlap {
 namespace {
@@ -250,19 +251,7 @@ SlowdownDataset parse_slowdown_csv(std::string_view text, const std::string& pat
 }
 
 SlowdownDataset read_slowdown_csv(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path + ": cannot read slowdown dataset: no such file");
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw InputError(path + ": cannot read slowdown dataset: " + ec.message());
-  if (size > kMaxDatasetBytes) {
-    throw InputError(path + ": slowdown dataset is " + std::to_string(size) + " bytes, more than the limit of " +
-                     std::to_string(kMaxDatasetBytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open slowdown dataset");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_slowdown_csv(ss.str(), path);
+  return parse_slowdown_csv(spec::read_whole_file(path, "slowdown dataset", kMaxDatasetBytes), path);
 }
 
 std::string write_slowdown_csv(const std::vector<SlowdownRow>& rows) {

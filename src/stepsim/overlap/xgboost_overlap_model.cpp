@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/input_file.hpp"
 
 namespace stepsim::overlap {
 namespace {
@@ -25,19 +26,7 @@ std::string feature_list() {
 }
 
 std::string read_model_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path + ": cannot read slowdown model: no such file");
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw InputError(path + ": cannot read slowdown model: " + ec.message());
-  if (size > kMaxModelBytes) {
-    throw InputError(path + ": slowdown model is " + std::to_string(size) + " bytes, more than the limit of " +
-                     std::to_string(kMaxModelBytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open slowdown model");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return spec::read_whole_file(path, "slowdown model", kMaxModelBytes);
 }
 
 // The engine asks for the same (kernel, communication) pairs over and over; XGBoost prediction costs a DMatrix

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/input_file.hpp"
 
 namespace stepsim::profile {
 namespace {
@@ -177,8 +178,10 @@ NsysDb read_open(sqlite3* db, const std::string& path, int db_index, const NsysR
 
 NsysDb read_nsys_db(const std::string& path, int db_index, const NsysReadOptions& opt) {
   std::error_code ec;
+  spec::require_existing_file(path, "the Nsight Systems SQLite export (--nsys)");
   if (!std::filesystem::is_regular_file(path, ec))
-    throw InputError(path + ": no such file (--nsys wants an Nsight Systems SQLite export)");
+    throw InputError(path + ": cannot read the Nsight Systems SQLite export (--nsys): not a regular file (a device, "
+                     "pipe or socket)");
   Db db;
   // Read-only and immutable: never writes a journal next to the user's file, never creates one.
   if (sqlite3_open_v2(path.c_str(), &db.h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) fail(db.h, path, "opening");

@@ -9,6 +9,7 @@
 
 #include "stepsim/spec/hf_config.hpp"
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/job_loader.hpp"
 
 namespace stepsim::profile {
 namespace {
@@ -56,11 +57,9 @@ ModelShape parse_model_options(const std::string& text, ModelShape m) {
 }
 
 ModelShape model_from_hf_config(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(path + ": cannot read the model config (--model-config)");
-  std::ostringstream text;
-  text << f.rdbuf();
-  const YAML::Node n = spec::hf_config_to_model_node(text.str(), path);
+  // A regular file of at most kMaxInputFileBytes, like every job input (a device such as /dev/zero is refused before
+  // it is read).
+  const YAML::Node n = spec::hf_config_to_model_node(spec::read_text_file(path, "the model config (--model-config)"), path);
   ModelShape m;
   m.layers = n["num_layers"].as<int64_t>();
   m.hidden = n["hidden_size"].as<int64_t>();

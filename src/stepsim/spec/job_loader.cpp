@@ -24,22 +24,7 @@ constexpr const char* kClusterFileKey = "_file";
 namespace fs = std::filesystem;
 
 std::string read_text_file(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  require_existing_file(path, what);
-  if (!fs::is_regular_file(path, ec)) {
-    throw InputError(path + ": cannot read " + what + ": not a regular file (a device, pipe or socket)");
-  }
-  const auto size = fs::file_size(path, ec);
-  if (ec) throw InputError(path + ": cannot read " + what + ": " + ec.message());
-  if (size > kMaxInputFileBytes) {
-    throw InputError(path + ": " + what + " is " + std::to_string(size) + " bytes, more than the limit of " +
-                     std::to_string(kMaxInputFileBytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open " + what);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_whole_file(path, what, kMaxInputFileBytes);
 }
 
 // yaml-cpp keeps both entries of a repeated key and reads the first; a user who wrote the key twice meant one of

@@ -10,6 +10,7 @@
 #include <simdjson.h>
 
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/spec/input_file.hpp"
 
 namespace stepsim::trace {
 namespace {
@@ -59,6 +60,7 @@ TextBuffer TextBuffer::copy_of(const char* text, size_t n) {
 }
 
 TextBuffer read_text_file(const std::string& path, size_t max_bytes) {
+  spec::require_existing_file(path, "the trace");
   bool gz = false;
   const size_t hint = expected_size(path, gz);
   if (hint > max_bytes && hint != SIZE_MAX && !gz)
