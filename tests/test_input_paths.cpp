@@ -71,5 +71,29 @@ TEST(InputPaths, AnOversizedWorkloadFileIsRefusedByItsSize) {
   EXPECT_LT(children_peak_rss(), int64_t{1} << 30);
 }
 
+// Output paths are checked while the options are parsed, before any input is read: a bad output wins over a missing
+// input, so no work is done for a result that cannot be written.
+TEST(InputPaths, OutputPathsAreCheckedBeforeTheWork) {
+  const std::string file = test::write_temp("not-a-folder", "x");
+  struct Case {
+    std::string args, message;
+  };
+  for (const Case& c : {
+           Case{"profile nccl --log /nonexistent/log.txt --summary /nonexistent-folder/s.json",
+                "--summary: /nonexistent-folder/s.json: its folder /nonexistent-folder does not exist"},
+           Case{"trace import /nonexistent/trace.json --out " + file,
+                "--out: " + file + " exists and is not a folder; give a folder to write into"},
+           Case{"trace import /nonexistent/trace.json --out " + file + "/sub",
+                "--out: " + file + "/sub: " + file + " is not a folder, so the folder cannot be created"},
+           Case{"trace extrapolate /nonexistent/trace.json --job /nonexistent/job.yaml --out " + file,
+                "--out: " + file + " exists and is not a folder"},
+           Case{"validate /nonexistent/runs.csv --jobs-dir " + file, "--jobs-dir: " + file + " exists and is not a folder"},
+       }) {
+    const auto r = test::run_cli(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace stepsim

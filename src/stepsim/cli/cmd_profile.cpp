@@ -47,7 +47,7 @@ Action add_profile(CLI::App& app) {
   nccl->add_flag("--sync-clocks", a->sync_clocks, "align rank clocks by median offsets over collectives");
   nccl->add_flag("--nvtx", a->nvtx, "add the NVTX ranges of the exports as a track");
   nccl->add_option("--out", a->out, "Chrome trace to write (open in Perfetto or chrome://tracing)")->check(output_file());
-  nccl->add_option("--summary", a->summary, "summary JSON to write");
+  nccl->add_option("--summary", a->summary, "summary JSON to write")->check(output_file());
   nccl->add_flag("--quiet", a->quiet, "do not print the report");
   return [nccl, a]() { return nccl->parsed() ? run(*a) : -1; };
 }

@@ -132,7 +132,7 @@ Action add_trace(CLI::App& app) {
                                                  "execution traces (plain or .gz) to per-rank programs");
   imp->add_option("traces", a->traces, "trace files: Kineto traces and execution traces, any order")
       ->required()->expected(1, -1);
-  imp->add_option("--out", a->out, "folder for rank<r>.json and summary.json")->required();
+  imp->add_option("--out", a->out, "folder for rank<r>.json and summary.json")->required()->check(output_folder());
   imp->add_option("--comm-groups", a->comm_groups,
                   "Chakra traces: the communicator-group file their pg_name attributes refer to (default: "
                   "comm_group.json beside the first trace, when there is one)");
@@ -142,7 +142,7 @@ Action add_trace(CLI::App& app) {
                                                         "(<name>.<rank>.et + comm_group.json) for ASTRA-sim");
   exp->add_option("job", e->job.job_path, "job YAML")->required();
   exp->add_option("--set", e->job.overrides, "override a job key (key=value), repeatable");
-  exp->add_option("--out", e->opt.dir, "folder for the traces and comm_group.json")->required();
+  exp->add_option("--out", e->opt.dir, "folder for the traces and comm_group.json")->required()->check(output_folder());
   exp->add_option("--name", e->opt.name, "file name prefix (default workload: workload.0.et, ...)");
   exp->add_flag("--quiet", e->quiet, "do not print the summary");
   auto x = std::make_shared<ExtrapolateArgs>();
@@ -152,7 +152,8 @@ Action add_trace(CLI::App& app) {
   ext->add_option("--et", x->opt.et, "the same run's execution trace (shapes: FLOPs, bytes, layers, gradients)");
   ext->add_option("--job", x->job.job_path, "job YAML: parallelism, batch sizes, cluster")->required();
   ext->add_option("--set", x->job.overrides, "override a job key (key=value), repeatable");
-  ext->add_option("--out", x->out, "folder for rank<r>.json, summary.json and extrapolation.json")->required();
+  ext->add_option("--out", x->out, "folder for rank<r>.json, summary.json and extrapolation.json")->required()
+      ->check(output_folder());
   ext->add_option("--dp-overlap", x->dp_overlap, "backward (DDP: a bucket's all-reduce when it is ready) or after");
   ext->add_option("--bucket-mb", x->opt.bucket_mb, "DDP bucket cap in MiB (default 25; the first bucket is 1 MiB)");
   ext->add_option("--schedule", x->schedule, "gpipe or 1f1b (default: the job's parallelism.schedule)");

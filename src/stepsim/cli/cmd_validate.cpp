@@ -95,7 +95,8 @@ Action add_validate(CLI::App& app) {
   cmd->add_option("--only", o->only, "comma-separated row ids to simulate (default: all)")->delimiter(',');
   cmd->add_option("--markdown", o->markdown_path, "write the report as Markdown here (docs/VALIDATION.md is made this way)")->check(output_file());
   cmd->add_option("--jobs-dir", o->jobs_dir,
-                  "write each row's simulated job here as ID.yaml (re-run one with `stepsim simulate DIR/ID.yaml`; characters other than letters, digits, - and _ in ID become _)");
+                  "write each row's simulated job here as ID.yaml (re-run one with `stepsim simulate DIR/ID.yaml`; characters other than letters, digits, - and _ in ID become _)")
+      ->check(output_folder());
   cmd->add_flag("--verbose", o->verbose, "print each row's assumptions and rank 0's breakdown");
   cmd->add_option("--jobs", o->jobs, "rows simulated at once (default: one per hardware thread); the output does not depend on it");
   return [cmd, o]() { return cmd->parsed() ? run_validate(*o) : -1; };

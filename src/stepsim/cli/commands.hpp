@@ -30,6 +30,9 @@ void write_output_file(const std::string& path, const std::string& text, const s
 // CLI11 check on an output file option, run while parsing (before any work): refuses a directory, a missing or
 // read-only folder, an existing file that cannot be written. Devices (/dev/stdout) pass: they are valid targets.
 CLI::Validator output_file();
+// The same for an output folder (created with its missing parents): refuses an existing path that is not a folder
+// and a folder that cannot be written or created (its nearest existing ancestor not a writable folder).
+CLI::Validator output_folder();
 
 // Now, UTC, ISO 8601 ("2026-11-25T18:03:45Z"): the `created` of calibration rows.
 std::string utc_now_iso();

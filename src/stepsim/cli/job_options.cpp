@@ -43,6 +43,26 @@ CLI::Validator output_file() {
       "FILE", "output file");
 }
 
+CLI::Validator output_folder() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        if (fs::exists(path, ec)) {
+          if (!fs::is_directory(path, ec)) return path + " exists and is not a folder; give a folder to write into";
+          if (::access(path.c_str(), W_OK) != 0) return path + " is a folder that cannot be written";
+          return "";
+        }
+        // The nearest existing ancestor is where the missing folders would be created.
+        fs::path up = fs::absolute(path, ec).parent_path();
+        while (!up.empty() && !fs::exists(up, ec) && up != up.root_path()) up = up.parent_path();
+        if (!fs::is_directory(up, ec)) return path + ": " + up.string() + " is not a folder, so the folder cannot be created";
+        if (::access(up.c_str(), W_OK) != 0) return path + ": " + up.string() + " cannot be written, so the folder cannot be created";
+        return "";
+      },
+      "DIR", "output folder");
+}
+
 void write_output_file(const std::string& path, const std::string& text, const std::string& what) {
   api::write_output_file(path, text, what);
 }
