@@ -406,6 +406,8 @@ TEST(MegatronArgs, Issue13FlagsMap) {
   EXPECT_TRUE(flag(j["parallelism"], "account_for_embedding_in_pipeline_split"));
   EXPECT_EQ(str(job("--attention-backend flash")["training"], "attention_backend"), "flash");
   EXPECT_FALSE(job("--tensor-model-parallel-size 2 --num-experts 8 --expert-tensor-parallel-size 2")["parallelism"]["expert_tensor"]);
+  EXPECT_EQ(i64(job("--tensor-model-parallel-size 4 --sequence-parallel --num-experts 8 --expert-model-parallel-size 2 "
+                    "--expert-tensor-parallel-size 2")["parallelism"], "expert_tensor"), 2);
   // --overlap-p2p-communication is Megatron's default for the interleaved schedule; with its negation it is an error.
   const YAML::Node p = job("--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2 "
                            "--overlap-p2p-communication")["parallelism"];
@@ -688,7 +690,6 @@ TEST(MegatronArgsErrors, RejectedNotModelledFlags) {
   expect_base_error("--pipeline-model-parallel-layout 'E|t*4|L'",
                     {"--pipeline-model-parallel-layout", "needs --pipeline-model-parallel-size >= 2"});
   expect_base_error("--batch-size 4", {"--batch-size", "--micro-batch-size"});
-  expect_base_error("--expert-tensor-parallel-size 2", {"--expert-tensor-parallel-size", "equal to"});
   expect_base_error("--optimizer sgd", {"--optimizer", "only adam"});
   expect_base_error("--num-distributed-optimizer-instances 2", {"--num-distributed-optimizer-instances"});
 }

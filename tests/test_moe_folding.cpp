@@ -87,9 +87,64 @@ TEST(MoeFolding, BadExpertTensorNamesTheKey) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(error(moe_job(8, 4)).find("parallelism.expert_tensor: 4 must be 1 or equal parallelism.tensor"), std::string::npos);
+  EXPECT_NE(error(moe_job(8, 4)).find("parallelism.expert_tensor: expert 8 x expert_tensor 4 does not divide tensor x "
+                                     "context x data 8"), std::string::npos);
   EXPECT_NE(error(moe_job(16, 1)).find("expert 16 x expert_tensor 1 does not divide tensor x context x data 8"),
             std::string::npos);
+}
+
+// Expert tensor parallel size between 1 and TP (TP 4, ETP 2, EP 2 on 8 GPUs, DP 2): the expert-tensor groups are pairs
+// of consecutive ranks, their own communicator; the routed tokens of a pair's sequence shards are gathered over it
+// after the all-to-all and reduce-scattered before the combine; each expert's FFN is split 2 ways.
+TEST(MoeFolding, ExpertTensorBetweenOneAndTensorFormsItsOwnGroup) {
+  const RankLayout l(4, 1, 2, 1, 2, 8, 2);
+  EXPECT_EQ(l.group_size(GroupKind::Etp), 2);
+  EXPECT_EQ(members(l, GroupKind::Etp, l.group_id(GroupKind::Etp, 5)), (std::vector<int>{4, 5}));
+  EXPECT_EQ(members(l, GroupKind::Ep, l.group_id(GroupKind::Ep, 0)), (std::vector<int>{0, 2}));
+  EXPECT_EQ(members(l, GroupKind::Edp, l.group_id(GroupKind::Edp, 0)), (std::vector<int>{0, 4}));
+  for (GroupKind g : {GroupKind::Etp, GroupKind::Ep, GroupKind::Edp}) {
+    std::set<int> seen;
+    for (int gid = 0; gid < l.num_groups(g); ++gid) {
+      for (int i = 0; i < l.group_size(g); ++i) {
+        const int r = l.member(g, gid, i);
+        EXPECT_EQ(l.group_id(g, r), gid);
+        EXPECT_EQ(l.index_in_group(g, r), i);
+        EXPECT_TRUE(seen.insert(r).second);
+      }
+    }
+    EXPECT_EQ(static_cast<int>(seen.size()), l.world());
+  }
+  // tp, ep, dp, edp and the expert-tensor group: one communicator each; with etp = tp it adds none (and edp is 1).
+  EXPECT_EQ(l.communicators(), 5);
+  EXPECT_EQ(RankLayout(4, 1, 2, 1, 2, 8, 4).communicators(), 3);
+
+  std::string yaml = moe_job(2, 2);
+  yaml.replace(yaml.find("tensor: 2,"), 10, "tensor: 4,");
+  const sim::Simulation s = sim::run_simulation(test::job_from_yaml(yaml), {0});
+  EXPECT_GT(s.result.step_ns, 0);
+  const auto& p = s.workload.programs[0];
+  // By hand: T = 1,024 tokens, 256 per rank under SP; top-2: 512 routed copies leave a rank (the all-to-all's message,
+  // 512 x 1,024 x 2 B = 1 MiB); the pair's 2 x 512 = 1,024 rows are gathered (2 MiB).
+  int gathers = 0, all_to_alls = 0;
+  for (const auto& op : p.ops) {
+    const std::string& n = p.name(op);
+    if (n == "moe_tp_all_gather" && op.phase == workload::Phase::Forward) {
+      ++gathers;
+      EXPECT_EQ(op.group, GroupKind::Etp);
+      EXPECT_EQ(op.bytes, uint64_t{2} << 20);
+    }
+    if (n == "moe_dispatch_all_to_all" && op.phase == workload::Phase::Forward) {
+      ++all_to_alls;
+      EXPECT_EQ(op.bytes, uint64_t{1} << 20);
+    }
+    if (n == "moe_tp_reduce_scatter" && op.phase == workload::Phase::Forward) {
+      EXPECT_EQ(op.group, GroupKind::Etp);
+    }
+  }
+  EXPECT_EQ(gathers, 2 * 4);  // 2 layers x 4 micro-batches (global batch 8 over DP 2)
+  EXPECT_EQ(all_to_alls, 2 * 4);
+  // 8 local experts of 3 x 1,024 x 512 (SwiGLU), each split over the 2 expert-tensor ranks, in 2 layers.
+  EXPECT_EQ(p.expert_parameters, 2 * int64_t{8} * 3 * 1024 * 512 / 2);
 }
 
 TEST(MoeFolding, FirstDenseLayersIsTheSameKeyUnderItsRecipeName) {

@@ -16,7 +16,8 @@ const char* comm_kind_name(int k) {
 
 CommKind comm_kind_of(GroupKind g) {
   switch (g) {
-    case GroupKind::Tp: return kTp;
+    case GroupKind::Tp:
+    case GroupKind::Etp: return kTp;
     case GroupKind::Cp: return kCp;
     case GroupKind::Ep: return kEp;
     case GroupKind::Pp: return kPp;

@@ -703,10 +703,8 @@ YAML::Node build(const Args& a) {
     if (experts % ep != 0) fail("--expert-model-parallel-size", "must divide --num-experts (" + std::to_string(experts) + ")");
     if (a.has("--fp16")) fail("--expert-model-parallel-size", "expert parallelism is not supported with --fp16");
   }
-  // Megatron-Core's expert tensor parallel size: 1 (MoE parallel folding) or equal to TP are modelled.
+  // Megatron-Core's expert tensor parallel size (any value the job's rules accept: docs/MODEL.md §12a).
   const auto etp = a.opt_int("--expert-tensor-parallel-size");
-  if (etp && *etp != tp && *etp != 1)
-    fail("--expert-tensor-parallel-size", "must be 1 or equal to --tensor-model-parallel-size in this version");
   if (experts > 0) {
     const LayerFreq lf = moe_layer_freq(a, layers);
     const int64_t topk = a.opt_int("--moe-router-topk").value_or(2);

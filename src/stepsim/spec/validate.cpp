@@ -138,10 +138,6 @@ void validate(JobSpec& job) {
   }
   // Expert tensor parallel size: 0 means tensor (not written back: the planner re-validates jobs with other TP).
   const int et = p.expert_tensor > 0 ? p.expert_tensor : p.tensor;
-  if (et != p.tensor && p.expert_tensor != 1) {
-    fail("parallelism.expert_tensor", s(et) + " must be 1 or equal parallelism.tensor " + s(p.tensor) +
-                                          " in this version");
-  }
   if (et != p.tensor && p.tensor > 1 && !p.sequence_parallel) {
     fail("parallelism.sequence_parallel", "must be true when expert_tensor differs from tensor (the tokens of a "
                                           "tensor-parallel group are dispatched from their sequence shards)");

@@ -32,7 +32,8 @@ GroupKind classify(const TracedOp& op, int rank, const RankLayout& layout) {
   if (op.group) return *op.group;
   const std::vector<int>& g = op.group_ranks;
   if (g.empty()) return GroupKind::Dp;
-  for (GroupKind k : {GroupKind::Tp, GroupKind::Cp, GroupKind::Ep, GroupKind::Dp, GroupKind::Edp, GroupKind::Pp}) {
+  for (GroupKind k : {GroupKind::Tp, GroupKind::Cp, GroupKind::Ep, GroupKind::Dp, GroupKind::Edp, GroupKind::Etp,
+                      GroupKind::Pp}) {
     const int n = layout.group_size(k);
     if (n != static_cast<int>(g.size())) continue;
     const int gid = layout.group_id(k, rank);

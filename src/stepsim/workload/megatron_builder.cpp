@@ -285,7 +285,8 @@ class StageBuilder {
   // group when experts are TP-split); the all-gather dispatcher's gathered tokens.
   struct MoeTokens {
     int64_t routed_sp = 0, routed = 0, gathered = 0;
-    bool tp_stage = false;  // a TP all-gather / reduce-scatter beside the expert-group collective
+    bool tp_stage = false;  // an all-gather / reduce-scatter over the expert-tensor group beside the expert-group one
+    GroupKind etp = GroupKind::Tp;  // the expert-tensor group: the TP group when expert_tensor = tensor
   };
   MoeTokens moe_tokens() const;
   // Dispatch (forward) or the combine's gradient (backward): from this rank's tokens to its experts' input.
@@ -1000,10 +1001,15 @@ StageBuilder::MoeTokens StageBuilder::moe_tokens() const {
   const int64_t k = job_.model.moe->topk;
   MoeTokens t;
   t.routed_sp = static_cast<int64_t>(static_cast<double>(d.tokens_sp * k) * cf_);
-  // With expert tensor parallel size 1 (parallel folding) each rank's experts see only what the dispatch brought.
-  t.routed = d.et > 1 ? static_cast<int64_t>(static_cast<double>(d.tokens * k) * cf_) : t.routed_sp;
-  t.tp_stage = d.sp && d.et > 1;
-  t.gathered = d.tokens_sp * (t.tp_stage ? d.t : 1) * d.e;
+  // The expert-tensor group's ranks hold different tokens (their sequence shards under SP, or other data-parallel
+  // ranks' tokens when it is not the TP group), gathered before the experts; with expert_tensor = tensor and no SP
+  // every rank of the group already holds the same tokens. With expert tensor parallel size 1 (parallel folding) each
+  // rank's experts see only what the dispatch brought.
+  t.etp = d.et == d.t ? GroupKind::Tp : GroupKind::Etp;
+  t.tp_stage = d.et > 1 && (d.sp || d.et != d.t);
+  const int64_t group_tokens = d.tokens_sp * (t.tp_stage ? d.et : 1);
+  t.routed = static_cast<int64_t>(static_cast<double>(group_tokens * k) * cf_);
+  t.gathered = group_tokens * d.e;
   return t;
 }
 
@@ -1018,7 +1024,7 @@ Ref StageBuilder::moe_to_experts(Ref dep, bool backward) {
   const std::string sfx = backward ? "_bwd" : "";
   const char* permute = backward ? "token_unpermute_bwd" : "token_permute";
   if (type == spec::TokenDispatcher::AllGather) {
-    Ref x = mt.tp_stage ? coll(CollType::AllGather, GroupKind::Tp, beta_ * d.tokens * d.h,
+    Ref x = mt.tp_stage ? coll(CollType::AllGather, mt.etp, beta_ * d.tokens_sp * d.et * d.h,
                                "moe_tp_all_gather" + sfx, dep) : dep;
     x = coll(CollType::AllGather, GroupKind::Ep, beta_ * mt.gathered * d.h,
              backward ? "moe_combine_all_gather_bwd" : "moe_dispatch_all_gather", x);
@@ -1037,8 +1043,7 @@ Ref StageBuilder::moe_to_experts(Ref dep, bool backward) {
   x = coll(CollType::AllToAll, GroupKind::Ep, ep_all_to_all_bytes(),
            backward ? "moe_combine_all_to_all_bwd" : "moe_dispatch_all_to_all", x);
   combine_node_stream(false);
-  return mt.tp_stage ? coll(CollType::AllGather, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_all_gather" + sfx, x)
-                     : x;
+  return mt.tp_stage ? coll(CollType::AllGather, mt.etp, beta_ * mt.routed * d.h, "moe_tp_all_gather" + sfx, x) : x;
 }
 
 // Message size S of one EP all-to-all. The alltoall dispatcher sends one copy per routed expert (the permuted rows).
@@ -1114,13 +1119,13 @@ Ref StageBuilder::moe_from_experts(Ref dep, bool backward) {
     Ref x = compute(permute_scatter(mt.routed + mt.gathered), unpermute, {dep});
     x = coll(CollType::ReduceScatter, GroupKind::Ep, beta_ * mt.gathered * d.h,
              backward ? "moe_dispatch_reduce_scatter_bwd" : "moe_combine_reduce_scatter", x);
-    return mt.tp_stage ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * d.tokens * d.h,
+    return mt.tp_stage ? coll(CollType::ReduceScatter, mt.etp, beta_ * d.tokens_sp * d.et * d.h,
                               "moe_tp_reduce_scatter" + sfx, x) : x;
   }
   set_piece(backward ? Piece::Dispatch : Piece::Combine, backward);
-  Ref x = d.et == 1 ? dep
-          : d.sp    ? coll(CollType::ReduceScatter, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_reduce_scatter" + sfx, dep)
-                    : coll(CollType::AllReduce, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_all_reduce" + sfx, dep);
+  Ref x = d.et == 1     ? dep
+          : mt.tp_stage ? coll(CollType::ReduceScatter, mt.etp, beta_ * mt.routed * d.h, "moe_tp_reduce_scatter" + sfx, dep)
+                        : coll(CollType::AllReduce, GroupKind::Tp, beta_ * mt.routed * d.h, "moe_tp_all_reduce" + sfx, dep);
   x = coll(CollType::AllToAll, GroupKind::Ep, ep_all_to_all_bytes(),
            backward ? "moe_dispatch_all_to_all_bwd" : "moe_combine_all_to_all", x);
   set_piece(backward ? Piece::Pre : Piece::Combine, backward);  // the permutation's backward: pre-dispatch node

@@ -16,12 +16,14 @@ constexpr int kNumStreams = static_cast<int>(Stream::kCount);
 // Process groups a collective can run on (rank-layout dimensions). Edp = expert-data-parallel group
 // that reduces expert gradients (data*context/expert ranks). World = every rank, where that is no single dimension's
 // group (a traced run's world-wide all-reduce, such as the gradient norm's when DP = 1).
-enum class GroupKind : uint8_t { Tp = 0, Cp, Ep, Pp, Dp, Edp, World, kCount };
+// Etp = expert-tensor-parallel group (expert_tensor consecutive ranks of a stage), used only when it is not the TP group.
+enum class GroupKind : uint8_t { Tp = 0, Cp, Ep, Pp, Dp, Edp, Etp, World, kCount };
 // The stream a group's communication runs on: one per group kind, the expert-data-parallel gradients and world-wide
 // collectives sharing the data-parallel stream.
 constexpr Stream stream_of(GroupKind g) {
   switch (g) {
-    case GroupKind::Tp: return Stream::Tp;
+    case GroupKind::Tp:
+    case GroupKind::Etp: return Stream::Tp;
     case GroupKind::Cp: return Stream::Cp;
     case GroupKind::Ep: return Stream::Ep;
     case GroupKind::Pp: return Stream::Pp;

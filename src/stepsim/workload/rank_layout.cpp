@@ -31,6 +31,7 @@ int RankLayout::group_size(GroupKind g) const {
     case GroupKind::Pp: return p_;
     case GroupKind::Dp: return c_ * d_;
     case GroupKind::Edp: return t_ * c_ * d_ / (et_ * e_);
+    case GroupKind::Etp: return et_;
     case GroupKind::World: return world();
     case GroupKind::kCount: break;
   }
@@ -53,6 +54,7 @@ int RankLayout::group_id(GroupKind g, int rank) const {
       const int v = rc.tp + t_ * u;
       return v % et_ + et_ * ((v / et_) % e_ + e_ * rc.pp);
     }
+    case GroupKind::Etp: return rank / et_;  // et_ consecutive ranks (a stage's ranks are a multiple of et_ e_)
     case GroupKind::World: return 0;
     case GroupKind::kCount: break;
   }
@@ -69,6 +71,7 @@ int RankLayout::index_in_group(GroupKind g, int rank) const {
     case GroupKind::Pp: return rc.pp;
     case GroupKind::Ep: return ((rc.tp + t_ * u) / et_) % e_;
     case GroupKind::Edp: return (rc.tp + t_ * u) / (et_ * e_);
+    case GroupKind::Etp: return rank % et_;
     case GroupKind::World: return rank;
     case GroupKind::kCount: break;
   }
@@ -99,6 +102,7 @@ int RankLayout::member(GroupKind g, int gid, int index) const {
       const int ep = rest % e_, pp = rest / e_;
       return etp + et_ * (ep + e_ * index) + t_ * cd * pp;
     }
+    case GroupKind::Etp: return gid * et_ + index;
     case GroupKind::World: return index;
     case GroupKind::kCount: break;
   }
@@ -109,7 +113,8 @@ int RankLayout::communicators() const {
   int n = 0;
   for (int g = 0; g < kNumGroupKinds; ++g) {
     const auto k = static_cast<GroupKind>(g);
-    n += k != GroupKind::World && group_size(k) > 1;
+    // The expert-tensor group is its own communicator only when it is not the TP group.
+    n += k != GroupKind::World && group_size(k) > 1 && !(k == GroupKind::Etp && et_ == t_);
   }
   return n;
 }
