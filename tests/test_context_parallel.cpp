@@ -136,5 +136,79 @@ TEST(ContextParallel, UlyssesNeedsHeadsDivisibleByTensorTimesContext) {
   EXPECT_NO_THROW(test::job_from_yaml(cp_job("p2p")));
 }
 
+// Hierarchical context parallelism (cp_comm_type a2a+p2p, Megatron's --hierarchical-context-parallel-sizes 2 2): Ulysses
+// within the pairs of adjacent CP ranks {0,1} {2,3}, then ring attention between the pairs' members {0,2} {1,3}: each
+// rank attends with heads / 2 over 2 x s/c = 2,048 tokens per ring step, 2 ring steps.
+TEST(ContextParallel, HierarchicalUlyssesThenRing) {
+  std::string yaml = cp_job("a2a+p2p");
+  yaml.replace(yaml.find("cp_comm_type"), 12, "hierarchical_context_parallel_sizes: [2, 2], cp_comm_type");
+  const workload::Workload w = workload::build_megatron_workload(test::job_from_yaml(yaml));
+  using workload::GroupKind;
+  const auto& l = w.layout;
+  EXPECT_EQ(l.group_size(GroupKind::HcpA2a), 2);
+  EXPECT_EQ(l.group_size(GroupKind::HcpRing), 2);
+  EXPECT_EQ(l.member(GroupKind::HcpA2a, l.group_id(GroupKind::HcpA2a, 3), 0), 2);
+  EXPECT_EQ(l.member(GroupKind::HcpA2a, l.group_id(GroupKind::HcpA2a, 3), 1), 3);
+  EXPECT_EQ(l.member(GroupKind::HcpRing, l.group_id(GroupKind::HcpRing, 3), 0), 1);
+  EXPECT_EQ(l.member(GroupKind::HcpRing, l.group_id(GroupKind::HcpRing, 3), 1), 3);
+  for (int r = 0; r < l.world(); ++r) {
+    for (GroupKind g : {GroupKind::HcpA2a, GroupKind::HcpRing}) {
+      EXPECT_EQ(l.member(g, l.group_id(g, r), l.index_in_group(g, r)), r);
+    }
+  }
+  // cp, its two levels, the DP-with-CP group (c x d = 4) and the expert-DP group (the same ranks, counted as §8 counts
+  // every group kind of more than one rank): one communicator each.
+  EXPECT_EQ(l.communicators(), 5);
+  const workload::Program& p = w.programs[0];
+  const uint64_t tokens = 4096 / 4, block = 2ull * tokens * (2 * 4 * 64);
+  std::map<std::string, int> calls;
+  for (const auto& op : p.ops) {
+    const std::string& n = p.name(op);
+    if (op.kind == workload::OpKind::Collective) {
+      ++calls[n];
+      if (n.rfind("cp_kv", 0) == 0 || n.rfind("cp_dkv", 0) == 0) {
+        EXPECT_EQ(op.group, GroupKind::HcpRing) << n;
+        EXPECT_EQ(op.bytes, block) << n;  // a x the tokens with heads / a: the same K/V bytes
+      } else if (n.rfind("cp_", 0) == 0) {
+        EXPECT_EQ(op.group, GroupKind::HcpA2a) << n;
+        EXPECT_EQ(op.coll, workload::CollType::AllToAll) << n;
+      }
+    }
+    if (op.category == workload::ComputeCategory::Attention && op.kind == workload::OpKind::Compute) {
+      ++calls[n];
+      EXPECT_EQ(op.gemm_n, 2 * 4096 / 4) << n;
+    }
+  }
+  // Per layer and micro-batch (4 x 2 = 8): all-to-alls of Q/K/V and of the output, forward and backward; a ring of 2:
+  // one K/V pass and 2 steps forward, one K/V pass, 2 steps and 2 dK/dV passes backward.
+  EXPECT_EQ(calls["cp_qkv_all_to_all"], 8);
+  EXPECT_EQ(calls["cp_out_all_to_all"], 8);
+  EXPECT_EQ(calls["cp_out_grad_all_to_all"], 8);
+  EXPECT_EQ(calls["cp_qkv_grad_all_to_all"], 8);
+  EXPECT_EQ(calls["cp_kv_ring_exchange"], 8 * 2);
+  EXPECT_EQ(calls["cp_dkv_ring_exchange"], 8 * 2);
+  EXPECT_EQ(calls["core_attention_ring_local"] + calls["core_attention_ring_step"], 8 * 2);
+  EXPECT_EQ(calls["core_attention_ring_bwd"], 8 * 2);
+  const report::CommBytes cb = report::comm_bytes(w, 0);
+  EXPECT_EQ(cb.calls[report::kCp], uint64_t(8 * 8));  // counted as context-parallel communication
+  EXPECT_GT(sim::run_simulation(test::job_from_yaml(yaml), {}).result.step_ns, 0);
+
+  // Refused with the key: sizes whose product is not the context size, sizes without a2a+p2p, a2a+p2p without
+  // sizes, an all-to-all group that does not divide the K/V heads (4 groups over 8 ranks).
+  std::string bad = yaml;
+  bad.replace(bad.find("[2, 2]"), 6, "[2, 4]");
+  EXPECT_NE(test::job_error(bad).find("parallelism.hierarchical_context_parallel_sizes: a2a+p2p needs two sizes"),
+            std::string::npos) << test::job_error(bad);
+  std::string no_type = cp_job("p2p");
+  no_type.replace(no_type.find("cp_comm_type"), 12, "hierarchical_context_parallel_sizes: [2, 2], cp_comm_type");
+  EXPECT_NE(test::job_error(no_type).find("applies only to cp_comm_type a2a+p2p"), std::string::npos);
+  EXPECT_NE(test::job_error(cp_job("a2a+p2p")).find("parallelism.hierarchical_context_parallel_sizes"), std::string::npos);
+  std::string wide = yaml;
+  wide.replace(wide.find("[2, 2]"), 6, "[4, 1]");
+  wide.replace(wide.find("num_query_groups: 4"), 19, "num_query_groups: 2");
+  EXPECT_NE(test::job_error(wide).find("divide the attention heads 16 and the K/V heads 2"), std::string::npos)
+      << test::job_error(wide);
+}
+
 }  // namespace
 }  // namespace stepsim

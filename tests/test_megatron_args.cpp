@@ -422,7 +422,10 @@ TEST(MegatronArgs, CpCommType) {
   EXPECT_EQ(str(job("--context-parallel-size 2 --cp-comm-type p2p p2p")["parallelism"], "cp_comm_type"), "p2p");
   EXPECT_FALSE(job("--context-parallel-size 2")["parallelism"]["cp_comm_type"]);  // the job's default: p2p
   expect_base_error("--context-parallel-size 2 --cp-comm-type p2p a2a", {"--cp-comm-type", "per layer"});
-  expect_base_error("--context-parallel-size 2 --cp-comm-type a2a+p2p", {"--cp-comm-type", "not modelled"});
+  const YAML::Node h = job("--context-parallel-size 4 --cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 2");
+  EXPECT_EQ(str(h["parallelism"], "cp_comm_type"), "a2a+p2p");
+  EXPECT_EQ(h["parallelism"]["hierarchical_context_parallel_sizes"].size(), 2u);
+  EXPECT_EQ(h["parallelism"]["hierarchical_context_parallel_sizes"][1].as<int>(), 2);
   expect_base_error("--context-parallel-size 2 --cp-comm-type ring", {"--cp-comm-type", "'ring'"});
 }
 

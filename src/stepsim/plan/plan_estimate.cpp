@@ -338,7 +338,8 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   // The builder's layout, expert tensor parallel size included (it sets the expert-DP group that shards the experts'
   // optimizer states and reduces their gradients).
   const workload::RankLayout layout(par.tensor, par.context, par.data, par.pipeline, par.expert,
-                                    std::min(job.cluster.gpus_per_node, job.cluster.num_gpus), par.expert_tensor);
+                                    std::min(job.cluster.gpus_per_node, job.cluster.num_gpus), par.expert_tensor,
+                                    par.cp_a2a_size());
   const workload::BytesPerParam bpp = workload::bytes_per_param(tr);
 
   // Layers of each model chunk (global chunk order), as job_for placed them.

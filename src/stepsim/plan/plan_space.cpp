@@ -126,6 +126,10 @@ spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_
   par.schedule = p.virtual_stages > 1 ? spec::PipelineSchedule::Interleaved1F1B : spec::PipelineSchedule::OneFOneB;
   par.overlap_p2p_comm = p.virtual_stages > 1;
   par.cp_comm_type = p.cp_comm_type;
+  // Hierarchical CP keeps the job's all-to-all group size a (the ring gets the rest: [a, c/a]); other types have none.
+  auto& hcp = par.hierarchical_context_parallel_sizes;
+  if (p.cp_comm_type != spec::CpCommType::A2AP2P) hcp.clear();
+  else if (!hcp.empty() && hcp[0] > 0 && p.context % hcp[0] == 0) hcp = {hcp[0], p.context / hcp[0]};
   par.expert_tensor = p.expert_tensor > 0 ? p.expert_tensor : p.tensor;
   bool ok = true;
   par.pipeline_layers = chunk_layers(j.model.num_layers, p.pipeline * p.virtual_stages, ok);
@@ -166,7 +170,10 @@ std::string layout_label(const Plan& p) {
   };
   if (p.tp_comm_overlap) add("tpo");
   if (p.context > 1) {
-    add(p.cp_comm_type == spec::CpCommType::P2P ? "cp:ring" : p.cp_comm_type == spec::CpCommType::A2A ? "cp:a2a" : "cp:ag");
+    add(p.cp_comm_type == spec::CpCommType::P2P      ? "cp:ring"
+        : p.cp_comm_type == spec::CpCommType::A2A    ? "cp:a2a"
+        : p.cp_comm_type == spec::CpCommType::A2AP2P ? "cp:a2a+p2p"
+                                                     : "cp:ag");
   }
   if (p.expert_tensor == 1 && p.tensor > 1) add("etp1");
   if (p.ep_overlap) add("ep1f1b");

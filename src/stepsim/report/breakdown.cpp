@@ -18,7 +18,9 @@ CommKind comm_kind_of(GroupKind g) {
   switch (g) {
     case GroupKind::Tp:
     case GroupKind::Etp: return kTp;
-    case GroupKind::Cp: return kCp;
+    case GroupKind::Cp:
+    case GroupKind::HcpA2a:
+    case GroupKind::HcpRing: return kCp;
     case GroupKind::Ep: return kEp;
     case GroupKind::Pp: return kPp;
     case GroupKind::World: return kWorld;

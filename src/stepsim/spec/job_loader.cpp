@@ -282,7 +282,9 @@ ParallelismSpec read_parallelism(StrictSection s) {
   p.context = static_cast<int>(s.get_int("context", 1, 1, kMaxDeg));
   p.cp_comm_type = s.get_enum<CpCommType>("cp_comm_type", CpCommType::P2P,
                                           {{"p2p", CpCommType::P2P}, {"all_gather", CpCommType::AllGather},
-                                           {"a2a", CpCommType::A2A}});
+                                           {"a2a", CpCommType::A2A}, {"a2a+p2p", CpCommType::A2AP2P}});
+  for (int64_t x : s.get_int_list("hierarchical_context_parallel_sizes", 1, kMaxDeg))
+    p.hierarchical_context_parallel_sizes.push_back(static_cast<int>(x));
   p.expert = static_cast<int>(s.get_int("expert", 1, 1, kMaxDeg));
   p.expert_tensor = static_cast<int>(s.get_int("expert_tensor", 0, 1, kMaxDeg));
   p.sequence_parallel = s.get_bool("sequence_parallel", false);

@@ -68,6 +68,7 @@ const char* name_of(CpCommType c) {
     case CpCommType::P2P: return "p2p";
     case CpCommType::AllGather: return "all_gather";
     case CpCommType::A2A: return "a2a";
+    case CpCommType::A2AP2P: return "a2a+p2p";
   }
   return "?";
 }

@@ -120,8 +120,10 @@ struct ModelSpec {
 
 // How context parallelism exchanges K/V (Megatron-Core's --cp-comm-type): p2p = ring attention, K/V blocks passed
 // around the CP ring while the previous block computes (the default); all_gather = K/V all-gathered, the local block
-// computed meanwhile; a2a = DeepSpeed-Ulysses, Q/K/V all-to-all from sequence to head shards and back.
-enum class CpCommType { P2P, AllGather, A2A };
+// computed meanwhile; a2a = DeepSpeed-Ulysses, Q/K/V all-to-all from sequence to head shards and back; a2a+p2p =
+// hierarchical: Ulysses within groups of hierarchical_context_parallel_sizes[0] adjacent CP ranks, ring attention
+// across them.
+enum class CpCommType { P2P, AllGather, A2A, A2AP2P };
 
 struct ParallelismSpec {
   int tensor = 1;
@@ -129,6 +131,13 @@ struct ParallelismSpec {
   int data = 0;        // 0 = derive from cluster.num_gpus
   int context = 1;
   CpCommType cp_comm_type = CpCommType::P2P;
+  // Megatron's --hierarchical-context-parallel-sizes [a, c/a] under a2a+p2p: a adjacent CP ranks exchange heads
+  // (all-to-all), the c/a groups form the ring. Empty otherwise.
+  std::vector<int> hierarchical_context_parallel_sizes;
+  int cp_a2a_size() const {
+    return cp_comm_type == CpCommType::A2AP2P && !hierarchical_context_parallel_sizes.empty()
+               ? hierarchical_context_parallel_sizes[0] : 1;
+  }
   int expert = 1;      // expert parallel size: expert x expert_tensor must divide tensor x context x data
   // Expert tensor parallel size (Megatron-Core's --expert-tensor-parallel-size); 0 in input = tensor. MoE parallel
   // folding: expert groups are formed over the tensor x context x data ranks of a stage, so EP may exceed DP.

@@ -117,6 +117,22 @@ void validate(JobSpec& job) {
     fail("model.seq_length", s(m.seq_length) + " must be divisible by 2 x context " + s(2 * int64_t{p.context}) +
                                  " (context parallelism splits the sequence into 2 x context chunks)");
   }
+  const auto& hs = p.hierarchical_context_parallel_sizes;
+  if (p.cp_comm_type == CpCommType::A2AP2P) {
+    if (hs.size() != 2 || int64_t{hs[0]} * hs[1] != p.context) {
+      fail("parallelism.hierarchical_context_parallel_sizes",
+           "a2a+p2p needs two sizes [all-to-all group, ring] whose product is parallelism.context " + s(p.context));
+    }
+    const int64_t ta = int64_t{p.tensor} * hs[0];
+    const int64_t kv = m.attention == AttentionType::Mla ? m.num_attention_heads : m.num_query_groups;
+    if (m.num_attention_heads % ta != 0 || kv % ta != 0) {
+      fail("parallelism.hierarchical_context_parallel_sizes",
+           "a2a+p2p needs tensor x the all-to-all group " + s(ta) + " to divide the attention heads " +
+               s(m.num_attention_heads) + " and the K/V heads " + s(kv) + " (heads are split over that group)");
+    }
+  } else if (!hs.empty()) {
+    fail("parallelism.hierarchical_context_parallel_sizes", "applies only to cp_comm_type a2a+p2p");
+  }
   if (p.context > 1 && p.cp_comm_type == CpCommType::A2A) {
     // Ulysses gives every CP rank all of the sequence for heads / (tensor x context) heads.
     const int64_t tc = int64_t{p.tensor} * p.context;

@@ -262,7 +262,10 @@ class StageBuilder {
   Ref unfused_attention_fwd(Ref qkv, bool recompute);
   Ref cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t saved);
   Ref cp_attention_bwd(Ref dout, double flops, int64_t bytes);
-  Ref ring_next_kv(const RingSteps& rs, int i, int64_t kv_block, Ref kv, Ref before);
+  Ref ring_next_kv(const RingSteps& rs, int i, int64_t kv_block, Ref kv, Ref before, GroupKind ring);
+  // Ring attention over `ring` (the CP group, or under a2a+p2p the ranks a apart), forward and backward.
+  Ref ring_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t saved, GroupKind ring);
+  Ref ring_attention_bwd(Ref dout, double flops, int64_t bytes, GroupKind ring);
   Ref unfused_attention_bwd(Ref in);
   Op batched_gemm(int64_t batch, int64_t m, int64_t n, int64_t k) const {
     // One strided-batched kernel (cuBLAS): efficiency follows its total size, so the batch is folded into m.
@@ -699,9 +702,9 @@ Ref StageBuilder::attention_fwd(Ref in) {
 
 // The transfer that brings ring step i+1 its K/V blocks (none after the last step): it waits for step i's blocks to
 // have arrived (`kv`) and for step i-1 to have freed the buffer it fills (`before`).
-Ref StageBuilder::ring_next_kv(const RingSteps& rs, int i, int64_t kv_block, Ref kv, Ref before) {
+Ref StageBuilder::ring_next_kv(const RingSteps& rs, int i, int64_t kv_block, Ref kv, Ref before, GroupKind ring) {
   if (i + 1 >= rs.n) return Ref{};
-  return coll(CollType::SendRecv, GroupKind::Cp, kv_block * rs.blocks(i + 1), "cp_kv_ring_exchange", kv, before);
+  return coll(CollType::SendRecv, ring, kv_block * rs.blocks(i + 1), "cp_kv_ring_exchange", kv, before);
 }
 
 // Context-parallel core attention, forward (docs/MODEL.md, "Context parallelism"). `flops` and `bytes` are the
@@ -724,9 +727,26 @@ Ref StageBuilder::cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t
       Ref core = compute(attention_op(flops, bytes, d.s), "core_attention", {in}, saved);
       return coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * d.attn_out_width, "cp_out_all_to_all", core);
     }
+    case spec::CpCommType::A2AP2P: {
+      // Hierarchical: Ulysses within the a adjacent CP ranks (sequence shards to head shards: a x the sequence, heads
+      // / a, the same bytes), then ring attention over the c/a groups on those longer chunks, and the output back.
+      Ref in = coll(CollType::AllToAll, GroupKind::HcpA2a, beta_ * d.tokens * (d.q_width + d.kv_width),
+                    "cp_qkv_all_to_all", qkv);
+      Ref core = ring_attention_fwd(in, flops, bytes, saved, GroupKind::HcpRing);
+      return coll(CollType::AllToAll, GroupKind::HcpA2a, beta_ * d.tokens * d.attn_out_width, "cp_out_all_to_all", core);
+    }
     case spec::CpCommType::P2P:
       break;
   }
+  return ring_attention_fwd(qkv, flops, bytes, saved, GroupKind::Cp);
+}
+
+Ref StageBuilder::ring_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t saved, GroupKind ring) {
+  const ModelDims& d = d_;
+  // K and V of this rank's chunk of the ring: its tokens' K/V, or under a2a+p2p a x the tokens with heads / a.
+  const int64_t kv_block = beta_ * d.tokens * d.kv_width;
+  const int c = layout_.group_size(ring);
+  const int64_t chunk = d.s_loc * (d.c / c);  // tokens per ring rank: the local sequence shard, x a under a2a+p2p
   // Ring attention with causal load balancing (each rank holds chunks r and 2c-1-r): c steps of equal work, the
   // first on the local K/V (the causal halves of both chunks' diagonals and one full block), then c - 1 half
   // blocks; the K/V block for step i+1 is sent on to the next CP rank while step i computes. Transformer Engine
@@ -734,13 +754,13 @@ Ref StageBuilder::cp_attention_fwd(Ref qkv, double flops, int64_t bytes, int64_t
   // Above kMaxRingSteps ranks, g = ceil(c / kMaxRingSteps) consecutive steps are built as one op (g blocks' work,
   // g blocks moved at once): the same bandwidth and overlap, a bounded op count (a 1,024-rank ring would otherwise
   // issue 3,000 ops per layer).
-  const RingSteps rs = ring_steps(d.c);
+  const RingSteps rs = ring_steps(c);
   Ref kv = qkv, core{}, before{};
   for (int i = 0; i < rs.n; ++i) {
     const int blocks = rs.blocks(i);
-    const Ref next = ring_next_kv(rs, i, kv_block, kv, before);
+    const Ref next = ring_next_kv(rs, i, kv_block, kv, before, ring);
     before = core;
-    core = compute(attention_op(flops / d.c * blocks, bytes / d.c * blocks, d.s_loc), i == 0 ? "core_attention_ring_local" : "core_attention_ring_step", {kv}, i == 0 ? saved : 0);
+    core = compute(attention_op(flops / c * blocks, bytes / c * blocks, chunk), i == 0 ? "core_attention_ring_local" : "core_attention_ring_step", {kv}, i == 0 ? saved : 0);
     kv = next;
   }
   return core;
@@ -764,20 +784,35 @@ Ref StageBuilder::cp_attention_bwd(Ref dout, double flops, int64_t bytes) {
       return coll(CollType::AllToAll, GroupKind::Cp, beta_ * d.tokens * (d.q_width + d.kv_width),
                   "cp_qkv_grad_all_to_all", core);
     }
+    case spec::CpCommType::A2AP2P: {
+      Ref in = coll(CollType::AllToAll, GroupKind::HcpA2a, beta_ * d.tokens * d.attn_out_width,
+                    "cp_out_grad_all_to_all", dout);
+      Ref dkv = ring_attention_bwd(in, flops, bytes, GroupKind::HcpRing);
+      return coll(CollType::AllToAll, GroupKind::HcpA2a, beta_ * d.tokens * (d.q_width + d.kv_width),
+                  "cp_qkv_grad_all_to_all", dkv);
+    }
     case spec::CpCommType::P2P:
       break;
   }
+  return ring_attention_bwd(dout, flops, bytes, GroupKind::Cp);
+}
+
+Ref StageBuilder::ring_attention_bwd(Ref dout, double flops, int64_t bytes, GroupKind ring) {
+  const ModelDims& d = d_;
+  const int64_t kv_block = beta_ * d.tokens * d.kv_width;
+  const int c = layout_.group_size(ring);
+  const int64_t chunk = d.s_loc * (d.c / c);
   // The ring again, c steps of equal work: each step computes with the K/V block that arrived; its dK/dV is added
   // to the partial sum that travels with the block and passed on (a small add beside the transfer, not modelled);
   // after the c-th pass every dK/dV is back with its owner. The steps do not wait for the dK/dV transfers.
-  const RingSteps rs = ring_steps(d.c);
+  const RingSteps rs = ring_steps(c);
   Ref kv = dout, dkv{}, core{}, before{};
   for (int i = 0; i < rs.n; ++i) {
     const int blocks = rs.blocks(i);
-    const Ref next = ring_next_kv(rs, i, kv_block, kv, before);
+    const Ref next = ring_next_kv(rs, i, kv_block, kv, before, ring);
     before = core;
-    core = compute(attention_op(2.5 * flops / d.c * blocks, 2 * bytes / d.c * blocks, d.s_loc), "core_attention_ring_bwd", {kv});
-    dkv = coll(CollType::SendRecv, GroupKind::Cp, kv_block * blocks, "cp_dkv_ring_exchange", core, dkv);
+    core = compute(attention_op(2.5 * flops / c * blocks, 2 * bytes / c * blocks, chunk), "core_attention_ring_bwd", {kv});
+    dkv = coll(CollType::SendRecv, ring, kv_block * blocks, "cp_dkv_ring_exchange", core, dkv);
     kv = next;
   }
   return dkv;
@@ -1845,7 +1880,7 @@ Workload build_megatron_workload(const spec::JobSpec& job) {
   Workload w;
   w.job = job;
   w.layout = RankLayout(par.tensor, par.context, par.data, par.pipeline, par.expert,
-                        std::min(job.cluster.gpus_per_node, job.cluster.num_gpus), par.expert_tensor);
+                        std::min(job.cluster.gpus_per_node, job.cluster.num_gpus), par.expert_tensor, par.cp_a2a_size());
   const ModelDims d = make_dims(job);
   // Refuse before building: a stage runs every micro-batch through its layers (forward, backward, and
   // recompute), about 40 ops per layer (60 for MoE) plus embedding, head and exchanges.

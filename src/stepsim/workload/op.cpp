@@ -7,7 +7,7 @@ const char* name_of(Stream s) {
   return k[static_cast<int>(s)];
 }
 const char* name_of(GroupKind g) {
-  static const char* const k[] = {"tp", "cp", "ep", "pp", "dp", "edp", "etp", "world"};
+  static const char* const k[] = {"tp", "cp", "ep", "pp", "dp", "edp", "etp", "hcp_a2a", "hcp_ring", "world"};
   return k[static_cast<int>(g)];
 }
 const char* name_of(CollType c) {

@@ -17,14 +17,18 @@ constexpr int kNumStreams = static_cast<int>(Stream::kCount);
 // that reduces expert gradients (data*context/expert ranks). World = every rank, where that is no single dimension's
 // group (a traced run's world-wide all-reduce, such as the gradient norm's when DP = 1).
 // Etp = expert-tensor-parallel group (expert_tensor consecutive ranks of a stage), used only when it is not the TP group.
-enum class GroupKind : uint8_t { Tp = 0, Cp, Ep, Pp, Dp, Edp, Etp, World, kCount };
+// HcpA2a, HcpRing = hierarchical context parallelism's levels (cp_comm_type a2a+p2p): a adjacent CP ranks, and the CP
+// ranks a apart.
+enum class GroupKind : uint8_t { Tp = 0, Cp, Ep, Pp, Dp, Edp, Etp, HcpA2a, HcpRing, World, kCount };
 // The stream a group's communication runs on: one per group kind, the expert-data-parallel gradients and world-wide
 // collectives sharing the data-parallel stream.
 constexpr Stream stream_of(GroupKind g) {
   switch (g) {
     case GroupKind::Tp:
     case GroupKind::Etp: return Stream::Tp;
-    case GroupKind::Cp: return Stream::Cp;
+    case GroupKind::Cp:
+    case GroupKind::HcpA2a:
+    case GroupKind::HcpRing: return Stream::Cp;
     case GroupKind::Ep: return Stream::Ep;
     case GroupKind::Pp: return Stream::Pp;
     case GroupKind::Dp:

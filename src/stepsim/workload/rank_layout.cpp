@@ -5,9 +5,12 @@
 namespace stepsim::workload {
 
 RankLayout::RankLayout(int tensor, int context, int data, int pipeline, int expert, int gpus_per_node,
-                       int expert_tensor)
+                       int expert_tensor, int cp_a2a)
     : t_(tensor), c_(context), d_(data), p_(pipeline), e_(expert), gpn_(gpus_per_node),
-      et_(expert_tensor > 0 ? expert_tensor : tensor) {}
+      et_(expert_tensor > 0 ? expert_tensor : tensor), ca_(cp_a2a > 0 ? cp_a2a : 1) {}
+
+// Hierarchical CP (Megatron-Core's create_hierarchical_groups over a CP group): level 1 = ca adjacent CP indices
+// (cp / ca its group, cp % ca its index), level 2 = the CP indices ca apart (cp % ca its group, cp / ca its index).
 
 // Expert groups (Megatron-Core's expert rank generator, order tp-ep-dp): a stage's ranks v = tp + t*(cp + c*dp) are
 // re-split as v = etp + et*(ep + e*edp). With et = t this is EP folded into context x data, as before.
@@ -32,6 +35,8 @@ int RankLayout::group_size(GroupKind g) const {
     case GroupKind::Dp: return c_ * d_;
     case GroupKind::Edp: return t_ * c_ * d_ / (et_ * e_);
     case GroupKind::Etp: return et_;
+    case GroupKind::HcpA2a: return ca_;
+    case GroupKind::HcpRing: return c_ / ca_;
     case GroupKind::World: return world();
     case GroupKind::kCount: break;
   }
@@ -55,6 +60,8 @@ int RankLayout::group_id(GroupKind g, int rank) const {
       return v % et_ + et_ * ((v / et_) % e_ + e_ * rc.pp);
     }
     case GroupKind::Etp: return rank / et_;  // et_ consecutive ranks (a stage's ranks are a multiple of et_ e_)
+    case GroupKind::HcpA2a: return rc.tp + t_ * (rc.cp / ca_ + (c_ / ca_) * (rc.dp + d_ * rc.pp));
+    case GroupKind::HcpRing: return rc.tp + t_ * (rc.cp % ca_ + ca_ * (rc.dp + d_ * rc.pp));
     case GroupKind::World: return 0;
     case GroupKind::kCount: break;
   }
@@ -72,6 +79,8 @@ int RankLayout::index_in_group(GroupKind g, int rank) const {
     case GroupKind::Ep: return ((rc.tp + t_ * u) / et_) % e_;
     case GroupKind::Edp: return (rc.tp + t_ * u) / (et_ * e_);
     case GroupKind::Etp: return rank % et_;
+    case GroupKind::HcpA2a: return rc.cp % ca_;
+    case GroupKind::HcpRing: return rc.cp / ca_;
     case GroupKind::World: return rank;
     case GroupKind::kCount: break;
   }
@@ -103,6 +112,14 @@ int RankLayout::member(GroupKind g, int gid, int index) const {
       return etp + et_ * (ep + e_ * index) + t_ * cd * pp;
     }
     case GroupKind::Etp: return gid * et_ + index;
+    case GroupKind::HcpA2a: {
+      const int tp = gid % t_, rest = gid / t_, groups = c_ / ca_;
+      return tp + t_ * ((rest % groups) * ca_ + index + c_ * (rest / groups));
+    }
+    case GroupKind::HcpRing: {
+      const int tp = gid % t_, rest = gid / t_;
+      return tp + t_ * (index * ca_ + rest % ca_ + c_ * (rest / ca_));
+    }
     case GroupKind::World: return index;
     case GroupKind::kCount: break;
   }
@@ -113,8 +130,11 @@ int RankLayout::communicators() const {
   int n = 0;
   for (int g = 0; g < kNumGroupKinds; ++g) {
     const auto k = static_cast<GroupKind>(g);
-    // The expert-tensor group is its own communicator only when it is not the TP group.
-    n += k != GroupKind::World && group_size(k) > 1 && !(k == GroupKind::Etp && et_ == t_);
+    // The expert-tensor group is its own communicator only when it is not the TP group; a hierarchical CP level only
+    // when it is not the whole CP group.
+    const bool same_as_other = (k == GroupKind::Etp && et_ == t_) ||
+                               ((k == GroupKind::HcpA2a || k == GroupKind::HcpRing) && group_size(k) == c_);
+    n += k != GroupKind::World && group_size(k) > 1 && !same_as_other;
   }
   return n;
 }

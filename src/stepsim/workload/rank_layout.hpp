@@ -18,7 +18,9 @@ class RankLayout {
  public:
   RankLayout() = default;
   // expert_tensor 0 = tensor (experts split like the dense layers); else MoE parallel folding.
-  RankLayout(int tensor, int context, int data, int pipeline, int expert, int gpus_per_node, int expert_tensor = 0);
+  // cp_a2a: the first level of hierarchical context parallelism (a adjacent CP ranks; 1 = none).
+  RankLayout(int tensor, int context, int data, int pipeline, int expert, int gpus_per_node, int expert_tensor = 0,
+             int cp_a2a = 1);
 
   int world() const { return t_ * c_ * d_ * p_; }
   int tensor() const { return t_; }
@@ -48,7 +50,7 @@ class RankLayout {
   int prev_stage_rank(int rank) const;
 
  private:
-  int t_ = 1, c_ = 1, d_ = 1, p_ = 1, e_ = 1, gpn_ = 1, et_ = 1;
+  int t_ = 1, c_ = 1, d_ = 1, p_ = 1, e_ = 1, gpn_ = 1, et_ = 1, ca_ = 1;
 };
 
 }  // namespace stepsim::workload
