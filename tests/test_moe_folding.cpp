@@ -22,6 +22,22 @@ std::vector<int> members(const RankLayout& l, GroupKind g, int gid) {
   return out;
 }
 
+// Round trip: every rank is in exactly one group of each kind, at its index.
+void expect_round_trip(const RankLayout& l, std::initializer_list<GroupKind> kinds) {
+  for (GroupKind g : kinds) {
+    std::set<int> seen;
+    for (int gid = 0; gid < l.num_groups(g); ++gid) {
+      for (int i = 0; i < l.group_size(g); ++i) {
+        const int r = l.member(g, gid, i);
+        EXPECT_EQ(l.group_id(g, r), gid) << workload::name_of(g);
+        EXPECT_EQ(l.index_in_group(g, r), i) << workload::name_of(g);
+        EXPECT_TRUE(seen.insert(r).second) << workload::name_of(g);
+      }
+    }
+    EXPECT_EQ(static_cast<int>(seen.size()), l.world()) << workload::name_of(g);
+  }
+}
+
 TEST(MoeFolding, ExpertGroupsSpanTensorAndDataRanks) {
   // TP 2, DP 4, PP 2 (8 ranks a stage), EP 4, ETP 1: a stage's ranks v = ep + 4 * edp.
   const RankLayout l(2, 1, 4, 2, 4, 8, 1);
@@ -31,19 +47,7 @@ TEST(MoeFolding, ExpertGroupsSpanTensorAndDataRanks) {
   EXPECT_EQ(members(l, GroupKind::Ep, l.group_id(GroupKind::Ep, 5)), (std::vector<int>{4, 5, 6, 7}));
   EXPECT_EQ(members(l, GroupKind::Edp, l.group_id(GroupKind::Edp, 1)), (std::vector<int>{1, 5}));
   EXPECT_EQ(members(l, GroupKind::Ep, l.group_id(GroupKind::Ep, 9)), (std::vector<int>{8, 9, 10, 11}));  // stage 1
-  // Round trip: every rank is in exactly one group of each kind, at its index.
-  for (GroupKind g : {GroupKind::Ep, GroupKind::Edp, GroupKind::Tp, GroupKind::Dp}) {
-    std::set<int> seen;
-    for (int gid = 0; gid < l.num_groups(g); ++gid) {
-      for (int i = 0; i < l.group_size(g); ++i) {
-        const int r = l.member(g, gid, i);
-        EXPECT_EQ(l.group_id(g, r), gid);
-        EXPECT_EQ(l.index_in_group(g, r), i);
-        EXPECT_TRUE(seen.insert(r).second);
-      }
-    }
-    EXPECT_EQ(static_cast<int>(seen.size()), l.world());
-  }
+  expect_round_trip(l, {GroupKind::Ep, GroupKind::Edp, GroupKind::Tp, GroupKind::Dp});
 }
 
 TEST(MoeFolding, DefaultExpertTensorKeepsTheOldLayout) {
@@ -102,18 +106,7 @@ TEST(MoeFolding, ExpertTensorBetweenOneAndTensorFormsItsOwnGroup) {
   EXPECT_EQ(members(l, GroupKind::Etp, l.group_id(GroupKind::Etp, 5)), (std::vector<int>{4, 5}));
   EXPECT_EQ(members(l, GroupKind::Ep, l.group_id(GroupKind::Ep, 0)), (std::vector<int>{0, 2}));
   EXPECT_EQ(members(l, GroupKind::Edp, l.group_id(GroupKind::Edp, 0)), (std::vector<int>{0, 4}));
-  for (GroupKind g : {GroupKind::Etp, GroupKind::Ep, GroupKind::Edp}) {
-    std::set<int> seen;
-    for (int gid = 0; gid < l.num_groups(g); ++gid) {
-      for (int i = 0; i < l.group_size(g); ++i) {
-        const int r = l.member(g, gid, i);
-        EXPECT_EQ(l.group_id(g, r), gid);
-        EXPECT_EQ(l.index_in_group(g, r), i);
-        EXPECT_TRUE(seen.insert(r).second);
-      }
-    }
-    EXPECT_EQ(static_cast<int>(seen.size()), l.world());
-  }
+  expect_round_trip(l, {GroupKind::Etp, GroupKind::Ep, GroupKind::Edp});
   // tp, ep, dp, edp and the expert-tensor group: one communicator each; with etp = tp it adds none (and edp is 1).
   EXPECT_EQ(l.communicators(), 5);
   EXPECT_EQ(RankLayout(4, 1, 2, 1, 2, 8, 4).communicators(), 3);
