@@ -26,6 +26,8 @@ class Surroundings {
   }
   bool same(int r, int rep) {
     for (int g = 0; g < workload::kNumGroupKinds; ++g) {
+      // A kind that is no group of its own has one rank or the members of another kind, compared there.
+      if (!l_.own_group(static_cast<GroupKind>(g))) continue;
       if (!(geometry(g, r) == geometry(g, rep))) return false;
     }
     auto same_node = [&](int a, int b) { return l_.node_of(a) == l_.node_of(b); };

@@ -123,24 +123,21 @@ void validate(JobSpec& job) {
       fail("parallelism.hierarchical_context_parallel_sizes",
            "a2a+p2p needs two sizes [all-to-all group, ring] whose product is parallelism.context " + s(p.context));
     }
-    const int64_t ta = int64_t{p.tensor} * hs[0];
-    const int64_t kv = m.attention == AttentionType::Mla ? m.num_attention_heads : m.num_query_groups;
-    if (m.num_attention_heads % ta != 0 || kv % ta != 0) {
-      fail("parallelism.hierarchical_context_parallel_sizes",
-           "a2a+p2p needs tensor x the all-to-all group " + s(ta) + " to divide the attention heads " +
-               s(m.num_attention_heads) + " and the K/V heads " + s(kv) + " (heads are split over that group)");
-    }
   } else if (!hs.empty()) {
     fail("parallelism.hierarchical_context_parallel_sizes", "applies only to cp_comm_type a2a+p2p");
   }
-  if (p.context > 1 && p.cp_comm_type == CpCommType::A2A) {
-    // Ulysses gives every CP rank all of the sequence for heads / (tensor x context) heads.
-    const int64_t tc = int64_t{p.tensor} * p.context;
+  // Ulysses (a2a over the CP group, or a2a+p2p over its all-to-all level) gives each rank of its group all of the group's
+  // sequence for heads / (tensor x group) heads: the group must divide the heads and the K/V heads.
+  const bool hierarchical = p.cp_comm_type == CpCommType::A2AP2P;
+  const int ulysses = hierarchical ? hs[0] : p.cp_comm_type == CpCommType::A2A && p.context > 1 ? p.context : 0;
+  if (ulysses > 0) {
+    const int64_t tu = int64_t{p.tensor} * ulysses;
     const int64_t kv = m.attention == AttentionType::Mla ? m.num_attention_heads : m.num_query_groups;
-    if (m.num_attention_heads % tc != 0 || kv % tc != 0) {
-      fail("parallelism.cp_comm_type", "a2a needs tensor x context " + s(tc) + " to divide the attention heads " +
-                                           s(m.num_attention_heads) + " and the K/V heads " + s(kv) +
-                                           " (heads are split over the context ranks); use p2p");
+    if (m.num_attention_heads % tu != 0 || kv % tu != 0) {
+      fail(hierarchical ? "parallelism.hierarchical_context_parallel_sizes" : "parallelism.cp_comm_type",
+           std::string(hierarchical ? "a2a+p2p needs tensor x the all-to-all group " : "a2a needs tensor x context ") +
+               s(tu) + " to divide the attention heads " + s(m.num_attention_heads) + " and the K/V heads " + s(kv) +
+               (hierarchical ? " (heads are split over that group)" : " (heads are split over the context ranks); use p2p"));
     }
   }
   if (p.expert > 1) {

@@ -126,16 +126,15 @@ int RankLayout::member(GroupKind g, int gid, int index) const {
   return 0;
 }
 
+bool RankLayout::own_group(GroupKind k) const {
+  const bool same_as_other = (k == GroupKind::Etp && et_ == t_) ||
+                             ((k == GroupKind::HcpA2a || k == GroupKind::HcpRing) && group_size(k) == c_);
+  return k != GroupKind::World && group_size(k) > 1 && !same_as_other;
+}
+
 int RankLayout::communicators() const {
   int n = 0;
-  for (int g = 0; g < kNumGroupKinds; ++g) {
-    const auto k = static_cast<GroupKind>(g);
-    // The expert-tensor group is its own communicator only when it is not the TP group; a hierarchical CP level only
-    // when it is not the whole CP group.
-    const bool same_as_other = (k == GroupKind::Etp && et_ == t_) ||
-                               ((k == GroupKind::HcpA2a || k == GroupKind::HcpRing) && group_size(k) == c_);
-    n += k != GroupKind::World && group_size(k) > 1 && !same_as_other;
-  }
+  for (int g = 0; g < kNumGroupKinds; ++g) n += own_group(static_cast<GroupKind>(g));
   return n;
 }
 

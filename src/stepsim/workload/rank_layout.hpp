@@ -44,6 +44,9 @@ class RankLayout {
   // NCCL communicators a rank of a built workload creates: one per dimension whose group has more than one rank (a
   // world-wide one exists only in traced runs).
   int communicators() const;
+  // Whether kind `g` is a group of its own: more than one rank and not the same ranks as another kind (the expert-
+  // tensor group when it is the TP group, a hierarchical CP level that is the whole CP group), never World.
+  bool own_group(GroupKind g) const;
 
   // Pipeline ring neighbours (stage +-1 modulo pipeline, same tp/cp/dp).
   int next_stage_rank(int rank) const;
