@@ -269,6 +269,17 @@ TEST(ProfileNcclLog, BracketedIndexBeforeTheCallName) {
   EXPECT_EQ(log.calls[0].bytes(), 1024 * 4);  // datatype 7: float32
   EXPECT_EQ(log.calls[1].op_count, 0xf);
   EXPECT_EQ(log.garbled_lines, 0);
+  // As a user runs it: the two calls are counted with their bytes (4,096 B of float32, 16 bf16 = 32 B), nothing
+  // is reported as skipped. Before the fix this log printed "0 calls on 0 rank(s)".
+  const std::string path = test::temp_dir() + "bracketed.log";
+  std::ofstream(path) << text;
+  const auto r = test::run_cli("profile nccl --log " + path);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 log file(s), 2 calls on 1 rank(s)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("AllReduce            1           4096"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("AllGather            1             32"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("skipped"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("not read"), std::string::npos) << r.output;
 }
 
 // RCCL's COLL line (its enqueue.cc INFO format, as RCCL's own replayer tool parses it): NCCL's fields, then
