@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include <sqlite3.h>
 
@@ -82,6 +83,111 @@ TEST(ComputeCalibration, QuantilesInterpolate) {
   EXPECT_DOUBLE_EQ(validate::quantile({}, 0.9), 0.0);
 }
 
+TEST(ComputeCalibration, EachKindGetsTheBandOfItsOwnRuns) {
+  // Six dense runs and two MoE runs. Dense: sorted -0.10 -0.05 0 0.02 0.04 0.08; 10th percentile at position 0.5 ->
+  // -0.075, 90th at 4.5 -> 0.06. MoE (2 < 5 runs): the architecture's band [-0.12, 0.07] widened to -0.30 and kept
+  // at 0.07 (the other MoE error, -0.2, is inside).
+  const std::vector<double> errors = {0.0, -0.3, 0.02, -0.1, 0.08, -0.2, 0.04, -0.05};
+  const std::vector<std::string> kinds = {"dense", "moe", "dense", "dense", "dense", "moe", "dense", "dense"};
+  const hw::KindIntervals k = validate::kind_intervals(errors, kinds, -0.12, 0.07);
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k.at("dense").runs, 6);
+  EXPECT_NEAR(k.at("dense").low, -0.075, 1e-12);
+  EXPECT_NEAR(k.at("dense").high, 0.06, 1e-12);
+  EXPECT_EQ(k.at("moe").runs, 2);
+  EXPECT_DOUBLE_EQ(k.at("moe").low, -0.3);
+  EXPECT_DOUBLE_EQ(k.at("moe").high, 0.07);
+  // No MoE run: no MoE entry (the simulation then falls back to the architecture's band).
+  EXPECT_EQ(validate::kind_intervals({0.1}, {"dense"}, -0.1, 0.1).count("moe"), 0u);
+}
+
+TEST(ComputeCalibration, AJobGetsItsKindsBandFromTheShippedTableAndTheStore) {
+  // data/efficiency.yaml: Hopper's dense band rests on 16 runs, its MoE band on one (the architecture's widened).
+  const cost::EfficiencyTable hopper = cost::EfficiencyCatalog::builtin().resolve_arch("hopper");
+  ASSERT_EQ(hopper.prediction_interval_by_kind.count("moe"), 1u);
+  const hw::KindInterval moe_band = hopper.prediction_interval_by_kind.at("moe");
+  EXPECT_EQ(moe_band.runs, 1);
+  const std::string dense_yaml = test::small_gpt_yaml(1, 1, 8, 8) + "simulation: {calibration_store: none}\n";
+  const std::string moe_yaml =
+      "model: {name: m, num_layers: 2, hidden_size: 1024, num_attention_heads: 16, ffn_hidden_size: 4096,"
+      " vocab_size: 32000, seq_length: 1024, moe: {num_experts: 8, topk: 2, ffn_hidden_size: 1024}}\n"
+      "parallelism: {data: 8, expert: 8}\ntraining: {micro_batch_size: 1, global_batch_size: 8}\n"
+      "cluster: {gpu: H100-SXM, num_gpus: 8, gpus_per_node: 8}\n";
+  const spec::JobSpec dense = test::job_from_yaml(dense_yaml);
+  const spec::JobSpec moe = test::job_from_yaml(moe_yaml + "simulation: {calibration_store: none}\n");
+  EXPECT_EQ(sim::calibration_kind(dense), "dense");
+  EXPECT_EQ(sim::calibration_kind(moe), "moe");
+  const sim::Simulation s = sim::run_simulation(moe, {0});
+  ASSERT_TRUE(s.calibration.interval.has_value());
+  EXPECT_DOUBLE_EQ((*s.calibration.interval)[0], moe_band.low);
+  EXPECT_DOUBLE_EQ((*s.calibration.interval)[1], moe_band.high);
+  const report::Summary sum = report::summarize(s, 0);
+  EXPECT_DOUBLE_EQ((*sum.step_time_interval_s)[1], sum.step_time_s / (1 + moe_band.low));
+  EXPECT_NE(report::to_text(sum, moe).find("errors of 1 moe run, too few for a percentile)"), std::string::npos)
+      << report::to_text(sum, moe);
+  const auto j = report::to_json(sum, moe);
+  EXPECT_EQ(j["step_time_interval_basis"]["kind"], "moe");
+  EXPECT_EQ(j["step_time_interval_basis"]["runs"], 1);
+  sim::ComputeCalibration dc;
+  sim::make_compute_model(dense, &dc);
+  EXPECT_EQ(dc.interval_kind, "dense");
+  EXPECT_EQ(dc.interval_runs, hopper.prediction_interval_by_kind.at("dense").runs);
+
+  // A store row with per-kind bands: the MoE job takes the store's MoE band. A row without one for the job's kind
+  // gives the row's band over all its runs (kind empty, runs 0).
+  const std::string store = test::temp_dir() + "/kinds.sqlite";
+  hw::ComputeCalibrationRow row = hopper_row(0.8);
+  row.interval_low = -0.1;
+  row.interval_high = 0.1;
+  row.kind_intervals["moe"] = hw::KindInterval{-0.4, 0.05, 7};
+  fresh_store(store, {row});
+  const auto back = hw::CalibrationStore::open_existing(store)->lookup_compute("hopper");
+  ASSERT_EQ(back->kind_intervals.size(), 1u);
+  EXPECT_DOUBLE_EQ(back->kind_intervals.at("moe").low, -0.4);
+  EXPECT_EQ(back->kind_intervals.at("moe").runs, 7);
+  sim::ComputeCalibration mc;
+  sim::make_compute_model(test::job_from_yaml(moe_yaml + "simulation: {calibration_store: " + store + "}\n"), &mc);
+  EXPECT_DOUBLE_EQ((*mc.interval)[0], -0.4);
+  EXPECT_EQ(mc.interval_runs, 7);
+  sim::ComputeCalibration dc2;
+  sim::make_compute_model(test::job_from_yaml(test::small_gpt_yaml(1, 1, 8, 8) + "simulation: {calibration_store: " +
+                                              store + "}\n"),
+                          &dc2);
+  EXPECT_DOUBLE_EQ((*dc2.interval)[0], -0.1);
+  EXPECT_EQ(dc2.interval_runs, 0);
+  EXPECT_EQ(dc2.interval_kind, "");
+}
+
+TEST(ComputeCalibration, KindBandsInTheEfficiencyFileAreChecked) {
+  const std::string dir = test::temp_dir() + "kind-bands/";
+  std::filesystem::create_directories(dir);
+  const std::string base = test::read_file(test::source_dir() + "/data/efficiency.yaml");
+  auto error_with = [&](const std::string& band) {
+    const std::string path = dir + "efficiency.yaml";
+    std::string text = base;
+    const std::string anchor = "    prediction_interval_by_kind: {dense: {interval: [-0.169, 0.077], runs: 20}}";
+    const size_t at = text.find(anchor);
+    if (at == std::string::npos) return std::string("anchor not found");
+    text.replace(at, anchor.size(), "    prediction_interval_by_kind: " + band);
+    std::ofstream(path, std::ios::trunc) << text;
+    try {
+      (void)cost::EfficiencyCatalog::load(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error_with("{dense: {interval: [-0.169, 0.077], runs: 20}}"), "");
+  EXPECT_NE(error_with("{sparse: {interval: [-0.1, 0.1], runs: 2}}").find("prediction_interval_by_kind.sparse: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_with("{moe: {interval: [0.1, -0.1], runs: 2}}").find("prediction_interval_by_kind.moe.interval: needs"),
+            std::string::npos);
+  EXPECT_NE(error_with("{moe: {interval: [-0.1, 0.1], runs: 0}}").find("prediction_interval_by_kind.moe.runs: must be"),
+            std::string::npos);
+  EXPECT_NE(error_with("{moe: {interval: [-0.1, 0.1]}}").find("prediction_interval_by_kind.moe.runs: missing"),
+            std::string::npos);
+}
+
 TEST(ComputeCalibration, SimulationUsesTheStoredClockAndReportsItsInterval) {
   const std::string store = test::temp_dir() + "/compute.sqlite";
   hw::ComputeCalibrationRow row = hopper_row(0.5);
@@ -147,6 +253,7 @@ TEST(ComputeCalibration, StoreKeepsTheAttentionScaleAndReadsOldStoresAsOne) {
     ASSERT_TRUE(row.has_value());
     EXPECT_DOUBLE_EQ(row->sustained_clock, 0.7);
     EXPECT_DOUBLE_EQ(row->attention_scale, 1.0);
+    EXPECT_TRUE(row->kind_intervals.empty());  // nor per-kind bands: the row's band serves every kind
   }
   hw::CalibrationStore s = hw::CalibrationStore::open(path);
   EXPECT_DOUBLE_EQ(s.lookup_compute("hopper")->attention_scale, 1.0);  // the old row, migrated

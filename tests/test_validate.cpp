@@ -14,6 +14,7 @@
 #include "stepsim/validate/published_run.hpp"
 #include "stepsim/validate/run_job.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
+#include "stepsim/cost/efficiency_table.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::validate {
@@ -271,6 +272,54 @@ TEST(Validate, PipelineLayoutColumnSetsTheSplit) {
   const spec::JobSpec job = test::job_from_yaml(e.c_str());
   EXPECT_EQ(job.parallelism.virtual_stages, 2);
   EXPECT_EQ(job.parallelism.pipeline_layers, (std::vector<int>{1, 1, 1, 1}));
+}
+
+// Issue 13 item 4: each row carries the 80% interval of its kind's band and whether the measured step is inside; the
+// table by architecture and kind counts them and gives the spread of the errors. Rows measured at exactly the
+// prediction (error 0: inside any band) and at twice it (error -0.5: outside every shipped band), dense and MoE.
+TEST(Validate, IntervalCoverageAndErrorSpreadByKind) {
+  const std::string dense = "GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,1,1,8,1,1,,1,16,bf16,full,,";
+  const std::string moe = "GPT-tiny-moe,4,1024,16,16,4096,32000,1024,8,2,1024,0.1,H100-SXM,8,8,450,400,1,1,8,1,8,,1,16,bf16,full,,";
+  auto predicted = [&](const std::string& body) {
+    const std::string csv = test::write_temp("probe.csv", std::string(kHeader) + "p,S," + body + "1.0,,,,\n");
+    const std::string out = test::write_temp("probe.json", "");
+    const auto r = test::run_cli("validate " + csv + " --json " + out);
+    EXPECT_EQ(r.code, 0) << r.output;
+    return nlohmann::json::parse(test::read_file(out))["rows"][0]["predicted_step_time_s"].get<double>();
+  };
+  const double pd = predicted(dense), pm = predicted(moe);
+  char rows[1024];
+  std::snprintf(rows, sizeof rows, "d_in,S,%s%.9g,,,,\nd_out,S,%s%.9g,,,,\nm_in,S,%s%.9g,,,,\nm_out,S,%s%.9g,,,,\n",
+                dense.c_str(), pd, dense.c_str(), 2 * pd, moe.c_str(), pm, moe.c_str(), 2 * pm);
+  const std::string csv = test::write_temp("kinds.csv", std::string(kHeader) + rows);
+  const std::string out = test::write_temp("kinds.json", "");
+  const auto r = test::run_cli("validate " + csv + " --json " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(test::read_file(out));
+  ASSERT_EQ(j["rows"].size(), 4u);
+  const cost::EfficiencyTable hopper = cost::EfficiencyCatalog::builtin().resolve_arch("hopper");
+  for (const auto& row : j["rows"]) {
+    const bool is_moe = row["id"].get<std::string>()[0] == 'm';
+    EXPECT_EQ(row["kind"], is_moe ? "moe" : "dense");
+    EXPECT_EQ(row["arch"], "hopper");
+    // measured = predicted / (1 + error) for error in the kind's band.
+    const hw::KindInterval band = hopper.prediction_interval_by_kind.at(is_moe ? "moe" : "dense");
+    const double p = row["predicted_step_time_s"].get<double>();
+    EXPECT_NEAR(row["predicted_interval_s"][0].get<double>(), p / (1 + band.high), 1e-12);
+    EXPECT_NEAR(row["predicted_interval_s"][1].get<double>(), p / (1 + band.low), 1e-12);
+    EXPECT_EQ(row["measured_inside_interval"], row["id"].get<std::string>().find("_in") != std::string::npos);
+  }
+  ASSERT_EQ(j["by_kind"].size(), 2u);
+  for (const auto& b : j["by_kind"]) {
+    EXPECT_EQ(b["rows"], 2);
+    EXPECT_EQ(b["rows_with_interval"], 2);
+    EXPECT_EQ(b["measured_inside_interval"], 1);
+    // Errors 0 and -0.5 (to the printed precision of the measured step): 10th percentile -0.45, 90th -0.05.
+    EXPECT_NEAR(b["error_p10"].get<double>(), -0.45, 1e-6);
+    EXPECT_NEAR(b["error_p90"].get<double>(), -0.05, 1e-6);
+  }
+  EXPECT_NE(r.output.find("hopper moe                        2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 of 2"), std::string::npos) << r.output;
 }
 
 TEST(Validate, CommandReportsRowsErrorsAndFailures) {

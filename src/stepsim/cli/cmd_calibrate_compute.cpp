@@ -46,6 +46,15 @@ int run_calibrate_compute(const CalibrateComputeOptions& o) {
                   100 * a.mape_after, 100 * a.loo_mape, 100 * a.mean_signed_after, 100 * a.interval_low,
                   100 * a.interval_high);
     std::cout << buf;
+    nlohmann::json kinds = nlohmann::json::object();
+    for (const auto& [kind, k] : a.kind_intervals) {
+      const bool own = k.runs >= hw::kMinRunsForKindQuantiles;
+      std::snprintf(buf, sizeof buf, "  %-10s   %s: %d run%s, %s %+.1f%% .. %+.1f%%\n", "", kind.c_str(), k.runs,
+                    k.runs == 1 ? "" : "s", own ? "80% of errors" : "the band above widened to cover them:",
+                    100 * k.low, 100 * k.high);
+      std::cout << buf;
+      kinds[kind] = {{"runs", k.runs}, {"prediction_interval", {k.low, k.high}}};
+    }
     nlohmann::json errors = nlohmann::json::object();
     for (const auto& [id, e] : a.errors) errors[id] = e;
     j.push_back({{"arch", a.arch}, {"runs", a.runs}, {"sustained_clock", a.sustained_clock},
@@ -53,7 +62,8 @@ int run_calibrate_compute(const CalibrateComputeOptions& o) {
                  {"attention_share", a.attention_share},
                  {"mape_before", a.mape_before}, {"mape_after", a.mape_after}, {"loo_mape", a.loo_mape},
                  {"mean_signed_error_after", a.mean_signed_after},
-                 {"prediction_interval", {a.interval_low, a.interval_high}}, {"errors", errors}});
+                 {"prediction_interval", {a.interval_low, a.interval_high}},
+                 {"prediction_interval_by_kind", kinds}, {"errors", errors}});
   }
   for (const auto& f : fit.failed) std::cout << "  not used: " << f.id << " (line " << f.line << "): " << f.message << "\n";
   if (!o.json_path.empty()) write_output_file(o.json_path, nlohmann::json{{"archs", j}}.dump(2) + "\n", "calibration JSON");
@@ -71,6 +81,7 @@ int run_calibrate_compute(const CalibrateComputeOptions& o) {
     row.loo_mape_pct = 100 * a.loo_mape;
     row.interval_low = a.interval_low;
     row.interval_high = a.interval_high;
+    row.kind_intervals = a.kind_intervals;
     row.source = o.runs;
     row.created = created;
     store.insert_compute(row);

@@ -27,6 +27,7 @@ struct EfficiencyCatalog::Partial {
   std::optional<double> kernel_floor_us, launch_gap_us, host_to_device_GBps, cpu_optimizer_GBps;
   std::optional<double> sustained_clock;
   std::optional<std::array<double, 2>> prediction_interval;
+  std::optional<hw::KindIntervals> prediction_interval_by_kind;
 };
 
 namespace {
@@ -153,7 +154,7 @@ class Parser {
     const auto present = keys(n, key,
                               {"gemm_waves", "gemm_precision_scale", "grouped_gemm_scale", "attention",
                                "memory_efficiency", "kernel_floor_us", "launch_gap_us", "host_to_device_GBps", "cpu_optimizer_GBps", "sustained_clock",
-                               "prediction_interval"});
+                               "prediction_interval", "prediction_interval_by_kind"});
     if (present.count("gemm_waves")) {
       const YAML::Node w = n["gemm_waves"];
       const std::string k = key + ".gemm_waves";
@@ -211,6 +212,29 @@ class Parser {
       if (!(lo > -1 && lo <= hi && hi < 10)) fail(k, "needs -1 < low <= high < 10, got [" + fmt(lo) + ", " + fmt(hi) + "]");
       t.prediction_interval = std::array<double, 2>{lo, hi};
     }
+    if (present.count("prediction_interval_by_kind")) {
+      const YAML::Node by = n["prediction_interval_by_kind"];
+      const std::string k = key + ".prediction_interval_by_kind";
+      std::vector<std::string> kinds(hw::kCalibrationKinds.begin(), hw::kCalibrationKinds.end());
+      const auto have = keys(by, k, kinds);
+      hw::KindIntervals out;
+      for (const std::string& kind : have) {
+        const YAML::Node e = by[kind];
+        const std::string ek = k + "." + kind;
+        keys(e, ek, {"interval", "runs"});
+        const YAML::Node pi = e["interval"];
+        if (!pi || !pi.IsSequence() || pi.size() != 2) fail(ek + ".interval", "must be [low, high] signed fractions");
+        const double lo = number(pi[0], ek + ".interval[0]"), hi = number(pi[1], ek + ".interval[1]");
+        if (!(lo > -1 && lo <= hi && hi < 10))
+          fail(ek + ".interval", "needs -1 < low <= high < 10, got [" + fmt(lo) + ", " + fmt(hi) + "]");
+        if (!e["runs"]) fail(ek + ".runs", "missing: the number of calibration runs of this kind");
+        const double runs = number(e["runs"], ek + ".runs");
+        if (!(runs >= 1 && runs <= 1e6 && runs == std::floor(runs)))
+          fail(ek + ".runs", "must be a whole number in [1, 1e6], got " + fmt(runs));
+        out[kind] = hw::KindInterval{lo, hi, static_cast<int>(runs)};
+      }
+      t.prediction_interval_by_kind = out;
+    }
     if (present.count("sustained_clock")) t.sustained_clock = fraction(n["sustained_clock"], key + ".sustained_clock");
     if (present.count("host_to_device_GBps")) {
       const double v = number(n["host_to_device_GBps"], key + ".host_to_device_GBps");
@@ -254,6 +278,7 @@ Partial merge(const Partial& base, const Partial& over) {
   take(r.cpu_optimizer_GBps, over.cpu_optimizer_GBps);
   take(r.sustained_clock, over.sustained_clock);
   take(r.prediction_interval, over.prediction_interval);
+  take(r.prediction_interval_by_kind, over.prediction_interval_by_kind);
   return r;
 }
 
@@ -295,6 +320,7 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   t.cpu_optimizer_GBps = *p.cpu_optimizer_GBps;
   t.sustained_clock = p.sustained_clock.value_or(1.0);
   t.prediction_interval = p.prediction_interval;
+  t.prediction_interval_by_kind = p.prediction_interval_by_kind.value_or(hw::KindIntervals{});
   return t;
 }
 

@@ -12,6 +12,7 @@
 #include "stepsim/cost/compute_model.hpp"
 #include "stepsim/cost/gemm_waves.hpp"
 #include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/hw/prediction_interval.hpp"
 #include "stepsim/spec/job_spec.hpp"
 
 namespace stepsim::cost {
@@ -52,6 +53,9 @@ struct EfficiencyTable {
   // Signed relative errors (predicted - measured) / measured bounding 80% of the calibration runs of this
   // architecture (10th and 90th percentile), for the step-time prediction interval; absent = not calibrated.
   std::optional<std::array<double, 2>> prediction_interval;
+  // The same per kind of job ("dense", "moe"), from that kind's calibration runs (hw/prediction_interval.hpp); a
+  // kind without an entry takes prediction_interval.
+  hw::KindIntervals prediction_interval_by_kind;
 
   // Product of the two attention shape factors (1 where a curve is empty or an argument is <= 0).
   double attention_shape_factor(double kv_tokens, double head_dim) const;

@@ -122,7 +122,7 @@ std::vector<std::string> table_names(sqlite3* db, const std::string& path) {
   return out;
 }
 
-bool has_column(sqlite3* db, const std::string& path, const char* table, const char* column) {
+bool has_column(sqlite3* db, const std::string& path, const char* table, const std::string& column) {
   Stmt s(db, std::string("PRAGMA table_info(") + table + ")", path);
   while (s.step(path, "cannot read")) {
     if (s.text(1) == column) return true;
@@ -233,6 +233,14 @@ CalibrationStore CalibrationStore::open(const std::string& path) {
       exec(store.db_, "ALTER TABLE compute_calibration ADD COLUMN attention_scale REAL NOT NULL DEFAULT 1", path,
            "cannot write");
     }
+    // The per-kind bands came later still: three columns per kind, runs 0 = no band of that kind.
+    for (const char* kind : kCalibrationKinds) {
+      const std::string k(kind);
+      if (has_column(store.db_, path, "compute_calibration", k + "_runs")) continue;
+      for (const std::string& column : {k + "_interval_low REAL NOT NULL DEFAULT 0",
+                                        k + "_interval_high REAL NOT NULL DEFAULT 0", k + "_runs INTEGER NOT NULL DEFAULT 0"})
+        exec(store.db_, ("ALTER TABLE compute_calibration ADD COLUMN " + column).c_str(), path, "cannot write");
+    }
     exec(store.db_, "COMMIT", path, "cannot write");
   } catch (...) {
     sqlite3_exec(store.db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -242,9 +250,17 @@ CalibrationStore CalibrationStore::open(const std::string& path) {
 }
 
 int64_t CalibrationStore::insert_compute(const ComputeCalibrationRow& r) {
+  std::string columns, values;
+  int next = 11;
+  for (const char* kind : kCalibrationKinds) {
+    const std::string k(kind);
+    columns += ", " + k + "_interval_low, " + k + "_interval_high, " + k + "_runs";
+    for (int i = 0; i < 3; ++i) values += ", ?" + std::to_string(next++);
+  }
   Stmt s(db_,
          "INSERT INTO compute_calibration (arch, sustained_clock, runs, mape_pct, loo_mape_pct, interval_low, "
-         "interval_high, source, created, attention_scale) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         "interval_high, source, created, attention_scale" + columns +
+             ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10" + values + ")",
          path_);
   s.bind(1, r.arch);
   s.bind(2, r.sustained_clock);
@@ -256,6 +272,14 @@ int64_t CalibrationStore::insert_compute(const ComputeCalibrationRow& r) {
   s.bind(8, r.source);
   s.bind(9, r.created);
   s.bind(10, r.attention_scale);
+  next = 11;
+  for (const char* kind : kCalibrationKinds) {
+    const auto it = r.kind_intervals.find(kind);
+    const KindInterval k = it == r.kind_intervals.end() ? KindInterval{} : it->second;
+    s.bind(next++, k.low);
+    s.bind(next++, k.high);
+    s.bind(next++, static_cast<int64_t>(k.runs));
+  }
   s.step(path_, "cannot write");
   return sqlite3_last_insert_rowid(db_);
 }
@@ -265,10 +289,19 @@ std::optional<ComputeCalibrationRow> CalibrationStore::lookup_compute(const std:
   if (std::find(tables.begin(), tables.end(), "compute_calibration") == tables.end()) return std::nullopt;
   // A store written before attention_scale existed (opened read-only, so not migrated) reads as 1.
   const bool scaled = has_column(db_, path_, "compute_calibration", "attention_scale");
+  // Likewise a store from before the per-kind bands reads as having none.
+  std::string kind_columns;
+  for (const char* kind : kCalibrationKinds) {
+    const std::string k(kind);
+    kind_columns += has_column(db_, path_, "compute_calibration", k + "_runs")
+                        ? ", " + k + "_interval_low, " + k + "_interval_high, " + k + "_runs"
+                        : std::string(", 0, 0, 0");
+  }
   Stmt s(db_,
          std::string("SELECT id, arch, sustained_clock, runs, mape_pct, loo_mape_pct, interval_low, interval_high, "
                      "source, created, ") +
-             (scaled ? "attention_scale" : "1.0") + " FROM compute_calibration WHERE arch = ?1 ORDER BY id DESC LIMIT 1",
+             (scaled ? "attention_scale" : "1.0") + kind_columns +
+             " FROM compute_calibration WHERE arch = ?1 ORDER BY id DESC LIMIT 1",
          path_);
   s.bind(1, arch);
   if (!s.step(path_, "cannot read")) return std::nullopt;
@@ -284,6 +317,19 @@ std::optional<ComputeCalibrationRow> CalibrationStore::lookup_compute(const std:
   r.source = s.text(8);
   r.created = s.text(9);
   r.attention_scale = sqlite3_column_double(s.get(), 10);
+  int column = 11;
+  for (const char* kind : kCalibrationKinds) {
+    KindInterval k;
+    k.low = sqlite3_column_double(s.get(), column++);
+    k.high = sqlite3_column_double(s.get(), column++);
+    k.runs = sqlite3_column_int(s.get(), column++);
+    if (k.runs <= 0) continue;
+    if (!(k.low > -1 && k.low <= k.high && k.high < 10)) {
+      throw InputError(path_ + ": compute_calibration row " + std::to_string(r.id) + " has a " + kind + " interval [" +
+                       fmt(k.low) + ", " + fmt(k.high) + "], outside -1 < low <= high < 10");
+    }
+    r.kind_intervals[kind] = k;
+  }
   if (!(r.sustained_clock > 0 && r.sustained_clock <= 2)) {
     throw InputError(path_ + ": compute_calibration row " + std::to_string(r.id) + " has sustained_clock " +
                      fmt(r.sustained_clock) + ", outside (0, 2]");

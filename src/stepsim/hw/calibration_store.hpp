@@ -1,6 +1,7 @@
 #pragma once
 // The calibration store: an SQLite file of fitted NCCL model parameters, keyed by GPU, interconnect, node count and
 // NCCL version (docs/CALIBRATION.md has the schema). `stepsim calibrate comm` writes it; the NCCL model reads it.
+#include "stepsim/hw/prediction_interval.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -46,6 +47,7 @@ struct ComputeCalibrationRow {
   double mape_pct = 0;           // in-sample, after the fit
   double loo_mape_pct = 0;       // leave-one-out
   double interval_low = 0, interval_high = 0;  // residual quantiles (signed fractions) for step_time_interval_s
+  KindIntervals kind_intervals;  // the same per kind of job with runs (columns <kind>_interval_low/high, <kind>_runs)
   std::string source;            // the runs file
   std::string created;
 };

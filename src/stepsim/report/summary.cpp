@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/hw/prediction_interval.hpp"
 #include "stepsim/spec/pipeline_split.hpp"
 
 namespace stepsim::report {
@@ -42,6 +43,8 @@ Summary summarize(const sim::Simulation& s, int rank) {
   if (s.calibration.interval && out.step_time_s > 0) {
     const auto& e = *s.calibration.interval;
     out.step_time_interval_s = std::array<double, 2>{out.step_time_s / (1 + e[1]), out.step_time_s / (1 + e[0])};
+    out.interval_kind = s.calibration.interval_kind;
+    out.interval_runs = s.calibration.interval_runs;
   }
   const double tokens = static_cast<double>(job.training.global_batch_size) * static_cast<double>(job.model.seq_length);
   const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
@@ -88,7 +91,10 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   j["step_time_s"] = s.step_time_s;
   if (!s.notes.empty()) j["notes"] = s.notes;
   if (!job.model.hf_assumptions.empty()) j["assumptions"] = job.model.hf_assumptions;
-  if (s.step_time_interval_s) j["step_time_interval_s"] = {(*s.step_time_interval_s)[0], (*s.step_time_interval_s)[1]};
+  if (s.step_time_interval_s) {
+    j["step_time_interval_s"] = {(*s.step_time_interval_s)[0], (*s.step_time_interval_s)[1]};
+    if (s.interval_runs > 0) j["step_time_interval_basis"] = {{"kind", s.interval_kind}, {"runs", s.interval_runs}};
+  }
   j["tokens_per_s"] = s.tokens_per_s;
   j["tflops_per_gpu"] = s.tflops_per_gpu;
   j["mfu"] = s.mfu;
@@ -167,9 +173,15 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   std::snprintf(line, sizeof line, "  step time      %s\n", format_seconds(s.step_time_s).c_str());
   o << line;
   if (s.step_time_interval_s) {
-    std::snprintf(line, sizeof line, "  80%% interval   %s .. %s (compute calibration: %s)\n",
+    // Whose errors: "errors of 16 dense runs" tells a user how much evidence the band stands on.
+    char basis[64] = "";
+    if (s.interval_runs > 0)
+      std::snprintf(basis, sizeof basis, "; errors of %d %s run%s%s", s.interval_runs, s.interval_kind.c_str(),
+                    s.interval_runs == 1 ? "" : "s",
+                    s.interval_runs < hw::kMinRunsForKindQuantiles ? ", too few for a percentile" : "");
+    std::snprintf(line, sizeof line, "  80%% interval   %s .. %s (compute calibration: %s%s)\n",
                   format_seconds((*s.step_time_interval_s)[0]).c_str(), format_seconds((*s.step_time_interval_s)[1]).c_str(),
-                  s.calibration_source.c_str());
+                  s.calibration_source.c_str(), basis);
     o << line;
   } else if (!s.calibration_source.empty()) {
     // Say why there is none (Blackwell, Ada and Volta have no measured runs; a job's own clock has no residuals), so

@@ -26,6 +26,10 @@ struct Summary {
   // 80% prediction interval of the step time from the compute calibration's residuals: measured = predicted /
   // (1 + error), error between the calibration runs' 10th and 90th percentile. Empty when not calibrated.
   std::optional<std::array<double, 2>> step_time_interval_s;
+  // Whose errors the interval is: the calibration runs of the job's kind ("dense", "moe"), so many of them; empty and
+  // 0 when it is every run of the architecture.
+  std::string interval_kind;
+  int interval_runs = 0;
   std::string calibration_source;
   std::vector<std::string> notes;  // how the step was simulated where it differs from what the job asked (fallbacks)
   Breakdown breakdown;

@@ -71,6 +71,10 @@ std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job,
                    spec::name_of(job.simulation.overlap_model) + "'");
 }
 
+std::string calibration_kind(const spec::JobSpec& job) {
+  return job.model.moe && job.model.moe->num_experts > 0 ? "moe" : "dense";
+}
+
 // Sustained clock (and the attention scale fitted with it), in order: the job's own value; the newest `calibrate compute` row of the GPU's architecture in
 // the calibration store (unless simulation.calibration_store is "none"); data/efficiency.yaml.
 std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job, ComputeCalibration* calibration) {
@@ -80,10 +84,24 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
   cal.sustained_clock = table.sustained_clock;
   cal.source = "data/efficiency.yaml";
   cal.interval = table.prediction_interval;
+  const std::string kind = calibration_kind(job);
+  // The band of the job's kind where the calibration has runs of it, else the architecture's over all runs.
+  auto take_kind_band = [&](const hw::KindIntervals& bands) {
+    cal.interval_kind.clear();
+    cal.interval_runs = 0;
+    const auto it = bands.find(kind);
+    if (it == bands.end() || !cal.interval) return;
+    cal.interval = std::array<double, 2>{it->second.low, it->second.high};
+    cal.interval_kind = kind;
+    cal.interval_runs = it->second.runs;
+  };
+  take_kind_band(table.prediction_interval_by_kind);
   if (job.simulation.sustained_clock > 0) {
     cal.sustained_clock = job.simulation.sustained_clock;
     cal.source = "job (simulation.sustained_clock)";
     cal.interval.reset();  // the shipped residuals do not describe a value the user chose
+    cal.interval_kind.clear();
+    cal.interval_runs = 0;
   } else if (job.simulation.calibration_store != "none") {
     const std::string path = job.simulation.calibration_store.empty() ? hw::default_calibration_store_path()
                                                                       : job.simulation.calibration_store;
@@ -93,6 +111,7 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
         cal.attention_scale = row->attention_scale;
         cal.source = "store " + path;
         cal.interval = std::array<double, 2>{row->interval_low, row->interval_high};
+        take_kind_band(row->kind_intervals);
       }
     }
   }

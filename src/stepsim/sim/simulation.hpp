@@ -20,7 +20,14 @@ struct ComputeCalibration {
   std::string source;  // "job (simulation.sustained_clock)", "store <path>", "data/efficiency.yaml"
   // Signed relative errors of the calibration runs (10th, 90th percentile); absent when not calibrated.
   std::optional<std::array<double, 2>> interval;
+  // Whose errors: the calibration runs of the job's kind (calibration_kind), `interval_runs` of them; 0 = every run
+  // of the architecture (a calibration that does not tell kinds apart, or none of this kind).
+  std::string interval_kind;
+  int interval_runs = 0;
 };
+
+// "moe" for a model with routed experts, else "dense": the kind of job whose calibration runs bound its error.
+std::string calibration_kind(const spec::JobSpec& job);
 
 struct Simulation {
   workload::Workload workload;

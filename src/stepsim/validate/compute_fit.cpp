@@ -48,13 +48,27 @@ ClockAndScale fit(const std::vector<RunResponse>& runs, bool fit_attention, cons
 
 }  // namespace
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t i = static_cast<size_t>(std::floor(pos));
-  const size_t j = std::min(i + 1, v.size() - 1);
-  return v[i] + (pos - static_cast<double>(i)) * (v[j] - v[i]);
+
+hw::KindIntervals kind_intervals(const std::vector<double>& errors, const std::vector<std::string>& kinds,
+                                 double all_low, double all_high) {
+  hw::KindIntervals out;
+  for (const char* kind : hw::kCalibrationKinds) {
+    std::vector<double> mine;
+    for (size_t i = 0; i < errors.size() && i < kinds.size(); ++i)
+      if (kinds[i] == kind) mine.push_back(errors[i]);
+    if (mine.empty()) continue;
+    hw::KindInterval k;
+    k.runs = static_cast<int>(mine.size());
+    if (k.runs >= hw::kMinRunsForKindQuantiles) {
+      k.low = quantile(mine, 0.1);
+      k.high = quantile(mine, 0.9);
+    } else {
+      k.low = std::min(all_low, *std::min_element(mine.begin(), mine.end()));
+      k.high = std::max(all_high, *std::max_element(mine.begin(), mine.end()));
+    }
+    out[kind] = k;
+  }
+  return out;
 }
 
 ClockAndScale fit_clock_and_scale(const std::vector<RunResponse>& runs, bool fit_attention) {
@@ -90,6 +104,7 @@ ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOp
     RunResponse rr;
     rr.id = x.id;
     rr.arch = gpu_of(*by_id.at(x.id)).arch;
+    rr.kind = x.kind;
     rr.measured = x.measured_step_time_s;
     // T(1, 1) = a + b + c, T(0.5, 1) = a + 2b + 2c, T(1, 0.5) = a + b + 2c. Clamped at 0: an overlap can make a
     // slower kernel hide a little more, which the linear form cannot say.
@@ -120,7 +135,9 @@ ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOp
     }
     f.attention_share = total_after > 0 ? attention_after / total_after : 0;
     std::vector<double> errs;
+    std::vector<std::string> kinds;
     for (const auto& r : rs) {
+      kinds.push_back(r.kind);
       const double before = r.at(current) / r.measured - 1;
       const double after = r.at(f.sustained_clock, f.attention_scale) / r.measured - 1;
       f.mape_before += std::fabs(before);
@@ -139,6 +156,7 @@ ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOp
     f.loo_mape /= n;
     f.interval_low = quantile(errs, 0.1);
     f.interval_high = quantile(errs, 0.9);
+    f.kind_intervals = kind_intervals(errs, kinds, f.interval_low, f.interval_high);
     out.archs.push_back(std::move(f));
   }
   return out;

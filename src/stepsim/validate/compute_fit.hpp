@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/hw/prediction_interval.hpp"
 #include "stepsim/validate/validation.hpp"
 
 namespace stepsim::validate {
@@ -18,6 +19,7 @@ struct RunResponse {
   std::string id, arch;
   double measured = 0;
   double a = 0, b = 0, c = 0;  // predicted step(k, s) = a + b / k + c / (k s)
+  std::string kind = "dense";  // hw::kCalibrationKinds
   double at(double k, double s = 1) const { return a + b / k + c / (k * s); }
 };
 
@@ -40,6 +42,7 @@ struct ArchFit {
   double mape_after = 0, mean_signed_after = 0;
   double loo_mape = 0;
   double interval_low = 0, interval_high = 0;  // 10th / 90th percentile of the signed errors after the fit
+  hw::KindIntervals kind_intervals;             // the band of each kind with runs (kind_intervals() below)
   std::vector<std::pair<std::string, double>> errors;  // per run, after the fit
 };
 
@@ -58,7 +61,10 @@ double fit_sustained_clock(const std::vector<RunResponse>& runs);
 // calibration's clock (data/efficiency.yaml) and attention scale 1.
 ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOptions& o);
 
-// q-th quantile (0..1) by linear interpolation of the sorted values.
-double quantile(std::vector<double> v, double q);
+// The band of each kind among `errors` (signed, after the fit; kinds[i] is errors[i]'s): a kind with at least
+// hw::kMinRunsForKindQuantiles runs gets its own 10th and 90th percentile, one with fewer the architecture's band
+// [all_low, all_high] widened to cover each of its errors; a kind without runs gets no entry.
+hw::KindIntervals kind_intervals(const std::vector<double>& errors, const std::vector<std::string>& kinds,
+                                 double all_low, double all_high);
 
 }  // namespace stepsim::validate

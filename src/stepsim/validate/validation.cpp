@@ -17,6 +17,7 @@ namespace {
 
 struct Simulated {
   report::Summary summary;
+  std::string kind;
   std::string recompute;
   std::string job_yaml;
 };
@@ -38,6 +39,7 @@ Simulated simulate_row(const PublishedRun& run, const RunJob& rj, const Validati
     const spec::JobSpec job = spec::job_from_node(root, source, o.overrides);
     const sim::Simulation s = sim::run_simulation(job, {0});
     out.summary = report::summarize(s, 0);
+    out.kind = sim::calibration_kind(job);
     out.recompute = spec::name_of(job.training.recompute);
     YAML::Emitter emitter;
     emitter << root;
@@ -60,6 +62,15 @@ void finish_stats(SourceStats& s) {
 }
 
 }  // namespace
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t i = static_cast<size_t>(std::floor(pos));
+  const size_t j = std::min(i + 1, v.size() - 1);
+  return v[i] + (pos - static_cast<double>(i)) * (v[j] - v[i]);
+}
 
 ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const ValidationOptions& o) {
   ValidationResult res;
@@ -109,6 +120,9 @@ ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const Vali
         row.capacity_bytes = sim.summary.capacity_bytes;
         row.job_yaml = sim.job_yaml;
         row.breakdown = sim.summary.breakdown;
+        row.kind = sim.kind;
+        row.arch = gpu_of(run).arch;
+        row.interval_s = sim.summary.step_time_interval_s;
         row.error = (row.predicted_step_time_s - row.measured_step_time_s) / row.measured_step_time_s;
         done[i] = std::move(row);
       } catch (const std::exception& e) {
@@ -131,7 +145,25 @@ ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const Vali
     if (!done[i]) continue;
     add_stats(res.by_source[done[i]->source], done[i]->error);
     add_stats(all, done[i]->error);
+
     res.rows.push_back(std::move(*done[i]));
+  }
+  std::map<std::pair<std::string, std::string>, std::vector<const RowResult*>> groups;
+  for (const RowResult& row : res.rows) groups[{row.arch, row.kind}].push_back(&row);
+  for (const auto& [key, rows] : groups) {
+    KindBand b;
+    b.arch = key.first;
+    b.kind = key.second;
+    b.rows = static_cast<int>(rows.size());
+    std::vector<double> errors;
+    for (const RowResult* row : rows) {
+      errors.push_back(row->error);
+      b.with_interval += row->interval_s.has_value();
+      b.covered += row->covered();
+    }
+    b.p10 = quantile(errors, 0.1);
+    b.p90 = quantile(errors, 0.9);
+    res.bands.push_back(b);
   }
   for (auto& [name, s] : res.by_source) finish_stats(s);
   finish_stats(all);

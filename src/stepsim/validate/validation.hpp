@@ -1,7 +1,9 @@
 #pragma once
 // Simulating every published run of a CSV and comparing with what was measured: per-row error, MAPE per source and
 // overall, mean signed error. Errors are fractions, signed: negative = stepsim predicted a faster step.
+#include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,13 @@ struct RowResult {
   report::Breakdown breakdown;  // rank 0
   std::vector<std::string> assumptions;
   std::vector<std::string> stated;  // the row's optional recipe columns (RunJob::stated)
+  std::string arch;                 // the GPU's architecture (ampere, hopper, ...)
+  std::string kind;                 // "dense" or "moe": which calibration band the prediction carries
+  // The prediction's 80% interval as `simulate` gives it (seconds); absent where the architecture has no residuals.
+  std::optional<std::array<double, 2>> interval_s;
+  bool covered() const {
+    return interval_s && measured_step_time_s >= (*interval_s)[0] && measured_step_time_s <= (*interval_s)[1];
+  }
 };
 
 struct FailedRow {
@@ -40,8 +49,20 @@ struct SourceStats {
   double mape = 0, mean_signed_error = 0;
 };
 
+// The rows of one GPU architecture and kind of job: the spread of their errors (what a calibration on these rows
+// would give as the kind's band, hw/prediction_interval.hpp) and how many measured steps fall inside the 80%
+// interval their predictions carry (near 80% when the shipped bands are honest).
+struct KindBand {
+  std::string arch, kind;
+  int rows = 0;
+  double p10 = 0, p90 = 0;    // 10th and 90th percentile of the rows' signed errors
+  int with_interval = 0;      // rows whose prediction has an interval
+  int covered = 0;            // of those, measured within it
+};
+
 struct ValidationResult {
   std::vector<RowResult> rows;
+  std::vector<KindBand> bands;  // by architecture, then kind
   std::vector<FailedRow> failed;
   std::map<std::string, SourceStats> by_source;
   double mape = 0, mean_signed_error = 0;
@@ -54,6 +75,9 @@ struct ValidationOptions {
   unsigned threads = 0;                // rows simulated at once (0 = one per hardware thread)
   ProgressFn progress;                 // "simulating runs": rows done of those selected
 };
+
+// q-th quantile (0..1) by linear interpolation of the sorted values.
+double quantile(std::vector<double> v, double q);
 
 // Simulates each row (rows the simulator refuses go to `failed` with the reason). A row whose recompute is not
 // stated runs with the least recompute that fits the GPU memory (none, selective, full), as its authors must have.
