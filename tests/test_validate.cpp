@@ -274,6 +274,39 @@ TEST(Validate, PipelineLayoutColumnSetsTheSplit) {
   EXPECT_EQ(job.parallelism.pipeline_layers, (std::vector<int>{1, 1, 1, 1}));
 }
 
+// A recipe's --recompute-modules as a column: the job runs selective recompute of exactly those modules (the DeepSeek-V3
+// 25.09 check row's "mla_up_proj mlp"); they apply to selective recompute only, so another recompute is refused, and a
+// name Megatron-Core does not know is refused by the job with its key.
+TEST(Validate, RecomputeModulesColumnSetsSelectiveRecomputeOfThoseModules) {
+  std::string header = kHeader;
+  header.insert(header.size() - 1, ",recompute_modules");
+  const std::string body = "GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,2,2,2,1,1,,1,16,bf16,";
+  const auto runs = parse_published_runs(header + "a,S," + body + ",,1.0,,,,,core_attn  MLP\n", "r.csv");
+  const RunJob j = job_for_run(runs.at(0));
+  EXPECT_EQ(j.root["training"]["recompute"].as<std::string>(), "selective");
+  ASSERT_EQ(j.root["training"]["recompute_modules"].size(), 2u);
+  EXPECT_EQ(j.root["training"]["recompute_modules"][1].as<std::string>(), "mlp");
+  EXPECT_NE(std::find(j.stated.begin(), j.stated.end(), "recompute_modules: core_attn mlp"), j.stated.end());
+  YAML::Emitter e;
+  e << j.root;
+  const spec::JobSpec job = test::job_from_yaml(e.c_str());
+  EXPECT_TRUE(job.training.recomputes(spec::RecomputeModule::Mlp));
+  EXPECT_TRUE(job.training.recomputes(spec::RecomputeModule::CoreAttn));
+  EXPECT_FALSE(job.training.recomputes(spec::RecomputeModule::Layernorm));
+  try {
+    (void)parse_published_runs(header + "b,S," + body + "full,,1.0,,,,,mlp\n", "r.csv");
+    ADD_FAILURE() << "full recompute with modules was accepted";
+  } catch (const InputError& err) {
+    EXPECT_NE(std::string(err.what()).find("recompute_modules: applies to selective recompute only"), std::string::npos)
+        << err.what();
+  }
+  const auto bad = parse_published_runs(header + "c,S," + body + ",,1.0,,,,,attention\n", "r.csv");
+  YAML::Emitter e2;
+  e2 << job_for_run(bad.at(0)).root;
+  EXPECT_NE(test::job_error(e2.c_str()).find("training.recompute_modules"), std::string::npos)
+      << test::job_error(e2.c_str());
+}
+
 // Issue 13 item 4: each row carries the 80% interval of its kind's band and whether the measured step is inside; the
 // table by architecture and kind counts them and gives the spread of the errors. Rows measured at exactly the
 // prediction (error 0: inside any band) and at twice it (error -0.5: outside every shipped band), dense and MoE.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "stepsim/cost/csv_table.hpp"
 #include "stepsim/spec/input_error.hpp"
@@ -186,6 +187,14 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
     run.optimizer_state_dtype = r.choice("optimizer_state_dtype", {"fp32", "bf16", "fp16"});
     run.attention_backend = r.choice("attention_backend", {"flash", "unfused"});
     run.pipeline_layout = r.text("pipeline_layout");
+    // One cell, the modules separated by spaces (a recipe's list, e.g. "mla_up_proj mlp"); the job checks the names.
+    {
+      std::istringstream modules(r.text("recompute_modules"));
+      for (std::string m; modules >> m;) run.recompute_modules.push_back(lower_case(m));
+      if (!run.recompute_modules.empty() && !run.recompute.empty() && run.recompute != "selective") {
+        r.fail("recompute_modules", "applies to selective recompute only, but recompute is '" + run.recompute + "'");
+      }
+    }
     runs.push_back(std::move(run));
   }
   if (runs.empty()) throw InputError(source + ": no rows");

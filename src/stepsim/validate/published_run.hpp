@@ -50,6 +50,9 @@ struct PublishedRun {
   std::string optimizer_state_dtype;
   std::string attention_backend;   // flash | unfused
   std::string pipeline_layout;     // Megatron-Core's --pipeline-model-parallel-layout (checked when the job is built)
+  // Megatron-Core's --recompute-modules of the run's recipe (selective recompute of these modules only; the names
+  // the job checks: core_attn, mlp, moe, moe_act, shared_experts, layernorm, mla_up_proj). Empty = not stated.
+  std::vector<std::string> recompute_modules;
 };
 
 // Reads a published-runs CSV (header names as in the shared file; column order free; unknown columns ignored).

@@ -347,7 +347,11 @@ RunJob job_for_run(const PublishedRun& r) {
     assume("precision not stated: bf16");
   }
   t["precision"] = prec;
-  if (!r.recompute.empty()) {
+  if (!r.recompute_modules.empty()) {
+    // The recipe's own selective recompute (blank recompute column = selective, the only one modules apply to).
+    t["recompute"] = "selective";
+    for (const std::string& m : r.recompute_modules) t["recompute_modules"].push_back(m);
+  } else if (!r.recompute.empty()) {
     t["recompute"] = r.recompute;
   } else if (old) {
     t["recompute"] = "full";  // Megatron-LM 2021-22 checkpointed every layer (Narayanan 2021 §3.5, MT-NLG, BLOOM)
@@ -456,6 +460,11 @@ RunJob job_for_run(const PublishedRun& r) {
   if (!r.token_dispatcher.empty()) state("token_dispatcher", r.token_dispatcher);
   if (!r.attention_backend.empty()) state("attention_backend", r.attention_backend);
   if (!r.pipeline_layout.empty()) state("pipeline_layout", r.pipeline_layout);
+  if (!r.recompute_modules.empty()) {
+    std::string list;
+    for (const std::string& m : r.recompute_modules) list += (list.empty() ? "" : " ") + m;
+    state("recompute_modules", list);
+  }
   if (!r.optimizer_state_dtype.empty()) state("optimizer_state_dtype", r.optimizer_state_dtype);
   return out;
 }
