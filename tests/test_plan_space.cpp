@@ -95,24 +95,44 @@ TEST(PlanSpace, ExpertDegreeMustDivideExpertsAndDataTimesContext) {
 }
 
 // Layout variants (issue 13 item 5): per (TP, CP) node 2 TP-overlap settings when TP > 1 and 3 CP communications
-// when CP > 1 (x 2 expert-TP settings for an MoE model when TP > 1). The 16-GPU space above has 35 (TP, CP, PP)
-// triples of 2^a 2^b 2^c with a + b + c <= 4; leaves = 36 x sum over triples of (a > 0 ? 2 : 1) (b > 0 ? 3 : 1).
+// when CP > 1, a fourth (hierarchical a2a+p2p) where an all-to-all level a < CP fits a node: a | CP, a >= 2,
+// TP x a <= 8 GPUs per node, a | 16 heads / TP; with TP = 2^a, CP = 2^b that is b >= 2 and a <= 2 (x 2 expert-TP
+// settings for an MoE model when TP > 1). The 16-GPU space above has 35 (TP, CP, PP) triples of 2^a 2^b 2^c with
+// a + b + c <= 4; leaves = 36 x sum over triples of (a > 0 ? 2 : 1) x (b > 0 ? 3 or 4 : 1).
 TEST(PlanSpace, LayoutVariantsMultiplyTheLeaves) {
   const plan::PlanSpace s = plan::enumerate_plans(tiny_job(16, 16), sixteen_gpu_options(true));
   int64_t leaves = 0;
   for (int a = 0; a <= 4; ++a)
     for (int b = 0; a + b <= 4; ++b)
-      for (int c = 0; a + b + c <= 4; ++c) leaves += 36 * (a > 0 ? 2 : 1) * (b > 0 ? 3 : 1);
+      for (int c = 0; a + b + c <= 4; ++c)
+        leaves += 36 * (a > 0 ? 2 : 1) * (b == 0 ? 1 : (b >= 2 && a <= 2) ? 4 : 3);
   EXPECT_EQ(s.enumerated, leaves);
-  int tpo = 0, a2a = 0;
+  int tpo = 0, a2a = 0, hierarchical = 0;
   for (const plan::Plan& p : s.plans) {
     EXPECT_TRUE(!p.tp_comm_overlap || p.tensor > 1);
     EXPECT_TRUE(p.cp_comm_type == spec::CpCommType::P2P || p.context > 1);
     tpo += p.tp_comm_overlap;
     a2a += p.cp_comm_type == spec::CpCommType::A2A;
+    if (p.cp_comm_type == spec::CpCommType::A2AP2P) {
+      ++hierarchical;
+      // The largest such a: TP 1 CP 16 -> 8, TP 1 CP 8 -> 4, TP 2 CP 8 -> 4, TP 2 or 4 at CP 4 -> 2, TP 1 CP 4 -> 2.
+      const int want = p.context == 4 ? 2 : p.context == 8 ? 4 : 8;
+      EXPECT_EQ(p.cp_a2a, want) << "TP " << p.tensor << " CP " << p.context;
+      const spec::JobSpec j = plan::job_for(tiny_job(16, 16), p, 16, 16);
+      EXPECT_EQ(j.parallelism.hierarchical_context_parallel_sizes, (std::vector<int>{want, p.context / want}));
+    }
   }
   EXPECT_GT(tpo, 0);
   EXPECT_GT(a2a, 0);
+  EXPECT_GT(hierarchical, 0);
+  const spec::ModelSpec m16 = tiny_job(16, 16).model;
+  EXPECT_EQ(plan::hierarchical_cp_a2a(m16, 8, 4, 8), 0);  // 8 x 2 ranks do not fit a node of 8
+  EXPECT_EQ(plan::hierarchical_cp_a2a(m16, 1, 2, 8), 0);  // no a strictly between 1 and 2
+  EXPECT_EQ(plan::hierarchical_cp_a2a(m16, 1, 16, 4), 4);  // a node of 4
+  spec::ModelSpec odd_heads = m16;
+  odd_heads.num_attention_heads = 6;
+  EXPECT_EQ(plan::hierarchical_cp_a2a(odd_heads, 1, 8, 8), 2);  // 4 does not divide 6 heads, 2 does
+
   // The variants alone: TP 1, CP 1 -> one; TP 2, CP 2 -> 2 x 3; an MoE model at TP 2 -> 2 x 2 x 2 (the combined
   // 1F1B EP overlap off/on), at TP 1 -> 2.
   spec::ModelSpec dense = tiny_job(16, 16).model;

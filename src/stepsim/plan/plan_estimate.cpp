@@ -27,7 +27,7 @@ using workload::Phase;
 
 ProbeKey probe_key(const Plan& p) {
   return ProbeKey{p.tensor, p.context, p.expert, p.micro_batch_size, p.recompute, p.tp_comm_overlap, p.cp_comm_type,
-                  p.expert_tensor, p.fp8_recipe, p.ep_overlap};
+                  p.expert_tensor, p.fp8_recipe, p.ep_overlap, p.cp_a2a};
 }
 
 namespace {
@@ -119,6 +119,7 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   Plan p{k.tensor, 1, data, k.context, k.expert, k.micro_batch_size, 1, k.recompute};
   p.tp_comm_overlap = k.tp_comm_overlap;
   p.cp_comm_type = k.cp_comm_type;
+  p.cp_a2a = k.cp_a2a;
   p.expert_tensor = k.expert_tensor;
   p.fp8_recipe = k.fp8_recipe;
   p.ep_overlap = k.ep_overlap;

@@ -25,6 +25,7 @@ struct ProbeKey {
   int expert_tensor = 0;
   int fp8_recipe = -1;
   bool ep_overlap = false;
+  int cp_a2a = 0;  // Plan::cp_a2a
   auto operator<=>(const ProbeKey&) const = default;
 };
 ProbeKey probe_key(const Plan& p);

@@ -101,6 +101,9 @@ nlohmann::json plan_json(const PlanResult& r, const ReportContext& c) {
               {"overlap_param_gather", x.overlap_param_gather},
               {"tp_comm_overlap", x.tp_comm_overlap},
               {"cp_comm_type", spec::name_of(x.cp_comm_type)},
+              {"hierarchical_context_parallel_sizes",
+               x.cp_comm_type == spec::CpCommType::A2AP2P && x.cp_a2a > 0 ? json::array({x.cp_a2a, x.context / x.cp_a2a})
+                                                                          : json()},
               {"expert_tensor", x.expert_tensor > 0 ? x.expert_tensor : x.tensor},
               {"overlap_moe_expert_parallel_comm", x.ep_overlap},
               {"fp8_recipe", x.fp8_recipe >= 0 ? json(spec::name_of(static_cast<spec::Fp8Recipe>(x.fp8_recipe))) : json()},

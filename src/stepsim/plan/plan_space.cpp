@@ -75,8 +75,17 @@ int64_t leaves_per_expert_node(const SpaceOptions& o, int64_t layout_variants) {
 
 }  // namespace
 
+int hierarchical_cp_a2a(const spec::ModelSpec& m, int tensor, int context, int gpus_per_node) {
+  if (tensor < 1 || m.num_attention_heads % tensor != 0) return 0;
+  const int heads = m.num_attention_heads / tensor;
+  for (int a = context / 2; a >= 2; --a) {
+    if (context % a == 0 && int64_t{tensor} * a <= gpus_per_node && heads % a == 0) return a;
+  }
+  return 0;
+}
+
 std::vector<LayoutVariant> layout_variants(const spec::ModelSpec& m, int tensor, int context,
-                                           const std::vector<spec::Fp8Recipe>& fp8_recipes) {
+                                           const std::vector<spec::Fp8Recipe>& fp8_recipes, int gpus_per_node) {
   std::vector<LayoutVariant> out{LayoutVariant{}};
   auto expand = [&](auto&& set, const auto& values) {
     std::vector<LayoutVariant> next;
@@ -89,9 +98,15 @@ std::vector<LayoutVariant> layout_variants(const spec::ModelSpec& m, int tensor,
     out = std::move(next);
   };
   if (tensor > 1) expand([](LayoutVariant& v, bool x) { v.tp_comm_overlap = x; }, std::vector<bool>{false, true});
-  if (context > 1)
-    expand([](LayoutVariant& v, spec::CpCommType x) { v.cp_comm_type = x; },
-           std::vector<spec::CpCommType>{spec::CpCommType::P2P, spec::CpCommType::AllGather, spec::CpCommType::A2A});
+  if (context > 1) {
+    std::vector<std::pair<spec::CpCommType, int>> cp = {
+        {spec::CpCommType::P2P, 0}, {spec::CpCommType::AllGather, 0}, {spec::CpCommType::A2A, 0}};
+    if (const int a = hierarchical_cp_a2a(m, tensor, context, gpus_per_node)) cp.emplace_back(spec::CpCommType::A2AP2P, a);
+    expand([](LayoutVariant& v, const std::pair<spec::CpCommType, int>& x) {
+      v.cp_comm_type = x.first;
+      v.cp_a2a = x.second;
+    }, cp);
+  }
   if (m.moe && tensor > 1) expand([](LayoutVariant& v, int x) { v.expert_tensor = x; }, std::vector<int>{0, 1});
   if (m.moe) expand([](LayoutVariant& v, bool x) { v.ep_overlap = x; }, std::vector<bool>{false, true});
   if (!fp8_recipes.empty()) {
@@ -129,6 +144,7 @@ spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_
   // Hierarchical CP keeps the job's all-to-all group size a (the ring gets the rest: [a, c/a]); other types have none.
   auto& hcp = par.hierarchical_context_parallel_sizes;
   if (p.cp_comm_type != spec::CpCommType::A2AP2P) hcp.clear();
+  else if (p.cp_a2a > 0 && p.context % p.cp_a2a == 0) hcp = {p.cp_a2a, p.context / p.cp_a2a};
   else if (!hcp.empty() && hcp[0] > 0 && p.context % hcp[0] == 0) hcp = {hcp[0], p.context / hcp[0]};
   par.expert_tensor = p.expert_tensor > 0 ? p.expert_tensor : p.tensor;
   bool ok = true;
@@ -198,7 +214,7 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
   const int gpn = base.cluster.gpus_per_node;
   const std::vector<int> experts = m.moe ? divisors(m.moe->num_experts) : std::vector<int>{1};
   auto variants_of = [&](int t, int c) {
-    if (o.search_layouts) return layout_variants(m, t, c, o.fp8_recipes);
+    if (o.search_layouts) return layout_variants(m, t, c, o.fp8_recipes, gpn);
     LayoutVariant own;  // the job's own settings
     own.tp_comm_overlap = t > 1 && base.training.tp_comm_overlap;
     own.cp_comm_type = base.parallelism.cp_comm_type;
@@ -270,6 +286,7 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
                     pl.overlap_param_gather = ov.overlap_param_gather;
                     pl.tp_comm_overlap = lv.tp_comm_overlap;
                     pl.cp_comm_type = lv.cp_comm_type;
+                    pl.cp_a2a = lv.cp_a2a;
                     pl.expert_tensor = lv.expert_tensor;
                     pl.ep_overlap = lv.ep_overlap;
                     pl.fp8_recipe = lv.fp8_recipe;

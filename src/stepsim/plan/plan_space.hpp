@@ -25,6 +25,9 @@ struct Plan {
   // (CP > 1) and the expert tensor parallel size (MoE with TP > 1: TP, or 1 = parallel folding; 0 = TP).
   bool tp_comm_overlap = false;
   spec::CpCommType cp_comm_type = spec::CpCommType::P2P;
+  // Hierarchical CP (cp_comm_type a2a+p2p): the all-to-all level's size a, the ring taking context / a
+  // (parallelism.hierarchical_context_parallel_sizes [a, context / a]); 0 = the job's own a (or none).
+  int cp_a2a = 0;
   int expert_tensor = 0;
   // MoE: Megatron-Core's combined 1F1B EP overlap (training.overlap_moe_expert_parallel_comm, with
   // delay_wgrad_compute), searched off/on; plans Megatron-Core refuses with it (EP 1, full recompute, PP > 1 without
@@ -80,13 +83,19 @@ struct PlanSpace {
 struct LayoutVariant {
   bool tp_comm_overlap = false;
   spec::CpCommType cp_comm_type = spec::CpCommType::P2P;
+  int cp_a2a = 0;  // a2a+p2p: the all-to-all level's size (Plan::cp_a2a)
   int expert_tensor = 0;
   bool ep_overlap = false;
   int fp8_recipe = -1;  // -1: the job's own
 };
 // fp8_recipes (SpaceOptions::fp8_recipes) multiply the variants when not empty.
 std::vector<LayoutVariant> layout_variants(const spec::ModelSpec& m, int tensor, int context,
-                                           const std::vector<spec::Fp8Recipe>& fp8_recipes = {});
+                                           const std::vector<spec::Fp8Recipe>& fp8_recipes = {}, int gpus_per_node = 8);
+
+// The all-to-all level searched for hierarchical CP (a2a+p2p) at tensor t and context c: the largest a < c dividing c
+// whose t x a ranks fit one node (Ulysses inside the node's NVLink, the ring across nodes, the layout Megatron-Core's
+// hierarchical CP is for) and that divides the heads each TP rank holds (Ulysses splits heads); 0 when none exists.
+int hierarchical_cp_a2a(const spec::ModelSpec& m, int tensor, int context, int gpus_per_node);
 
 // The optimizer switches searched per plan: the ZeRO stage with overlap_grad_reduce and overlap_param_gather where they
 // change something. overlap_param_gather exists only with a sharded optimizer and not at stage 3 (its parameters are

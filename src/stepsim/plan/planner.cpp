@@ -316,7 +316,8 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
   }
   if (o.space.search_layouts) {
     notes.push_back("layout variants: TP communication overlap off/on (tpo) when TP > 1, the context-parallel "
-                    "communication ring / all-gather / all-to-all (cp:ring, cp:ag, cp:a2a) when CP > 1, expert tensor "
+                    "communication ring / all-gather / all-to-all / all-to-all inside a node with a ring across (cp:ring, "
+                    "cp:ag, cp:a2a, cp:a2a+p2p) when CP > 1, expert tensor "
                     "parallel TP or 1 (etp1) for an MoE model when TP > 1, the combined 1F1B EP overlap off/on "
                     "(ep1f1b) for an MoE model");
   } else {
