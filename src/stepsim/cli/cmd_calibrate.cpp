@@ -4,10 +4,9 @@
 #include <iostream>
 #include <memory>
 
-#include "stepsim/cli/calibrate_input.hpp"
-#include "stepsim/cli/calibrate_report.hpp"
+#include "stepsim/api/calibrate_comm.hpp"
+#include "stepsim/api/calibrate_comm_report.hpp"
 #include "stepsim/cli/commands.hpp"
-#include "stepsim/cost/nccl_calibration.hpp"
 #include "stepsim/hw/calibration_store.hpp"
 #include "stepsim/spec/input_error.hpp"
 
@@ -15,67 +14,18 @@ namespace stepsim::cli {
 namespace {
 
 
-std::vector<hw::CalibrationRow> store_rows(const CalibrationInput& in, const cost::NcclCalibrationResult& r,
-                                           const std::string& created) {
-  const hw::CalibrationKey key = hw::calibration_key(in.cluster);
-  std::vector<hw::CalibrationRow> rows;
-  for (const auto& g : r.groups) {
-    auto row = [&](const cost::NcclFit& f, const std::string& collective, uint64_t chunk) {
-      hw::CalibrationRow x = cost::row_of(f);
-      x.gpu = key.gpu;
-      x.interconnect = key.interconnect;
-      x.nodes = g.nodes;
-      x.gpus_per_node = in.cluster.gpus_per_node;
-      x.nccl_version = in.nccl_version;
-      x.collective = collective;
-      x.chunk_bytes = chunk;
-      x.source = in.source;
-      x.created = created;
-      return x;
-    };
-    rows.push_back(row(g.joint, "all", 0));
-    rows.back().cv_mean_abs_error_pct = g.cv.mean_abs_pct;
-    for (const auto& [chunk, f] : g.by_chunk) rows.push_back(row(f, "all", chunk));
-    for (const auto& [coll, f] : g.by_collective) rows.push_back(row(f, cost::name_of(coll), 0));
-  }
-  return rows;
-}
-
-int run_calibrate_comm(const CalibrateOptions& o) {
-  const cost::Algorithm algo = cost::algorithm_option(o.algo);
-  const std::optional<cost::Protocol> proto = cost::protocol_option(o.proto);
-  const CalibrationInput in = load_calibration_input(o);
-  const std::string store_path = o.store.empty() ? hw::default_calibration_store_path() : o.store;
-  // Open the store first: a foreign or corrupt file is reported before any work.
-  std::optional<hw::CalibrationStore> store;
-  if (!o.dry_run) store = hw::CalibrationStore::open(store_path);
-
-  const cost::NcclProfile& profile = cost::NcclProfiles::builtin().find(in.cluster.gpu);
-  const cost::NcclHardware hw = cost::nccl_hardware(in.cluster, profile.channels, profile.nvls_efficiency);
-  cost::NcclParamTable current(profile.params);
-  for (const auto& band : profile.bands) current.add(band);
-  const cost::NcclCalibrationResult result = cost::calibrate_nccl(in.points, hw, current, algo, proto);
-  if (result.groups.empty()) {
-    throw InputError(in.files.front() + ": nothing to fit: every measured point has zero size, zero time or one rank");
-  }
-  std::cout << calibration_text(in, profile, result);
-
-  const std::vector<hw::CalibrationRow> rows = store_rows(in, result, utc_now_iso());
-  std::vector<int64_t> ids;
-  if (store) {
-    ids = store->insert(rows);
-    std::cout << "# stored " << rows.size() << " row" << (rows.size() == 1 ? "" : "s") << " in " << store_path
-              << " (ids " << ids.front() << (ids.size() > 1 ? "-" + std::to_string(ids.back()) : "")
-              << "); stepsim calibrate list shows them\n";
+int run_calibrate_comm(const api::CalibrateOptions& o) {
+  const api::CalibrateCommOutput out = api::calibrate_comm(o, utc_now_iso());
+  std::cout << out.text;
+  const char* s = out.rows == 1 ? "" : "s";
+  if (!out.stored_ids.empty()) {
+    const auto& ids = out.stored_ids;
+    std::cout << "# stored " << out.rows << " row" << s << " in " << out.store_path << " (ids " << ids.front()
+              << (ids.size() > 1 ? "-" + std::to_string(ids.back()) : "") << "); stepsim calibrate list shows them\n";
   } else {
-    std::cout << "# --dry-run: " << rows.size() << " row" << (rows.size() == 1 ? "" : "s") << " not stored\n";
+    std::cout << "# --dry-run: " << out.rows << " row" << s << " not stored\n";
   }
-  if (!o.json_path.empty()) {
-    nlohmann::json j = calibration_json(in, profile, result);
-    j["store"] = store ? store_path : "";
-    j["stored_ids"] = ids;
-    write_output_file(o.json_path, j.dump(2) + "\n", "calibration JSON");
-  }
+  if (!o.json_path.empty()) write_output_file(o.json_path, out.json.dump(2) + "\n", "calibration JSON");
   return 0;
 }
 
@@ -86,14 +36,14 @@ int run_calibrate_list(const std::string& store_opt) {
     std::cout << "# calibration store " << path << ": no calibrations yet (stepsim calibrate comm writes them)\n";
     return 0;
   }
-  std::cout << store_listing(path, store->all());
+  std::cout << api::store_listing(path, store->all());
   return 0;
 }
 
 }  // namespace
 
 Action add_calibrate(CLI::App& app) {
-  auto o = std::make_shared<CalibrateOptions>();
+  auto o = std::make_shared<api::CalibrateOptions>();
   auto list_store = std::make_shared<std::string>();
   CLI::App* cal = app.add_subcommand("calibrate", "fit cost-model parameters to measurements and store them");
   cal->require_subcommand(1);

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stepsim/cli/commands.hpp"
-#include "stepsim/hw/calibration_store.hpp"
+#include "stepsim/api/calibrate_compute.hpp"
 #include "stepsim/validate/compute_fit.hpp"
 #include "stepsim/validate/published_run.hpp"
 
@@ -68,24 +68,7 @@ int run_calibrate_compute(const CalibrateComputeOptions& o) {
   for (const auto& f : fit.failed) std::cout << "  not used: " << f.id << " (line " << f.line << "): " << f.message << "\n";
   if (!o.json_path.empty()) write_output_file(o.json_path, nlohmann::json{{"archs", j}}.dump(2) + "\n", "calibration JSON");
   if (o.dry_run || fit.archs.empty()) return fit.archs.empty() ? 1 : 0;
-  const std::string path = o.store.empty() ? hw::default_calibration_store_path() : o.store;
-  hw::CalibrationStore store = hw::CalibrationStore::open(path);
-  const std::string created = utc_now_iso();
-  for (const auto& a : fit.archs) {
-    hw::ComputeCalibrationRow row;
-    row.arch = a.arch;
-    row.sustained_clock = a.sustained_clock;
-    row.attention_scale = a.attention_scale;
-    row.runs = a.runs;
-    row.mape_pct = 100 * a.mape_after;
-    row.loo_mape_pct = 100 * a.loo_mape;
-    row.interval_low = a.interval_low;
-    row.interval_high = a.interval_high;
-    row.kind_intervals = a.kind_intervals;
-    row.source = o.runs;
-    row.created = created;
-    store.insert_compute(row);
-  }
+  const std::string path = api::store_compute_fit(fit, o.runs, o.store, utc_now_iso());
   std::cout << "stored in " << path << " (simulations of these architectures use it unless simulation.calibration_store is none)\n";
   return 0;
 }

@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "stepsim/cli/calibrate_input.hpp"
+#include "stepsim/api/calibrate_comm_input.hpp"
 #include "stepsim/cost/nccl_fit.hpp"
 #include "stepsim/hw/calibration_store.hpp"
 
-namespace stepsim::cli {
+namespace stepsim::api {
 
 std::string calibration_text(const CalibrationInput& in, const cost::NcclProfile& profile,
                              const cost::NcclCalibrationResult& r);
@@ -19,4 +19,4 @@ nlohmann::json calibration_json(const CalibrationInput& in, const cost::NcclProf
 // One line per row; parameters that were not fitted carry a '*'.
 std::string store_listing(const std::string& path, const std::vector<hw::CalibrationRow>& rows);
 
-}  // namespace stepsim::cli
+}  // namespace stepsim::api

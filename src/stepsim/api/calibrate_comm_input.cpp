@@ -1,4 +1,4 @@
-#include "stepsim/cli/calibrate_input.hpp"
+#include "stepsim/api/calibrate_comm_input.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -21,7 +21,7 @@
 #include "stepsim/spec/input_file.hpp"
 #include "stepsim/spec/job_loader.hpp"
 
-namespace stepsim::cli {
+namespace stepsim::api {
 namespace {
 
 std::string base_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
@@ -308,4 +308,4 @@ CalibrationInput load_calibration_input(const CalibrateOptions& o) {
   return in;
 }
 
-}  // namespace stepsim::cli
+}  // namespace stepsim::api

@@ -7,7 +7,7 @@
 #include "stepsim/cost/nccl_fit.hpp"
 #include "stepsim/spec/job_spec.hpp"
 
-namespace stepsim::cli {
+namespace stepsim::api {
 
 struct CalibrateOptions {
   std::vector<std::string> nccl_tests;  // nccl-tests text or CSV files
@@ -38,4 +38,4 @@ struct CalibrationInput {
 // InputError naming the file (and line) and the rule for anything inconsistent or missing.
 CalibrationInput load_calibration_input(const CalibrateOptions& o);
 
-}  // namespace stepsim::cli
+}  // namespace stepsim::api

@@ -1,4 +1,4 @@
-#include "stepsim/cli/calibrate_report.hpp"
+#include "stepsim/api/calibrate_comm_report.hpp"
 
 #include <cstdio>
 #include <string>
@@ -6,7 +6,7 @@
 #include "stepsim/hw/calibration_store.hpp"
 #include "stepsim/report/text_format.hpp"
 
-namespace stepsim::cli {
+namespace stepsim::api {
 namespace {
 
 constexpr const char* kNames[cost::kNcclParamCount] = {"alpha_us",         "beta_us",          "gamma_us",
@@ -204,4 +204,4 @@ std::string store_listing(const std::string& path, const std::vector<hw::Calibra
   return s;
 }
 
-}  // namespace stepsim::cli
+}  // namespace stepsim::api
