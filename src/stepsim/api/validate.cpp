@@ -37,6 +37,7 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
                     {"breakdown_s", b},
                     {"assumptions", x.assumptions},
                     {"stated", x.stated},
+                    {"notes", x.notes},
                     {"arch", x.arch},
                     {"kind", x.kind}});
     if (x.interval_s) {

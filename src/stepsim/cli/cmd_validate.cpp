@@ -35,6 +35,7 @@ std::string to_text(const validate::ValidationResult& r, bool verbose) {
       os << "    measured from " << x.measured_from << "\n";
       for (const auto& s : x.stated) os << "    from the row: " << s << "\n";
       for (const auto& a : x.assumptions) os << "    assumed: " << a << "\n";
+      for (const auto& n : x.notes) os << "    note: " << n << "\n";
       std::snprintf(buf, sizeof buf, "    rank 0: compute %.3f s, optimizer %.3f s, bubble %.3f s, exposed comm", 
                     x.breakdown.compute_s, x.breakdown.optimizer_s, x.breakdown.pipeline_bubble_s);
       os << buf;

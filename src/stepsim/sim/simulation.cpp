@@ -1,5 +1,6 @@
 #include "stepsim/sim/simulation.hpp"
 
+#include "stepsim/sim/moe_host_note.hpp"
 #include "stepsim/cost/efficiency_table.hpp"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "stepsim/hw/calibration_store.hpp"
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/sim/flow_contended_network.hpp"
+#include "stepsim/sim/moe_host_note.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 
@@ -143,8 +145,10 @@ workload::Workload timed_workload(const spec::JobSpec& job, ComputeCalibration* 
 Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks, const ProgressFn& progress) {
   ComputeCalibration cal;
   workload::Workload w = timed_workload(job, &cal);
+  const std::optional<std::string> host_note = host_bound_moe_note(w);
   Simulation s = run_workload(std::move(w), record_ranks, progress);
   s.calibration = cal;
+  if (host_note) s.notes.push_back(*host_note);
   // A multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is one node to NCCL. A job whose node is smaller sends
   // every group larger than that node over the NICs: say so.
   const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);

@@ -121,6 +121,7 @@ ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const Vali
         row.job_yaml = sim.job_yaml;
         row.breakdown = sim.summary.breakdown;
         row.kind = sim.kind;
+        row.notes = sim.summary.notes;
         row.arch = gpu_of(run).arch;
         row.interval_s = sim.summary.step_time_interval_s;
         row.error = (row.predicted_step_time_s - row.measured_step_time_s) / row.measured_step_time_s;

@@ -29,6 +29,7 @@ struct RowResult {
   report::Breakdown breakdown;  // rank 0
   std::vector<std::string> assumptions;
   std::vector<std::string> stated;  // the row's optional recipe columns (RunJob::stated)
+  std::vector<std::string> notes;   // what `simulate` would print as notes for the row's job (e.g. host-bound MoE)
   std::string arch;                 // the GPU's architecture (ampere, hopper, ...)
   std::string kind;                 // "dense" or "moe": which calibration band the prediction carries
   // The prediction's 80% interval as `simulate` gives it (seconds); absent where the architecture has no residuals.
