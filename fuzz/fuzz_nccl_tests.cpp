@@ -92,13 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       require(r.line >= 1 && r.line <= lines && r.duration_us > 0 && std::isfinite(r.duration_us));
       require(r.nodes >= 1 && r.nodes <= r.ranks && r.ranks_per_node * r.nodes >= r.ranks);
       if (pts.size() < 64 && r.ranks <= 4096) {
-        cost::CommPoint p;
-        p.collective = r.collective;
-        p.bytes = r.bytes;
-        p.geometry = {r.ranks, r.nodes, r.ranks_per_node};
-        p.time_us = r.duration_us;
-        p.algorithm = r.algorithm;
-        pts.push_back(p);
+        pts.push_back(cost::comm_point(r, ""));
       }
     }
   } catch (const InputError&) {

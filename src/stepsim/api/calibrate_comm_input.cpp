@@ -138,15 +138,7 @@ void add_records(const std::string& path, Collected& c) {
   const cost::KernelRecords k = cost::read_kernel_records(path);
   std::set<std::string> colls;
   for (const auto& r : k.records) {
-    cost::CommPoint p;
-    p.collective = r.collective;
-    p.bytes = r.bytes;
-    p.geometry = {r.ranks, r.nodes, r.ranks_per_node};
-    p.time_us = r.duration_us;
-    p.algorithm = r.algorithm;
-    p.protocol = r.protocol;
-    p.where = at(path, r.line);
-    c.points.push_back(std::move(p));
+    c.points.push_back(cost::comm_point(r, at(path, r.line)));
     colls.insert(cost::name_of(r.collective));
   }
   std::string summary = path + ": " + std::to_string(k.records.size()) + " kernel records";

@@ -76,4 +76,16 @@ KernelRecords read_kernel_records(const std::string& path) {
   return parse_kernel_records(read_measurement_file(path), path);
 }
 
+CommPoint comm_point(const KernelRecord& r, const std::string& where) {
+  CommPoint p;
+  p.collective = r.collective;
+  p.bytes = r.bytes;
+  p.geometry = {r.ranks, r.nodes, r.ranks_per_node};
+  p.time_us = r.duration_us;
+  p.algorithm = r.algorithm;
+  p.protocol = r.protocol;
+  p.where = where;
+  return p;
+}
+
 }  // namespace stepsim::cost

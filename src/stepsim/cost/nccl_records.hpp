@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "stepsim/cost/collective_algorithm.hpp"
+#include "stepsim/cost/nccl_fit.hpp"
 #include "stepsim/cost/nccl_tests_reader.hpp"
 
 namespace stepsim::cost {
@@ -33,5 +34,8 @@ struct KernelRecords {
 // InputError naming the file for binary data, a header without the required columns, or no valid row.
 KernelRecords parse_kernel_records(std::string_view text, const std::string& path);
 KernelRecords read_kernel_records(const std::string& path);
+
+// A record as a measured point of the NCCL fit (its algorithm and protocol as recorded); `where` names it in messages.
+CommPoint comm_point(const KernelRecord& r, const std::string& where);
 
 }  // namespace stepsim::cost
