@@ -1,6 +1,5 @@
 #include "stepsim/sim/simulation.hpp"
 
-#include "stepsim/sim/moe_host_note.hpp"
 #include "stepsim/cost/efficiency_table.hpp"
 
 #include <algorithm>
