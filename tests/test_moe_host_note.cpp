@@ -3,6 +3,9 @@
 // graphs or with capacity-padded (static) buffers, and it changes no number.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "stepsim/report/summary.hpp"
 #include "stepsim/sim/moe_host_note.hpp"
 #include "stepsim/sim/simulation.hpp"
 #include "test_util.hpp"
@@ -54,6 +57,82 @@ TEST(MoeHostNote, TheNoteChangesNoNumber) {
   EXPECT_TRUE(sim::host_bound_moe_note(w).has_value());
   const sim::Simulation again = sim::run_workload(sim::timed_workload(j), {0});
   EXPECT_EQ(with.result.step_ns, again.result.step_ns);
+}
+
+// The host-bound wait, by hand on a stage of 2 MoE layers and 2 micro-batches whose every forward is 1 ms of GPU work
+// and every backward 2 ms (H_f = 5,803.5 us and H_b = (43,331.1 - 23,214) / 4 = 5,029.275 us, megatron_host.csv):
+// each forward waits 5.8035 - 1 = 4.8035 ms, 4 forwards 19.214 ms; each micro-batch's backward (one chunk of both
+// layers, no synchronisation) 2 x 5.029275 - 2 x 2 = 6.05855 ms, twice 12.1171 ms; 31.3311 ms in all. Recomputing both
+// layers of micro-batch 1 (1 ms each) costs the host 2 x 5.8035 ms more and the GPU 2 ms more: +9.607 ms.
+TEST(MoeHostNote, HostBoundWaitByHandOnASyntheticStage) {
+  EXPECT_DOUBLE_EQ(sim::kMoeLayerBackwardHostUs, 5029.275);
+  auto stage = [](bool recompute) {
+    workload::Workload w;
+    w.job.model.moe = spec::MoeSpec{};
+    w.job.model.moe->num_experts = 8;
+    workload::Program p;
+    p.names = {"layer", "moe_host_sync"};
+    auto add = [&](workload::Phase phase, int mb, int layer, int64_t ns, uint16_t name = 0) {
+      workload::Op op;
+      op.phase = phase;
+      op.microbatch = mb;
+      op.layer = static_cast<int16_t>(layer);
+      op.duration_ns = ns;
+      op.name = name;
+      p.ops.push_back(op);
+    };
+    for (int mb = 0; mb < 2; ++mb) {
+      for (int l = 0; l < 2; ++l) {
+        add(workload::Phase::Forward, mb, l, 600'000);
+        add(workload::Phase::Forward, mb, l, 0, 1);  // the dispatcher's synchronisation marks the layer as MoE
+        add(workload::Phase::Forward, mb, l, 400'000);
+      }
+    }
+    for (int mb = 0; mb < 2; ++mb) {
+      for (int l = 1; l >= 0; --l) {
+        if (recompute && mb == 1) add(workload::Phase::Recompute, mb, l, 1'000'000);
+        add(workload::Phase::Backward, mb, l, 2'000'000);
+      }
+    }
+    // A non-MoE op (the output layer) counts for nothing.
+    add(workload::Phase::Forward, 0, -1, 9'000'000);
+    w.programs.push_back(p);
+    return sim::host_bound_moe(w);
+  };
+  const auto plain = stage(false);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_DOUBLE_EQ(plain->gpu_us_per_layer_forward, 1000.0);
+  EXPECT_NEAR(plain->extra_s, 31.3311e-3, 1e-9);
+  const auto recomputed = stage(true);
+  ASSERT_TRUE(recomputed.has_value());
+  EXPECT_NEAR(recomputed->extra_s, 31.3311e-3 + 2 * 5.8035e-3 - 2e-3, 1e-9);
+  EXPECT_NE(sim::host_bound_moe_note(*plain).find("by up to 0.031 s"), std::string::npos) << sim::host_bound_moe_note(*plain);
+}
+
+// The summary keeps the GPU-bound step time and widens the interval's upper end to the host-bound step, in text and
+// JSON; CUDA graphs take the widening away with the note.
+TEST(MoeHostNote, TheIntervalReachesTheHostBoundStep) {
+  const spec::JobSpec j = test::job_from_yaml(qwen3_layer_job());
+  const sim::Simulation s = sim::run_simulation(j, {0});
+  const auto h = sim::host_bound_moe(sim::timed_workload(j));
+  ASSERT_TRUE(h.has_value());
+  EXPECT_DOUBLE_EQ(s.host_bound_extra_s, h->extra_s);
+  EXPECT_GT(h->extra_s, 0.0);
+  const report::Summary sum = report::summarize(s, 0);
+  EXPECT_DOUBLE_EQ(sum.step_time_s, static_cast<double>(s.result.step_ns) * 1e-9);
+  EXPECT_DOUBLE_EQ(sum.step_time_host_bound_s, sum.step_time_s + h->extra_s);
+  ASSERT_TRUE(sum.step_time_interval_s.has_value());
+  EXPECT_DOUBLE_EQ((*sum.step_time_interval_s)[1], sum.step_time_host_bound_s);
+  EXPECT_LT((*sum.step_time_interval_s)[0], sum.step_time_s);
+  const std::string text = report::to_text(sum, j);
+  EXPECT_NE(text.find("upper end at least the host-bound step, " + report::format_seconds(sum.step_time_host_bound_s)),
+            std::string::npos)
+      << text;
+  EXPECT_DOUBLE_EQ(report::to_json(sum, j)["step_time_host_bound_s"].get<double>(), sum.step_time_host_bound_s);
+  const spec::JobSpec graphs = test::job_from_yaml(qwen3_layer_job(", cuda_graphs: true"));
+  const report::Summary g = report::summarize(sim::run_simulation(graphs, {0}), 0);
+  EXPECT_EQ(g.step_time_host_bound_s, 0.0);
+  EXPECT_FALSE(report::to_json(g, graphs).contains("step_time_host_bound_s"));
 }
 
 }  // namespace

@@ -312,7 +312,10 @@ TEST(Validate, RecomputeModulesColumnSetsSelectiveRecomputeOfThoseModules) {
 // prediction (error 0: inside any band) and at twice it (error -0.5: outside every shipped band), dense and MoE.
 TEST(Validate, IntervalCoverageAndErrorSpreadByKind) {
   const std::string dense = "GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,1,1,8,1,1,,1,16,bf16,full,,";
-  const std::string moe = "GPT-tiny-moe,4,1024,16,16,4096,32000,1024,8,2,1024,0.1,H100-SXM,8,8,450,400,1,1,8,1,8,,1,16,bf16,full,,";
+  // The MoE rows' layer has enough GPU work per forward (16K tokens, hidden 4096) not to be host-bound, whose
+  // interval reaches higher than the band (MoeHostNote.ValidateCountsTheHostBoundStepInsideTheInterval).
+  const std::string moe =
+      "GPT-tiny-moe,4,4096,32,32,16384,32000,16384,8,2,4096,0.1,H100-SXM,8,8,450,400,1,1,8,1,8,,1,16,bf16,full,,";
   auto predicted = [&](const std::string& body) {
     const std::string csv = test::write_temp("probe.csv", std::string(kHeader) + "p,S," + body + "1.0,,,,\n");
     const std::string out = test::write_temp("probe.json", "");

@@ -46,6 +46,11 @@ Summary summarize(const sim::Simulation& s, int rank) {
     out.interval_kind = s.calibration.interval_kind;
     out.interval_runs = s.calibration.interval_runs;
   }
+  if (s.host_bound_extra_s > 0 && out.step_time_s > 0) {
+    out.step_time_host_bound_s = out.step_time_s + s.host_bound_extra_s;
+    if (out.step_time_interval_s)
+      (*out.step_time_interval_s)[1] = std::max((*out.step_time_interval_s)[1], out.step_time_host_bound_s);
+  }
   const double tokens = static_cast<double>(job.training.global_batch_size) * static_cast<double>(job.model.seq_length);
   const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
   if (out.step_time_s > 0) {
@@ -95,6 +100,7 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
     j["step_time_interval_s"] = {(*s.step_time_interval_s)[0], (*s.step_time_interval_s)[1]};
     if (s.interval_runs > 0) j["step_time_interval_basis"] = {{"kind", s.interval_kind}, {"runs", s.interval_runs}};
   }
+  if (s.step_time_host_bound_s > 0) j["step_time_host_bound_s"] = s.step_time_host_bound_s;
   j["tokens_per_s"] = s.tokens_per_s;
   j["tflops_per_gpu"] = s.tflops_per_gpu;
   j["mfu"] = s.mfu;
@@ -145,7 +151,7 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
 std::string to_text(const Summary& s, const spec::JobSpec& job) {
   std::ostringstream o;
   const auto& p = job.parallelism;
-  char line[256];
+  char line[512];
   o << "stepsim: " << job.model.name << " on " << job.cluster.num_gpus << " x " << job.cluster.gpu << "  (TP "
     << p.tensor << ", PP " << p.pipeline << ", DP " << p.data << ", CP " << p.context << ", EP " << p.expert
     << (p.sequence_parallel ? ", SP" : "") << ", " << spec::name_of(p.schedule)
@@ -179,9 +185,13 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
       std::snprintf(basis, sizeof basis, "; errors of %d %s run%s%s", s.interval_runs, s.interval_kind.c_str(),
                     s.interval_runs == 1 ? "" : "s",
                     s.interval_runs < hw::kMinRunsForKindQuantiles ? ", too few for a percentile" : "");
-    std::snprintf(line, sizeof line, "  80%% interval   %s .. %s (compute calibration: %s%s)\n",
+    char host[96] = "";
+    if (s.step_time_host_bound_s > 0)
+      std::snprintf(host, sizeof host, "; upper end at least the host-bound step, %s",
+                    format_seconds(s.step_time_host_bound_s).c_str());
+    std::snprintf(line, sizeof line, "  80%% interval   %s .. %s (compute calibration: %s%s%s)\n",
                   format_seconds((*s.step_time_interval_s)[0]).c_str(), format_seconds((*s.step_time_interval_s)[1]).c_str(),
-                  s.calibration_source.c_str(), basis);
+                  s.calibration_source.c_str(), basis, host);
     o << line;
   } else if (!s.calibration_source.empty()) {
     // Say why there is none (Blackwell, Ada and Volta have no measured runs; a job's own clock has no residuals), so

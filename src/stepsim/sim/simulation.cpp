@@ -144,10 +144,13 @@ workload::Workload timed_workload(const spec::JobSpec& job, ComputeCalibration* 
 Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks, const ProgressFn& progress) {
   ComputeCalibration cal;
   workload::Workload w = timed_workload(job, &cal);
-  const std::optional<std::string> host_note = host_bound_moe_note(w);
+  const std::optional<HostBoundMoe> host_bound = host_bound_moe(w);
   Simulation s = run_workload(std::move(w), record_ranks, progress);
   s.calibration = cal;
-  if (host_note) s.notes.push_back(*host_note);
+  if (host_bound) {
+    s.notes.push_back(host_bound_moe_note(*host_bound));
+    s.host_bound_extra_s = host_bound->extra_s;
+  }
   // A multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is one node to NCCL. A job whose node is smaller sends
   // every group larger than that node over the NICs: say so.
   const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);

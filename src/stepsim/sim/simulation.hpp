@@ -34,6 +34,9 @@ struct Simulation {
   SimResult result;
   ComputeCalibration calibration;  // of the compute model that timed the step (job-built workloads)
   std::vector<std::string> notes;  // what the user should know about how it was simulated (fallbacks)
+  // Host-bound MoE layers: what the step may take longer with the measured eager host time as the floor (0 = not
+  // host-bound; moe_host_note.hpp). Not in result.step_ns; the summary's interval reaches up to it.
+  double host_bound_extra_s = 0;
 };
 
 // Where the NCCL model's parameters come from (simulation.calibration_store, simulation.nccl_version).
