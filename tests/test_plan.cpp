@@ -418,6 +418,50 @@ TEST(Planner, NoFeasiblePlanIsAnAnswerWithReasons) {
   EXPECT_NE(text.find("rule memory"), std::string::npos);
 }
 
+// Engine-timed MoE plans whose layers are host-bound carry the host-bound step (the summary's, by the same
+// simulation), flagged in the text and JSON with a note; the ranking stays by the GPU-bound step. Dense plans and
+// estimated rows carry none.
+TEST(Planner, HostBoundMoePlansAreFlaggedNotReranked) {
+  const std::string yaml =
+      "model: {name: m, num_layers: 4, hidden_size: 2048, num_attention_heads: 32, num_query_groups: 4, kv_channels: 128,"
+      " ffn_hidden_size: 6144, activation: swiglu, normalization: rmsnorm, add_bias_linear: false, vocab_size: 32000,"
+      " seq_length: 4096, moe: {num_experts: 128, topk: 8, ffn_hidden_size: 768}}\n"
+      "parallelism: {expert: 8}\n"
+      "training: {micro_batch_size: 1, global_batch_size: 8, precision: bf16}\n"
+      "cluster: {gpu: H100-SXM, num_gpus: 8, gpus_per_node: 8}\nsimulation: {calibration_store: none}\n";
+  spec::JobSpec base = test::job_from_yaml(yaml);
+  spec::validate(base);
+  plan::PlannerOptions o = small_options(2, 1);
+  o.top = 4;
+  const plan::PlanResult r = plan::run_planner(base, o);
+  ASSERT_GE(r.plans.size(), 3u);
+  int flagged = 0;
+  for (size_t i = 0; i < r.plans.size(); ++i) {
+    const plan::RankedPlan& p = r.plans[i];
+    if (!p.simulated) {
+      EXPECT_EQ(p.host_bound_step_time_s, 0.0);
+      continue;
+    }
+    spec::JobSpec j = plan::job_for(base, p.plan, 8, 8);
+    spec::validate(j);
+    const report::Summary sum = report::summarize(sim::run_simulation(j, {0}), 0);
+    EXPECT_DOUBLE_EQ(p.host_bound_step_time_s, sum.step_time_host_bound_s) << plan::describe(p.plan);
+    EXPECT_DOUBLE_EQ(p.step_time_s, sum.step_time_s);
+    flagged += p.host_bound_step_time_s > p.step_time_s ? 1 : 0;
+    if (i > 0 && r.plans[i - 1].simulated) EXPECT_LE(r.plans[i - 1].step_time_s, p.step_time_s);
+  }
+  EXPECT_EQ(flagged, 2);  // both engine-timed plans: this layer is host-bound at every split of 8 GPUs
+  const plan::ReportContext ctx{"m", "H100-SXM", 8, 8, o};
+  EXPECT_NE(plan::plan_text(r, ctx).find("host-bound up to "), std::string::npos);
+  EXPECT_NE(plan::plan_text(r, ctx).find("host-bound up to X s: an engine-timed MoE plan"), std::string::npos);
+  EXPECT_DOUBLE_EQ(plan::plan_json(r, ctx)["plans"][0]["host_bound_step_time_s"].get<double>(),
+                   r.plans[0].host_bound_step_time_s);
+  const plan::PlanResult dense = plan::run_planner(tiny(8, 8), small_options(2, 1));
+  for (const auto& p : dense.plans) EXPECT_EQ(p.host_bound_step_time_s, 0.0);
+  EXPECT_EQ(plan::plan_text(dense, plan::ReportContext{"tiny", "H100-SXM", 8, 8, small_options(2, 1)}).find("host-bound"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace stepsim
 

@@ -69,6 +69,10 @@ std::string plan_text(const PlanResult& r, const ReportContext& c) {
         o << buf;
       }
       if (p.memory_at_risk) o << "  memory at risk";
+      if (p.host_bound_step_time_s > 0) {
+        std::snprintf(buf, sizeof buf, "  host-bound up to %.3f s", p.host_bound_step_time_s);
+        o << buf;
+      }
       o << "\n";
     }
     o << "  (TP comm: exposed TP + CP + EP communication; PP: bubble + exposed sends; per step, on the slowest stage"
@@ -126,6 +130,7 @@ nlohmann::json plan_json(const PlanResult& r, const ReportContext& c) {
       j["ettr"] = p.ettr;
     }
     if (c.options.price_per_gpu_hour > 0) j["cost_usd"] = p.cost_usd;
+    if (p.host_bound_step_time_s > 0) j["host_bound_step_time_s"] = p.host_bound_step_time_s;
     plans.push_back(j);
   }
   json pruning = json::object();

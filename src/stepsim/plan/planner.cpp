@@ -264,6 +264,7 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
           rp.tflops_per_gpu = sum.tflops_per_gpu;
           rp.peak_memory_bytes = sum.peak_bytes_max;
           rp.memory_at_risk = at_risk(rp.peak_memory_bytes);
+          rp.host_bound_step_time_s = sum.step_time_host_bound_s;
           const auto& b = sum.breakdown;
           rp.stages = StageTimes{b.compute_s, b.exposed_comm_s[report::kTp], b.exposed_comm_s[report::kCp],
                                  b.exposed_comm_s[report::kEp], b.exposed_comm_s[report::kPp] + b.pipeline_bubble_s,
@@ -313,6 +314,12 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
                   "ranks by the objective alone)",
                   100 * margin, static_cast<long long>(r.at_risk), safe_bytes / (1 << 30));
     notes.push_back(buf);
+  }
+  if (std::any_of(r.plans.begin(), r.plans.end(), [](const RankedPlan& p) { return p.host_bound_step_time_s > 0; })) {
+    notes.push_back("host-bound up to X s: an engine-timed MoE plan whose layers give the GPU less work per forward than "
+                    "an eager Megatron-Core MoE layer needs of the host; X is its step with the measured host time as the "
+                    "floor (its step time column is the GPU-bound one, by which every plan is ranked; CUDA graphs or "
+                    "larger micro-batches remove the risk; docs/COST-MODELS.md, \"Host-bound MoE layers\")");
   }
   if (o.space.search_layouts) {
     notes.push_back("layout variants: TP communication overlap off/on (tpo) when TP > 1, the context-parallel "

@@ -53,6 +53,10 @@ struct RankedPlan {
   double step_time_s = 0, tflops_per_gpu = 0;
   int64_t peak_memory_bytes = 0;
   bool memory_at_risk = false;  // fits, but within PlannerOptions::memory_margin of capacity
+  // Engine-timed MoE plans whose layers are host-bound: the step with the measured eager host time as the floor
+  // (sim/moe_host_note.hpp); 0 = not host-bound or not engine-timed. Flagged, not ranked by: step_time_s stays the
+  // GPU-bound time every plan is ranked by.
+  double host_bound_step_time_s = 0;
   StageTimes stages;
   // Objective e2e: MoFa eq. 44's interval and eq. 43's time; cost when a price is given.
   int64_t checkpoint_interval = 0;
