@@ -107,7 +107,7 @@ TEST(ComputeCalibration, AJobGetsItsKindsBandFromTheShippedTableAndTheStore) {
   ASSERT_EQ(hopper.prediction_interval_by_kind.count("moe"), 1u);
   const hw::KindInterval moe_band = hopper.prediction_interval_by_kind.at("moe");
   EXPECT_EQ(moe_band.runs, 1);
-  const std::string dense_yaml = test::small_gpt_yaml(1, 1, 8, 8) + "simulation: {calibration_store: none}\n";
+  const std::string dense_yaml = test::small_gpt_yaml(1, 1, 8, 8, "", "", ", calibration_store: none");
   const std::string moe_yaml =
       "model: {name: m, num_layers: 2, hidden_size: 1024, num_attention_heads: 16, ffn_hidden_size: 4096,"
       " vocab_size: 32000, seq_length: 1024, moe: {num_experts: 8, topk: 2, ffn_hidden_size: 1024}}\n"
@@ -152,8 +152,7 @@ TEST(ComputeCalibration, AJobGetsItsKindsBandFromTheShippedTableAndTheStore) {
   EXPECT_DOUBLE_EQ((*mc.interval)[0], -0.4);
   EXPECT_EQ(mc.interval_runs, 7);
   sim::ComputeCalibration dc2;
-  sim::make_compute_model(test::job_from_yaml(test::small_gpt_yaml(1, 1, 8, 8) + "simulation: {calibration_store: " +
-                                              store + "}\n"),
+  sim::make_compute_model(test::job_from_yaml(test::small_gpt_yaml(1, 1, 8, 8, "", "", ", calibration_store: " + store)),
                           &dc2);
   EXPECT_DOUBLE_EQ((*dc2.interval)[0], -0.1);
   EXPECT_EQ(dc2.interval_runs, 0);
@@ -200,8 +199,8 @@ TEST(ComputeCalibration, SimulationUsesTheStoredClockAndReportsItsInterval) {
   newer.sustained_clock = 0.6;  // newer row wins
   fresh_store(store, {row, newer});
   std::string yaml = test::small_gpt_yaml(1, 1, 1, 4);
-  const spec::JobSpec at1 = test::job_from_yaml(yaml + "simulation: {calibration_store: none, sustained_clock: 1.0}\n");
-  const spec::JobSpec stored = test::job_from_yaml(yaml + "simulation: {calibration_store: " + store + "}\n");
+  const spec::JobSpec at1 = test::job_from_yaml(test::with_simulation(yaml, "calibration_store: none, sustained_clock: 1.0"));
+  const spec::JobSpec stored = test::job_from_yaml(test::with_simulation(yaml, "calibration_store: " + store));
   sim::ComputeCalibration cal;
   sim::make_compute_model(stored, &cal);
   EXPECT_DOUBLE_EQ(cal.sustained_clock, 0.6);
@@ -270,7 +269,7 @@ TEST(ComputeCalibration, AttentionScaleSlowsOnlyTheAttentionKernels) {
   fresh_store(store, {hopper_row(1.0, 0.5)});
   std::string yaml = test::small_gpt_yaml(1, 1, 1, 1);
   yaml.replace(yaml.find("seq_length: 1024"), 16, "seq_length: 8192");
-  auto with = [&](const std::string& sim) { return test::job_from_yaml(yaml + "simulation: {" + sim + "}\n"); };
+  auto with = [&](const std::string& sim) { return test::job_from_yaml(test::with_simulation(yaml, sim)); };
   sim::ComputeCalibration cal;
   sim::make_compute_model(with("calibration_store: " + store), &cal);
   EXPECT_DOUBLE_EQ(cal.attention_scale, 0.5);

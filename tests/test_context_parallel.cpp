@@ -60,7 +60,8 @@ TEST(ContextParallel, RingStepWaitsForItsKvBlock) {
       "model: {name: g, num_layers: 2, hidden_size: 1024, num_attention_heads: 16, ffn_hidden_size: 4096,"
       " vocab_size: 32000, seq_length: 4096}\n"
       "parallelism: {context: 2, data: 1}\ntraining: {micro_batch_size: 1, global_batch_size: 1}\n"
-      "cluster: {gpu: H100-SXM, num_gpus: 2, gpus_per_node: 1, inter_node: {bandwidth_Gbps: 1, latency_us: 5}}\n");
+      "cluster: {gpu: H100-SXM, num_gpus: 2, gpus_per_node: 1, inter_node: {bandwidth_Gbps: 1, latency_us: 5}}\n"
+      "simulation: {host_time_scale: 0}\n");  // host issue model off: the exchange's timing is under test
   const sim::Simulation s = sim::run_simulation(job, {0});
   const workload::Program& p = s.workload.programs[0];
   const sim::RankTimeline& tl = s.result.recorded.at(0);

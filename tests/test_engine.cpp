@@ -22,7 +22,8 @@ std::string pipeline_job(int p, int m, const std::string& schedule, int v = 1, i
          ", schedule: " + schedule + ", virtual_stages: " + std::to_string(v) + "}\n"
          "training: {micro_batch_size: 1, global_batch_size: " + std::to_string(m * d) + "}\n"
          "cluster: {gpu: H100-SXM, num_gpus: " + std::to_string(p * t * d) +
-         ", gpus_per_node: 1, intra_node: {bandwidth_GBps: 1e6, latency_us: 0}, inter_node: {bandwidth_GBps: 1e6, latency_us: 0}}\n";
+         ", gpus_per_node: 1, intra_node: {bandwidth_GBps: 1e6, latency_us: 0}, inter_node: {bandwidth_GBps: 1e6, latency_us: 0}}\n"
+         "simulation: {host_time_scale: 0}\n";  // host issue model off: the closed forms are of the GPU timeline
 }
 
 sim::Simulation run(const std::string& yaml, std::vector<int> record) {

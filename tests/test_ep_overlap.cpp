@@ -27,7 +27,8 @@ std::string moe_job(const std::string& training_extra, int global_batch = 64, co
          "parallelism: {tensor: 1, pipeline: 1, expert: 16}\n"
          "training: {micro_batch_size: 1, global_batch_size: " + std::to_string(global_batch) +
          ", precision: bf16, distributed_optimizer: true" + training_extra + "}\n"
-         "cluster: {gpu: H100-SXM, num_gpus: 16, gpus_per_node: 8" + cluster_extra + "}\n";
+         "cluster: {gpu: H100-SXM, num_gpus: 16, gpus_per_node: 8" + cluster_extra + "}\n"
+         "simulation: {host_time_scale: 0}\n";  // host issue model off: this small MoE layer would be host-bound
 }
 const std::string kOverlap = ", overlap_moe_expert_parallel_comm: true";
 

@@ -144,7 +144,7 @@ TEST(FlowEngine, OneCollectiveAloneTakesWhatTheFlowModelSays) {
 // TP 2, DP 4, PP 2 on nodes of 4 GPUs: the DP groups of a stage span two nodes and, with one NIC per node,
 // share it.
 spec::JobSpec job_with(const std::string& comm_model, int nics) {
-  spec::JobSpec job = test::job_from_yaml(test::small_gpt_yaml(2, 2, 4, 32) + "simulation: {comm_model: " + comm_model + "}\n");
+  spec::JobSpec job = test::job_from_yaml(test::small_gpt_yaml(2, 2, 4, 32, "", "", ", comm_model: " + comm_model));
   job.cluster.gpus_per_node = 4;
   job.cluster.network.nics_per_node = nics;
   job.cluster.network.nic_GBps = 4 * 50.0 / nics;  // the node's NIC total stays 200 GB/s

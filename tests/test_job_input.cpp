@@ -232,7 +232,8 @@ TEST(JobInput, DuplicateKeysSecondDocumentsAndNonFilesAreErrors) {
   const std::string dup = test::write_temp("dup_key.yaml", job + "training: {global_batch_size: 32}\n");
   auto r = run_cli("simulate " + dup);
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find(dup + ":5: key 'training' appears twice in one mapping"), std::string::npos) << r.output;
+  // small_gpt_yaml has 5 lines: the duplicate is line 6.
+  EXPECT_NE(r.output.find(dup + ":6: key 'training' appears twice in one mapping"), std::string::npos) << r.output;
   const std::string nested = test::write_temp("dup_nested.yaml", "model: {name: a, name: b}\n");
   r = run_cli("simulate " + nested);
   EXPECT_EQ(r.code, 2) << r.output;
@@ -240,7 +241,7 @@ TEST(JobInput, DuplicateKeysSecondDocumentsAndNonFilesAreErrors) {
   const std::string two = test::write_temp("two_docs.yaml", job + "---\nmodel: {num_layers: 2}\n");
   r = run_cli("simulate " + two);
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find(two + ":5: a second YAML document"), std::string::npos) << r.output;  // the `---` line
+  EXPECT_NE(r.output.find(two + ":6: a second YAML document"), std::string::npos) << r.output;  // the `---` line
   // fuzz_job_yaml's input that made YAML::LoadAll loop forever: an error at once.
   const std::string looped = test::write_temp("fuzz_loop.yaml", ",modectivation_[1, 2\n");
   r = run_cli("simulate " + looped);

@@ -33,7 +33,8 @@ std::string job(const std::string& moe_extra, int tp = 1, const std::string& clu
          "parallelism: {tensor: " + std::to_string(tp) + ", expert: 2, sequence_parallel: " + (tp > 1 ? "true" : "false") +
          "}\ntraining: {micro_batch_size: 1, global_batch_size: 2}\n"
          "cluster: {gpu: H100-SXM, num_gpus: " + std::to_string(gpus) + ", gpus_per_node: " + std::to_string(gpus) +
-         cluster_extra + "}\n";
+         cluster_extra + "}\n"
+         "simulation: {host_time_scale: 0}\n";  // host issue model off: this small layer would be host-bound
 }
 
 // Forward ops of layer 0, micro-batch 0, by name: message bytes of collectives, HBM bytes of compute ops.

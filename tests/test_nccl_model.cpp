@@ -138,7 +138,7 @@ TEST(NcclModel, NvlsOnHopperNodesOnly) {
 }
 
 TEST(NcclModel, RunsAWholeStep) {
-  auto job = test::job_from_yaml(test::small_gpt_yaml(2, 2, 4, 32) + "simulation: {comm_model: nccl}\n");
+  auto job = test::job_from_yaml(test::small_gpt_yaml(2, 2, 4, 32, "", "", ", comm_model: nccl"));
   const auto nccl = sim::run_simulation(job, {0});
   job.simulation.comm_model = spec::CommModel::AlphaBeta;
   const auto ab = sim::run_simulation(job, {0});

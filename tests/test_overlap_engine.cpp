@@ -186,8 +186,8 @@ TEST(OverlapEngine, CoefficientFileSumsOverCommunicationKernels) {
 TEST(OverlapEngine, JobShowsTheSlowdownInSummaryAndTrace) {
   // DP 2 with gradient reduction overlapping the backward pass: the coefficient model adds time, the breakdown
   // shows it as overlap_slowdown_s and still sums to the step, and the trace carries the factor.
-  const std::string yaml = test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true") +
-                           "simulation: {overlap_model: coefficients}\n";
+  const std::string yaml = test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true",
+                                                   ", overlap_model: coefficients");
   const std::string job = test::write_temp("overlap_job.yaml", yaml);
   const std::string out = test::temp_dir() + "overlap.json", trace = test::temp_dir() + "overlap.trace.json";
   const auto r = test::run_cli("simulate " + job + " --json " + out + " --trace " + trace);
@@ -218,8 +218,8 @@ TEST(OverlapEngine, LearnedModelDrivesTheEngine) {
   const auto train = test::run_cli("slowdown train " + test::source_dir() + "/tests/data/slowdown/synthetic.csv --out " +
                                    model + " --folds 2");
   ASSERT_EQ(train.code, 0) << train.output;
-  const std::string yaml = test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true") +
-                           "simulation: {overlap_model: xgboost, overlap_file: " + model + "}\n";
+  const std::string yaml = test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true",
+                                                   ", overlap_model: xgboost, overlap_file: " + model + "");
   const std::string job = test::write_temp("xgb_job.yaml", yaml);
   const std::string out = test::temp_dir() + "xgb.json";
   const auto r = test::run_cli("simulate " + job + " --set cluster.gpu=H800 --json " + out);
@@ -293,8 +293,8 @@ TEST(OverlapEngine, SmShareModelGivesTheSmsLeft) {
 
 TEST(OverlapEngine, SmShareModelRunsAJob) {
   // The same DP 2 job as above with overlap_model: sm_share: slower than without, by at most the reported slowdown.
-  const std::string yaml = test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true") +
-                           "simulation: {overlap_model: sm_share}\n";
+  const std::string yaml = test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true",
+                                                   ", overlap_model: sm_share");
   const std::string job = test::write_temp("sm_share_job.yaml", yaml);
   const std::string out = test::temp_dir() + "sm_share.json";
   const auto r = test::run_cli("simulate " + job + " --json " + out);

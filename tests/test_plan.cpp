@@ -480,7 +480,8 @@ TEST(Planner, EstimateFollowsTheEngineUnderEpOverlap) {
       " moe: {num_experts: 16, topk: 4, ffn_hidden_size: 1024, shared_expert_ffn_hidden_size: 1024}}\n"
       "parallelism: {expert: 16}\n"
       "training: {micro_batch_size: 1, global_batch_size: 64, precision: bf16, distributed_optimizer: true}\n"
-      "cluster: {gpu: H100-SXM, num_gpus: 16, gpus_per_node: 4, inter_node: {bandwidth_Gbps: 100, latency_us: 5}}\n";
+      "cluster: {gpu: H100-SXM, num_gpus: 16, gpus_per_node: 4, inter_node: {bandwidth_Gbps: 100, latency_us: 5}}\n"
+      "simulation: {host_time_scale: 0}\n";  // the EP overlap under test, not the host (Planner.HostBound...)
   spec::JobSpec base = test::job_from_yaml(yaml);
   spec::validate(base);
   const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);

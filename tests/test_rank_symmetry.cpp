@@ -129,7 +129,7 @@ TEST(RankSymmetry, WhatBreaksTheSymmetrySimulatesEveryRank) {
   };
   EXPECT_EQ(mirrored(base, {0}), 12);                                     // 2 x 2 representatives of 16 ranks
   EXPECT_EQ(mirrored(base, {0, 5}), 0);                                   // a recorded rank that is mirrored
-  EXPECT_EQ(mirrored(base + "simulation: {comm_model: flow}\n", {0}), 0);  // links shared between ranks
+  EXPECT_EQ(mirrored(test::small_gpt_yaml(2, 2, 4, 16, "", "", ", comm_model: flow"), {0}), 0);  // links shared
   std::string slow = base;
   slow.replace(slow.find("gpus_per_node: 8"), 16, "gpus_per_node: 8, slow_ranks: {5: 1.3}");
   EXPECT_EQ(mirrored(slow, {0}), 0);  // a straggler

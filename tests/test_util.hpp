@@ -30,16 +30,27 @@ inline std::string job_error(const std::string& yaml) {
 }
 
 // A small dense GPT-style job; callers append or override sections with --set-like edits.
+// The host issue model is off (simulation.host_time_scale 0): this small model is host-bound in eager PyTorch, and the
+// tests that use it check the GPU timeline's closed forms; tests of the host model turn it on. `extra_simulation`
+// continues the simulation map (", comm_model: nccl"). The cluster map is the last line (tests extend it).
 inline std::string small_gpt_yaml(int t, int p, int d, int gbs, const std::string& extra_parallel = "",
-                                  const std::string& extra_training = "") {
+                                  const std::string& extra_training = "", const std::string& extra_simulation = "") {
   std::ostringstream o;
   o << "model: {name: tiny, num_layers: 8, hidden_size: 1024, num_attention_heads: 16, ffn_hidden_size: 4096,"
        " vocab_size: 32000, seq_length: 1024}\n"
     << "parallelism: {tensor: " << t << ", pipeline: " << p << ", data: " << d << extra_parallel << "}\n"
     << "training: {micro_batch_size: 1, global_batch_size: " << gbs << extra_training << "}\n"
+    << "simulation: {host_time_scale: 0" << extra_simulation << "}\n"
     << "cluster: {gpu: H100-SXM, num_gpus: " << t * p * d
     << ", gpus_per_node: 8, intra_node: {bandwidth_GBps: 450, latency_us: 1}, inter_node: {bandwidth_Gbps: 400, latency_us: 5}}\n";
   return o.str();
+}
+
+// small_gpt_yaml's job with more simulation keys ("calibration_store: none, sustained_clock: 1.0").
+inline std::string with_simulation(std::string yaml, const std::string& keys) {
+  const std::string at = "simulation: {host_time_scale: 0";
+  yaml.insert(yaml.find(at) + at.size(), ", " + keys);
+  return yaml;
 }
 
 struct CliResult {

@@ -21,7 +21,8 @@ const char* kJob =
     " vocab_size: 32000, seq_length: 1024}\n"
     "parallelism: {tensor: 2, pipeline: 2, data: 2}\n"
     "training: {micro_batch_size: 1, global_batch_size: 16}\n"
-    "cluster: {gpu: H100-SXM, num_gpus: 8, gpus_per_node: 8, inter_node: {bandwidth_Gbps: 400, latency_us: 5}}\n";
+    "cluster: {gpu: H100-SXM, num_gpus: 8, gpus_per_node: 8, inter_node: {bandwidth_Gbps: 400, latency_us: 5}}\n"
+    "simulation: {host_time_scale: 0}\n";  // host issue model off: the closed forms are of the GPU timeline
 
 spec::JobSpec scaled(const std::vector<Scale>& scales) {
   const YAML::Node root = spec::parse_yaml(kJob, "job.yaml");

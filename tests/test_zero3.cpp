@@ -21,7 +21,8 @@ std::string zero_job(int stage, int gbs) {
          "training: {micro_batch_size: 1, global_batch_size: " + std::to_string(gbs) +
          ", precision: fp16, zero_stage: " + std::to_string(stage) + "}\n"
          "cluster: {gpu: A100-80GB, num_gpus: 16, gpus_per_node: 8, intra_node: {bandwidth_GBps: 300},"
-         " inter_node: {bandwidth_Gbps: 200}}\n";
+         " inter_node: {bandwidth_Gbps: 200}}\n"
+         "simulation: {host_time_scale: 0}\n";  // host issue model off: the closed forms are of the GPU timeline
 }
 
 TEST(Zero3, GathersPerUnitAndPassReduceScattersPerMicrobatch) {

@@ -24,7 +24,7 @@ struct EfficiencyCatalog::Partial {
   std::optional<double> attention_forward, attention_backward;
   std::optional<std::vector<ShapePoint>> attention_sequence, attention_head_dim;
   std::array<std::optional<double>, static_cast<int>(MemoryClass::kCount)> memory;
-  std::optional<double> kernel_floor_us, launch_gap_us, host_to_device_GBps, cpu_optimizer_GBps;
+  std::optional<double> kernel_floor_us, launch_gap_us, host_time_scale, host_to_device_GBps, cpu_optimizer_GBps;
   std::optional<double> sustained_clock;
   std::optional<std::array<double, 2>> prediction_interval;
   std::optional<hw::KindIntervals> prediction_interval_by_kind;
@@ -153,7 +153,7 @@ class Parser {
     if (n.IsNull()) return t;
     const auto present = keys(n, key,
                               {"gemm_waves", "gemm_precision_scale", "grouped_gemm_scale", "attention",
-                               "memory_efficiency", "kernel_floor_us", "launch_gap_us", "host_to_device_GBps", "cpu_optimizer_GBps", "sustained_clock",
+                               "memory_efficiency", "kernel_floor_us", "launch_gap_us", "host_time_scale", "host_to_device_GBps", "cpu_optimizer_GBps", "sustained_clock",
                                "prediction_interval", "prediction_interval_by_kind"});
     if (present.count("gemm_waves")) {
       const YAML::Node w = n["gemm_waves"];
@@ -203,6 +203,11 @@ class Parser {
       const double v = number(n["launch_gap_us"], key + ".launch_gap_us");
       if (v < 0 || v > 1e6) fail(key + ".launch_gap_us", "must be in [0, 1e6] microseconds, got " + fmt(v));
       t.launch_gap_us = v;
+    }
+    if (present.count("host_time_scale")) {
+      const double v = number(n["host_time_scale"], key + ".host_time_scale");
+      if (v < 0 || v > 10) fail(key + ".host_time_scale", "must be in [0, 10] (0 = not modelled), got " + fmt(v));
+      t.host_time_scale = v;
     }
     if (present.count("prediction_interval")) {
       const YAML::Node pi = n["prediction_interval"];
@@ -274,6 +279,7 @@ Partial merge(const Partial& base, const Partial& over) {
   for (size_t i = 0; i < r.memory.size(); ++i) take(r.memory[i], over.memory[i]);
   take(r.kernel_floor_us, over.kernel_floor_us);
   take(r.launch_gap_us, over.launch_gap_us);
+  take(r.host_time_scale, over.host_time_scale);
   take(r.host_to_device_GBps, over.host_to_device_GBps);
   take(r.cpu_optimizer_GBps, over.cpu_optimizer_GBps);
   take(r.sustained_clock, over.sustained_clock);
@@ -314,6 +320,7 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   need(p.kernel_floor_us.has_value(), "kernel_floor_us");
   t.kernel_floor_us = *p.kernel_floor_us;
   t.launch_gap_us = p.launch_gap_us.value_or(0.0);  // optional: absent = kernels issued back to back (a CUDA graph)
+  t.host_time_scale = p.host_time_scale.value_or(0.0);  // optional: absent = the host is not modelled
   need(p.host_to_device_GBps.has_value(), "host_to_device_GBps");
   t.host_to_device_GBps = *p.host_to_device_GBps;
   need(p.cpu_optimizer_GBps.has_value(), "cpu_optimizer_GBps");

@@ -43,6 +43,9 @@ struct EfficiencyTable {
   // Idle time before every kernel when the host issues kernels one by one (eager PyTorch), beyond what a CUDA graph's
   // back-to-back launches leave: added to each compute op's duration. 0 under CUDA graphs (training.cuda_graphs).
   double launch_gap_us = 0;
+  // Host issue model (cost/host_issue.hpp): the training host's speed in issuing eager ops relative to the machine the
+  // per-layer host times were measured on; 0 = not modelled. The job's simulation.host_time_scale overrides it.
+  double host_time_scale = 0;
   double host_to_device_GBps = 0;                 // PCIe rate for Offload ops, GB/s
   // Host-DRAM traffic one rank's CPU optimizer step sustains while every GPU of the node steps at once, GB/s.
   double cpu_optimizer_GBps = 0;

@@ -9,7 +9,9 @@
 #include <optional>
 #include <numeric>
 
+#include "stepsim/cost/host_issue.hpp"
 #include "stepsim/sim/engine.hpp"
+#include "stepsim/sim/simulation.hpp"
 #include "stepsim/workload/dp_buckets.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/model_dims.hpp"
@@ -39,6 +41,7 @@ void add(LayerCosts::Part& a, const LayerCosts::Part& b) {
   a.tp_s += b.tp_s;
   a.cp_s += b.cp_s;
   a.ep_s += b.ep_s;
+  a.host_s += b.host_s;
 }
 
 }  // namespace
@@ -53,8 +56,12 @@ namespace {
 // the engine.
 struct StreamReplay {
   std::vector<double> start_s, end_s, prev_free_s;  // per op; prev_free_s: when its stream became free for it
-  std::vector<int> blocker;                         // the op whose end decided its start (-1: its stream)
+  std::vector<int> blocker;                         // the op whose end decided its start (-1: its stream; kHost)
 };
+constexpr int kHostBlocker = -2;  // the host issued the op after its stream and inputs were ready
+
+// The host issue model as the engine runs it (cost/host_issue.hpp): ops issued in program order, each ready to start
+// once issued; after a sync op the host goes on when that op has ended.
 
 StreamReplay replay_streams(const workload::Workload& w, const cost::CollectiveModel& comm) {
   const workload::Program& prog = w.programs[0];
@@ -62,6 +69,8 @@ StreamReplay replay_streams(const workload::Workload& w, const cost::CollectiveM
   StreamReplay r{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n), std::vector<int>(n, -1)};
   std::array<std::optional<cost::GroupGeometry>, workload::kNumGroupKinds> geometry;
   std::array<double, workload::kNumStreams> stream_free{};
+  const bool host = !prog.host_prefix.empty();
+  double host_s = 0;  // when the host has issued the ops so far
   for (size_t i = 0; i < n; ++i) {
     const Op& op = prog.ops[i];
     double ready = 0;
@@ -85,8 +94,16 @@ StreamReplay replay_streams(const workload::Workload& w, const cost::CollectiveM
     const int st = static_cast<int>(op.stream);
     r.prev_free_s[i] = stream_free[st];
     r.start_s[i] = std::max(stream_free[st], ready);
+    if (host) {
+      host_s += static_cast<double>(op.host_ns) * kNs;
+      if (host_s > r.start_s[i]) {
+        r.start_s[i] = host_s;
+        r.blocker[i] = kHostBlocker;
+      }
+    }
     r.end_s[i] = r.start_s[i] + dur;
     stream_free[st] = r.end_s[i];
+    if (host && op.host_sync) host_s = std::max(host_s, r.end_s[i]);
   }
   return r;
 }
@@ -131,6 +148,7 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   job.parallelism.pipeline_layers.clear();
   workload::Workload w = workload::build_megatron_workload(job);
   sim::assign_compute_durations(w, compute);
+  cost::assign_host_issue(w, sim::host_time_scale(job));
   const workload::Program& prog = w.programs[0];
 
   const int layers = job.model.num_layers;
@@ -170,9 +188,13 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
     if (op.stream != workload::Stream::Compute) continue;  // a host copy runs beside compute (activation offload)
     part->compute_s += dur;
     if (fwd) out.forward_flops += op.flops;
-    if (start <= prev_free || blocker < 0) continue;
-    const Op& waited = prog.ops[static_cast<size_t>(blocker)];
+    if (start <= prev_free || blocker == -1) continue;
     const double idle = start - prev_free;
+    if (blocker == kHostBlocker) {
+      part->host_s += idle;
+      continue;
+    }
+    const Op& waited = prog.ops[static_cast<size_t>(blocker)];
     if (waited.stream == workload::Stream::Ep) {
       // The EP stream: its all-to-alls, and under the combined 1F1B overlap the combine node's computation on it.
       part->ep_s += idle;
@@ -620,6 +642,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   e.stages.tp_s = (x.f.tp_s + x.b.tp_s) * static_cast<double>(m);
   e.stages.cp_s = (x.f.cp_s + x.b.cp_s) * static_cast<double>(m);
   e.stages.ep_s = (x.f.ep_s + x.b.ep_s) * static_cast<double>(m);
+  e.stages.host_s = (x.f.host_s + x.b.host_s) * static_cast<double>(m);
   e.stages.pp_s = bubble + sends;
   e.stages.dp_s = dp_exposed + std::max(0.0, head) + x.zero_wait * static_cast<double>(m);
   e.stages.update_s = update;

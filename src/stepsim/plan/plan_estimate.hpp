@@ -35,7 +35,8 @@ struct LayerCosts {
   struct Part {
     double compute_s = 0;              // kernels (forward, or backward + recompute)
     double tp_s = 0, cp_s = 0, ep_s = 0; // communication the compute waits for (CP: beyond the local attention)
-    double total() const { return compute_s + tp_s + cp_s + ep_s; }
+    double host_s = 0;                 // the compute stream waiting for the host to issue (host issue model)
+    double total() const { return compute_s + tp_s + cp_s + ep_s + host_s; }
   };
   std::vector<Part> fwd, bwd;  // per layer
   // Combined 1F1B EP overlap (training.overlap_moe_expert_parallel_comm): per layer, the EP time a steady-state
@@ -57,6 +58,7 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& key, con
 // exposed DP communication and the optimizer update.
 struct StageTimes {
   double compute_s = 0, tp_s = 0, cp_s = 0, ep_s = 0, pp_s = 0, dp_s = 0, update_s = 0;
+  double host_s = 0;  // GPU waiting for the host to issue (host issue model)
 };
 
 struct Estimate {

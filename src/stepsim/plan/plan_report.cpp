@@ -123,7 +123,8 @@ nlohmann::json plan_json(const PlanResult& r, const ReportContext& c) {
               {"ep_s", p.stages.ep_s},
               {"pp_s", p.stages.pp_s},
               {"dp_s", p.stages.dp_s},
-              {"update_s", p.stages.update_s}};
+              {"update_s", p.stages.update_s},
+              {"host_s", p.stages.host_s}};
     if (c.options.objective == Objective::E2E) {
       j["checkpoint_interval_steps"] = p.checkpoint_interval;
       j["e2e_time_s"] = std::isfinite(p.e2e_time_s) ? json(p.e2e_time_s) : json(nullptr);

@@ -268,7 +268,7 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
           const auto& b = sum.breakdown;
           rp.stages = StageTimes{b.compute_s, b.exposed_comm_s[report::kTp], b.exposed_comm_s[report::kCp],
                                  b.exposed_comm_s[report::kEp], b.exposed_comm_s[report::kPp] + b.pipeline_bubble_s,
-                                 b.exposed_comm_s[report::kDp], b.optimizer_s};
+                                 b.exposed_comm_s[report::kDp], b.optimizer_s, b.host_gap_s};
           score(rp);
           return rp;
         });
@@ -317,9 +317,9 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
   }
   if (std::any_of(r.plans.begin(), r.plans.end(), [](const RankedPlan& p) { return p.host_bound_step_time_s > 0; })) {
     notes.push_back("host-bound up to X s: an engine-timed MoE plan whose layers give the GPU less work per forward than "
-                    "an eager Megatron-Core MoE layer needs of the host; X is its step with the measured host time as the "
-                    "floor (its step time column is the GPU-bound one, by which every plan is ranked; CUDA graphs or "
-                    "larger micro-batches remove the risk; docs/COST-MODELS.md, \"Host-bound MoE layers\")");
+                    "an eager Megatron-Core MoE layer needs of the host; its step is timed with the host issue model at "
+                    "the shipped host speed, X with the measuring machine's slower host (the upper end of its interval; "
+                    "CUDA graphs or more tokens per rank remove the risk; docs/COST-MODELS.md, \"Host issue model\")");
   }
   if (o.space.search_layouts) {
     notes.push_back("layout variants: TP communication overlap off/on (tpo) when TP > 1, the context-parallel "

@@ -62,6 +62,14 @@ Breakdown breakdown(const workload::Program& prog, const sim::RankTimeline& tl, 
     if (r.overlap_ns > 0 && cls <= kOptimizer) overlap_ns[cls] += std::min(r.overlap_ns, e - b);
     edges.push_back({b, cls, +1});
     edges.push_back({e, cls, -1});
+    // Host issue model: the GPU could have started this op but the host had not issued it yet.
+    if (r.host_wait_ns > 0) {
+      const int64_t hb = std::clamp<int64_t>(r.post_ns - r.host_wait_ns, 0, step_ns), he = std::clamp<int64_t>(r.post_ns, 0, step_ns);
+      if (he > hb) {
+        edges.push_back({hb, kHost, +1});
+        edges.push_back({he, kHost, -1});
+      }
+    }
   }
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
   int active[kComm0 + kNumCommKinds] = {};

@@ -21,7 +21,9 @@ CommKind comm_kind_of(workload::GroupKind g);
 
 struct Breakdown {
   double compute_s = 0, pipeline_bubble_s = 0, optimizer_s = 0, overlap_slowdown_s = 0;
-  double host_gap_s = 0;  // GPU idle on host-side time (Host ops): a traced CPU gap, the MoE dispatcher's host sync
+  // GPU idle on host-side time: Host ops (a traced CPU gap, the MoE dispatcher's stall without the host issue model) and
+  // ops the GPU could have started but the host had not issued yet (host issue model)
+  double host_gap_s = 0;
   double offload_s = 0;   // activation offload: host<->device copies nothing else hides (compute waits for them)
   std::array<double, kNumCommKinds> exposed_comm_s{};
   double total_s() const;

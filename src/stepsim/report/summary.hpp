@@ -30,8 +30,9 @@ struct Summary {
   // 0 when it is every run of the architecture.
   std::string interval_kind;
   int interval_runs = 0;
-  // Host-bound MoE layers: the step with the measured eager host time as the floor (0 = not host-bound). The interval's
-  // upper end is at least this, since no calibration run was host-bound (docs/COST-MODELS.md).
+  // Host-bound MoE layers: the step with the measuring machine's host (host issue model at speed 1; 0 = not
+  // host-bound). The interval's upper end is at least this, since no calibration run was a host-bound MoE step
+  // (docs/COST-MODELS.md, "Host issue model").
   double step_time_host_bound_s = 0;
   std::string calibration_source;
   std::vector<std::string> notes;  // how the step was simulated where it differs from what the job asked (fallbacks)

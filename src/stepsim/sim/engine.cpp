@@ -38,6 +38,9 @@ struct StreamState {
   uint32_t done = 0;  // ops completed
   bool busy = false;
   int64_t post = 0, begin = 0;
+  // Host issue model: since when the next op has been ready but not issued (-1: it is not waiting for the host), and
+  // how long the op in flight waited so.
+  int64_t host_blocked = -1, host_wait = 0;
 };
 
 // The two pipeline streams: toward the next stage (and every batched exchange) and toward the previous one.
@@ -47,6 +50,11 @@ constexpr int p2p_slot(int stream) { return stream == kPpPrevStream ? 1 : 0; }
 struct RankState {
   StreamState s[kNumStreams];
   int64_t mem = 0, peak = 0, finish = 0;
+  // Host issue model (Program::host_prefix): the host issues ops in program order from op `host_from` on, starting at
+  // `host_base`; it stops after host sync op number `sync_pos` (Program::host_syncs) until that op has ended.
+  // `host_wake`: the time of the earliest wake-up event queued for ops the host has not issued yet.
+  int64_t host_base = 0, host_wake = INT64_MAX;
+  uint32_t host_from = 0, sync_pos = 0;
   // Per pipeline stream: transfers of its exchange in flight, and the latest end among those done.
   int32_t p2p_remaining[2] = {0, 0};
   int64_t p2p_end[2] = {0, 0};
@@ -71,6 +79,7 @@ struct CollectiveDone {
   int64_t begin;
 };
 constexpr int kCollectiveDone = 8;  // queue "stream" tag of a CollectiveDone entry (streams are 0..7)
+constexpr int kHostWake = 9;        // queue "stream" tag: the host has issued an op a stream of the rank waits for
 static_assert(kNumStreams <= kCollectiveDone);
 
 // A matched send/recv carried by a ContendedNetwork, waiting for its completion.
@@ -158,6 +167,7 @@ class Engine {
       prog_[r] = &w.program_of_rank(r);
       ranks_[r].mem = ranks_[r].peak = prog_[r]->static_memory.total();
     }
+    for (const Program& p : w.programs) host_ = host_ || !p.host_prefix.empty();
     comm_pending_.resize(w.communicators.size());
     comm_geometry_.reserve(w.communicators.size());
     for (const auto& members : w.communicators) comm_geometry_.push_back(explicit_geometry(members));
@@ -209,6 +219,10 @@ class Engine {
       }
       if (stream == kCollectiveDone) {
         finish_collective(EventQueue::rank_of(e), e.t);
+      } else if (stream == kHostWake) {
+        const int r = EventQueue::rank_of(e);
+        if (ranks_[r].host_wake == e.t) ranks_[r].host_wake = INT64_MAX;
+        try_start_all(r, e.t);
       } else {
         ++result_.events;
         on_end(EventQueue::rank_of(e), stream, e.t);
@@ -261,12 +275,40 @@ class Engine {
       const bool slowed = kOverlap && stream == kComputeStream && op.kind == OpKind::Compute;
       result_.recorded[ri].ops.push_back(OpRecord{op_index, ss.post, ss.begin, t,
                                                   op.kind == OpKind::Compute ? slow_[rank] : 1.0,
-                                                  slowed ? t - ss.begin - progress_[rank].isolated : 0});
+                                                  slowed ? t - ss.begin - progress_[rank].isolated : 0, ss.host_wait});
     }
     if constexpr (kOverlap) {
       if (op.kind != OpKind::Compute) overlap_changed(rank, t);
     }
+    if (op.host_sync && host_) host_synced(rank, op_index, t);
     try_start_all(rank, t);
+  }
+
+  // ---- host issue model (kept out of line: jobs without it never call these)
+  // When the host has issued op `i` (its issue done), or -1 while the host waits at an earlier sync op.
+  [[gnu::noinline]] int64_t host_issued(int rank, uint32_t i) const {
+    const RankState& rs = ranks_[rank];
+    const Program& p = *prog_[rank];
+    if (p.host_prefix.empty() || i < rs.host_from) return 0;
+    if (rs.sync_pos < p.host_syncs.size() && i > p.host_syncs[rs.sync_pos]) return -1;
+    return rs.host_base + p.host_prefix[i + 1] - p.host_prefix[rs.host_from];
+  }
+
+  // Sync op `k` ended at t: the host, which issued it and then waited for it, goes on from the op after it.
+  [[gnu::noinline]] void host_synced(int rank, uint32_t k, int64_t t) {
+    RankState& rs = ranks_[rank];
+    const Program& p = *prog_[rank];
+    if (p.host_prefix.empty() || rs.sync_pos >= p.host_syncs.size() || p.host_syncs[rs.sync_pos] != k) return;
+    rs.host_base = std::max(t, rs.host_base + p.host_prefix[k + 1] - p.host_prefix[rs.host_from]);
+    rs.host_from = k + 1;
+    ++rs.sync_pos;
+  }
+
+  [[gnu::noinline]] void host_wake(int rank, int64_t at) {
+    RankState& rs = ranks_[rank];
+    if (at >= rs.host_wake) return;
+    rs.host_wake = at;
+    push(at, rank, kHostWake);
   }
 
   void try_start_all(int rank, int64_t t) {
@@ -283,6 +325,16 @@ class Engine {
     for (uint32_t i = 0; i < op.wait_count; ++i) {
       const workload::Wait& w = p.waits[op.wait_begin + i];
       if (rs.s[static_cast<int>(w.stream)].done < w.count) return;
+    }
+    if (host_) {
+      const int64_t issued = host_issued(rank, op_index);
+      if (issued < 0 || issued > t) {
+        if (ss.host_blocked < 0) ss.host_blocked = t;
+        if (issued > t) host_wake(rank, issued);
+        return;  // behind a sync the host still waits at (that op's end retries), or not issued yet
+      }
+      ss.host_wait = ss.host_blocked >= 0 ? t - ss.host_blocked : 0;
+      ss.host_blocked = -1;
     }
     ss.busy = true;
     ++ss.next;
@@ -638,6 +690,7 @@ class Engine {
   std::vector<uint32_t> free_done_;
   std::vector<int> record_index_;
   SimResult result_;
+  bool host_ = false;  // some program carries the host issue model
   // Overlap model state, after the hot members (they are untouched without a model).
   double peak_flops_, hbm_Bps_;
   ProgressFn progress_fn_;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "stepsim/cost/flow_collectives.hpp"
+#include "stepsim/cost/host_issue.hpp"
 #include "stepsim/cost/nccl_calibration.hpp"
 #include "stepsim/cost/nccl_model.hpp"
 #include "stepsim/cost/overlap_coefficients.hpp"
@@ -134,17 +135,25 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
   return cost::make_roofline_model(gpu, job.training.precision, table);
 }
 
+double host_time_scale(const spec::JobSpec& job) {
+  if (job.training.cuda_graphs) return 0;  // graph replay: the host issues a whole graph at once
+  if (job.simulation.host_time_scale >= 0) return job.simulation.host_time_scale;
+  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
+  return cost::EfficiencyCatalog::builtin().resolve(gpu).host_time_scale;
+}
+
 workload::Workload timed_workload(const spec::JobSpec& job, ComputeCalibration* calibration) {
   workload::Workload w = workload::build_megatron_workload(job);
   const auto compute = make_compute_model(job, calibration);
   assign_compute_durations(w, *compute);
+  cost::assign_host_issue(w, host_time_scale(job));
   return w;
 }
 
 Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks, const ProgressFn& progress) {
   ComputeCalibration cal;
   workload::Workload w = timed_workload(job, &cal);
-  const std::optional<HostBoundMoe> host_bound = host_bound_moe(w);
+  const std::optional<HostBoundMoe> host_bound = host_bound_moe(w, host_time_scale(job));
   Simulation s = run_workload(std::move(w), record_ranks, progress);
   s.calibration = cal;
   if (host_bound) {

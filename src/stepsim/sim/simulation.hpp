@@ -34,8 +34,8 @@ struct Simulation {
   SimResult result;
   ComputeCalibration calibration;  // of the compute model that timed the step (job-built workloads)
   std::vector<std::string> notes;  // what the user should know about how it was simulated (fallbacks)
-  // Host-bound MoE layers: what the step may take longer with the measured eager host time as the floor (0 = not
-  // host-bound; moe_host_note.hpp). Not in result.step_ns; the summary's interval reaches up to it.
+  // Host-bound MoE layers: how much longer the step would take with the measuring machine's host than at the job's
+  // host speed (0 = not host-bound; moe_host_note.hpp). Not in result.step_ns; the summary's interval reaches up to it.
   double host_bound_extra_s = 0;
 };
 
@@ -63,6 +63,9 @@ std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job,
 // The job's Megatron workload with every compute op timed by the job's compute model, before the engine runs it
 // (what `stepsim trace export-chakra` writes out).
 workload::Workload timed_workload(const spec::JobSpec& job, ComputeCalibration* calibration = nullptr);
+// The host issue model's speed for a job (cost/host_issue.hpp): 0 under CUDA graphs, else simulation.host_time_scale,
+// else the GPU architecture's in data/efficiency.yaml (0 = not modelled).
+double host_time_scale(const spec::JobSpec& job);
 
 // record_ranks: ranks whose timelines are kept (trace, breakdown).
 // progress: the engine's ("simulating"), for a big job's progress bar.

@@ -13,6 +13,9 @@ struct OpRecord {
   int64_t end_ns = 0;
   double slowdown = 1.0;  // compute slow-down factor applied (stragglers)
   int64_t overlap_ns = 0; // compute: time added by communication kernels sharing the GPU (overlap model)
+  // Host issue model: how long before post_ns the op was ready (stream free, dependencies met) but not yet issued by
+  // the host; the breakdown counts that time as host time where nothing else runs.
+  int64_t host_wait_ns = 0;
 };
 
 struct MemorySample {

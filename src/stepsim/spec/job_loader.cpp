@@ -483,6 +483,7 @@ SimulationSpec read_simulation(StrictSection s) {
   sim.overlap_file = s.get_string("overlap_file", "");
   sim.sustained_clock = s.get_double("sustained_clock", 0.0, 0.01, 2.0);
   sim.attention_scale = s.get_double("attention_scale", 0.0, 0.05, 4.0);
+  sim.host_time_scale = s.get_double("host_time_scale", -1.0, 0.0, 10.0);
   sim.all_ranks = s.get_bool("all_ranks", false);
   s.finish();
   return sim;

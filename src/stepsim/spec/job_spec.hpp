@@ -306,6 +306,9 @@ struct SimulationSpec {
   // `calibrate compute` row, else 1). For a cluster whose attention kernels differ from the shipped ones
   // (FlashAttention-3 vs FlashAttention-2, a newer cuDNN); `stepsim calibrate compute` fits it with the clock.
   double attention_scale = 0;
+  // Host issue model (cost/host_issue.hpp): the host's speed in issuing eager ops relative to the measuring machine
+  // (-1 = the GPU architecture's value in data/efficiency.yaml; 0 = off: every op issued at once).
+  double host_time_scale = -1;
   // Simulate every rank, not one representative per class of symmetric ranks (the results are the same; for checks).
   bool all_ranks = false;
 };

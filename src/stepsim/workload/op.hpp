@@ -98,6 +98,9 @@ struct Op {
   // A GEMM Transformer Engine keeps in bf16 when the job trains in fp8 (output layer, router, the unfused
   // attention's batched GEMMs): timed at the bf16 peak.
   bool keep_bf16 = false;
+  // Host issue model (cost/host_issue.hpp): the host stops issuing after this op until the op has ended on the GPU (the
+  // dropless MoE dispatcher's tokens-per-expert copy to the host).
+  bool host_sync = false;
 
   // P2P: bytes sent to / received from the previous and next pipeline stage (ring order).
   uint64_t send_prev = 0, send_next = 0, recv_prev = 0, recv_next = 0;
@@ -110,6 +113,7 @@ struct Op {
   uint16_t wait_count = 0;
   uint16_t part_count = 0;  // trace-driven P2P: transfers Program::p2p_parts[part_begin, +part_count) with
   uint32_t part_begin = 0;  // explicit peers; 0 = Megatron's previous/next-stage exchange (send_prev...)
+  int32_t host_ns = 0;      // host issue model: the host's time to issue this op (Python, framework, launch), ns
 
   int64_t duration_ns = 0;  // compute ops: filled in by the compute model (before slow-down); collectives: 0, or a
                             // traced collective's measured time when the trace gives no size

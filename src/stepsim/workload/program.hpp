@@ -40,6 +40,10 @@ struct Program {
   std::vector<std::string> names;
   std::array<std::vector<uint32_t>, kNumStreams> stream_ops;  // op indices per stream, FIFO order
   std::vector<P2PPart> p2p_parts;  // trace-driven P2P transfers (Op::part_begin)
+  // Host issue model (cost/host_issue.hpp), empty when off: host_prefix[i] = the host time to issue ops [0, i) in
+  // program order (size ops + 1), host_syncs = indices of the ops after which the host waits for the GPU (ascending).
+  std::vector<int64_t> host_prefix;
+  std::vector<uint32_t> host_syncs;
   StaticMemory static_memory;
   int64_t dense_parameters = 0;   // parameters held by this rank, reduced over the DP(-with-CP) group
   int64_t expert_parameters = 0;  // expert parameters held by this rank, reduced over the expert-DP group
