@@ -44,6 +44,7 @@ StageHost stage_host(const workload::Program& p, double scale) {
       if (op.phase == Phase::Recompute) c.recomputed.insert(op.layer);
     }
   }
+  if (forward_ns.empty()) return out;  // no timed forward work to compare with
   double forward_total_ns = 0;
   for (const auto& [key, ns] : forward_ns) {
     forward_total_ns += ns;
