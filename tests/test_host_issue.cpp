@@ -111,10 +111,9 @@ TEST(HostIssue, LayerHostTimesAreSpreadOverTheLayersOpsAndTheSyncIsTheDispatcher
 }
 
 TEST(HostIssue, ABadHostSpeedIsAnInputError) {
-  EXPECT_NE(test::job_error(test::small_gpt_yaml(1, 1, 1, 1, "", "", "").replace(
-                                test::small_gpt_yaml(1, 1, 1, 1).find("host_time_scale: 0"), 18, "host_time_scale: -2"))
-                .find("simulation.host_time_scale"),
-            std::string::npos);
+  std::string yaml = test::small_gpt_yaml(1, 1, 1, 1);
+  yaml.replace(yaml.find("host_time_scale: 0"), 18, "host_time_scale: -2");
+  EXPECT_NE(test::job_error(yaml).find("simulation.host_time_scale"), std::string::npos);
 }
 
 }  // namespace

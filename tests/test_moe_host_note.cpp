@@ -87,6 +87,7 @@ TEST(MoeHostNote, HostBoundWaitByHandOnASyntheticStage) {
       for (int l = 0; l < 2; ++l) {
         add(workload::Phase::Forward, mb, l, 600'000);
         add(workload::Phase::Forward, mb, l, 0, 1);  // the dispatcher's synchronisation marks the layer as MoE
+        p.ops.back().host_sync = true;
         add(workload::Phase::Forward, mb, l, 400'000);
       }
     }

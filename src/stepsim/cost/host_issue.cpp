@@ -41,7 +41,6 @@ void assign_program(workload::Program& p, double scale) {
       us = layer_us / ops_in_group[group_key(op)];
     }
     op.host_ns = static_cast<int32_t>(std::llround(us * scale * 1e3));
-    op.host_sync = op.category == workload::ComputeCategory::Host && p.name(op) == "moe_host_sync";
     if (op.host_sync) {
       op.duration_ns = 0;
       p.host_syncs.push_back(static_cast<uint32_t>(i));
@@ -60,10 +59,7 @@ void assign_host_issue(workload::Workload& w, double scale) {
     }
     p.host_prefix.clear();
     p.host_syncs.clear();
-    for (Op& op : p.ops) {
-      op.host_ns = 0;
-      op.host_sync = false;
-    }
+    for (Op& op : p.ops) op.host_ns = 0;  // host_sync stays: the builder's mark, read only with host_prefix
   }
 }
 

@@ -22,7 +22,8 @@ inline constexpr double kHostDenseLayerBackwardUs = (25826.9 - 14744.6) / 4;
 // tiny op's host time on the same machine (misc.json: 10 us).
 inline constexpr double kHostOtherOpUs = 10.0;
 
-// Fills Op::host_ns, Op::host_sync, Program::host_prefix and Program::host_syncs of every program at host speed
+// Fills Op::host_ns, Program::host_prefix and Program::host_syncs (the ops the builder marked Op::host_sync) of every
+// program at host speed
 // `scale` (> 0), and zeroes the duration of the sync ops (the stall they stood for is now the host's issue time).
 // scale <= 0 clears the model (every op issued at once, the engine's behaviour without it).
 void assign_host_issue(workload::Workload& w, double scale);

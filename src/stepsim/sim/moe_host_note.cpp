@@ -22,7 +22,7 @@ StageHost stage_host(const workload::Program& p, double scale) {
   // The MoE layers are the layers whose forward has the dispatcher's host synchronisation.
   std::set<int> moe_layers;
   for (const workload::Op& op : p.ops) {
-    if (op.phase == Phase::Forward && op.layer >= 0 && p.name(op) == "moe_host_sync") moe_layers.insert(op.layer);
+    if (op.phase == Phase::Forward && op.layer >= 0 && op.host_sync) moe_layers.insert(op.layer);
   }
   if (moe_layers.empty()) return out;
   std::map<std::pair<int, int>, double> forward_ns;  // (micro-batch, layer) -> forward GPU work
@@ -33,7 +33,7 @@ StageHost stage_host(const workload::Program& p, double scale) {
   std::map<std::pair<int, int>, ChunkBackward> backward;  // (micro-batch, chunk)
   for (const workload::Op& op : p.ops) {
     // The sync op's own duration is the builder's stall, which the host issue model replaces: not GPU work.
-    if (op.kind != workload::OpKind::Compute || !moe_layers.count(op.layer) || p.name(op) == "moe_host_sync") continue;
+    if (op.kind != workload::OpKind::Compute || !moe_layers.count(op.layer) || op.host_sync) continue;
     const double ns = static_cast<double>(op.duration_ns);
     if (op.phase == Phase::Forward) {
       forward_ns[{op.microbatch, op.layer}] += ns;

@@ -1116,6 +1116,7 @@ Ref StageBuilder::moe_host_sync(Ref dep, Ref dep2) {
   Op stall;
   stall.category = ComputeCategory::Host;
   stall.duration_ns = std::llround(kHostSyncUs * 1e3);
+  stall.host_sync = true;  // the host issue model waits here for the GPU (cost/host_issue.hpp)
   return compute(stall, "moe_host_sync", {dep, dep2});  // a default Ref (count 0) waits for nothing
 }
 
