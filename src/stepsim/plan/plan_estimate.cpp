@@ -42,6 +42,7 @@ void add(LayerCosts::Part& a, const LayerCosts::Part& b) {
   a.cp_s += b.cp_s;
   a.ep_s += b.ep_s;
   a.host_s += b.host_s;
+  a.issue_s += b.issue_s;
 }
 
 }  // namespace
@@ -60,16 +61,15 @@ struct StreamReplay {
 };
 constexpr int kHostBlocker = -2;  // the host issued the op after its stream and inputs were ready
 
-// The host issue model as the engine runs it (cost/host_issue.hpp): ops issued in program order, each ready to start
-// once issued; after a sync op the host goes on when that op has ended.
-
-StreamReplay replay_streams(const workload::Workload& w, const cost::CollectiveModel& comm) {
+// With `host`, the host issue model as the engine runs it (cost/host_issue.hpp): ops issued in program order, each
+// ready to start once issued; after a sync op the host goes on when that op has ended.
+StreamReplay replay_streams(const workload::Workload& w, const cost::CollectiveModel& comm, bool host) {
   const workload::Program& prog = w.programs[0];
   const size_t n = prog.ops.size();
   StreamReplay r{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n), std::vector<int>(n, -1)};
   std::array<std::optional<cost::GroupGeometry>, workload::kNumGroupKinds> geometry;
   std::array<double, workload::kNumStreams> stream_free{};
-  const bool host = !prog.host_prefix.empty();
+  host = host && !prog.host_prefix.empty();
   double host_s = 0;  // when the host has issued the ops so far
   for (size_t i = 0; i < n; ++i) {
     const Op& op = prog.ops[i];
@@ -141,15 +141,24 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   p.fp8_recipe = k.fp8_recipe;
   p.ep_overlap = k.ep_overlap;
   // Under the combined 1F1B EP overlap the probe runs two micro-batches: the unpaired forward 0 and backward 1 give
-  // the costs below, the pair between them its exposed EP time.
-  const int probe_microbatches = k.ep_overlap ? 2 : 1;
+  // the costs below, the pair between them its exposed EP time. An MoE model under the host issue model runs two as
+  // well and takes its costs from the second: in a step the host issues micro-batch i + 1 while the GPU still runs
+  // micro-batch i's backward, so a forward starts with the lead the host gained there (lost again at its first MoE
+  // layer's sync), not with the empty launch queue of the step's first micro-batch. A dense model's host has no syncs
+  // and is not replayed here: its waits are not per layer (estimate_plan bounds the step by the host's issue time
+  // instead), and a replay would hide the GPU's own waits for communication behind them.
+  const double host_scale = sim::host_time_scale(base);  // 0 when off (and under CUDA graphs)
+  const bool replay_host = host_scale > 0 && base.model.moe.has_value();
+  const bool host_lead = !k.ep_overlap && replay_host;
+  const int probe_microbatches = k.ep_overlap || host_lead ? 2 : 1;
   spec::JobSpec job = job_for(base, p, k.tensor * k.context * data,
                               int64_t{k.micro_batch_size} * data * probe_microbatches);
   job.parallelism.pipeline_layers.clear();
   workload::Workload w = workload::build_megatron_workload(job);
   sim::assign_compute_durations(w, compute);
-  cost::assign_host_issue(w, sim::host_time_scale(job));
+  cost::assign_host_issue(w, host_scale);
   const workload::Program& prog = w.programs[0];
+  const int costed_microbatch = host_lead ? 1 : -1;  // -1: every micro-batch outside the EP pair
 
   const int layers = job.model.num_layers;
   LayerCosts out;
@@ -158,13 +167,14 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   out.stored_bytes.assign(layers, 0);
   double stored_total = 0;
   bool before_layers = true;  // layer -1 ops before the first layer are the embedding's
-  const StreamReplay rp = replay_streams(w, comm);
+  const StreamReplay rp = replay_streams(w, comm, replay_host);
   for (size_t i = 0; i < prog.ops.size(); ++i) {
     const Op& op = prog.ops[i];
     const double dur = rp.end_s[i] - rp.start_s[i], start = rp.start_s[i], prev_free = rp.prev_free_s[i];
     const int blocker = rp.blocker[i];
     if (op.microbatch < 0) continue;  // optimizer tail and parameter gathers: planned per stage
-    if (probe_microbatches == 2 && in_combined_pair(op)) continue;  // the pair: paired_ep_exposure
+    if (k.ep_overlap && in_combined_pair(op)) continue;  // the pair: paired_ep_exposure
+    if (costed_microbatch >= 0 && op.microbatch != costed_microbatch) continue;
     const bool fwd = op.phase == Phase::Forward;
     // Multi-token prediction layers (index >= num_layers) run on the last stage: charged with the head.
     const bool decoder_layer = op.layer >= 0 && op.layer < layers;
@@ -184,6 +194,7 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
       else if (before_layers) out.first_stored += stored;
       else out.last_stored += stored;
     }
+    part->issue_s += static_cast<double>(op.host_ns) * kNs;
     if (op.kind != OpKind::Compute) continue;
     if (op.stream != workload::Stream::Compute) continue;  // a host copy runs beside compute (activation offload)
     part->compute_s += dur;
@@ -211,10 +222,13 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
       }
     }
   }
-  // Two micro-batches' activations are stored at the pair's start (forward 1 begins before backward 0 frees).
+  // Under the EP overlap two micro-batches' activations are stored at the pair's start (forward 1 begins before
+  // backward 0 frees); otherwise one micro-batch's are (the host-lead probe frees micro-batch 0 before forward 1).
+  const int stored_microbatches = k.ep_overlap ? 2 : 1;
   out.transient_bytes =
-      std::max(0.0, static_cast<double>(prog.activation_peak) - probe_microbatches * stored_total);
-  if (probe_microbatches == 2) out.paired_ep_s = paired_ep_exposure(prog, rp, layers);
+      std::max(0.0, static_cast<double>(prog.activation_peak) - stored_microbatches * stored_total);
+  if (k.ep_overlap) out.paired_ep_s = paired_ep_exposure(prog, rp, layers);
+  out.host_syncs = replay_host && !prog.host_syncs.empty();
   return out;
 }
 
@@ -414,6 +428,16 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     }
   }
 
+  // Without host syncs the GPU's waits for the host are not per layer: the host issues the next micro-batch while the
+  // GPU works through this one's backward and through the pipeline's waits, so a stage is host-bound only where its
+  // host needs longer for the whole step than its GPU (host_bound below).
+  if (!lc.host_syncs) {
+    for (Stage& x : st) x.f.host_s = x.b.host_s = 0;
+  }
+  // How long a pass takes beside the data-parallel stream (ZeRO's per-layer traffic, the gradient buckets, the
+  // parameter gathers): a host-bound pass lasts as long as its host takes to issue it, and the stream runs meanwhile.
+  auto wall = [&](const LayerCosts::Part& x) { return lc.host_syncs ? x.total() : std::max(x.total(), x.issue_s); };
+
   // Combined 1F1B EP overlap: the steady state's forward/backward pairs leave each MoE layer's paired exposure instead
   // of the two unpaired ones; the warm-up forwards and cool-down backwards (one more warm-up under the overlap) keep
   // theirs. Averaged over the stage's m v passes.
@@ -461,10 +485,10 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
         auto unit = [&](const LayerCosts::Part& f, const LayerCosts::Part& b, double dense, double expert) {
           const double g = zero == 3 ? coll_s(workload::CollType::AllGather, dense, expert, bpp.weight) : 0.0;
           const double r = coll_s(workload::CollType::ReduceScatter, dense, expert, bpp.gradient);
-          fwd[k].compute.push_back(f.total());
+          fwd[k].compute.push_back(wall(f));
           fwd[k].gather.push_back(g);
           fwd[k].scatter.push_back(0);
-          bwd[k].compute.insert(bwd[k].compute.begin(), b.total());
+          bwd[k].compute.insert(bwd[k].compute.begin(), wall(b));
           bwd[k].gather.insert(bwd[k].gather.begin(), g);
           bwd[k].scatter.insert(bwd[k].scatter.begin(), r);
         };
@@ -548,13 +572,13 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   auto chunk0_units = [&] {
     std::vector<BucketUnit> u;
     if (chunks == 1)
-      u.push_back({lc.last_fwd.total(), lc.last_bwd.total(), static_cast<double>(d.params_output + d.params_final_norm), 0});
+      u.push_back({wall(lc.last_fwd), wall(lc.last_bwd), static_cast<double>(d.params_output + d.params_final_norm), 0});
     for (int l = chunk_first[0] + chunk_len[0] - 1; l >= chunk_first[0]; --l) {
       const bool moe = job.model.is_moe_layer(l);
-      u.push_back({lc.fwd[l].total(), lc.bwd[l].total(), static_cast<double>(d.layer_params_dense(moe)),
+      u.push_back({wall(lc.fwd[l]), wall(lc.bwd[l]), static_cast<double>(d.layer_params_dense(moe)),
                    moe ? static_cast<double>(d.params_moe_experts) : 0.0});
     }
-    u.push_back({lc.first_fwd.total(), lc.first_bwd.total(), static_cast<double>(d.params_embedding), 0});
+    u.push_back({wall(lc.first_fwd), wall(lc.first_bwd), static_cast<double>(d.params_embedding), 0});
     return u;
   };
   const double bucket_limit = workload::dp_bucket_limit(tr, dp_shards);
@@ -562,6 +586,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   // overlap_grad_reduce; later stages finish their backwards earlier), SP gradient all-reduce, optimizer, parameter
   // all-gather (or its exposed part before the first forward under overlap_param_gather).
   double tail = 0, head = 0, dp_exposed = 0, update = 0;
+  double host_bound = 0;  // no host syncs: the longest stage's host issue of m micro-batches, then its tail
   int64_t peak = 0;
   int peak_stage = 0;
   for (int s = 0; s < p; ++s) {
@@ -589,7 +614,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
       if (dist) t_ag += static_cast<double>(comm.collective_ns(workload::CollType::AllGather,
                                                                static_cast<uint64_t>(x.expert * bpp.weight), edp_geo)) * kNs;
     }
-    double dp_s = std::max(0.0, (zero >= 2 ? x.zero_trailing : t_rs) - static_cast<double>(s) * x.b.total() / v);
+    double dp_s = std::max(0.0, (zero >= 2 ? x.zero_trailing : t_rs) - static_cast<double>(s) * wall(x.b) / v);
     const bool overlap_reduce = tr.overlap_grad_reduce && zero < 2;
     const bool overlap_gather = dist && tr.overlap_param_gather && zero < 3;
     if (s == 0 && (overlap_reduce || overlap_gather) && (dp_shards > 1 || edp_shards > 1)) {
@@ -610,8 +635,9 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
                                    : x.dense + x.expert;
     const double opt_s = optimizer_seconds(tr, bpp, opt_params, compute);
     const double ag_tail = dist && !tr.overlap_param_gather ? t_ag : 0;
-    if (dist && tr.overlap_param_gather && s > 0) head = std::max(head, t_ag - x.f.total());
+    if (dist && tr.overlap_param_gather && s > 0) head = std::max(head, t_ag - wall(x.f));
     const double end = dp_s + opt_s + ag_tail;
+    if (!lc.host_syncs) host_bound = std::max(host_bound, (x.f.issue_s + x.b.issue_s) * static_cast<double>(m) + end);
     if (end > tail) {
       tail = end;
       dp_exposed = dp_s + ag_tail;
@@ -634,7 +660,8 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     }
   }
 
-  e.step_time_s = std::max(0.0, head) + pipe + sends + tail;
+  const double gpu_bound = std::max(0.0, head) + pipe + sends + tail;
+  e.step_time_s = std::max(gpu_bound, host_bound);
   e.peak_memory_bytes = peak;
   e.peak_stage = peak_stage;
   const Stage& x = st[slow];
@@ -642,7 +669,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   e.stages.tp_s = (x.f.tp_s + x.b.tp_s) * static_cast<double>(m);
   e.stages.cp_s = (x.f.cp_s + x.b.cp_s) * static_cast<double>(m);
   e.stages.ep_s = (x.f.ep_s + x.b.ep_s) * static_cast<double>(m);
-  e.stages.host_s = (x.f.host_s + x.b.host_s) * static_cast<double>(m);
+  e.stages.host_s = lc.host_syncs ? (x.f.host_s + x.b.host_s) * static_cast<double>(m) : e.step_time_s - gpu_bound;
   e.stages.pp_s = bubble + sends;
   e.stages.dp_s = dp_exposed + std::max(0.0, head) + x.zero_wait * static_cast<double>(m);
   e.stages.update_s = update;

@@ -36,8 +36,13 @@ struct LayerCosts {
     double compute_s = 0;              // kernels (forward, or backward + recompute)
     double tp_s = 0, cp_s = 0, ep_s = 0; // communication the compute waits for (CP: beyond the local attention)
     double host_s = 0;                 // the compute stream waiting for the host to issue (host issue model)
+    double issue_s = 0;                // the host's time to issue the part's ops (not part of the GPU's total)
     double total() const { return compute_s + tp_s + cp_s + ep_s + host_s; }
   };
+  // The probe's host stops at a sync every MoE layer forward (the dispatcher's tokens-per-expert copy), so its lead
+  // is lost there and the waits it leaves are per layer (host_s above). Without syncs the host runs ahead across
+  // micro-batches and pipeline waits, and is a bound on the whole step instead (estimate_plan).
+  bool host_syncs = false;
   std::vector<Part> fwd, bwd;  // per layer
   // Combined 1F1B EP overlap (training.overlap_moe_expert_parallel_comm): per layer, the EP time a steady-state
   // combined pair of a forward and a backward leaves exposed (the compute stream waiting for the EP stream), from a
