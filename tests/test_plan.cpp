@@ -138,6 +138,17 @@ TEST(Planner, EstimateFollowsTheEngineOnLayoutVariants) {
     const auto r = both(cp);
     EXPECT_NEAR(r.first / r.second, 1.0, 0.05) << spec::name_of(t);
   }
+  // Hierarchical CP (all-to-all inside pairs, a ring across them): the compute stream's waits for either level are CP
+  // time (they were dropped before, which put a GPT-3 plan with cp:a2a+p2p 13 % under the engine).
+  plan::Plan hcp{1, 2, 2, 4, 1, 1, 1, spec::Recompute::None, true, true, false};
+  hcp.cp_comm_type = spec::CpCommType::A2AP2P;
+  hcp.cp_a2a = 2;
+  const auto h = both(hcp);
+  EXPECT_NEAR(h.first / h.second, 1.0, 0.05) << "cp:a2a+p2p: estimate " << h.first << " s, engine " << h.second << " s";
+  const plan::LayerCosts hl = plan::probe_layer_costs(base, plan::probe_key(hcp), *compute, *comm);
+  double hcp_exposed = 0;
+  for (int l = 0; l < base.model.num_layers; ++l) hcp_exposed += hl.fwd[l].cp_s + hl.bwd[l].cp_s;
+  EXPECT_GT(hcp_exposed, 0.0);
 }
 
 // The host issue model in the estimate (issue 17 item 4). A dense model has no host syncs, so its host issues the next

@@ -213,10 +213,14 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
       // A host copy: that much of the copy is exposed (charged as the layer's time).
       part->compute_s += idle;
     } else if (waited.kind == OpKind::Collective) {
-      // A collective: its kind's exposed time.
+      // A collective: its kind's exposed time (expert TP counts as TP, both levels of hierarchical CP as CP; the
+      // probe's data-parallel and pipeline waits are planned per stage).
       switch (waited.group) {
-        case GroupKind::Tp: part->tp_s += idle; break;
-        case GroupKind::Cp: part->cp_s += idle; break;
+        case GroupKind::Tp:
+        case GroupKind::Etp: part->tp_s += idle; break;
+        case GroupKind::Cp:
+        case GroupKind::HcpA2a:
+        case GroupKind::HcpRing: part->cp_s += idle; break;
         case GroupKind::Ep: part->ep_s += idle; break;
         default: break;
       }
