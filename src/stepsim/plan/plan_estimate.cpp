@@ -432,12 +432,10 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     }
   }
 
-  // Without host syncs the GPU's waits for the host are not per layer: the host issues the next micro-batch while the
-  // GPU works through this one's backward and through the pipeline's waits, so a stage is host-bound only where its
-  // host needs longer for the whole step than its GPU (host_bound below).
-  if (!lc.host_syncs) {
-    for (Stage& x : st) x.f.host_s = x.b.host_s = 0;
-  }
+  // Without host syncs the GPU's waits for the host are not per layer (the probe did not replay the host, so host_s
+  // is 0): the host issues the next micro-batch while the GPU works through this one's backward and through the
+  // pipeline's waits, so a stage is host-bound only where its host needs longer for the whole step than its GPU
+  // (host_bound below).
   // How long a pass takes beside the data-parallel stream (ZeRO's per-layer traffic, the gradient buckets, the
   // parameter gathers): a host-bound pass lasts as long as its host takes to issue it, and the stream runs meanwhile.
   auto wall = [&](const LayerCosts::Part& x) { return lc.host_syncs ? x.total() : std::max(x.total(), x.issue_s); };
