@@ -6,8 +6,9 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <optional>
 #include <numeric>
+#include <optional>
+#include <set>
 
 #include "stepsim/cost/host_issue.hpp"
 #include "stepsim/sim/engine.hpp"
@@ -115,16 +116,105 @@ bool in_combined_pair(const Op& op) {
   return (op.microbatch == 1 && op.phase == Phase::Forward) || (op.microbatch == 0 && op.phase != Phase::Forward);
 }
 
-std::vector<double> paired_ep_exposure(const workload::Program& prog, const StreamReplay& rp, int layers) {
-  std::vector<double> out(layers, 0.0);
+// The pair's exposed time per layer by what the compute stream waited for: the EP stream, and the TP and CP
+// collectives (in the pair one micro-batch's collectives can run while the other's kernels do).
+struct PairedExposure {
+  std::vector<double> ep, tp, cp, host;
+};
+PairedExposure paired_exposure(const workload::Program& prog, const StreamReplay& rp, int layers) {
+  const std::vector<double> zero(layers, 0.0);
+  PairedExposure out{zero, zero, zero, zero};
   for (size_t i = 0; i < prog.ops.size(); ++i) {
     const Op& op = prog.ops[i];
     if (!in_combined_pair(op) || op.kind != OpKind::Compute || op.stream != workload::Stream::Compute) continue;
-    if (op.layer < 0 || op.layer >= layers || rp.blocker[i] < 0) continue;
-    if (prog.ops[static_cast<size_t>(rp.blocker[i])].stream != workload::Stream::Ep) continue;
-    out[op.layer] += std::max(0.0, rp.start_s[i] - rp.prev_free_s[i]);
+    if (op.layer < 0 || op.layer >= layers || rp.blocker[i] == -1) continue;
+    const double idle = std::max(0.0, rp.start_s[i] - rp.prev_free_s[i]);
+    if (rp.blocker[i] == kHostBlocker) {
+      out.host[op.layer] += idle;
+      continue;
+    }
+    const Op& waited = prog.ops[static_cast<size_t>(rp.blocker[i])];
+    if (waited.stream == workload::Stream::Ep) {
+      out.ep[op.layer] += idle;
+    } else if (waited.kind == OpKind::Collective) {
+      switch (waited.group) {
+        case GroupKind::Tp:
+        case GroupKind::Etp: out.tp[op.layer] += idle; break;
+        case GroupKind::Cp:
+        case GroupKind::HcpA2a:
+        case GroupKind::HcpRing: out.cp[op.layer] += idle; break;
+        default: break;
+      }
+    }
   }
   return out;
+}
+
+// A stretch of a stage's ops for the host issue model: the host's time to issue it, the GPU's time to run it, and
+// whether the host waits for the GPU after it (a sync).
+struct IssueBlock {
+  double issue_s = 0, gpu_s = 0;
+  bool sync_after = false;
+};
+
+void push_blocks(std::vector<IssueBlock>& out, const LayerCosts::Part& x) {
+  out.push_back({x.pre_issue_s, x.pre_gpu_s, x.syncs});
+  if (x.syncs) out.push_back({x.issue_s - x.pre_issue_s, x.gpu() - x.pre_gpu_s, false});
+}
+
+// The GPU's waits for the host over one cycle of blocks (a micro-batch of a stage, repeated). Between two syncs the
+// host and the GPU work through the blocks like a two-machine flow shop, the GPU running a block only once the host
+// has issued it; within a block of many small ops the GPU keeps up with the issue as it goes, so a segment lasts
+// max_j (I_1 + ... + I_j + G_j+1 + ... + G_n) over j = 0..n (I: issue, G: GPU); a sync starts the next segment with
+// both idle. Without syncs the host's lead carries over: the cycle lasts max(sum I, sum G).
+struct CycleWaits {
+  double fluid_s = 0;  // the flow shop's waits
+  int syncs = 0;
+};
+CycleWaits host_waits_with_syncs(const std::vector<IssueBlock>& cycle) {
+  const size_t n = cycle.size();
+  size_t first = n;
+  for (size_t i = 0; i < n; ++i) {
+    if (cycle[i].sync_after) {
+      first = i;
+      break;
+    }
+  }
+  double gpu = 0, issue = 0;
+  for (const IssueBlock& b : cycle) gpu += b.gpu_s, issue += b.issue_s;
+  if (first == n) return {std::max(0.0, issue - gpu), 0};
+  double total = 0;
+  int syncs = 0;
+  std::vector<const IssueBlock*> seg;
+  for (size_t k = 1; k <= n; ++k) {  // from the block after the first sync, once around
+    const IssueBlock& b = cycle[(first + k) % n];
+    seg.push_back(&b);
+    if (!b.sync_after) continue;
+    double g_rest = 0;
+    for (const IssueBlock* x : seg) g_rest += x->gpu_s;
+    double issued = 0, longest = g_rest;
+    for (const IssueBlock* x : seg) {
+      issued += x->issue_s;
+      g_rest -= x->gpu_s;
+      longest = std::max(longest, issued + g_rest);
+    }
+    total += longest;
+    ++syncs;
+    seg.clear();
+  }
+  return {std::max(0.0, total - gpu), syncs};
+}
+
+// A model chunk's micro-batch as the host issues it under 1F1B (its forward, then its backward), from the embedding
+// (first) to the head (last) where the chunk holds them.
+std::vector<IssueBlock> chunk_cycle(const LayerCosts& lc, int first_layer, int layers, bool first, bool last) {
+  std::vector<IssueBlock> cycle;
+  if (first) push_blocks(cycle, lc.first_fwd);
+  for (int l = first_layer; l < first_layer + layers; ++l) push_blocks(cycle, lc.fwd[l]);
+  if (last) push_blocks(cycle, lc.last_fwd), push_blocks(cycle, lc.last_bwd);
+  for (int l = first_layer + layers - 1; l >= first_layer; --l) push_blocks(cycle, lc.bwd[l]);
+  if (first) push_blocks(cycle, lc.first_bwd);
+  return cycle;
 }
 
 }  // namespace
@@ -168,12 +258,22 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   double stored_total = 0;
   bool before_layers = true;  // layer -1 ops before the first layer are the embedding's
   const StreamReplay rp = replay_streams(w, comm, replay_host);
+  // A part's split at its first host sync, taken once the sync op's own costs are in (before the next op).
+  std::set<const LayerCosts::Part*> synced;
+  LayerCosts::Part* at_sync = nullptr;
+  auto close_sync = [&] {
+    if (at_sync == nullptr) return;
+    at_sync->pre_issue_s = at_sync->issue_s;
+    at_sync->pre_gpu_s = at_sync->gpu();
+    at_sync = nullptr;
+  };
   for (size_t i = 0; i < prog.ops.size(); ++i) {
+    close_sync();
     const Op& op = prog.ops[i];
     const double dur = rp.end_s[i] - rp.start_s[i], start = rp.start_s[i], prev_free = rp.prev_free_s[i];
     const int blocker = rp.blocker[i];
     if (op.microbatch < 0) continue;  // optimizer tail and parameter gathers: planned per stage
-    if (k.ep_overlap && in_combined_pair(op)) continue;  // the pair: paired_ep_exposure
+    if (k.ep_overlap && in_combined_pair(op)) continue;  // the pair: paired_exposure
     if (costed_microbatch >= 0 && op.microbatch != costed_microbatch) continue;
     const bool fwd = op.phase == Phase::Forward;
     // Multi-token prediction layers (index >= num_layers) run on the last stage: charged with the head.
@@ -195,6 +295,7 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
       else out.last_stored += stored;
     }
     part->issue_s += static_cast<double>(op.host_ns) * kNs;
+    if (op.host_sync && synced.insert(part).second) at_sync = part, part->syncs = true;
     if (op.kind != OpKind::Compute) continue;
     if (op.stream != workload::Stream::Compute) continue;  // a host copy runs beside compute (activation offload)
     part->compute_s += dur;
@@ -226,13 +327,37 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
       }
     }
   }
+  close_sync();
+  for (LayerCosts::Part* x : {&out.first_fwd, &out.first_bwd, &out.last_fwd, &out.last_bwd}) {
+    if (!synced.count(x)) x->pre_issue_s = x->issue_s, x->pre_gpu_s = x->gpu();
+  }
+  for (std::vector<LayerCosts::Part>* v : {&out.fwd, &out.bwd}) {
+    for (LayerCosts::Part& x : *v) {
+      if (!synced.count(&x)) x.pre_issue_s = x.issue_s, x.pre_gpu_s = x.gpu();
+    }
+  }
   // Under the EP overlap two micro-batches' activations are stored at the pair's start (forward 1 begins before
   // backward 0 frees); otherwise one micro-batch's are (the host-lead probe frees micro-batch 0 before forward 1).
   const int stored_microbatches = k.ep_overlap ? 2 : 1;
   out.transient_bytes =
       std::max(0.0, static_cast<double>(prog.activation_peak) - stored_microbatches * stored_total);
-  if (k.ep_overlap) out.paired_ep_s = paired_ep_exposure(prog, rp, layers);
+  if (k.ep_overlap) {
+    PairedExposure pe = paired_exposure(prog, rp, layers);
+    out.paired_ep_s = std::move(pe.ep);
+    out.paired_tp_s = std::move(pe.tp);
+    out.paired_cp_s = std::move(pe.cp);
+    out.paired_host_s = std::move(pe.host);
+  }
   out.host_syncs = replay_host && !prog.host_syncs.empty();
+  if (out.host_syncs && !k.ep_overlap) {
+    // The flow shop of host_waits_with_syncs is a fluid one: it misses the GPU's wait, after each sync, for the
+    // host to issue the next op, and the last op's run after its issue. Per sync, they are the probe's measured
+    // waits beyond the flow shop's over its own cycle (the whole model as one chunk, as it ran).
+    const CycleWaits fluid = host_waits_with_syncs(chunk_cycle(out, 0, layers, true, true));
+    double measured = out.first_fwd.host_s + out.first_bwd.host_s + out.last_fwd.host_s + out.last_bwd.host_s;
+    for (int l = 0; l < layers; ++l) measured += out.fwd[l].host_s + out.bwd[l].host_s;
+    if (fluid.syncs > 0) out.sync_wait_s = std::max(0.0, (measured - fluid.fluid_s) / fluid.syncs);
+  }
   return out;
 }
 
@@ -432,6 +557,24 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     }
   }
 
+  // With host syncs (MoE) the host's lead ends at every sync (an MoE layer's forward, and its recomputation), so a
+  // stage's micro-batch is a chain of sync-to-sync segments: host_waits_with_syncs. They replace the probe's waits,
+  // which it saw with the whole model's backward between two forwards, where a stage of a few layers per chunk has a
+  // backward that may barely outrun its host. Under the combined 1F1B EP overlap the probe's costs are kept (the
+  // pair, below).
+  if (lc.host_syncs && lc.paired_ep_s.empty()) {
+    for (int s = 0; s < p; ++s) {
+      std::vector<IssueBlock> cycle;
+      for (int k = 0; k < v; ++k) {
+        const int c = s + k * p;
+        const std::vector<IssueBlock> chunk = chunk_cycle(lc, chunk_first[c], chunk_len[c], c == 0, c == chunks - 1);
+        cycle.insert(cycle.end(), chunk.begin(), chunk.end());
+      }
+      const CycleWaits w = host_waits_with_syncs(cycle);
+      st[s].f.host_s = w.fluid_s + lc.sync_wait_s * w.syncs;
+      st[s].b.host_s = 0;
+    }
+  }
   // Without host syncs the GPU's waits for the host are not per layer (the probe did not replay the host, so host_s
   // is 0): the host issues the next micro-batch while the GPU works through this one's backward and through the
   // pipeline's waits, so a stage is host-bound only where its host needs longer for the whole step than its GPU
@@ -444,20 +587,35 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   // of the two unpaired ones; the warm-up forwards and cool-down backwards (one more warm-up under the overlap) keep
   // theirs. Averaged over the stage's m v passes.
   std::vector<double> paired_share(p, 0.0);  // per stage: the share of its passes that run in combined pairs
+  // A layer's forward and backward as a stage with `share` of its passes in pairs sees them on average: the pair's
+  // exposed EP, TP and CP time (charged to the forward) instead of the unpaired passes'.
+  auto pair_layer = [&](int l, double share, LayerCosts::Part& f, LayerCosts::Part& b) {
+    f.ep_s = (1 - share) * f.ep_s + share * lc.paired_ep_s[l];
+    f.tp_s = (1 - share) * f.tp_s + share * lc.paired_tp_s[l];
+    f.cp_s = (1 - share) * f.cp_s + share * lc.paired_cp_s[l];
+    f.host_s = (1 - share) * f.host_s + share * lc.paired_host_s[l];
+    b.ep_s = (1 - share) * b.ep_s;
+    b.tp_s = (1 - share) * b.tp_s;
+    b.cp_s = (1 - share) * b.cp_s;
+    b.host_s = (1 - share) * b.host_s;
+  };
   if (!lc.paired_ep_s.empty()) {
     for (int s = 0; s < p; ++s) {
       const int total = static_cast<int>(m) * v;
       const int warm = workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m), true);
       const double paired = static_cast<double>(total - warm) / static_cast<double>(total);
       paired_share[s] = paired;
-      double pair_ep = 0;
+      Stage& x = st[s];
       for (int k = 0; k < v; ++k) {
         const int c = s + k * p;
-        for (int l = chunk_first[c]; l < chunk_first[c] + chunk_len[c]; ++l) pair_ep += lc.paired_ep_s[l];
+        for (int l = chunk_first[c]; l < chunk_first[c] + chunk_len[c]; ++l) {
+          LayerCosts::Part f = lc.fwd[l], b = lc.bwd[l];
+          pair_layer(l, paired, f, b);
+          x.f.ep_s += f.ep_s - lc.fwd[l].ep_s, x.f.tp_s += f.tp_s - lc.fwd[l].tp_s, x.f.cp_s += f.cp_s - lc.fwd[l].cp_s;
+          x.b.ep_s += b.ep_s - lc.bwd[l].ep_s, x.b.tp_s += b.tp_s - lc.bwd[l].tp_s, x.b.cp_s += b.cp_s - lc.bwd[l].cp_s;
+          x.f.host_s += f.host_s - lc.fwd[l].host_s, x.b.host_s += b.host_s - lc.bwd[l].host_s;
+        }
       }
-      Stage& x = st[s];
-      x.f.ep_s = (1 - paired) * x.f.ep_s + paired * pair_ep;
-      x.b.ep_s = (1 - paired) * x.b.ep_s;
     }
   }
 
@@ -501,8 +659,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
           if (!lc.paired_ep_s.empty()) {
             // Combined 1F1B EP overlap: the passes are as short as their pairs make them (as for the stage above),
             // so the data-parallel stream has less compute to hide behind.
-            f.ep_s = (1 - paired_share[s]) * f.ep_s + paired_share[s] * lc.paired_ep_s[l];
-            b.ep_s = (1 - paired_share[s]) * b.ep_s;
+            pair_layer(l, paired_share[s], f, b);
           }
           unit(f, b, static_cast<double>(d.layer_params_dense(moe)), moe ? static_cast<double>(d.params_moe_experts) : 0.0);
         }

@@ -37,17 +37,26 @@ struct LayerCosts {
     double tp_s = 0, cp_s = 0, ep_s = 0; // communication the compute waits for (CP: beyond the local attention)
     double host_s = 0;                 // the compute stream waiting for the host to issue (host issue model)
     double issue_s = 0;                // the host's time to issue the part's ops (not part of the GPU's total)
+    // The part's ops up to its first host sync (all of them when it has none): their issue time and GPU time
+    // (kernels and communication waits, not host waits). Forward parts of MoE layers split here.
+    double pre_issue_s = 0, pre_gpu_s = 0;
+    bool syncs = false;  // the part holds a host sync
     double total() const { return compute_s + tp_s + cp_s + ep_s + host_s; }
+    double gpu() const { return total() - host_s; }
   };
   // The probe's host stops at a sync every MoE layer forward (the dispatcher's tokens-per-expert copy), so its lead
   // is lost there and the waits it leaves are per layer (host_s above). Without syncs the host runs ahead across
   // micro-batches and pipeline waits, and is a bound on the whole step instead (estimate_plan).
   bool host_syncs = false;
+  double sync_wait_s = 0;  // per sync, the GPU's waits for the host that a fluid flow shop misses (estimate_plan)
   std::vector<Part> fwd, bwd;  // per layer
   // Combined 1F1B EP overlap (training.overlap_moe_expert_parallel_comm): per layer, the EP time a steady-state
   // combined pair of a forward and a backward leaves exposed (the compute stream waiting for the EP stream), from a
   // replay of the probe's job with two micro-batches (docs/MODEL.md §12a). Empty without the overlap.
   std::vector<double> paired_ep_s;
+  // The same pair's exposed TP (expert TP included) and CP time, and its waits for the host (which issues both
+  // micro-batches' ops of the pair).
+  std::vector<double> paired_tp_s, paired_cp_s, paired_host_s;
   Part first_fwd, first_bwd, last_fwd, last_bwd;
   std::vector<double> stored_bytes;  // activations a micro-batch leaves stored per layer until its backward
   double first_stored = 0, last_stored = 0;
