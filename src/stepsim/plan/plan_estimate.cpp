@@ -442,13 +442,19 @@ double exposed_param_gather(const std::vector<BucketUnit>& units, const std::vec
 // Stage 3 gathers each unit's parameters before it computes: with prefetch unit i + 1's gather is issued when unit i
 // starts (units 0 and 1 at the pass start), else when the unit before has finished; after each unit's backward its
 // gradients are reduce-scattered (stages 2 and 3), all on one FIFO stream, so a backlog of reduce-scatters delays
-// the next pass's gathers. Returns the time the compute stood idle waiting for a gather, and how long the stream
-// runs on after the last pass's compute.
+// the next pass's gathers. The host issues the units' ops on a timeline of its own that never waits for the GPU
+// (no syncs in a dense model): a unit ends no earlier than its host has issued it, so host-bound passes and the GPU's
+// waits for gathers overlap as in the engine (a replay with host-bound passes made longer, waits added on top, was
+// 3-11 % high; with the GPU's passes alone the stream looked idle beside host-bound passes, and a ZeRO-2 plan of
+// Llama-2 70B was 35 % high). Returns the time the compute stood idle waiting for a gather, how long the stream runs
+// on after the last pass's compute, and when that is.
 struct ZeroUnits {
-  std::vector<double> compute, gather, scatter;  // per unit, in the pass's order
+  // Per unit, in the pass's order: the GPU's time (kernels and communication waits), the host's time to issue it
+  // (0 where the GPU's time already holds the host's waits: MoE), the gather before it and the reduce-scatter after.
+  std::vector<double> compute, issue, gather, scatter;
 };
 struct ZeroReplay {
-  double exposed_s = 0, trailing_s = 0;
+  double exposed_s = 0, trailing_s = 0, end_s = 0;  // end_s: the last pass's end
 };
 class ZeroStream {
  public:
@@ -461,20 +467,23 @@ class ZeroStream {
       if (prefetch_) issue(u, i + 1);
       const double start = std::max(comp_, gathered_[i]);
       idle_ += start - comp_;
-      comp_ = start + u.compute[i];
+      // The host issues on without waiting for the GPU (no syncs): a unit ends no earlier than its last op is issued.
+      host_ += u.issue[i];
+      comp_ = std::max(start + u.compute[i], host_);
       if (backward && u.scatter[i] > 0) dp_ = std::max(dp_, comp_) + u.scatter[i];
     }
   }
-  ZeroReplay result() const { return {idle_, std::max(0.0, dp_ - comp_)}; }
+  ZeroReplay result() const { return {idle_, std::max(0.0, dp_ - comp_), comp_}; }
   // The replay's state, and `times` more repetitions of a stretch that moved it by `d` (the steady state's shortcut).
   struct State {
-    double dp = 0, comp = 0, idle = 0;
+    double dp = 0, comp = 0, idle = 0, host = 0;
   };
-  State state() const { return {dp_, comp_, idle_}; }
+  State state() const { return {dp_, comp_, idle_, host_}; }
   void repeat(const State& d, double times) {
     dp_ += d.dp * times;
     comp_ += d.comp * times;
     idle_ += d.idle * times;
+    host_ += d.host * times;
   }
 
  private:
@@ -488,7 +497,7 @@ class ZeroStream {
     gathered_[k] = dp_;
   }
   bool prefetch_;
-  double dp_ = 0, comp_ = 0, idle_ = 0;
+  double dp_ = 0, comp_ = 0, idle_ = 0, host_ = 0;
   std::vector<double> gathered_;
 };
 
@@ -525,6 +534,10 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     double stored = 0, dense = 0, expert = 0, bf16 = 0;  // bf16: parameters of layers fp8 jobs keep in bf16
     double zero_wait = 0;      // ZeRO-3: compute idle waiting for parameter gathers, per micro-batch (step / m)
     double zero_trailing = 0;  // ZeRO-2/3: the DP stream's work left when the last backward ends
+    // ZeRO-2/3: when the replay's last pass ends (passes back to back, each as long as the longer of its GPU time and
+    // its host's issue time, plus the waits for gathers): a bound on the stage's step where the stream is the
+    // bottleneck, which the GPU's passes plus the waits (total) understate when the passes are host-bound.
+    double zero_end = 0;
     double total() const { return f.total() + b.total() + zero_wait; }
   };
   std::vector<Stage> st(p);
@@ -645,10 +658,12 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
         auto unit = [&](const LayerCosts::Part& f, const LayerCosts::Part& b, double dense, double expert) {
           const double g = zero == 3 ? coll_s(workload::CollType::AllGather, dense, expert, bpp.weight) : 0.0;
           const double r = coll_s(workload::CollType::ReduceScatter, dense, expert, bpp.gradient);
-          fwd[k].compute.push_back(wall(f));
+          fwd[k].compute.push_back(f.total());
+          fwd[k].issue.push_back(lc.host_syncs ? 0.0 : f.issue_s);
           fwd[k].gather.push_back(g);
           fwd[k].scatter.push_back(0);
-          bwd[k].compute.insert(bwd[k].compute.begin(), wall(b));
+          bwd[k].compute.insert(bwd[k].compute.begin(), b.total());
+          bwd[k].issue.insert(bwd[k].issue.begin(), lc.host_syncs ? 0.0 : b.issue_s);
           bwd[k].gather.insert(bwd[k].gather.begin(), g);
           bwd[k].scatter.insert(bwd[k].scatter.begin(), r);
         };
@@ -682,10 +697,12 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
         stream.pass(bwd[v - 1 - chunk_of(k)], true);
         if ((k + 1) % group != 0) continue;
         const ZeroStream::State now = stream.state();
-        const ZeroStream::State d{now.dp - before.dp, now.comp - before.comp, now.idle - before.idle};
+        const ZeroStream::State d{now.dp - before.dp, now.comp - before.comp, now.idle - before.idle,
+                                  now.host - before.host};
         auto same = [](double a, double b) { return std::fabs(a - b) <= 1e-12 + 1e-9 * std::fabs(b); };
         const int periods_left = (steady - k - 1) / group;
-        if (have_last && periods_left > 0 && same(d.dp, last.dp) && same(d.comp, last.comp) && same(d.idle, last.idle)) {
+        if (have_last && periods_left > 0 && same(d.dp, last.dp) && same(d.comp, last.comp) && same(d.idle, last.idle) &&
+            same(d.host, last.host)) {
           stream.repeat(d, periods_left);
           k += periods_left * group;
         }
@@ -697,6 +714,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
       const ZeroReplay z = stream.result();
       st[s].zero_wait = z.exposed_s / static_cast<double>(m);
       st[s].zero_trailing = z.trailing_s;
+      st[s].zero_end = z.end_s;
     }
   }
 
@@ -746,6 +764,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   // all-gather (or its exposed part before the first forward under overlap_param_gather).
   double tail = 0, head = 0, dp_exposed = 0, update = 0;
   double host_bound = 0;  // no host syncs: the longest stage's host issue of m micro-batches, then its tail
+  double zero_bound = 0;  // ZeRO-2/3: the longest stage's replay (Stage::zero_end), then its tail
   int64_t peak = 0;
   int peak_stage = 0;
   for (int s = 0; s < p; ++s) {
@@ -797,6 +816,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     if (dist && tr.overlap_param_gather && s > 0) head = std::max(head, t_ag - wall(x.f));
     const double end = dp_s + opt_s + ag_tail;
     if (!lc.host_syncs) host_bound = std::max(host_bound, (x.f.issue_s + x.b.issue_s) * static_cast<double>(m) + end);
+    if (x.zero_end > 0) zero_bound = std::max(zero_bound, x.zero_end + end);
     if (end > tail) {
       tail = end;
       dp_exposed = dp_s + ag_tail;
@@ -820,7 +840,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   }
 
   const double gpu_bound = std::max(0.0, head) + pipe + sends + tail;
-  e.step_time_s = std::max(gpu_bound, host_bound);
+  e.step_time_s = std::max({gpu_bound, host_bound, zero_bound});
   e.peak_memory_bytes = peak;
   e.peak_stage = peak_stage;
   const Stage& x = st[slow];
