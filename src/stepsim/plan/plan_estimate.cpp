@@ -764,7 +764,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   // all-gather (or its exposed part before the first forward under overlap_param_gather).
   double tail = 0, head = 0, dp_exposed = 0, update = 0;
   double host_bound = 0;  // no host syncs: the longest stage's host issue of m micro-batches, then its tail
-  double zero_bound = 0;  // ZeRO-2/3: the longest stage's replay (Stage::zero_end), then its tail
+  double zero_bound = 0;  // ZeRO-2/3 without host syncs: the longest stage's replay (Stage::zero_end), then its tail
   int64_t peak = 0;
   int peak_stage = 0;
   for (int s = 0; s < p; ++s) {
@@ -816,7 +816,8 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     if (dist && tr.overlap_param_gather && s > 0) head = std::max(head, t_ag - wall(x.f));
     const double end = dp_s + opt_s + ag_tail;
     if (!lc.host_syncs) host_bound = std::max(host_bound, (x.f.issue_s + x.b.issue_s) * static_cast<double>(m) + end);
-    if (x.zero_end > 0) zero_bound = std::max(zero_bound, x.zero_end + end);
+    // (With host syncs the replay's passes carry the probe's per-layer host waits, not the stage's chained ones.)
+    if (x.zero_end > 0 && !lc.host_syncs) zero_bound = std::max(zero_bound, x.zero_end + end);
     if (end > tail) {
       tail = end;
       dp_exposed = dp_s + ag_tail;
