@@ -8,7 +8,6 @@
 #include <map>
 #include <numeric>
 #include <optional>
-#include <set>
 
 #include "stepsim/cost/host_issue.hpp"
 #include "stepsim/sim/engine.hpp"
@@ -116,35 +115,38 @@ bool in_combined_pair(const Op& op) {
   return (op.microbatch == 1 && op.phase == Phase::Forward) || (op.microbatch == 0 && op.phase != Phase::Forward);
 }
 
+// Where a wait for a TP or CP collective is charged in a part (expert TP counts as TP, both levels of hierarchical CP
+// as CP); null for the other groups.
+double* tp_or_cp_wait(LayerCosts::Part& part, GroupKind group) {
+  switch (group) {
+    case GroupKind::Tp:
+    case GroupKind::Etp: return &part.tp_s;
+    case GroupKind::Cp:
+    case GroupKind::HcpA2a:
+    case GroupKind::HcpRing: return &part.cp_s;
+    default: return nullptr;
+  }
+}
+
 // The pair's exposed time per layer by what the compute stream waited for: the EP stream, and the TP and CP
 // collectives (in the pair one micro-batch's collectives can run while the other's kernels do).
-struct PairedExposure {
-  std::vector<double> ep, tp, cp, host;
-};
-PairedExposure paired_exposure(const workload::Program& prog, const StreamReplay& rp, int layers) {
-  const std::vector<double> zero(layers, 0.0);
-  PairedExposure out{zero, zero, zero, zero};
+std::vector<LayerCosts::Part> paired_exposure(const workload::Program& prog, const StreamReplay& rp, int layers) {
+  std::vector<LayerCosts::Part> out(layers);
   for (size_t i = 0; i < prog.ops.size(); ++i) {
     const Op& op = prog.ops[i];
     if (!in_combined_pair(op) || op.kind != OpKind::Compute || op.stream != workload::Stream::Compute) continue;
     if (op.layer < 0 || op.layer >= layers || rp.blocker[i] == -1) continue;
     const double idle = std::max(0.0, rp.start_s[i] - rp.prev_free_s[i]);
+    LayerCosts::Part& part = out[op.layer];
     if (rp.blocker[i] == kHostBlocker) {
-      out.host[op.layer] += idle;
+      part.host_s += idle;
       continue;
     }
     const Op& waited = prog.ops[static_cast<size_t>(rp.blocker[i])];
     if (waited.stream == workload::Stream::Ep) {
-      out.ep[op.layer] += idle;
+      part.ep_s += idle;
     } else if (waited.kind == OpKind::Collective) {
-      switch (waited.group) {
-        case GroupKind::Tp:
-        case GroupKind::Etp: out.tp[op.layer] += idle; break;
-        case GroupKind::Cp:
-        case GroupKind::HcpA2a:
-        case GroupKind::HcpRing: out.cp[op.layer] += idle; break;
-        default: break;
-      }
+      if (double* w = tp_or_cp_wait(part, waited.group)) *w += idle;
     }
   }
   return out;
@@ -259,7 +261,6 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   bool before_layers = true;  // layer -1 ops before the first layer are the embedding's
   const StreamReplay rp = replay_streams(w, comm, replay_host);
   // A part's split at its first host sync, taken once the sync op's own costs are in (before the next op).
-  std::set<const LayerCosts::Part*> synced;
   LayerCosts::Part* at_sync = nullptr;
   auto close_sync = [&] {
     if (at_sync == nullptr) return;
@@ -295,7 +296,7 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
       else out.last_stored += stored;
     }
     part->issue_s += static_cast<double>(op.host_ns) * kNs;
-    if (op.host_sync && synced.insert(part).second) at_sync = part, part->syncs = true;
+    if (op.host_sync && !part->syncs) at_sync = part, part->syncs = true;
     if (op.kind != OpKind::Compute) continue;
     if (op.stream != workload::Stream::Compute) continue;  // a host copy runs beside compute (activation offload)
     part->compute_s += dur;
@@ -316,37 +317,32 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
     } else if (waited.kind == OpKind::Collective) {
       // A collective: its kind's exposed time (expert TP counts as TP, both levels of hierarchical CP as CP; the
       // probe's data-parallel and pipeline waits are planned per stage).
-      switch (waited.group) {
-        case GroupKind::Tp:
-        case GroupKind::Etp: part->tp_s += idle; break;
-        case GroupKind::Cp:
-        case GroupKind::HcpA2a:
-        case GroupKind::HcpRing: part->cp_s += idle; break;
-        case GroupKind::Ep: part->ep_s += idle; break;
-        default: break;
+      if (waited.group == GroupKind::Ep) {
+        part->ep_s += idle;
+      } else if (double* w = tp_or_cp_wait(*part, waited.group)) {
+        *w += idle;
       }
     }
   }
   close_sync();
-  for (LayerCosts::Part* x : {&out.first_fwd, &out.first_bwd, &out.last_fwd, &out.last_bwd}) {
-    if (!synced.count(x)) x->pre_issue_s = x->issue_s, x->pre_gpu_s = x->gpu();
-  }
-  for (std::vector<LayerCosts::Part>* v : {&out.fwd, &out.bwd}) {
-    for (LayerCosts::Part& x : *v) {
-      if (!synced.count(&x)) x.pre_issue_s = x.issue_s, x.pre_gpu_s = x.gpu();
-    }
-  }
+  auto whole_before_sync = [](LayerCosts::Part& x) {  // a part without a sync is all "before" it
+    if (!x.syncs) x.pre_issue_s = x.issue_s, x.pre_gpu_s = x.gpu();
+  };
+  for (LayerCosts::Part* x : {&out.first_fwd, &out.first_bwd, &out.last_fwd, &out.last_bwd}) whole_before_sync(*x);
+  for (LayerCosts::Part& x : out.fwd) whole_before_sync(x);
+  for (LayerCosts::Part& x : out.bwd) whole_before_sync(x);
   // Under the EP overlap two micro-batches' activations are stored at the pair's start (forward 1 begins before
   // backward 0 frees); otherwise one micro-batch's are (the host-lead probe frees micro-batch 0 before forward 1).
   const int stored_microbatches = k.ep_overlap ? 2 : 1;
   out.transient_bytes =
       std::max(0.0, static_cast<double>(prog.activation_peak) - stored_microbatches * stored_total);
   if (k.ep_overlap) {
-    PairedExposure pe = paired_exposure(prog, rp, layers);
-    out.paired_ep_s = std::move(pe.ep);
-    out.paired_tp_s = std::move(pe.tp);
-    out.paired_cp_s = std::move(pe.cp);
-    out.paired_host_s = std::move(pe.host);
+    for (const LayerCosts::Part& x : paired_exposure(prog, rp, layers)) {
+      out.paired_ep_s.push_back(x.ep_s);
+      out.paired_tp_s.push_back(x.tp_s);
+      out.paired_cp_s.push_back(x.cp_s);
+      out.paired_host_s.push_back(x.host_s);
+    }
   }
   out.host_syncs = replay_host && !prog.host_syncs.empty();
   if (out.host_syncs && !k.ep_overlap) {
@@ -592,8 +588,9 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   // is 0): the host issues the next micro-batch while the GPU works through this one's backward and through the
   // pipeline's waits, so a stage is host-bound only where its host needs longer for the whole step than its GPU
   // (host_bound below).
-  // How long a pass takes beside the data-parallel stream (ZeRO's per-layer traffic, the gradient buckets, the
-  // parameter gathers): a host-bound pass lasts as long as its host takes to issue it, and the stream runs meanwhile.
+  // How long a pass takes beside the overlapped gradient buckets and parameter gathers (the bucket replays below): a
+  // host-bound pass lasts as long as its host takes to issue it, and the stream runs meanwhile. (The ZeRO-2/3 replay
+  // runs the host on its own timeline instead: ZeroStream.)
   auto wall = [&](const LayerCosts::Part& x) { return lc.host_syncs ? x.total() : std::max(x.total(), x.issue_s); };
 
   // Combined 1F1B EP overlap: the steady state's forward/backward pairs leave each MoE layer's paired exposure instead
