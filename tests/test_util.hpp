@@ -1,12 +1,15 @@
 #pragma once
 // Helpers shared by the tests: jobs from inline YAML, running the CLI binary, reading files.
 #include <array>
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
 #include <string>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,20 +58,44 @@ inline std::string with_simulation(std::string yaml, const std::string& keys) {
 
 struct CliResult {
   int code = -1;
-  std::string output;  // stdout and stderr together
+  std::string output;           // stdout and stderr together
+  int64_t peak_rss_bytes = 0;   // the command's own largest resident set (wait4's ru_maxrss, KiB on Linux)
 };
 
 // `env` (e.g. "STEPSIM_DATA_DIR=/tmp/x") is put before the command, for a run with other environment variables.
+// fork, exec and wait4 rather than popen, so that the peak memory is this command's alone: getrusage(RUSAGE_CHILDREN)
+// holds the largest of every child the test process has waited for, and ctest runs a whole suite in one process.
 inline CliResult run_cli_env(const std::string& env, const std::string& args) {
   CliResult r;
   const std::string cmd = (env.empty() ? "" : env + " ") + std::string(STEPSIM_BINARY) + " " + args + " 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return r;
+  int fd[2];
+  if (pipe(fd) != 0) return r;
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fd[0]);
+    close(fd[1]);
+    return r;
+  }
+  if (pid == 0) {
+    dup2(fd[1], STDOUT_FILENO);
+    close(fd[0]);
+    close(fd[1]);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fd[1]);
   std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(f);
+  ssize_t n;
+  while ((n = read(fd[0], buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) r.output.append(buf.data(), static_cast<size_t>(n));
+  }
+  close(fd[0]);
+  int status = 0;
+  rusage usage{};
+  while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
+  }
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.peak_rss_bytes = int64_t{usage.ru_maxrss} * 1024;
   return r;
 }
 
@@ -81,8 +108,9 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// A folder of this test process's own: ctest runs each test in its own process, two at a time, and tests
-// that wrote the same fixed name under TempDir() read each other's files.
+// A folder of this test process's own: ctest runs each test suite in its own process, two at a time, and tests
+// that wrote the same fixed name under TempDir() read each other's files. (The tests of one suite share it, one
+// after the other: a test that asserts a file is absent must use a name no other test writes.)
 inline std::string temp_dir() {
   const std::string dir = std::string(::testing::TempDir()) + "stepsim-" + std::to_string(::getpid()) + "/";
   std::filesystem::create_directories(dir);
