@@ -25,6 +25,7 @@ demo: deps
 	@./$(BUILD)/stepsim simulate examples/gpt3-175b-h800.yaml
 
 test-unit: build-tests
+	@echo "make: release suite starts at $$(date +%T)"
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 # One sanitizer configuration serves the ASan+UBSan suite and the fuzzers: clang with ASan, UBSan and libFuzzer's
@@ -32,12 +33,15 @@ test-unit: build-tests
 SAN_BUILD ?= $(BUILD)-san
 
 test-sanitize: deps
+	@echo "make: sanitizer build starts at $$(date +%T)"
 	@bash scripts/configure-sanitizer $(SAN_BUILD)
 	@cmake --build $(SAN_BUILD) -j$(JOBS)
+	@echo "make: sanitizer suite starts at $$(date +%T)"
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j$(JOBS)
 
 fuzz: deps
+	@echo "make: fuzzers start at $$(date +%T)"
 	@bash scripts/run-fuzzers $(FUZZ_SECONDS) $(SAN_BUILD)
 
 test: test-unit test-sanitize fuzz
