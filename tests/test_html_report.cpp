@@ -43,12 +43,9 @@ nlohmann::json embedded_data(const std::string& html) {
 // What the browser drew: {"errors": [...], "charts": [{"id", "datasets": [{"label", "drawn"}]}]}.
 nlohmann::json open_in_chromium(const std::string& html, const std::string& screenshot) {
   const std::string cmd = "node " + test::source_dir() + "/tests/report/check_report.mjs " + html + " " + screenshot + " 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
-  const int rc = pclose(f);
-  EXPECT_EQ(rc, 0) << out;
+  const test::CliResult r = test::run_command(cmd);
+  const std::string& out = r.output;
+  EXPECT_EQ(r.code, 0) << out;
   const size_t brace = out.find("{\"errors\"");
   if (brace == std::string::npos) {
     ADD_FAILURE() << "no result from the browser check: " << out;

@@ -119,15 +119,9 @@ TEST(PlanCli, TwoMpiProcessesGiveTheSameResultAsOne) {
   const std::string cmd = "ASAN_OPTIONS=detect_leaks=0 " + std::string(STEPSIM_MPIEXEC) + " -n 2 --oversubscribe" +
                           (::getuid() == 0 ? " --allow-run-as-root" : "") + " " + STEPSIM_BINARY + args + dir +
                           "two.json 2>" + dir + "mpi-stderr.txt";
-  FILE* f = popen(cmd.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  const int status = pclose(f);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out << test::read_file(dir + "mpi-stderr.txt");
-  EXPECT_EQ(out, one.output);
+  const test::CliResult two = test::run_command(cmd);
+  ASSERT_EQ(two.code, 0) << two.output << test::read_file(dir + "mpi-stderr.txt");
+  EXPECT_EQ(two.output, one.output);
   EXPECT_EQ(test::read_file(dir + "two.json"), test::read_file(dir + "one.json"));
 #endif
 }

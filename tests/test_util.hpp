@@ -62,12 +62,11 @@ struct CliResult {
   int64_t peak_rss_bytes = 0;   // the command's own largest resident set (wait4's ru_maxrss, KiB on Linux)
 };
 
-// `env` (e.g. "STEPSIM_DATA_DIR=/tmp/x") is put before the command, for a run with other environment variables.
-// fork, exec and wait4 rather than popen, so that the peak memory is this command's alone: getrusage(RUSAGE_CHILDREN)
-// holds the largest of every child the test process has waited for, and ctest runs a whole suite in one process.
-inline CliResult run_cli_env(const std::string& env, const std::string& args) {
+// A shell command line, its stdout read whole. fork, exec and wait4 rather than popen, so that the peak memory is this
+// command's alone: getrusage(RUSAGE_CHILDREN) holds the largest of every child the test process has waited for, and
+// ctest runs a whole suite in one process.
+inline CliResult run_command(const std::string& cmd) {
   CliResult r;
-  const std::string cmd = (env.empty() ? "" : env + " ") + std::string(STEPSIM_BINARY) + " " + args + " 2>&1";
   int fd[2];
   if (pipe(fd) != 0) return r;
   const pid_t pid = fork();
@@ -97,6 +96,11 @@ inline CliResult run_cli_env(const std::string& env, const std::string& args) {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.peak_rss_bytes = int64_t{usage.ru_maxrss} * 1024;
   return r;
+}
+
+// `env` (e.g. "STEPSIM_DATA_DIR=/tmp/x") is put before the command, for a run with other environment variables.
+inline CliResult run_cli_env(const std::string& env, const std::string& args) {
+  return run_command((env.empty() ? "" : env + " ") + std::string(STEPSIM_BINARY) + " " + args + " 2>&1");
 }
 
 inline CliResult run_cli(const std::string& args) { return run_cli_env("", args); }
