@@ -217,7 +217,9 @@ TEST(Planner, ZeroReplayKeepsTheHostBoundPasses) {
 // within 2 % without pipelining, on a fast and a slow network (100 and 10 Gb/s per GPU: at 10 the stream is the
 // bottleneck and ZeRO-2 takes 2.7x, ZeRO-3 4.7x ZeRO-1's step); memory within 5 %. With PP 2 ZeRO-1 and 2 are
 // within 1 % (the pipeline's fill and drain counted from the other stages' passes, one blocking exchange per
-// forward/backward pair on the last stage), ZeRO-3 within 7 %.
+// forward/backward pair on the last stage), ZeRO-3 within 4.5 % (3.8 %; 5.1 % before the stream replay gave the
+// pipeline's waits to the stream and the fill and drain counted only the gathers of one forward and one backward per
+// stage); with PP 4 all three within 2 % (ZeRO-3 -0.7 %; +0.5 % before).
 TEST(Planner, EstimateFollowsTheEngineOnZeroStages) {
   for (const int gbps : {100, 10}) {
     spec::JobSpec base = tiny(16, 32);
@@ -225,8 +227,8 @@ TEST(Planner, EstimateFollowsTheEngineOnZeroStages) {
     const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
     const auto compute = cost::make_roofline_model(gpu, base.training.precision);
     const auto comm = sim::make_collective_model(base);
-    for (const int pipeline : {1, 2}) {
-      if (pipeline == 2 && gbps == 10) continue;
+    for (const int pipeline : {1, 2, 4}) {
+      if (pipeline >= 2 && gbps == 10) continue;
       std::map<int, double> engine;
       for (const int stage : {1, 2, 3}) {
         plan::Plan p{2, pipeline, 8 / pipeline, 1, 1, 1, 1, spec::Recompute::None, true, false, false};
@@ -239,7 +241,7 @@ TEST(Planner, EstimateFollowsTheEngineOnZeroStages) {
         const sim::Simulation s = sim::run_simulation(j, {0});
         const report::Summary sum = report::summarize(s, 0);
         engine[stage] = sum.step_time_s;
-        EXPECT_NEAR(e.step_time_s / sum.step_time_s, 1.0, pipeline == 2 && stage == 3 ? 0.07 : 0.02)
+        EXPECT_NEAR(e.step_time_s / sum.step_time_s, 1.0, pipeline == 2 && stage == 3 ? 0.045 : 0.02)
             << plan::describe(p) << " at " << gbps << " Gb/s";
         EXPECT_NEAR(static_cast<double>(e.peak_memory_bytes) / static_cast<double>(sum.peak_bytes_max), 1.0, 0.05)
             << plan::describe(p);

@@ -451,16 +451,21 @@ struct ZeroUnits {
 };
 struct ZeroReplay {
   double exposed_s = 0, trailing_s = 0, end_s = 0;  // end_s: the last pass's end
+  double first_pass_s = 0, last_pass_s = 0;          // the waits for gathers in the first and in the last pass
 };
 class ZeroStream {
  public:
   explicit ZeroStream(bool prefetch) : prefetch_(prefetch) {}
-  void pass(const ZeroUnits& u, bool backward) {
+  // `pipeline_wait`: how long the pass waits for its input from the neighbouring stage (the fill and drain of the
+  // pipeline): the gathers issued at the pass's start run meanwhile, and only what they take beyond it is exposed.
+  void pass(const ZeroUnits& u, bool backward, double pipeline_wait = 0) {
     const size_t n = u.compute.size();
     gathered_.assign(n, -1);
+    const double idle_before = idle_;
     for (size_t i = 0; i < n; ++i) {
       issue(u, i);
       if (prefetch_) issue(u, i + 1);
+      if (i == 0) comp_ += pipeline_wait;
       const double start = std::max(comp_, gathered_[i]);
       idle_ += start - comp_;
       // The host issues on without waiting for the GPU (no syncs): a unit ends no earlier than its last op is issued.
@@ -468,8 +473,10 @@ class ZeroStream {
       comp_ = std::max(start + u.compute[i], host_);
       if (backward && u.scatter[i] > 0) dp_ = std::max(dp_, comp_) + u.scatter[i];
     }
+    if (passes_++ == 0) first_idle_ = idle_ - idle_before;
+    last_idle_ = idle_ - idle_before;
   }
-  ZeroReplay result() const { return {idle_, std::max(0.0, dp_ - comp_), comp_}; }
+  ZeroReplay result() const { return {idle_, std::max(0.0, dp_ - comp_), comp_, first_idle_, last_idle_}; }
   // The replay's state, and `times` more repetitions of a stretch that moved it by `d` (the steady state's shortcut).
   struct State {
     double dp = 0, comp = 0, idle = 0, host = 0;
@@ -494,6 +501,8 @@ class ZeroStream {
   }
   bool prefetch_;
   double dp_ = 0, comp_ = 0, idle_ = 0, host_ = 0;
+  double first_idle_ = 0, last_idle_ = 0;  // the waits for gathers in the first and in the last pass
+  int passes_ = 0;
   std::vector<double> gathered_;
 };
 
@@ -534,6 +543,8 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     // its host's issue time, plus the waits for gathers): a bound on the stage's step where the stream is the
     // bottleneck, which the GPU's passes plus the waits (total) understate when the passes are host-bound.
     double zero_end = 0;
+    // ZeRO-3: the waits for gathers in the stage's first forward (the pipeline's fill) and last backward (its drain).
+    double zero_fill = 0, zero_drain = 0;
     double total() const { return f.total() + b.total() + zero_wait; }
   };
   std::vector<Stage> st(p);
@@ -684,14 +695,25 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
       const int total = static_cast<int>(m) * v, group = p * v;
       const int warm = workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m));
       auto chunk_of = [&](int k) { return (k % group) / p; };
+      // The pipeline's waits in a stage's timeline (balanced stages, chunk passes of F and B): s F before its first
+      // forward, (p - 1 - s) B before its first backward, (p - 1 - s) F spread over the cool-down backwards; the stream
+      // works through them (the engine's does), so a deep pipeline hides gathers and drains reduce-scatters there.
+      // F and B are the slowest stage's passes per chunk (the pipeline's pace; the stream's own waits left out).
+      double f_chunk = 0, b_chunk = 0;
+      for (const Stage& y : st) f_chunk = std::max(f_chunk, y.f.total()), b_chunk = std::max(b_chunk, y.b.total());
+      f_chunk /= v;
+      b_chunk /= v;
+      const int cooldown = std::max(1, warm);
+      const double first_wait = s * f_chunk, backward_wait = (p - 1 - s) * b_chunk,
+                   cooldown_wait = (p - 1 - s) * f_chunk / cooldown;
       ZeroStream stream(prefetch);
-      for (int k = 0; k < warm; ++k) stream.pass(fwd[chunk_of(k)], false);
+      for (int k = 0; k < warm; ++k) stream.pass(fwd[chunk_of(k)], false, k == 0 ? first_wait : 0.0);
       const int steady = total - warm;
       ZeroStream::State last{}, before = stream.state();
       bool have_last = false;
       for (int k = 0; k < steady; ++k) {
-        stream.pass(fwd[chunk_of(k + warm)], false);
-        stream.pass(bwd[v - 1 - chunk_of(k)], true);
+        stream.pass(fwd[chunk_of(k + warm)], false, k == 0 && warm == 0 ? first_wait : 0.0);
+        stream.pass(bwd[v - 1 - chunk_of(k)], true, k == 0 ? backward_wait : 0.0);
         if ((k + 1) % group != 0) continue;
         const ZeroStream::State now = stream.state();
         const ZeroStream::State d{now.dp - before.dp, now.comp - before.comp, now.idle - before.idle,
@@ -707,18 +729,24 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
         have_last = true;
         before = stream.state();
       }
-      for (int k = steady; k < total; ++k) stream.pass(bwd[v - 1 - chunk_of(k)], true);
+      for (int k = steady; k < total; ++k)  // (all forwards first when m == p under the interleaved schedule)
+        stream.pass(bwd[v - 1 - chunk_of(k)], true, cooldown_wait + (k == 0 ? backward_wait : 0.0));
       const ZeroReplay z = stream.result();
       st[s].zero_wait = z.exposed_s / static_cast<double>(m);
       st[s].zero_trailing = z.trailing_s;
       st[s].zero_end = z.end_s;
+      st[s].zero_fill = z.first_pass_s;
+      st[s].zero_drain = z.last_pass_s;
     }
   }
 
   Estimate e;
   // Pipeline: the slowest stage paces m micro-batches; the fill and drain add the other stages' passes, 1 / v of
   // a micro-batch each ((p - 1) / v of the slowest's when the stages are even; less when the slowest stage is the
-  // heavy one, as the last stage with the output layer and the loss often is).
+  // heavy one, as the last stage with the output layer and the loss often is). Under ZeRO-3 each of those stages adds
+  // the gathers its first forward and its last backward waited for, not its steady state's average: the fill finds
+  // its stream empty, and the drain's reduce-scatters run beside the next stage's backward (with the steady state's
+  // waits in the fill and drain a GPT-3 TP 1 PP 24 ZeRO-3 plan was 10 % high, without any 14 % low at PP 6).
   int slow = 0;
   for (int s = 1; s < p; ++s) {
     if (st[s].total() > st[slow].total()) slow = s;
@@ -726,9 +754,9 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   const double t_mb = st[slow].total();
   double others = 0;
   for (int s = 0; s < p; ++s) {
-    if (s != slow) others += st[s].total();
+    if (s != slow) others += (st[s].f.total() + st[s].b.total()) / v + st[s].zero_fill + st[s].zero_drain;
   }
-  const double bubble = others / v;
+  const double bubble = others;
   const double pipe = t_mb * static_cast<double>(m) + bubble;
   double sends = 0;
   if (p > 1) {
