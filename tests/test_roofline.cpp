@@ -245,8 +245,8 @@ TEST(Roofline, H200MemoryClassesFollowItsMeasuredKernels) {
   // The H200's memory-bound fractions (data/efficiency.yaml gpus.H200, from scripts/scale-memory-efficiency) against
   // its measured kernels: each row's model time = the kernel's fewest bytes / (4.8 TB/s x the class's fraction),
   // compared with the measured time in data/measurements/h200-sxm/membound.csv (norms, AdamW) and moe_ops.csv (the MoE
-  // atomics). Hopper's defaults alone (the H100's fractions at 4.8 TB/s) would be fast on these: norms by 7 %, AdamW
-  // by 8 %, the atomics by 23 % (geometric means).
+  // atomics) and cross_entropy.csv (the loss). Hopper's defaults alone (the H100's fractions at 4.8 TB/s) would be fast
+  // on these: norms by 7 %, AdamW by 8 %, the loss by 17 %, the atomics by 23 % (geometric means).
   const GpuSpec& h200 = GpuCatalog::builtin().find("H200");
   const EfficiencyTable table = EfficiencyCatalog::builtin().resolve(h200);
   const EfficiencyTable hopper = EfficiencyCatalog::builtin().resolve(GpuCatalog::builtin().find("H100-SXM"));
@@ -306,6 +306,26 @@ TEST(Roofline, H200MemoryClassesFollowItsMeasuredKernels) {
   };
   EXPECT_NEAR(atomics_ratio(table.memory_efficiency(MemoryClass::ScatterAdd)), 1.0, 0.10);
   EXPECT_LT(atomics_ratio(hopper.memory_efficiency(MemoryClass::ScatterAdd)), 0.8);
+  // The loss: Megatron-Core's default cross-entropy (cross_entropy.csv, `megatron_unfused`) at the five recipe shapes
+  // (GPT-3 TP 8's small shard is launch-bound), against the model's 20 bytes per logit at the loss fraction.
+  const auto ce = read("cross_entropy.csv");
+  const int cc = ce.column("case"), ci = ce.column("impl"), ct = ce.column("tokens"), cv = ce.column("vocab_shard"),
+            cu = ce.column("fwd_bwd_us");
+  ASSERT_TRUE(cc >= 0 && ci >= 0 && ct >= 0 && cv >= 0 && cu >= 0);
+  auto loss_ratio = [&](double fraction) {
+    double log_sum = 0;
+    int n = 0;
+    for (const auto& r : ce.rows) {
+      if (r.fields[ci] != "megatron_unfused" || r.fields[cc] == "gpt3-tp8") continue;
+      const double logits = std::stod(r.fields[ct]) * std::stod(r.fields[cv]);
+      log_sum += std::log(20.0 * logits / (h200.hbm_bandwidth_Bps * fraction) / (std::stod(r.fields[cu]) * 1e-6));
+      ++n;
+    }
+    EXPECT_EQ(n, 5);
+    return std::exp(log_sum / std::max(n, 1));
+  };
+  EXPECT_NEAR(loss_ratio(table.memory_efficiency(MemoryClass::Loss)), 1.0, 0.03);
+  EXPECT_LT(loss_ratio(hopper.memory_efficiency(MemoryClass::Loss)), 0.9);  // the H100's 0.29: 17 % fast
 }
 
 TEST(Roofline, GroupedGemmFollowsTheH100Measurements) {
