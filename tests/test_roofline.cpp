@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <functional>
 #include <string>
 
 #include "stepsim/cost/compute_model.hpp"
@@ -181,6 +183,30 @@ TEST(Roofline, TinyGemmCostsOneWaveAndALaunch) {
   EXPECT_GT(model->duration_ns(gemm(4096, 4096, 4096)), 10 * model->duration_ns(gemm(64, 64, 64)));
 }
 
+// One measurement file of data/measurements/<dir> (bench/gpu/*.py's CSVs), parsed; an absent file fails the test.
+stepsim::cost::CsvTable measurements(const std::string& dir, const std::string& file) {
+  const std::string path = stepsim::hw::data_dir() + "/measurements/" + dir + "/" + file;
+  EXPECT_TRUE(std::filesystem::exists(path)) << path;
+  return stepsim::cost::parse_csv(stepsim::test::read_file(path));
+}
+
+// Geometric mean of `model_over_measured(row)` over the rows it gives a value for (nullopt skips a row); `count` gets
+// how many it took.
+double geomean_ratio(const stepsim::cost::CsvTable& csv,
+                     const std::function<std::optional<double>(const stepsim::cost::CsvTable::Row&)>& model_over_measured,
+                     int* count) {
+  double log_sum = 0;
+  int n = 0;
+  for (const auto& r : csv.rows) {
+    if (const auto x = model_over_measured(r)) {
+      log_sum += std::log(*x);
+      ++n;
+    }
+  }
+  *count = n;
+  return std::exp(log_sum / std::max(n, 1));
+}
+
 // Mean |relative error| of a GPU's shipped table (at the clock it was measured at) over a measurement file of
 // bench/gpu/measure_kernels.py in data/measurements/<dir>.
 double measured_gemm_error(const std::string& gpu, const std::string& dir, const std::string& file,
@@ -190,10 +216,7 @@ double measured_gemm_error(const std::string& gpu, const std::string& dir, const
   table.sustained_clock = 1.0;
   table.launch_gap_us = 0;  // measured as CUDA-graph replays
   const auto model = make_roofline_model(spec, precision, table);
-  std::ifstream in(stepsim::hw::data_dir() + "/measurements/" + dir + "/" + file);
-  EXPECT_TRUE(in.good()) << dir << "/" << file;
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto csv = stepsim::cost::parse_csv(text);
+  const auto csv = measurements(dir, file);
   const int cm = csv.column("m"), cn = csv.column("n"), ck = csv.column("k"), ct = csv.column("time_us");
   EXPECT_TRUE(cm >= 0 && cn >= 0 && ck >= 0 && ct >= 0) << file;
   EXPECT_TRUE(csv.bad_lines.empty()) << file;
@@ -250,79 +273,65 @@ TEST(Roofline, H200MemoryClassesFollowItsMeasuredKernels) {
   const GpuSpec& h200 = GpuCatalog::builtin().find("H200");
   const EfficiencyTable table = EfficiencyCatalog::builtin().resolve(h200);
   const EfficiencyTable hopper = EfficiencyCatalog::builtin().resolve(GpuCatalog::builtin().find("H100-SXM"));
-  auto read = [](const std::string& file) {
-    std::ifstream in(stepsim::hw::data_dir() + "/measurements/h200-sxm/" + file);
-    EXPECT_TRUE(in.good()) << file;
-    return stepsim::cost::parse_csv(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
-  };
-  // Geometric mean of model / measured over the rows whose kernel name starts with one of `prefixes`.
-  auto ratio = [&](const stepsim::cost::CsvTable& csv, const std::vector<std::string>& prefixes, const char* name_col,
-                   const char* time_col, const char* bytes_col, double fraction) {
-    const int cname = csv.column(name_col), ctime = csv.column(time_col), cbytes = csv.column(bytes_col);
-    EXPECT_TRUE(cname >= 0 && ctime >= 0 && cbytes >= 0);
-    double log_sum = 0;
+  const double bw = h200.hbm_bandwidth_Bps;
+  // Norms and AdamW: the kernel's fewest bytes at the class's fraction over its measured time, rows by name prefix.
+  const auto membound = measurements("h200-sxm", "membound.csv");
+  const int ck = membound.column("kernel"), ct = membound.column("time_us"), cb = membound.column("bytes");
+  ASSERT_TRUE(ck >= 0 && ct >= 0 && cb >= 0);
+  auto kernels_ratio = [&](const std::vector<std::string>& prefixes, double fraction) {
     int n = 0;
-    for (const auto& r : csv.rows) {
-      bool match = false;
-      for (const auto& p : prefixes) match = match || r.fields[cname].rfind(p, 0) == 0;
-      if (!match) continue;
-      const double model_s = std::stod(r.fields[cbytes]) / (h200.hbm_bandwidth_Bps * fraction);
-      log_sum += std::log(model_s / (std::stod(r.fields[ctime]) * 1e-6));
-      ++n;
-    }
+    const double r = geomean_ratio(membound, [&](const auto& row) -> std::optional<double> {
+      for (const auto& p : prefixes) {
+        if (row.fields[ck].rfind(p, 0) == 0)
+          return std::stod(row.fields[cb]) / (bw * fraction) / (std::stod(row.fields[ct]) * 1e-6);
+      }
+      return std::nullopt;
+    }, &n);
     EXPECT_GT(n, 0);
-    return std::exp(log_sum / std::max(n, 1));
+    return r;
   };
-  const auto membound = read("membound.csv");
   const std::vector<std::string> norms = {"layernorm", "rmsnorm"};
-  const double norm_ratio = ratio(membound, norms, "kernel", "time_us", "bytes",
-                                  table.memory_efficiency(MemoryClass::Norm));
+  const double norm_ratio = kernels_ratio(norms, table.memory_efficiency(MemoryClass::Norm));
   // The H100's 0.45 is the mean over a forward and a backward; so is this (geometric mean over 12 kernels).
   EXPECT_NEAR(norm_ratio, 1.0, 0.10);
-  EXPECT_LT(ratio(membound, norms, "kernel", "time_us", "bytes", hopper.memory_efficiency(MemoryClass::Norm)),
-            norm_ratio);
-  EXPECT_NEAR(ratio(membound, {"adamw_fused"}, "kernel", "time_us", "bytes",
-                    table.memory_efficiency(MemoryClass::Optimizer)), 1.0, 0.03);
+  EXPECT_LT(kernels_ratio(norms, hopper.memory_efficiency(MemoryClass::Norm)), norm_ratio);
+  EXPECT_NEAR(kernels_ratio({"adamw_fused"}, table.memory_efficiency(MemoryClass::Optimizer)), 1.0, 0.03);
   // The MoE atomics: the unpermute's forward (scatter_add_) and the permute's backward (index_add_, its time = forward
   // and backward minus forward), each counted as a read and a write of the rows (`fwd_bytes`), as on the H100 (0.12-0.18
   // of 3.35 TB/s there; 0.09-0.15 of 4.8 TB/s here: atomics barely gain from the faster memory).
-  const auto moe = read("moe_ops.csv");
+  const auto moe = measurements("h200-sxm", "moe_ops.csv");
   const int cop = moe.column("op"), cf = moe.column("fwd_us"), cfb = moe.column("fwd_bwd_us"),
-            cb = moe.column("fwd_bytes");
-  ASSERT_TRUE(cop >= 0 && cf >= 0 && cfb >= 0 && cb >= 0);
+            cfbytes = moe.column("fwd_bytes");
+  ASSERT_TRUE(cop >= 0 && cf >= 0 && cfb >= 0 && cfbytes >= 0);
   auto atomics_ratio = [&](double fraction) {
-    double log_sum = 0;
     int n = 0;
-    for (const auto& r : moe.rows) {
-      const std::string& op = r.fields[cop];
-      if (op != "unpermute" && op != "permute_rows") continue;
-      const double fwd = std::stod(r.fields[cf]), fwd_bwd = std::stod(r.fields[cfb]);
+    const double r = geomean_ratio(moe, [&](const auto& row) -> std::optional<double> {
+      const std::string& op = row.fields[cop];
+      if (op != "unpermute" && op != "permute_rows") return std::nullopt;
+      const double fwd = std::stod(row.fields[cf]), fwd_bwd = std::stod(row.fields[cfb]);
       const double measured_us = op == "unpermute" ? fwd : fwd_bwd - fwd;
-      log_sum += std::log(std::stod(r.fields[cb]) / (h200.hbm_bandwidth_Bps * fraction) / (measured_us * 1e-6));
-      ++n;
-    }
+      return std::stod(row.fields[cfbytes]) / (bw * fraction) / (measured_us * 1e-6);
+    }, &n);
     EXPECT_EQ(n, 8);
-    return std::exp(log_sum / std::max(n, 1));
+    return r;
   };
   EXPECT_NEAR(atomics_ratio(table.memory_efficiency(MemoryClass::ScatterAdd)), 1.0, 0.10);
   EXPECT_LT(atomics_ratio(hopper.memory_efficiency(MemoryClass::ScatterAdd)), 0.8);
   // The loss: Megatron-Core's default cross-entropy (cross_entropy.csv, `megatron_unfused`) at the five recipe shapes
   // (GPT-3 TP 8's small shard is launch-bound), against the model's 20 bytes per logit at the loss fraction.
-  const auto ce = read("cross_entropy.csv");
-  const int cc = ce.column("case"), ci = ce.column("impl"), ct = ce.column("tokens"), cv = ce.column("vocab_shard"),
+  const auto ce = measurements("h200-sxm", "cross_entropy.csv");
+  const int cc = ce.column("case"), ci = ce.column("impl"), ctok = ce.column("tokens"), cv = ce.column("vocab_shard"),
             cu = ce.column("fwd_bwd_us");
-  ASSERT_TRUE(cc >= 0 && ci >= 0 && ct >= 0 && cv >= 0 && cu >= 0);
+  ASSERT_TRUE(cc >= 0 && ci >= 0 && ctok >= 0 && cv >= 0 && cu >= 0);
   auto loss_ratio = [&](double fraction) {
-    double log_sum = 0;
     int n = 0;
-    for (const auto& r : ce.rows) {
-      if (r.fields[ci] != "megatron_unfused" || r.fields[cc] == "gpt3-tp8") continue;
-      const double logits = std::stod(r.fields[ct]) * std::stod(r.fields[cv]);
-      log_sum += std::log(20.0 * logits / (h200.hbm_bandwidth_Bps * fraction) / (std::stod(r.fields[cu]) * 1e-6));
-      ++n;
-    }
+    const double r = geomean_ratio(ce, [&](const auto& row) -> std::optional<double> {
+      if (row.fields[ci] != "megatron_unfused" || row.fields[cc] == "gpt3-tp8") return std::nullopt;
+      const double logits = std::stod(row.fields[ctok]) * std::stod(row.fields[cv]);
+      return 20.0 * logits / (bw * fraction) / (std::stod(row.fields[cu]) * 1e-6);
+    }, &n);
     EXPECT_EQ(n, 5);
-    return std::exp(log_sum / std::max(n, 1));
+    return r;
   };
   EXPECT_NEAR(loss_ratio(table.memory_efficiency(MemoryClass::Loss)), 1.0, 0.03);
   EXPECT_LT(loss_ratio(hopper.memory_efficiency(MemoryClass::Loss)), 0.9);  // the H100's 0.29: 17 % fast
@@ -335,9 +344,7 @@ TEST(Roofline, GroupedGemmFollowsTheH100Measurements) {
   EfficiencyTable table = EfficiencyCatalog::builtin().resolve(h100);
   table.sustained_clock = 1.0;
   const auto model = make_roofline_model(h100, Precision::Bf16, table);
-  std::ifstream in(stepsim::hw::data_dir() + "/measurements/h100-sxm/grouped.csv");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto csv = stepsim::cost::parse_csv(text);
+  const auto csv = measurements("h100-sxm", "grouped.csv");
   const int ce = csv.column("experts"), ct = csv.column("tokens_per_expert"), cn = csv.column("n"),
             ck = csv.column("k"), cus = csv.column("grouped_us");
   ASSERT_TRUE(ce >= 0 && ct >= 0 && cn >= 0 && ck >= 0 && cus >= 0);

@@ -827,6 +827,12 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
                                                                static_cast<uint64_t>(x.expert * bpp.weight), edp_geo)) * kNs;
     }
     const bool overlap_reduce = tr.overlap_grad_reduce && zero < 2;
+    // One collective over the data-parallel group (expert: the expert-data-parallel one); 0 where it has one rank.
+    auto coll = [&](workload::CollType c, bool expert, double bytes) {
+      const int64_t shards = expert ? edp_shards : dp_shards;
+      if (shards <= 1 || bytes <= 0) return 0.0;
+      return static_cast<double>(comm.collective_ns(c, static_cast<uint64_t>(bytes), expert ? edp_geo : dp_geo)) * kNs;
+    };
     const bool chunk_buckets = overlap_reduce && v > 1 && (dp_shards > 1 || edp_shards > 1);
     // Interleaved with overlap_grad_reduce: each model chunk but stage 0's first reduces its gradients as one bucket
     // once its last backward has run, and the cool-down runs the chunks' last p backwards one chunk after another
@@ -844,12 +850,8 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
           if (moe) expert += static_cast<double>(d.params_moe_experts);
         }
         if (c == chunks - 1) dense += static_cast<double>(d.params_output + d.params_final_norm);
-        double r = 0;
-        if (dp_shards > 1 && dense > 0)
-          r += static_cast<double>(comm.collective_ns(reduce, static_cast<uint64_t>(dense * grad_bytes), dp_geo)) * kNs;
-        if (edp_shards > 1 && expert > 0)
-          r += static_cast<double>(comm.collective_ns(reduce, static_cast<uint64_t>(expert * grad_bytes), edp_geo)) * kNs;
-        stream = std::max(stream, -static_cast<double>(k) * p * b_chunk) + r;
+        stream = std::max(stream, -static_cast<double>(k) * p * b_chunk) + coll(reduce, false, dense * grad_bytes) +
+                 coll(reduce, true, expert * grad_bytes);
       }
       return stream;
     };
@@ -862,11 +864,6 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     if (s == 0 && (overlap_reduce || overlap_gather) && (dp_shards > 1 || edp_shards > 1)) {
       // Stage 0's first chunk bucket by bucket; the other chunks reduce one bucket each during the cool-down.
       const std::vector<BucketUnit> units = chunk0_units();
-      auto coll = [&](workload::CollType c, bool expert, double bytes) {
-        const int64_t shards = expert ? edp_shards : dp_shards;
-        if (shards <= 1 || bytes <= 0) return 0.0;
-        return static_cast<double>(comm.collective_ns(c, static_cast<uint64_t>(bytes), expert ? edp_geo : dp_geo)) * kNs;
-      };
       const std::vector<DpBucket> buckets = plan_dp_buckets(
           units, bucket_limit, [&](bool e, double params) { return coll(reduce, e, params * grad_bytes); },
           [&](bool e, double params) { return dist ? coll(workload::CollType::AllGather, e, params * bpp.weight) : 0.0; });
