@@ -4,11 +4,15 @@
 // errors (estimate - engine) / engine are summarised. Not a timing benchmark; it prints a table.
 // Run: ./build/bench_plan_accuracy [N=200] [example.yaml ...]   (default: the four examples below)
 // BENCH_VERBOSE=1 also prints every drawn plan the estimate misses by more than 3 %; PLANF=<text> times every fitting
-// plan whose description contains <text> (no draw) and prints the engine's breakdown of rank 0 beside the estimate's.
+// plan whose description contains <text> (no draw) and prints the engine's breakdown of rank 0 beside the estimate's;
+// with PLANDBG=1 also, for the first and the last rank, each stream's op count, busy time, first start and last end,
+// and the data-parallel stream's ops by name, group and size (where a stream-bound step spends its time).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,6 +31,36 @@ double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   const size_t i = static_cast<size_t>(std::clamp(p, 0.0, 1.0) * static_cast<double>(v.size() - 1) + 0.5);
   return v[i];
+}
+
+// PLANDBG: each recorded rank's streams (ops, busy seconds, first start, last end) and its data-parallel stream's ops
+// by name, group and message size.
+void print_streams(const stepsim::sim::Simulation& s) {
+  for (const stepsim::sim::RankTimeline& tl : s.result.recorded) {
+    const stepsim::workload::Program& prog = s.workload.program_of_rank(tl.rank);
+    struct Use {
+      int ops = 0;
+      double busy = 0, first = 1e30, last = 0;
+    };
+    std::array<Use, stepsim::workload::kNumStreams> use{};
+    std::map<std::string, std::pair<int, double>> dp_ops;
+    for (const stepsim::sim::OpRecord& r : tl.ops) {
+      const stepsim::workload::Op& o = prog.ops[r.op];
+      const double b = static_cast<double>(r.begin_ns) * 1e-9, e = static_cast<double>(r.end_ns) * 1e-9;
+      Use& u = use[static_cast<int>(o.stream)];
+      ++u.ops, u.busy += e - b, u.first = std::min(u.first, b), u.last = std::max(u.last, e);
+      if (o.stream != stepsim::workload::Stream::Dp) continue;
+      auto& d = dp_ops[prog.names[o.name] + " " + stepsim::workload::name_of(o.group) + " " + std::to_string(o.bytes) + " B"];
+      ++d.first, d.second += e - b;
+    }
+    for (int q = 0; q < stepsim::workload::kNumStreams; ++q) {
+      if (use[q].ops == 0) continue;
+      std::printf("\n    rank %d stream %s: %d ops, busy %.4f s, first %.4f s, last %.4f s", tl.rank,
+                  stepsim::workload::name_of(static_cast<stepsim::workload::Stream>(q)), use[q].ops, use[q].busy, use[q].first,
+                  use[q].last);
+    }
+    for (const auto& [name, d] : dp_ops) std::printf("\n      dp %s: %d ops, %.4f s", name.c_str(), d.first, d.second);
+  }
 }
 
 }  // namespace
@@ -76,7 +110,7 @@ int main(int argc, char** argv) {
       spec::validate(j);
       sim::Simulation s;
       try {
-        s = sim::run_simulation(j, {0});
+        s = sim::run_simulation(j, std::getenv("PLANDBG") ? std::vector<int>{0, j.cluster.num_gpus - 1} : std::vector<int>{0});
       } catch (const InputError& err) {  // a plan the engine refuses (too many ops per rank): not comparable
         if (refused++ == 0) refusal = err.what();
         continue;
@@ -89,6 +123,7 @@ int main(int argc, char** argv) {
         std::printf("  engine r0: compute %.4f bubble %.4f host %.4f opt %.4f comm", b.compute_s, b.pipeline_bubble_s,
                     b.host_gap_s, b.optimizer_s);
         for (double c : b.exposed_comm_s) std::printf(" %.4f", c);
+        if (std::getenv("PLANDBG")) print_streams(s);
         std::printf("\n  estimate: compute %.4f tp %.4f cp %.4f ep %.4f host %.4f pp %.4f dp %.4f update %.4f\n",
                     x.compute_s, x.tp_s, x.cp_s, x.ep_s, x.host_s, x.pp_s, x.dp_s, x.update_s);
       }
