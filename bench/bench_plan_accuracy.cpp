@@ -123,7 +123,13 @@ int main(int argc, char** argv) {
         std::printf("  engine r0: compute %.4f bubble %.4f host %.4f opt %.4f comm", b.compute_s, b.pipeline_bubble_s,
                     b.host_gap_s, b.optimizer_s);
         for (double c : b.exposed_comm_s) std::printf(" %.4f", c);
-        if (std::getenv("PLANDBG")) print_streams(s);
+        if (std::getenv("PLANDBG")) {
+          print_streams(s);
+          const auto& l = report::summarize(s, j.cluster.num_gpus - 1).breakdown;
+          std::printf("\n  engine last rank: compute %.4f bubble %.4f host %.4f opt %.4f comm", l.compute_s,
+                      l.pipeline_bubble_s, l.host_gap_s, l.optimizer_s);
+          for (double c : l.exposed_comm_s) std::printf(" %.4f", c);
+        }
         std::printf("\n  estimate: compute %.4f tp %.4f cp %.4f ep %.4f host %.4f pp %.4f dp %.4f update %.4f\n",
                     x.compute_s, x.tp_s, x.cp_s, x.ep_s, x.host_s, x.pp_s, x.dp_s, x.update_s);
       }
