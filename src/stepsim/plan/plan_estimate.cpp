@@ -671,10 +671,13 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
       return t;
     };
     const bool prefetch = tr.zero3_param_fetch == spec::Zero3Fetch::Prefetch;
+    std::vector<std::vector<ZeroUnits>> fwd_of(p), bwd_of(p);
     for (int s = 0; s < p; ++s) {
       // Units of each of the stage's chunks, forward order then backward order: embedding (first chunk), the layers,
       // the head (last chunk).
-      std::vector<ZeroUnits> fwd(v), bwd(v);
+      std::vector<ZeroUnits>& fwd = fwd_of[s];
+      std::vector<ZeroUnits>& bwd = bwd_of[s];
+      fwd.resize(v), bwd.resize(v);
       for (int k = 0; k < v; ++k) {
         const int c = s + k * p;
         auto unit = [&](const LayerCosts::Part& f, const LayerCosts::Part& b, double dense, double expert) {
@@ -702,6 +705,12 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
         }
         if (c == chunks - 1) unit(lc.last_fwd, lc.last_bwd, static_cast<double>(d.params_output + d.params_final_norm), 0);
       }
+    }
+    // `extra_first`, `extra_last`: how much longer than the stages' passes alone the first forward waits for its input
+    // and the last backward for its gradient (the other stages' own waits for gathers in the fill and the drain).
+    auto replay = [&](int s, double extra_first, double extra_last) {
+      const std::vector<ZeroUnits>& fwd = fwd_of[s];
+      const std::vector<ZeroUnits>& bwd = bwd_of[s];
       // The stage's passes in Megatron's order (schedule.cpp): the warm-up forwards, then forward k + warm-up and
       // backward k alternating, then the cool-down backwards; virtual micro-batch k runs chunk (k mod p v) / p
       // forward, v - 1 minus that backward. The steady part repeats every p v pairs: once two consecutive periods
@@ -725,7 +734,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
       }
       const double f_own = st[s].f.total() / v, b_own = st[s].b.total() / v;
       const int cooldown = std::max(1, warm);
-      const double first_wait = before_f, backward_wait = std::max(0.0, after_fb - (p - 1 - s) * f_own),
+      const double first_wait = before_f + extra_first, backward_wait = std::max(0.0, after_fb - (p - 1 - s) * f_own),
                    cooldown_wait = after_f / cooldown,
                    lag = lc.host_syncs ? 0.0 : std::max(0.0, pace - f_own - b_own);
       ZeroStream stream(prefetch);
@@ -751,9 +760,36 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
         have_last = true;
         before = stream.state();
       }
-      for (int k = steady; k < total; ++k)  // (all forwards first when m == p under the interleaved schedule)
-        stream.pass(bwd[v - 1 - chunk_of(k)], true, cooldown_wait + (k == 0 ? backward_wait : 0.0));
-      const ZeroReplay z = stream.result();
+      for (int k = steady; k < total; ++k) {  // (all forwards first when m == p under the interleaved schedule)
+        stream.pass(bwd[v - 1 - chunk_of(k)], true,
+                    cooldown_wait + (k == 0 ? backward_wait : 0.0) + (k == total - 1 ? extra_last : 0.0));
+      }
+      return stream.result();
+    };
+    std::vector<ZeroReplay> zs(p);
+    for (int s = 0; s < p; ++s) zs[s] = replay(s, 0, 0);
+    if (zero == 3 && p > 1 && v == 1) {
+      // ZeRO-3 through a pipeline: a stage's first forward also waits for the gathers the stages before it waited for
+      // in theirs, and its last backward for those of the stages after it in their last backward; the stream catches
+      // up meanwhile, so replayed once more with those waits (from the first replay) its own fill and drain waits are
+      // shorter. Only those two come from the second replay: the rest, the step's bounds among them, keeps the first
+      // replay's timeline, on which the pipeline's fill and drain are counted apart (with the second replay's end,
+      // the drain's waits taken from the first replay's longer ones, GPT-3's plan below was 1.8 % high). (With the
+      // stages' passes alone, GPT-3 TP 1 PP 24 CP 4 ZeRO-3 was 3.5 % high, its drain counting each stage's whole
+      // last-backward gathers.) Not under the interleaved schedule, whose fill and drain pass chunk by chunk: there it
+      // took a sampled Mixtral VP 2 ZeRO-3 plan from -1.4 to -3.1 %.
+      std::vector<double> fill(p), drain(p);
+      for (int s = 0; s < p; ++s) {
+        double before = 0, after = 0;
+        for (int j = 0; j < s; ++j) before += zs[j].first_pass_s;
+        for (int j = s + 1; j < p; ++j) after += zs[j].last_pass_s;
+        const ZeroReplay again = replay(s, before, after);
+        fill[s] = again.first_pass_s, drain[s] = again.last_pass_s;
+      }
+      for (int s = 0; s < p; ++s) zs[s].first_pass_s = fill[s], zs[s].last_pass_s = drain[s];
+    }
+    for (int s = 0; s < p; ++s) {
+      const ZeroReplay& z = zs[s];
       st[s].zero_wait = z.exposed_s / static_cast<double>(m);
       st[s].zero_trailing = z.trailing_s;
       st[s].zero_end = z.end_s;
@@ -783,14 +819,24 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   const double pipe = t_mb * static_cast<double>(m) + bubble;
   double sends = 0;
   if (p > 1) {
-    const bool same_node = layout.node_of(0) == layout.node_of(layout.next_stage_rank(0));
-    const double x = static_cast<double>(comm.p2p_ns(static_cast<uint64_t>(bpp.weight) * d.tokens_sp * d.h, same_node)) * kNs;
-    // Blocking exchanges (1F1B): the fill's p - 1 forward sends and the drain's p - 1 backward sends, and in the
-    // steady state the slowest stage's own per forward/backward pair: one combined exchange on the first or last
-    // stage (send-forward-receive-backward, or send-backward-receive-forward), two on a middle stage. With the
-    // interleaved schedule's overlapped p2p only the fill and drain wait.
-    const double per_pair = slow == 0 || slow == p - 1 ? 1.0 : 2.0;
-    sends = v == 1 ? (per_pair * static_cast<double>(m) + 2.0 * (p - 1)) * x : 2.0 * (p - 1) * x;
+    // Each stage boundary's exchange at its own link's rate (stages on one node or across nodes: a pipeline whose
+    // later stages meet across a slow link was up to 37 % low when every boundary was timed as stage 0's).
+    const uint64_t act = static_cast<uint64_t>(bpp.weight) * d.tokens_sp * d.h;
+    std::vector<double> xb(p - 1);
+    double fill_drain = 0;
+    for (int b = 0, r = 0; b + 1 < p; ++b, r = layout.next_stage_rank(r)) {
+      xb[b] = static_cast<double>(comm.p2p_ns(act, layout.node_of(r) == layout.node_of(layout.next_stage_rank(r)))) * kNs;
+      fill_drain += 2.0 * xb[b];
+    }
+    // Blocking exchanges (1F1B): the fill's forward sends and the drain's backward sends over every boundary, and in
+    // the steady state each stage's own per forward/backward pair: one combined exchange with each neighbour
+    // (send-forward-receive-backward with the next, send-backward-receive-forward with the previous), so the
+    // pipeline's pace is its slowest stage with its exchanges. With the interleaved schedule's overlapped p2p only
+    // the fill and drain wait.
+    double pace = 0;
+    for (int s = 0; s < p; ++s)
+      pace = std::max(pace, st[s].total() + (s > 0 ? xb[s - 1] : 0.0) + (s + 1 < p ? xb[s] : 0.0));
+    sends = v == 1 ? (pace - t_mb) * static_cast<double>(m) + fill_drain : fill_drain;
   }
 
   // Stage 0's first model chunk unit by unit, in backward order, for the bucket replays.
