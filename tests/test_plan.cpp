@@ -678,7 +678,7 @@ TEST(Planner, EstimateChainsTheHostsSyncsOverTheStage) {
 // alone, as before, left out the backlog the stream carries through the pipeline's cool-down: -3.3 % at every batch
 // (one of the sampled plans of bench_plan_accuracy); now within 1 %.
 TEST(Planner, ZeroStreamBoundsAnMoeStepItsBackwardsCannotHide) {
-  spec::JobSpec base = test::job_from_yaml(test::read_file(test::source_dir() + "/examples/mixtral-8x7b-ep8.yaml"));
+  spec::JobSpec base = spec::load_job_file(test::source_dir() + "/examples/mixtral-8x7b-ep8.yaml");
   base.simulation.calibration_store = "none";
   spec::validate(base);
   const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);

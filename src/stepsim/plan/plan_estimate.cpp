@@ -820,7 +820,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   double sends = 0;
   if (p > 1) {
     // Each stage boundary's exchange at its own link's rate (stages on one node or across nodes: a pipeline whose
-    // later stages meet across a slow link was up to 37 % low when every boundary was timed as stage 0's).
+    // later stages meet across a slow link was up to 44 % low when every boundary was timed as stage 0's).
     const uint64_t act = static_cast<uint64_t>(bpp.weight) * d.tokens_sp * d.h;
     std::vector<double> xb(p - 1);
     double fill_drain = 0;
