@@ -40,6 +40,32 @@ plan::PlannerOptions small_options(int simulate, int threads) {
   return o;
 }
 
+// The compute and collective models a job's planner estimate and engine run use (the job's GPU and precision, its
+// cluster's communication model).
+struct CostModels {
+  std::unique_ptr<cost::ComputeModel> compute;
+  std::unique_ptr<cost::CollectiveModel> comm;
+};
+CostModels cost_models(const spec::JobSpec& base) {
+  return {cost::make_roofline_model(hw::GpuCatalog::builtin().find(base.cluster.gpu), base.training.precision),
+          sim::make_collective_model(base)};
+}
+
+// Plan `p` of job `base` (as `j`, its job_for) estimated by the planner and run by the engine.
+struct EstimateAndEngine {
+  plan::LayerCosts costs;  // the planner's probe
+  plan::Estimate estimate;
+  report::Summary engine;  // rank 0
+};
+EstimateAndEngine estimate_and_engine(const spec::JobSpec& base, const spec::JobSpec& j, const plan::Plan& p,
+                                      const CostModels& m) {
+  EstimateAndEngine r;
+  r.costs = plan::probe_layer_costs(base, plan::probe_key(p), *m.compute, *m.comm);
+  r.estimate = plan::estimate_plan(j, r.costs, *m.compute, *m.comm);
+  r.engine = report::summarize(sim::run_simulation(j, {0}), 0);
+  return r;
+}
+
 double engine_step(const spec::JobSpec& base, const plan::Plan& p, int gpus, int64_t gbs) {
   spec::JobSpec j = plan::job_for(base, p, gpus, gbs);
   spec::validate(j);
@@ -115,9 +141,7 @@ TEST(Planner, AnalyticMemoryTracksTheMemoryModel) {
 // compute is not charged).
 TEST(Planner, EstimateFollowsTheEngineOnLayoutVariants) {
   const spec::JobSpec base = tiny(16, 32);
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
-  const auto compute = cost::make_roofline_model(gpu, base.training.precision);
-  const auto comm = sim::make_collective_model(base);
+  const auto [compute, comm] = cost_models(base);
   auto both = [&](const plan::Plan& p) {
     spec::JobSpec j = plan::job_for(base, p, 16, 32);
     spec::validate(j);
@@ -162,9 +186,7 @@ TEST(Planner, EstimateFollowsAHostThatIssuesAhead) {
   std::string yaml = test::small_gpt_yaml(1, 1, 8, 32);
   yaml.replace(yaml.find("host_time_scale: 0"), 18, "host_time_scale: 0.65");
   const spec::JobSpec base = test::job_from_yaml(yaml);
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
-  const auto compute = cost::make_roofline_model(gpu, base.training.precision);
-  const auto comm = sim::make_collective_model(base);
+  const auto [compute, comm] = cost_models(base);
   for (const plan::Plan& p : {plan::Plan{1, 1, 8}, plan::Plan{2, 1, 4}, plan::Plan{2, 2, 2}, plan::Plan{1, 4, 2},
                               plan::Plan{1, 2, 4, 1, 1, 1, 2}}) {
     spec::JobSpec j = plan::job_for(base, p, 8, 32);
@@ -224,9 +246,7 @@ TEST(Planner, EstimateFollowsTheEngineOnZeroStages) {
   for (const int gbps : {100, 10}) {
     spec::JobSpec base = tiny(16, 32);
     base.cluster.inter_node.bandwidth_GBps = gbps / 8.0;
-    const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
-    const auto compute = cost::make_roofline_model(gpu, base.training.precision);
-    const auto comm = sim::make_collective_model(base);
+    const auto [compute, comm] = cost_models(base);
     for (const int pipeline : {1, 2, 4}) {
       if (pipeline >= 2 && gbps == 10) continue;
       std::map<int, double> engine;
@@ -263,18 +283,14 @@ TEST(Planner, Zero3DrainWaitsForTheStagesAfterIt) {
   spec::JobSpec base = spec::load_job_file(test::source_dir() + "/examples/gpt3-175b-h800.yaml");
   base.simulation.calibration_store = "none";
   spec::validate(base);
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
-  const auto compute = cost::make_roofline_model(gpu, base.training.precision);
-  const auto comm = sim::make_collective_model(base);
+  const CostModels models = cost_models(base);
   for (const int64_t gbs : {128, 48}) {
     plan::Plan p{1, 24, 1, 4, 1, 1, 1, spec::Recompute::None, true, false, false};
     p.zero_stage = 3;
     p.cp_comm_type = spec::CpCommType::A2A;
     spec::JobSpec j = plan::job_for(base, p, 96, gbs);
     spec::validate(j);
-    const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
-    const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
-    const report::Summary engine = report::summarize(sim::run_simulation(j, {0}), 0);
+    const auto [lc, e, engine] = estimate_and_engine(base, j, p, models);
     EXPECT_GT(engine.breakdown.exposed_comm_s[report::kDp], 0.5 * engine.step_time_s) << "the stream binds";
     EXPECT_NEAR(e.step_time_s / engine.step_time_s, 1.0, 0.01)
         << plan::describe(p) << ", global batch " << gbs << ": estimate " << e.step_time_s << " s, engine "
@@ -291,17 +307,14 @@ TEST(Planner, EstimateTimesEachStageBoundaryAtItsOwnLink) {
     for (const int gpus : {16, 32}) {
       spec::JobSpec base = tiny(gpus, 64);
       base.cluster.inter_node.bandwidth_GBps = gbps / 8.0;
-      const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
-      const auto compute = cost::make_roofline_model(gpu, base.training.precision);
-      const auto comm = sim::make_collective_model(base);
+      const CostModels models = cost_models(base);
       for (const int stage : {1, 3}) {
         plan::Plan p{1, 8, gpus / 8, 1, 1, 1, 1, spec::Recompute::None, true, false, false};
         p.zero_stage = stage;
         spec::JobSpec j = plan::job_for(base, p, gpus, 64);
         spec::validate(j);
-        const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
-        const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
-        const double engine = report::summarize(sim::run_simulation(j, {0}), 0).step_time_s;
+        const auto [lc, e, summary] = estimate_and_engine(base, j, p, models);
+        const double engine = summary.step_time_s;
         EXPECT_NEAR(e.step_time_s / engine, 1.0, 0.04)
             << plan::describe(p) << " at " << gbps << " Gb/s: estimate " << e.step_time_s << " s, engine " << engine;
       }
@@ -320,9 +333,7 @@ TEST(Planner, InterleavedStagesReduceEachChunkAsItsBackwardEnds) {
   for (const double link_GBps : {20.0, 5.0}) {
     spec::JobSpec base = tiny(16, 32);
     base.cluster.intra_node.bandwidth_GBps = link_GBps;
-    const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
-    const auto compute = cost::make_roofline_model(gpu, base.training.precision);
-    const auto comm = sim::make_collective_model(base);
+    const auto [compute, comm] = cost_models(base);
     double step_vp1 = 0;
     for (const int vp : {1, 2, 4}) {
       plan::Plan p{2, 2, 4, 1, 1, 1, vp, spec::Recompute::None, true, true, false};
@@ -351,9 +362,7 @@ TEST(Planner, EstimateFollowsTheEngineUnderOptimizerOffload) {
     spec::JobSpec base = tiny(16, 32);
     base.training.optimizer_offload = true;
     base.training.optimizer_offload_overlap = overlap;
-    const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
-    const auto compute = cost::make_roofline_model(gpu, base.training.precision);
-    const auto comm = sim::make_collective_model(base);
+    const auto [compute, comm] = cost_models(base);
     const plan::Plan p{2, 2, 4, 1, 1, 1, 1, spec::Recompute::None, true, true, false};
     spec::JobSpec j = plan::job_for(base, p, 16, 32);
     spec::validate(j);
@@ -376,9 +385,7 @@ TEST(Planner, EstimateFollowsTheEngineUnderActivationOffload) {
   auto both = [&](int layers) {
     spec::JobSpec base = tiny(16, 32);
     base.training.activation_offload_layers = layers;
-    const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
-    const auto compute = cost::make_roofline_model(gpu, base.training.precision);
-    const auto comm = sim::make_collective_model(base);
+    const auto [compute, comm] = cost_models(base);
     spec::JobSpec j = plan::job_for(base, p, 16, 32);
     spec::validate(j);
     const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
@@ -404,9 +411,7 @@ TEST(Planner, AnalyticMemoryFollowsExpertTensorOne) {
       "training: {micro_batch_size: 1, global_batch_size: 8, distributed_optimizer: true}\n"
       "cluster: {gpu: H100-SXM, num_gpus: 8, gpus_per_node: 8}\n");
   spec::validate(base);
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
-  const auto compute = cost::make_roofline_model(gpu, base.training.precision);
-  const auto comm = sim::make_collective_model(base);
+  const auto [compute, comm] = cost_models(base);
   for (const int et : {0, 1}) {
     plan::Plan p{2, 1, 4, 1, 4, 1, 1, spec::Recompute::None, true, true, false};
     p.expert_tensor = et;
@@ -649,9 +654,7 @@ TEST(Planner, EstimateChainsTheHostsSyncsOverTheStage) {
       "cluster: {gpu: H100-SXM, num_gpus: 16, gpus_per_node: 8}\nsimulation: {calibration_store: none}\n";
   spec::JobSpec base = test::job_from_yaml(yaml);
   spec::validate(base);
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
-  const auto compute = cost::make_roofline_model(gpu, base.training.precision);
-  const auto comm = sim::make_collective_model(base);
+  const auto [compute, comm] = cost_models(base);
   for (const plan::Plan& p : {plan::Plan{2, 1, 4, 2, 2, 1, 1, spec::Recompute::None, true, true, false},
                               plan::Plan{2, 2, 2, 2, 2, 1, 1, spec::Recompute::None, true, true, false},
                               plan::Plan{2, 4, 1, 2, 2, 1, 2, spec::Recompute::None, true, true, false},
@@ -681,9 +684,7 @@ TEST(Planner, ZeroStreamBoundsAnMoeStepItsBackwardsCannotHide) {
   spec::JobSpec base = spec::load_job_file(test::source_dir() + "/examples/mixtral-8x7b-ep8.yaml");
   base.simulation.calibration_store = "none";
   spec::validate(base);
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
-  const auto compute = cost::make_roofline_model(gpu, base.training.precision);
-  const auto comm = sim::make_collective_model(base);
+  const CostModels models = cost_models(base);
   for (const int64_t gbs : {64, 32}) {
     plan::Plan p{8, 8, 1, 1, 1, 1, 2, spec::Recompute::Selective, true, false, false};
     p.zero_stage = 2;
@@ -691,10 +692,8 @@ TEST(Planner, ZeroStreamBoundsAnMoeStepItsBackwardsCannotHide) {
     p.tp_comm_overlap = true;
     spec::JobSpec j = plan::job_for(base, p, 64, gbs);
     spec::validate(j);
-    const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
+    const auto [lc, e, engine] = estimate_and_engine(base, j, p, models);
     EXPECT_TRUE(lc.host_syncs);
-    const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
-    const report::Summary engine = report::summarize(sim::run_simulation(j, {0}), 0);
     EXPECT_GT(engine.breakdown.exposed_comm_s[report::kDp], 0.25 * engine.step_time_s) << "the stream binds";
     EXPECT_NEAR(e.step_time_s / engine.step_time_s, 1.0, 0.01)
         << plan::describe(p) << ", global batch " << gbs << ": estimate " << e.step_time_s << " s, engine "
@@ -718,9 +717,7 @@ TEST(Planner, EstimateFollowsTheEngineUnderEpOverlap) {
       "simulation: {host_time_scale: 0}\n";  // the EP overlap under test, not the host (Planner.HostBound...)
   spec::JobSpec base = test::job_from_yaml(yaml);
   spec::validate(base);
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
-  const auto compute = cost::make_roofline_model(gpu, base.training.precision);
-  const auto comm = sim::make_collective_model(base);
+  const auto [compute, comm] = cost_models(base);
   plan::Plan zero2{1, 1, 16, 1, 16, 1, 1, spec::Recompute::None, true, false, false};
   zero2.zero_stage = 2;  // the data-parallel stream replay sees the shorter paired passes too
   for (plan::Plan p : {plan::Plan{1, 1, 16, 1, 16, 1, 1, spec::Recompute::None, true, false, false},

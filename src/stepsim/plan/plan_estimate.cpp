@@ -548,17 +548,11 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   struct Stage {
     LayerCosts::Part f, b;
     double stored = 0, dense = 0, expert = 0, bf16 = 0;  // bf16: parameters of layers fp8 jobs keep in bf16
-    double zero_wait = 0;      // ZeRO-3: compute idle waiting for parameter gathers, per micro-batch (step / m)
-    double zero_trailing = 0;  // ZeRO-2/3: the DP stream's work left when the last backward ends
-    // ZeRO-2/3: when the replay's last pass ends (passes back to back, each as long as the longer of its GPU time and
-    // its host's issue time, plus the waits for gathers): a bound on the stage's step where the stream is the
-    // bottleneck, which the GPU's passes plus the waits (total) understate when the passes are host-bound.
-    double zero_end = 0;
-    // ZeRO-3: the waits for gathers in the stage's first forward (the pipeline's fill) and last backward (its drain).
-    double zero_fill = 0, zero_drain = 0;
-    // ZeRO-2/3: when the DP stream would end if it never idled after its first reduce-scatter (a bound that holds
-    // whatever the passes' host waits).
-    double zero_stream = 0;
+    double zero_wait = 0;  // ZeRO-3: compute idle waiting for parameter gathers, per micro-batch (step / m)
+    // ZeRO-2/3: the stage's data-parallel stream replay (all 0 otherwise). Its end_s bounds the stage's step where the
+    // stream is the bottleneck, which the GPU's passes plus the waits (total) understate when the passes are
+    // host-bound; its first and last passes' gather waits count in the pipeline's fill and drain.
+    ZeroReplay zero;
     double total() const { return f.total() + b.total() + zero_wait; }
   };
   std::vector<Stage> st(p);
@@ -655,17 +649,25 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   }
 
   // ZeRO-2/3: each stage's passes against its data-parallel stream (ZeroStream).
+  // One collective over the data-parallel group (expert: the expert-data-parallel one); 0 where it has one rank.
+  auto coll = [&](workload::CollType c, bool expert, double bytes) {
+    const int64_t shards = expert ? edp_shards : dp_shards;
+    if (shards <= 1 || bytes <= 0) return 0.0;
+    return static_cast<double>(comm.collective_ns(c, static_cast<uint64_t>(bytes), expert ? edp_geo : dp_geo)) * kNs;
+  };
+
   const int zero = tr.zero_stage;
   if (zero >= 2 && (dp_shards > 1 || edp_shards > 1)) {
+    // Per unit: the dense parameters' collective plus the experts', each memoised (a 405B plan replays thousands of
+    // units of a few sizes).
     std::map<std::pair<int, uint64_t>, double> memo;  // (collective and group, bytes) -> seconds
     auto coll_s = [&](workload::CollType c, double dense, double expert, double bytes_per_param) {
       double t = 0;
-      const std::pair<double, int64_t> parts[2] = {{dense, dp_shards}, {expert, edp_shards}};
+      const double params[2] = {dense, expert};
       for (int k = 0; k < 2; ++k) {
-        if (parts[k].first <= 0 || parts[k].second <= 1) continue;
-        const uint64_t bytes = static_cast<uint64_t>(parts[k].first * bytes_per_param);
+        const uint64_t bytes = static_cast<uint64_t>(params[k] * bytes_per_param);
         auto [it, fresh] = memo.try_emplace({static_cast<int>(c) * 2 + k, bytes}, 0.0);
-        if (fresh) it->second = static_cast<double>(comm.collective_ns(c, bytes, k == 0 ? dp_geo : edp_geo)) * kNs;
+        if (fresh) it->second = coll(c, k == 1, params[k] * bytes_per_param);
         t += it->second;
       }
       return t;
@@ -791,11 +793,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     for (int s = 0; s < p; ++s) {
       const ZeroReplay& z = zs[s];
       st[s].zero_wait = z.exposed_s / static_cast<double>(m);
-      st[s].zero_trailing = z.trailing_s;
-      st[s].zero_end = z.end_s;
-      st[s].zero_stream = z.stream_s;
-      st[s].zero_fill = z.first_pass_s;
-      st[s].zero_drain = z.last_pass_s;
+      st[s].zero = z;
     }
   }
 
@@ -813,7 +811,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   const double t_mb = st[slow].total();
   double others = 0;
   for (int s = 0; s < p; ++s) {
-    if (s != slow) others += (st[s].f.total() + st[s].b.total()) / v + st[s].zero_fill + st[s].zero_drain;
+    if (s != slow) others += (st[s].f.total() + st[s].b.total()) / v + st[s].zero.first_pass_s + st[s].zero.last_pass_s;
   }
   const double bubble = others;
   const double pipe = t_mb * static_cast<double>(m) + bubble;
@@ -858,7 +856,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   // all-gather (or its exposed part before the first forward under overlap_param_gather).
   double tail = 0, head = 0, dp_exposed = 0, update = 0;
   double host_bound = 0;  // no host syncs: the longest stage's host issue of m micro-batches, then its tail
-  double zero_bound = 0;  // ZeRO-2/3 without host syncs: the longest stage's replay (Stage::zero_end), then its tail
+  double zero_bound = 0;  // ZeRO-2/3 without host syncs: the longest stage's replay (Stage::zero.end_s), then its tail
   int64_t peak = 0;
   int peak_stage = 0;
   for (int s = 0; s < p; ++s) {
@@ -866,33 +864,15 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     const double grad_bytes = static_cast<double>(bpp.gradient);
     const auto reduce = dist && !tr.zero1_grad_all_reduce ? workload::CollType::ReduceScatter
                                                           : workload::CollType::AllReduce;
-    double t_rs = 0, t_ag = 0;
-    if (zero >= 2) {
-      // Gradients were reduce-scattered during every backward (the passes above); stage 2 still gathers the updated
-      // parameters at the end of the step, stage 3 gathers them per layer in the next step.
-      if (zero == 2 && dp_shards > 1 && x.dense > 0)
-        t_ag += static_cast<double>(comm.collective_ns(workload::CollType::AllGather,
-                                                       static_cast<uint64_t>(x.dense * bpp.weight), dp_geo)) * kNs;
-      if (zero == 2 && edp_shards > 1 && x.expert > 0)
-        t_ag += static_cast<double>(comm.collective_ns(workload::CollType::AllGather,
-                                                       static_cast<uint64_t>(x.expert * bpp.weight), edp_geo)) * kNs;
-    } else if (dp_shards > 1 && x.dense > 0) {
-      t_rs += static_cast<double>(comm.collective_ns(reduce, static_cast<uint64_t>(x.dense * grad_bytes), dp_geo)) * kNs;
-      if (dist) t_ag += static_cast<double>(comm.collective_ns(workload::CollType::AllGather,
-                                                               static_cast<uint64_t>(x.dense * bpp.weight), dp_geo)) * kNs;
-    }
-    if (zero < 2 && edp_shards > 1 && x.expert > 0) {
-      t_rs += static_cast<double>(comm.collective_ns(reduce, static_cast<uint64_t>(x.expert * grad_bytes), edp_geo)) * kNs;
-      if (dist) t_ag += static_cast<double>(comm.collective_ns(workload::CollType::AllGather,
-                                                               static_cast<uint64_t>(x.expert * bpp.weight), edp_geo)) * kNs;
-    }
+    // Gradients reduced and parameters gathered once per step; under ZeRO-2/3 the gradients were reduce-scattered
+    // during every backward (the passes above), stage 2 still gathers the updated parameters at the end of the step
+    // and stage 3 gathers them per layer in the next step.
+    const auto ag = workload::CollType::AllGather;
+    const double t_rs = zero >= 2 ? 0.0 : coll(reduce, false, x.dense * grad_bytes) + coll(reduce, true, x.expert * grad_bytes);
+    const double t_ag = zero == 3 || (zero < 2 && !dist)
+                            ? 0.0
+                            : coll(ag, false, x.dense * bpp.weight) + coll(ag, true, x.expert * bpp.weight);
     const bool overlap_reduce = tr.overlap_grad_reduce && zero < 2;
-    // One collective over the data-parallel group (expert: the expert-data-parallel one); 0 where it has one rank.
-    auto coll = [&](workload::CollType c, bool expert, double bytes) {
-      const int64_t shards = expert ? edp_shards : dp_shards;
-      if (shards <= 1 || bytes <= 0) return 0.0;
-      return static_cast<double>(comm.collective_ns(c, static_cast<uint64_t>(bytes), expert ? edp_geo : dp_geo)) * kNs;
-    };
     const bool chunk_buckets = overlap_reduce && v > 1 && (dp_shards > 1 || edp_shards > 1);
     // Interleaved with overlap_grad_reduce: each model chunk but stage 0's first reduces its gradients as one bucket
     // once its last backward has run, and the cool-down runs the chunks' last p backwards one chunk after another
@@ -918,7 +898,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     // Only what the stream still has to do after the last backward is exposed (with the whole stage's reduction
     // exposed, Mixtral TP 8 PP 2 VP 4 plans were 4 % high).
     const double exposed_rs =
-        zero >= 2 ? x.zero_trailing : (chunk_buckets && s > 0 ? std::max(0.0, chunk_bucket_stream(0)) : t_rs);
+        zero >= 2 ? x.zero.trailing_s : (chunk_buckets && s > 0 ? std::max(0.0, chunk_bucket_stream(0)) : t_rs);
     double dp_s = std::max(0.0, exposed_rs - static_cast<double>(s) * wall(x.b) / v);
     const bool overlap_gather = dist && tr.overlap_param_gather && zero < 3;
     if (s == 0 && (overlap_reduce || overlap_gather) && (dp_shards > 1 || edp_shards > 1)) {
@@ -944,8 +924,8 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
     // passes' end is no bound; its stream's start plus the stream's work is (a stream busy to the end of the step: with
     // the pipeline's passes plus the stream's tail alone, Mixtral TP 8 PP 8 VP 2 ZeRO-2 with expert tensor parallel 1
     // was 3.3 % low).
-    if (x.zero_end > 0 && !lc.host_syncs) zero_bound = std::max(zero_bound, x.zero_end + end);
-    if (x.zero_stream > 0 && lc.host_syncs) zero_bound = std::max(zero_bound, x.zero_stream + opt_s + ag_tail);
+    if (x.zero.end_s > 0 && !lc.host_syncs) zero_bound = std::max(zero_bound, x.zero.end_s + end);
+    if (x.zero.stream_s > 0 && lc.host_syncs) zero_bound = std::max(zero_bound, x.zero.stream_s + opt_s + ag_tail);
     if (end > tail) {
       tail = end;
       dp_exposed = dp_s + ag_tail;
