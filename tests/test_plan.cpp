@@ -141,7 +141,9 @@ TEST(Planner, AnalyticMemoryTracksTheMemoryModel) {
 // compute is not charged).
 TEST(Planner, EstimateFollowsTheEngineOnLayoutVariants) {
   const spec::JobSpec base = tiny(16, 32);
-  const auto [compute, comm] = cost_models(base);
+  const CostModels models = cost_models(base);
+  const auto& compute = models.compute;
+  const auto& comm = models.comm;
   auto both = [&](const plan::Plan& p) {
     spec::JobSpec j = plan::job_for(base, p, 16, 32);
     spec::validate(j);
@@ -186,7 +188,9 @@ TEST(Planner, EstimateFollowsAHostThatIssuesAhead) {
   std::string yaml = test::small_gpt_yaml(1, 1, 8, 32);
   yaml.replace(yaml.find("host_time_scale: 0"), 18, "host_time_scale: 0.65");
   const spec::JobSpec base = test::job_from_yaml(yaml);
-  const auto [compute, comm] = cost_models(base);
+  const CostModels models = cost_models(base);
+  const auto& compute = models.compute;
+  const auto& comm = models.comm;
   for (const plan::Plan& p : {plan::Plan{1, 1, 8}, plan::Plan{2, 1, 4}, plan::Plan{2, 2, 2}, plan::Plan{1, 4, 2},
                               plan::Plan{1, 2, 4, 1, 1, 1, 2}}) {
     spec::JobSpec j = plan::job_for(base, p, 8, 32);
@@ -246,7 +250,9 @@ TEST(Planner, EstimateFollowsTheEngineOnZeroStages) {
   for (const int gbps : {100, 10}) {
     spec::JobSpec base = tiny(16, 32);
     base.cluster.inter_node.bandwidth_GBps = gbps / 8.0;
-    const auto [compute, comm] = cost_models(base);
+    const CostModels models = cost_models(base);
+    const auto& compute = models.compute;
+    const auto& comm = models.comm;
     for (const int pipeline : {1, 2, 4}) {
       if (pipeline >= 2 && gbps == 10) continue;
       std::map<int, double> engine;
@@ -333,7 +339,9 @@ TEST(Planner, InterleavedStagesReduceEachChunkAsItsBackwardEnds) {
   for (const double link_GBps : {20.0, 5.0}) {
     spec::JobSpec base = tiny(16, 32);
     base.cluster.intra_node.bandwidth_GBps = link_GBps;
-    const auto [compute, comm] = cost_models(base);
+    const CostModels models = cost_models(base);
+    const auto& compute = models.compute;
+    const auto& comm = models.comm;
     double step_vp1 = 0;
     for (const int vp : {1, 2, 4}) {
       plan::Plan p{2, 2, 4, 1, 1, 1, vp, spec::Recompute::None, true, true, false};
@@ -362,7 +370,9 @@ TEST(Planner, EstimateFollowsTheEngineUnderOptimizerOffload) {
     spec::JobSpec base = tiny(16, 32);
     base.training.optimizer_offload = true;
     base.training.optimizer_offload_overlap = overlap;
-    const auto [compute, comm] = cost_models(base);
+    const CostModels models = cost_models(base);
+    const auto& compute = models.compute;
+    const auto& comm = models.comm;
     const plan::Plan p{2, 2, 4, 1, 1, 1, 1, spec::Recompute::None, true, true, false};
     spec::JobSpec j = plan::job_for(base, p, 16, 32);
     spec::validate(j);
@@ -385,7 +395,9 @@ TEST(Planner, EstimateFollowsTheEngineUnderActivationOffload) {
   auto both = [&](int layers) {
     spec::JobSpec base = tiny(16, 32);
     base.training.activation_offload_layers = layers;
-    const auto [compute, comm] = cost_models(base);
+    const CostModels models = cost_models(base);
+    const auto& compute = models.compute;
+    const auto& comm = models.comm;
     spec::JobSpec j = plan::job_for(base, p, 16, 32);
     spec::validate(j);
     const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
@@ -411,7 +423,9 @@ TEST(Planner, AnalyticMemoryFollowsExpertTensorOne) {
       "training: {micro_batch_size: 1, global_batch_size: 8, distributed_optimizer: true}\n"
       "cluster: {gpu: H100-SXM, num_gpus: 8, gpus_per_node: 8}\n");
   spec::validate(base);
-  const auto [compute, comm] = cost_models(base);
+  const CostModels models = cost_models(base);
+  const auto& compute = models.compute;
+  const auto& comm = models.comm;
   for (const int et : {0, 1}) {
     plan::Plan p{2, 1, 4, 1, 4, 1, 1, spec::Recompute::None, true, true, false};
     p.expert_tensor = et;
@@ -654,7 +668,9 @@ TEST(Planner, EstimateChainsTheHostsSyncsOverTheStage) {
       "cluster: {gpu: H100-SXM, num_gpus: 16, gpus_per_node: 8}\nsimulation: {calibration_store: none}\n";
   spec::JobSpec base = test::job_from_yaml(yaml);
   spec::validate(base);
-  const auto [compute, comm] = cost_models(base);
+  const CostModels models = cost_models(base);
+  const auto& compute = models.compute;
+  const auto& comm = models.comm;
   for (const plan::Plan& p : {plan::Plan{2, 1, 4, 2, 2, 1, 1, spec::Recompute::None, true, true, false},
                               plan::Plan{2, 2, 2, 2, 2, 1, 1, spec::Recompute::None, true, true, false},
                               plan::Plan{2, 4, 1, 2, 2, 1, 2, spec::Recompute::None, true, true, false},
@@ -717,7 +733,9 @@ TEST(Planner, EstimateFollowsTheEngineUnderEpOverlap) {
       "simulation: {host_time_scale: 0}\n";  // the EP overlap under test, not the host (Planner.HostBound...)
   spec::JobSpec base = test::job_from_yaml(yaml);
   spec::validate(base);
-  const auto [compute, comm] = cost_models(base);
+  const CostModels models = cost_models(base);
+  const auto& compute = models.compute;
+  const auto& comm = models.comm;
   plan::Plan zero2{1, 1, 16, 1, 16, 1, 1, spec::Recompute::None, true, false, false};
   zero2.zero_stage = 2;  // the data-parallel stream replay sees the shorter paired passes too
   for (plan::Plan p : {plan::Plan{1, 1, 16, 1, 16, 1, 1, spec::Recompute::None, true, false, false},
