@@ -39,7 +39,7 @@ TEST(FuzzRegressions, ParallelDegreesProductOverflow) {
   EXPECT_NE(error_of(yaml).find("does not equal cluster.num_gpus 8"), std::string::npos) << error_of(yaml);
 }
 
-// megatron_builder.cpp p2p_bytes(): beta * tokens (2^40) * hidden (2^24) overflowed int64.
+// The workload builder's pipeline exchange size (stage_builder.cpp): beta * tokens (2^40) * hidden (2^24) overflowed int64.
 TEST(FuzzRegressions, HugeActivationsRefused) {
   const std::string yaml =
       "model: {num_layers: 1, hidden_size: 16777216, num_attention_heads: 1, ffn_hidden_size: 16777216,"
@@ -59,7 +59,7 @@ TEST(FuzzRegressions, HugeExpertParametersRefused) {
   EXPECT_NE(error_of(yaml).find("key model: has about"), std::string::npos) << error_of(yaml);
 }
 
-// megatron_builder.cpp gemm(): tokens (2^40) x local vocabulary (2^24) of the output layer overflowed int64
+// The workload builder's gemm() (workload/megatron/emitter.cpp): tokens (2^40) x local vocabulary (2^24) of the output layer overflowed int64
 // with only 1e9 parameters (refused by the activation bound, not the parameter bound).
 TEST(FuzzRegressions, HugeOutputLayerActivationsRefused) {
   const std::string yaml =

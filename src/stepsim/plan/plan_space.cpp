@@ -272,7 +272,7 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
               chunk_layers(m.num_layers, p * v, layers_ok);
               if (!layers_ok) { drop(Rule::LayersPerStage, per_v); continue; }
               if (v > 1 && (p < 2 || mb % p != 0)) { drop(Rule::Interleaving, per_v); continue; }
-              // The builder's own size guard (megatron_builder.cpp), checked before building anything.
+              // The builder's own size guard (workload/megatron/build.cpp), checked before building anything.
               const double ops = static_cast<double>(mb) * (static_cast<double>(m.num_layers) / p + 2.0) *
                                  (m.moe ? 60.0 : 40.0);
               if (ops > static_cast<double>(workload::kMaxOpsPerProgram)) { drop(Rule::ProgramSize, per_v); continue; }

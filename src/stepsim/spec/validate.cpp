@@ -227,7 +227,7 @@ void validate(JobSpec& job) {
   }
 
   // --- size: the workload builder and the memory model count parameters and bytes in int64. A job far
-  // beyond any real one (fuzz finding: hidden_size 2^24 x tokens 2^40 overflowed in megatron_builder.cpp
+  // beyond any real one (fuzz finding: hidden_size 2^24 x tokens 2^40 overflowed in the workload builder
   // and model_dims.cpp) is refused here. Conservative upper bounds, in double so they cannot overflow.
   {
     const double h = static_cast<double>(m.hidden_size), heads = m.num_attention_heads;

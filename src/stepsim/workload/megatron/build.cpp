@@ -1,0 +1,84 @@
+// build_megatron_workload: the job resolved once (dimensions, features), each pipeline stage's program built
+// (stage_builder.hpp), then each program's memory: the activation peaks replayed in issue order and the static memory.
+#include <algorithm>
+#include <string>
+
+#include "stepsim/spec/input_error.hpp"
+#include "stepsim/workload/megatron/stage_builder.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
+#include "stepsim/workload/static_memory.hpp"
+#include "stepsim/workload/working_memory.hpp"
+
+namespace stepsim::workload {
+
+namespace {
+
+// Replays the program's allocations in issue order: the peak of stored activations and working buffers on this rank,
+// and the peak of the stored activations alone.
+void replay_activation_peaks(Program& p) {
+  int64_t cur = 0, peak = 0, stored = 0, stored_peak = 0;
+  for (const Op& op : p.ops) {
+    cur += op.mem_alloc_at_start;
+    stored += op.mem_alloc_at_start - op.mem_transient;
+    peak = std::max(peak, cur);
+    stored_peak = std::max(stored_peak, stored);
+    cur -= op.mem_free_at_end;
+    stored -= op.mem_free_at_end - op.mem_transient;
+  }
+  p.activation_peak = peak;
+  p.stored_activation_peak = stored_peak;
+}
+
+// Refuses before building: a stage runs every micro-batch through its layers (forward, backward, and recompute),
+// about 40 ops per layer (60 for MoE) plus embedding, head and exchanges.
+void check_op_estimate(const spec::JobSpec& job) {
+  const auto& par = job.parallelism;
+  const double layers_per_stage = static_cast<double>(job.model.num_layers) / par.pipeline + 2.0;
+  const double estimate = static_cast<double>(job.num_microbatches()) * layers_per_stage * (job.model.moe ? 60.0 : 40.0);
+  if (estimate > static_cast<double>(kMaxOpsPerProgram)) {
+    throw InputError(job.source + ": key training.global_batch_size: about " +
+                     std::to_string(static_cast<int64_t>(estimate)) + " ops per rank (" +
+                     std::to_string(job.num_microbatches()) + " micro-batches x " +
+                     std::to_string(job.model.num_layers / par.pipeline) + " layers), more than the limit of " +
+                     std::to_string(kMaxOpsPerProgram) + "; simulate fewer micro-batches");
+  }
+}
+
+}  // namespace
+
+Workload build_megatron_workload(const spec::JobSpec& job) {
+  const auto& par = job.parallelism;
+  Workload w;
+  w.job = job;
+  w.layout = RankLayout(par.tensor, par.context, par.data, par.pipeline, par.expert,
+                        std::min(job.cluster.gpus_per_node, job.cluster.num_gpus), par.expert_tensor, par.cp_a2a_size());
+  const ModelDims d = make_dims(job);
+  check_op_estimate(job);
+  const megatron::Features features = megatron::Features::resolve(job, d.sp, d.act_bytes);
+  w.programs.resize(par.pipeline);
+  w.role_of_stage.resize(par.pipeline);
+  for (int s = 0; s < par.pipeline; ++s) {
+    const megatron::StageShape shape = megatron::StageShape::of(job, s);
+    const megatron::StageFacts facts{job, d, w.layout, features, shape};
+    megatron::StageBuilder(facts, w.programs[s]).build();
+    w.role_of_stage[s] = s;
+  }
+  const int64_t ranks_per_stage = int64_t{par.tensor} * par.context * par.data;
+  const int communicators = w.layout.communicators();
+  for (Program& p : w.programs) {
+    replay_activation_peaks(p);
+    const int64_t bf16_params = d.fp8_exempt_params(p.stage == 0, p.stage == par.pipeline - 1, p.bf16_layer_parameters);
+    p.static_memory = static_memory(job, p.dense_parameters, p.expert_parameters, w.layout.group_size(GroupKind::Dp),
+                                    w.layout.group_size(GroupKind::Edp), communicators, bf16_params);
+    p.static_memory.allocator_reserve = allocator_reserve_bytes(job, static_cast<double>(p.activation_peak));
+    double fwd = 0;
+    for (const Op& op : p.ops) {
+      if (op.kind == OpKind::Compute && op.phase == Phase::Forward) fwd += op.flops;
+    }
+    // Model FLOPs: forward + backward = 3x forward, without recompute (the MFU convention).
+    w.model_flops_per_step += 3.0 * fwd * static_cast<double>(ranks_per_stage);
+  }
+  return w;
+}
+
+}  // namespace stepsim::workload

@@ -1,0 +1,85 @@
+#include "stepsim/workload/megatron/embedding_head.hpp"
+
+#include "stepsim/workload/megatron/linear.hpp"
+#include "stepsim/workload/megatron/norms.hpp"
+
+namespace stepsim::workload::megatron {
+
+Ref embedding_fwd(Emitter& em, const Context& cx, Ref in) {
+  const ModelDims& d = cx.d();
+  const int64_t beta = cx.beta();
+  Ref e = em.compute(cx, memop(ComputeCategory::Embedding, 2 * beta * d.tokens * d.h), "embedding", {in});
+  // Vocab-parallel embedding: partial lookups are summed over TP. Megatron reduce-scatters straight to the sequence
+  // shards under SP, except with learned positions (all-reduce, add positions, split locally).
+  const bool rs = d.sp && cx.job().model.position_embedding != spec::PositionEmbedding::Learned;
+  Ref r = em.coll(cx, rs ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta * d.tokens * d.h,
+                  rs ? "embedding_reduce_scatter" : "embedding_all_reduce", e);
+  return em.compute(cx, memop(ComputeCategory::Elementwise, 2 * beta * d.tokens_sp * d.h), "embedding_dropout", {r},
+                    cx.f().mask_bytes * d.tokens_sp * d.h);
+}
+
+Ref embedding_bwd(Emitter& em, const Context& cx, Ref in) {
+  const ModelDims& d = cx.d();
+  const int64_t beta = cx.beta();
+  Ref x = em.compute(cx, memop(ComputeCategory::Elementwise, 3 * beta * d.tokens_sp * d.h), "embedding_dropout_bwd",
+                     {in});
+  if (d.sp) x = em.coll(cx, CollType::AllGather, GroupKind::Tp, beta * d.tokens * d.h, "embedding_grad_all_gather", x);
+  return em.compute(cx, memop(ComputeCategory::Embedding, (beta + 2 * cx.f().grad_bytes) * d.tokens * d.h),
+                    "embedding_bwd", {x});
+}
+
+Ref head_fwd(Emitter& em, const Context& cx, Ref in) {
+  const ModelDims& d = cx.d();
+  const int64_t beta = cx.beta();
+  const int64_t vloc = d.vocab_pad / d.t;
+  const Ref n = norm_fwd(em, cx, "final_layernorm", in);
+  Ref x = d.sp ? em.coll(cx, CollType::AllGather, GroupKind::Tp, beta * d.tokens * d.h, "output_all_gather", n) : n;
+  // Transformer Engine keeps the output layer in bf16 under fp8.
+  const Context out = cx.keeping_bf16();
+  Ref o = em.compute(out, gemm(out, d.tokens, vloc, d.h), "output_layer", {x}, beta * (d.sp ? d.tokens_sp : d.tokens) * d.h);
+  if (cx.job().training.cross_entropy_fusion == spec::CrossEntropyFusion::Te) {
+    // Transformer Engine's Triton cross-entropy as Megatron-Bridge 25.09-26.04 ran it (TE 2.x up to mid-2026): one
+    // program per token row reads the bf16 logits for the row's max and sum of exponentials (online softmax); the
+    // (max, sum, target logit) of every TP rank are all-gathered (3 fp32 per token); a second pass reads the logits
+    // again and writes the loss and the gradient over them in place, kept until the backward (beta bytes per logit,
+    // where the unfused path keeps its fp32 softmax). Streaming passes: the elementwise efficiency.
+    Ref s1 = em.compute(cx, memop(ComputeCategory::Elementwise, beta * d.tokens * vloc), "cross_entropy_stats", {o});
+    // The logits (stored from the second pass on, which turns them into the gradient) and the gathered input.
+    em.working_buffer(em.next_op() - 1, beta * d.tokens * (vloc + d.h));
+    Ref g = em.coll(cx, CollType::AllGather, GroupKind::Tp, 12 * d.tokens * d.t, "cross_entropy_all_gather", s1);
+    Ref s2 = em.compute(cx, memop(ComputeCategory::Elementwise, 2 * beta * d.tokens * vloc), "cross_entropy_loss_grad",
+                        {g}, beta * d.tokens * vloc);
+    return em.compute(cx, memop(ComputeCategory::Elementwise, 8 * d.tokens), "loss", {s2});
+  }
+  // Vocab-parallel cross-entropy (fp32 softmax): all-reduce of the max, of the sum of exponentials and of the target
+  // logits across the tensor-parallel group. Megatron's jit-fused `native` path is costed alike.
+  Ref c1 = em.compute(cx, memop(ComputeCategory::Loss, (beta + 4) * d.tokens * vloc), "cross_entropy_max", {o},
+                      4 * d.tokens * vloc);
+  // The bf16 logits beside their fp32 copy (`.float()`, kept for backward as the softmax) and the gathered input
+  // (measured: 2,068 MiB for 8K tokens x 128,256 logits + 4,096 hidden; working_memory.hpp).
+  em.working_buffer(em.next_op() - 1, beta * d.tokens * (vloc + d.h));
+  Ref a1 = em.coll(cx, CollType::AllReduce, GroupKind::Tp, 4 * d.tokens, "cross_entropy_all_reduce", c1);
+  Ref c2 = em.compute(cx, memop(ComputeCategory::Loss, 8 * d.tokens * vloc), "cross_entropy_softmax", {a1});
+  Ref a2 = em.coll(cx, CollType::AllReduce, GroupKind::Tp, 8 * d.tokens, "cross_entropy_all_reduce", c2);
+  return em.compute(cx, memop(ComputeCategory::Elementwise, 8 * d.tokens), "loss", {a2});
+}
+
+Ref head_bwd(Emitter& em, const Context& cx, Ref in) {
+  const ModelDims& d = cx.d();
+  const int64_t beta = cx.beta();
+  const int64_t vloc = d.vocab_pad / d.t;
+  // TE's backward scales the stored gradient rows by the per-token incoming gradient in place (Megatron's loss is not
+  // reduced inside the kernel, so the all-ones shortcut does not apply); the unfused path turns its fp32 softmax into
+  // the bf16 gradient.
+  const bool te = cx.job().training.cross_entropy_fusion == spec::CrossEntropyFusion::Te;
+  Ref c = te ? em.compute(cx, memop(ComputeCategory::Elementwise, 2 * beta * d.tokens * vloc), "cross_entropy_bwd", {in})
+             : em.compute(cx, memop(ComputeCategory::Loss, (4 + beta) * d.tokens * vloc), "cross_entropy_bwd", {in});
+  // The unfused path's bf16 gradient of the logits beside the fp32 softmax it is made from (measured 2,004 MiB at
+  // 8K x 128,256); TE's kernel wrote its gradient in place.
+  if (!te) em.working_buffer(em.next_op() - 1, beta * d.tokens * vloc);
+  // Megatron's own ColumnParallelLinear, in bf16: TE's userbuffers do not cover it.
+  Ref r = column_parallel_bwd(em, cx.keeping_bf16(), "output_layer", d.tokens, vloc, d.h, c, d.sp, false);
+  return norm_bwd(em, cx, "final_layernorm_bwd", r);
+}
+
+}  // namespace stepsim::workload::megatron

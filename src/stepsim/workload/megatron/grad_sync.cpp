@@ -1,0 +1,184 @@
+#include "stepsim/workload/megatron/grad_sync.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "stepsim/workload/dp_buckets.hpp"
+#include "stepsim/workload/megatron/recompute.hpp"
+#include "stepsim/workload/megatron/unit_params.hpp"
+
+namespace stepsim::workload::megatron {
+
+GradSync::GradSync(const Context& cx) {
+  chunk_started_.assign(static_cast<size_t>(cx.shape().chunks), false);
+  plan_buckets(cx);
+  gathers_.assign(buckets_.size(), Ref{});
+}
+
+void GradSync::plan_buckets(const Context& cx) {
+  const ModelDims& d = cx.d();
+  const StageShape& sh = cx.shape();
+  const double limit = dp_bucket_limit(cx.job().training, cx.layout().group_size(GroupKind::Dp));
+  for (int c = sh.chunks - 1; c >= 0; --c) {
+    // The chunk's gradient units in backward order (unit ids fall along it, so a bucket's last unit is also its
+    // earliest in forward order).
+    std::vector<int> ids;
+    std::vector<UnitParams> params;
+    auto unit = [&](int id, int64_t dense, int64_t expert) {
+      ids.push_back(id);
+      params.push_back({static_cast<double>(dense), static_cast<double>(expert)});
+    };
+    if (sh.last_model_chunk(c)) {
+      unit(kHeadUnit, d.params_output + d.params_final_norm, 0);
+      for (int k = sh.mtp_layers - 1; k >= 0; --k) {
+        const int id = sh.num_layers + k;
+        unit(id, unit_params(cx, id, false), unit_params(cx, id, true));
+      }
+    }
+    for (int i = sh.chunk_layers[c] - 1; i >= 0; --i) {
+      const int layer = sh.chunk_first_layer[c] + i;
+      const bool moe = cx.job().model.is_moe_layer(layer);
+      unit(layer, d.layer_params_dense(moe), moe ? d.params_moe_experts : 0);
+    }
+    if (sh.first_model_chunk(c)) unit(kEmbeddingUnit, d.params_embedding, 0);
+    const bool bucketed = !cx.f().profile.buckets_first_chunk_only || (sh.stage == 0 && c == 0);
+    const double chunk_limit = bucketed ? limit : std::numeric_limits<double>::infinity();
+    for (const DpBucketSpan& b : form_dp_buckets(params, chunk_limit)) {
+      buckets_.push_back({static_cast<int64_t>(b.params), b.expert ? GroupKind::Edp : GroupKind::Dp, c, ids[b.last]});
+    }
+  }
+}
+
+void GradSync::issue_overlapped_param_gathers(Emitter& em, const Context& cx) {
+  for (size_t i = buckets_.size(); i-- > 0;) {
+    gathers_[i] = em.coll(cx, CollType::AllGather, buckets_[i].group, buckets_[i].params * cx.f().weight_bytes,
+                          "dp_param_all_gather", Ref{});
+  }
+}
+
+Ref GradSync::reduce_bucket(Emitter& em, const Context& cx, const Bucket& b) const {
+  const auto& tr = cx.job().training;
+  const bool scatter = tr.distributed_optimizer && !tr.zero1_grad_all_reduce;
+  return em.coll(cx, scatter ? CollType::ReduceScatter : CollType::AllReduce, b.group, b.params * cx.f().grad_bytes,
+                 scatter ? "dp_grad_reduce_scatter" : "dp_grad_all_reduce", em.last(Stream::Compute));
+}
+
+void GradSync::params_ready(Emitter& em, const Context& cx, const std::vector<int>& units, size_t i) {
+  const int unit = units[i];
+  if (!cx.f().zero3) {
+    // Before a unit's first forward (first micro-batch of its chunk): wait for its parameters' all-gather.
+    if (cx.at.phase != Phase::Forward || chunk_started_[static_cast<size_t>(cx.at.chunk)]) return;
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      if (gathers_[b].count && buckets_[b].chunk == cx.at.chunk && buckets_[b].close_unit == unit) {
+        em.wait_at_next(gathers_[b]);
+      }
+    }
+    return;
+  }
+  const Ref before = em.last(Stream::Compute);
+  if (cx.f().zero3_blocking) {
+    // The host waits for each tensor's gather before it computes (no prefetch); full recompute's forward inside the
+    // backward re-gathers the parameters it released after the first forward.
+    const bool layer = unit != kEmbeddingUnit && unit != kHeadUnit;
+    const bool regather = layer && cx.at.phase == Phase::Backward && recomputed(cx, unit);
+    Ref last = zero3_blocking_gather(em, cx, unit, before);
+    if (regather) last = zero3_blocking_gather(em, cx, unit, last);
+    em.wait_at_next(last);
+    return;
+  }
+  zero3_gather(em, cx, unit, before);
+  if (i + 1 < units.size()) zero3_gather(em, cx, units[i + 1], before);
+  em.wait_at_next(z3_gathers_[unit]);
+}
+
+void GradSync::zero3_gather(Emitter& em, const Context& cx, int unit, Ref dep) {
+  if (z3_gathers_.count(unit)) return;
+  const int64_t wb = cx.f().weight_bytes;
+  Ref last = em.coll(cx, CollType::AllGather, GroupKind::Dp, unit_params(cx, unit, false) * wb, "zero3_param_all_gather",
+                     dep);
+  if (unit_params(cx, unit, true) > 0) {
+    last = em.coll(cx, CollType::AllGather, GroupKind::Edp, unit_params(cx, unit, true) * wb,
+                   "zero3_expert_param_all_gather", dep);
+  }
+  z3_gathers_[unit] = last;
+}
+
+// ZeRO-3 blocking fetch: one all-gather per parameter tensor, each issued after the previous completed. DeepSpeed then
+// gathered into a list of per-rank views (torch.distributed.all_gather before PyTorch's _all_gather_base), which
+// ProcessGroupNCCL fills from a flat buffer with one host-launched copy_ per rank: dp launches per tensor, the host
+// waiting before the next gather. The copy's host time is the median of aten::copy_ (dispatch + launch) in the real
+// Kineto trace shared/data/real/hta/ns_resolution_trace (1,600 calls, V100, PyTorch 1.x); docs/MODEL.md.
+Ref GradSync::zero3_blocking_gather(Emitter& em, const Context& cx, int unit, Ref dep) const {
+  const int64_t dp = cx.layout().group_size(GroupKind::Dp);
+  const int64_t wb = cx.f().weight_bytes;
+  Ref last = dep;
+  if (dp > 1) {
+    Op copies;
+    copies.category = ComputeCategory::Host;
+    copies.duration_ns = std::llround(static_cast<double>(dp) * cx.f().profile.zero3_host_copy_us * 1e3);
+    for (int64_t n : unit_tensors(cx, unit)) {
+      if (n <= 0) continue;
+      last = em.coll(cx, CollType::AllGather, GroupKind::Dp, n * wb, "zero3_param_all_gather", last);
+      last = em.compute(cx, copies, "zero3_gather_copy_back", {last});
+    }
+  }
+  const int64_t experts = unit_params(cx, unit, true);
+  if (experts > 0) {
+    last = em.coll(cx, CollType::AllGather, GroupKind::Edp, experts * wb, "zero3_expert_param_all_gather", last);
+  }
+  return last;
+}
+
+void GradSync::unit_backward_done(Emitter& em, const Context& cx, int unit) {
+  const Features& f = cx.f();
+  if (f.shard_grads) {
+    const Ref dep = em.last(Stream::Compute);
+    em.coll(cx, CollType::ReduceScatter, GroupKind::Dp, unit_params(cx, unit, false) * f.grad_bytes,
+            "sharded_grad_reduce_scatter", dep);
+    if (unit_params(cx, unit, true) > 0) {
+      em.coll(cx, CollType::ReduceScatter, GroupKind::Edp, unit_params(cx, unit, true) * f.grad_bytes,
+              "sharded_expert_grad_reduce_scatter", dep);
+    }
+  }
+  if (cx.at.microbatch != cx.shape().microbatches - 1) return;
+  if (unit == kHeadUnit) sp_params_ += cx.d().params_final_norm;
+  else if (unit != kEmbeddingUnit) sp_params_ += sequence_parallel_params(cx, unit);
+  if (f.shard_grads || !cx.job().training.overlap_grad_reduce) return;
+  for (const Bucket& b : buckets_) {
+    if (b.chunk == cx.at.chunk && b.close_unit == unit) reduce_bucket(em, cx, b);
+  }
+}
+
+void GradSync::finish_grad_reduction(Emitter& em, const Context& cx) {
+  if (!cx.job().training.overlap_grad_reduce && !cx.f().shard_grads) {
+    for (const Bucket& b : buckets_) reduce_bucket(em, cx, b);
+  }
+  if (cx.d().sp && sp_params_ > 0) {
+    // After the DP gradient sync, as Megatron's finalize_model_grads orders it.
+    em.coll(cx, CollType::AllReduce, GroupKind::Tp, sp_params_ * cx.f().grad_bytes, "sequence_parallel_grad_all_reduce",
+            em.last(Stream::Compute), em.last(Stream::Dp));
+  }
+}
+
+void GradSync::gather_params_after_step(Emitter& em, const Context& cx, Ref optimizer) {
+  const Features& f = cx.f();
+  if (!f.distributed_optimizer || cx.job().training.overlap_param_gather || f.zero3) return;
+  for (size_t i = buckets_.size(); i-- > 0;) {
+    em.coll(cx, CollType::AllGather, buckets_[i].group, buckets_[i].params * f.weight_bytes, "dp_param_all_gather",
+            optimizer);
+  }
+}
+
+int64_t GradSync::dense_params() const {
+  int64_t n = 0;
+  for (const Bucket& b : buckets_) n += b.group == GroupKind::Edp ? 0 : b.params;
+  return n;
+}
+
+int64_t GradSync::expert_params() const {
+  int64_t n = 0;
+  for (const Bucket& b : buckets_) n += b.group == GroupKind::Edp ? b.params : 0;
+  return n;
+}
+
+}  // namespace stepsim::workload::megatron

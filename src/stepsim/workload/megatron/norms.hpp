@@ -1,0 +1,19 @@
+#pragma once
+// The memory-bound kernels around every block of a layer: its norm (LayerNorm / RMSNorm, before attention, before the
+// MLP, and the final one) and its fused bias-dropout-add into the residual stream. Each reads and writes the
+// sequence-sharded hidden states (β T_sp h per tensor).
+#include <vector>
+
+#include "stepsim/workload/megatron/emitter.hpp"
+
+namespace stepsim::workload::megatron {
+
+// Reads the input, writes the output; stores the output for the next GEMM's weight gradient.
+Ref norm_fwd(Emitter& em, const Context& cx, const char* name, Ref in);
+// Reads the output gradient, the input and writes the input gradient.
+Ref norm_bwd(Emitter& em, const Context& cx, const char* name, Ref in);
+// Reads the block's output and the residual, writes the sum (and its dropout mask, stored when hidden_dropout > 0).
+Ref bias_dropout_add_fwd(Emitter& em, const Context& cx, const char* name, std::vector<Ref> deps);
+Ref bias_dropout_add_bwd(Emitter& em, const Context& cx, const char* name, Ref in);
+
+}  // namespace stepsim::workload::megatron
