@@ -7,6 +7,7 @@
 #include "stepsim/workload/megatron/emitter.hpp"
 #include "stepsim/workload/megatron/features.hpp"
 #include "stepsim/workload/megatron/stage_shape.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {
@@ -181,6 +182,30 @@ TEST(BuilderParts, CombinedOrderKeysPutTheBackwardHalfBetweenTheForwardNodes) {
   o.on_op();  // not recorded
   EXPECT_EQ(o.keys(), (std::vector<int64_t>{19, 25, 25, 17, 20}));
   EXPECT_EQ(o.backward_start(), 3u);
+}
+
+// Each op carries the unit whose pass built it; what runs between units (ZeRO-3's gathers, the reduce-scatters after a
+// unit's backward, exchanges, the optimizer) carries none. The embedding's ops are exactly those the planner's probe
+// used to find by name.
+TEST(BuilderParts, OpsCarryTheUnitWhosePassBuiltThem) {
+  const auto job = test::job_from_yaml(test::small_gpt_yaml(1, 2, 2, 8, "", ", zero_stage: 3"));
+  const workload::Workload w = workload::build_megatron_workload(job);
+  std::map<std::string, int> units_of[5];
+  for (const Program& p : w.programs) {
+    for (const workload::Op& op : p.ops) {
+      const std::string& name = p.name(op);
+      units_of[static_cast<int>(op.unit)][name]++;
+      EXPECT_EQ(op.unit == workload::UnitKind::Embedding, op.layer < 0 && name.rfind("embedding", 0) == 0) << name;
+    }
+  }
+  const auto none = units_of[static_cast<int>(workload::UnitKind::None)];
+  EXPECT_TRUE(none.count("zero3_param_all_gather"));
+  EXPECT_TRUE(none.count("sharded_grad_reduce_scatter"));
+  EXPECT_TRUE(none.count("optimizer_step"));
+  EXPECT_FALSE(none.count("qkv_proj"));
+  EXPECT_TRUE(units_of[static_cast<int>(workload::UnitKind::Layer)].count("qkv_proj"));
+  EXPECT_TRUE(units_of[static_cast<int>(workload::UnitKind::Head)].count("output_layer"));
+  EXPECT_TRUE(units_of[static_cast<int>(workload::UnitKind::Embedding)].count("embedding_bwd"));
 }
 
 }  // namespace

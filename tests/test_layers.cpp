@@ -42,8 +42,6 @@ const std::set<std::pair<std::string, std::string>>& known_exceptions() {
       // catalog below spec/ (issue 42 item 3) removes this.
       {"spec/job_loader.cpp", "hw/gpu_catalog.hpp"},
       {"spec/validate.cpp", "hw/gpu_catalog.hpp"},
-      // A group's geometry (ranks, nodes, ranks per node) is the rank layout's, declared with the collective models.
-      {"workload/rank_layout.hpp", "cost/collective_model.hpp"},
   };
   return known;
 }
@@ -72,6 +70,12 @@ std::vector<Include> includes_of_tree(const fs::path& root) {
   return out;
 }
 
+// The tree's includes, read once for every test here.
+const std::vector<Include>& tree_includes() {
+  static const std::vector<Include> all = includes_of_tree(fs::path(STEPSIM_SOURCE_DIR) / "src" / "stepsim");
+  return all;
+}
+
 std::string folder_of(const std::string& path) { return path.substr(0, path.find('/')); }
 
 TEST(Layers, EveryFolderHasALayer) {
@@ -84,8 +88,7 @@ TEST(Layers, EveryFolderHasALayer) {
 }
 
 TEST(Layers, NoIncludeRunsUpALayer) {
-  const fs::path root = fs::path(STEPSIM_SOURCE_DIR) / "src" / "stepsim";
-  const auto includes = includes_of_tree(root);
+  const auto& includes = tree_includes();
   ASSERT_GT(includes.size(), 500u);  // the tree was read
   size_t known_seen = 0;
   for (const Include& i : includes) {
@@ -106,8 +109,7 @@ TEST(Layers, NoIncludeRunsUpALayer) {
 
 // The types every framework's builder shares (workload/*) never include a builder (workload/<framework>/*).
 TEST(Layers, SharedWorkloadTypesDoNotIncludeAFrameworkBuilder) {
-  const fs::path root = fs::path(STEPSIM_SOURCE_DIR) / "src" / "stepsim";
-  for (const Include& i : includes_of_tree(root)) {
+  for (const Include& i : tree_includes()) {
     const bool shared = i.from.rfind("workload/", 0) == 0 && i.from.find('/', 9) == std::string::npos;
     const bool builder = i.to.rfind("workload/", 0) == 0 && i.to.find('/', 9) != std::string::npos;
     EXPECT_FALSE(shared && builder) << "src/stepsim/" << i.from << ":" << i.line << " includes stepsim/" << i.to;
@@ -117,9 +119,8 @@ TEST(Layers, SharedWorkloadTypesDoNotIncludeAFrameworkBuilder) {
 // Headers form no circle: a header that includes another is never included back through a chain. (Folders form none
 // either, by the layers above, except the known exceptions.)
 TEST(Layers, NoHeaderIncludeCircle) {
-  const fs::path root = fs::path(STEPSIM_SOURCE_DIR) / "src" / "stepsim";
   std::map<std::string, std::set<std::string>> edges;
-  for (const Include& i : includes_of_tree(root)) {
+  for (const Include& i : tree_includes()) {
     if (i.from.size() > 4 && i.from.compare(i.from.size() - 4, 4, ".hpp") == 0) edges[i.from].insert(i.to);
   }
   ASSERT_GT(edges.size(), 100u);

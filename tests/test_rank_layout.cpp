@@ -1,4 +1,4 @@
-// The rank-order contract (docs/ARCHITECTURE.md): Megatron-Core's default tp-cp-ep-dp-pp order,
+// The rank-order contract (docs/CONTRACTS.md): Megatron-Core's default tp-cp-ep-dp-pp order,
 // rank = tp + t*(cp + c*(dp + d*pp)), with expert parallelism folded into the (cp, dp) ranks; and the
 // process groups each collective runs on.
 #include <gtest/gtest.h>
@@ -69,9 +69,9 @@ TEST(RankLayout, GroupsPartitionTheWorld) {
 
 TEST(RankLayout, GeometryCountsNodes) {
   const RankLayout l(8, 1, 4, 2, 1, 8);  // TP fills a node; DP and PP cross nodes
-  EXPECT_EQ(l.geometry(GroupKind::Tp, 0), (cost::GroupGeometry{8, 1, 8}));
-  EXPECT_EQ(l.geometry(GroupKind::Dp, 0), (cost::GroupGeometry{4, 4, 1}));
-  EXPECT_EQ(l.geometry(GroupKind::Pp, 0), (cost::GroupGeometry{2, 2, 1}));
+  EXPECT_EQ(l.geometry(GroupKind::Tp, 0), (workload::GroupGeometry{8, 1, 8}));
+  EXPECT_EQ(l.geometry(GroupKind::Dp, 0), (workload::GroupGeometry{4, 4, 1}));
+  EXPECT_EQ(l.geometry(GroupKind::Pp, 0), (workload::GroupGeometry{2, 2, 1}));
   EXPECT_EQ(l.next_stage_rank(3), 35);
   EXPECT_EQ(l.prev_stage_rank(3), 35);  // two stages: the ring wraps
 }

@@ -6,15 +6,6 @@
 
 namespace stepsim::cost {
 
-GroupGeometry normalized(const GroupGeometry& g) {
-  const int n = std::max(g.ranks, 1);
-  const int N = std::clamp(g.nodes, 1, n);
-  int k = std::max(g.ranks_per_node, (n + N - 1) / N);
-  k = std::min(k, n);
-  if (N == 1) k = n;
-  return {n, N, k};
-}
-
 CollectiveEstimate CollectiveModel::estimate(workload::CollType coll, uint64_t bytes, const GroupGeometry& g,
                                              Algorithm algo, std::optional<Protocol> proto) const {
   require_simple_protocol(proto, "chosen");

@@ -6,20 +6,14 @@
 
 #include "stepsim/cost/collective_algorithm.hpp"
 #include "stepsim/spec/job_spec.hpp"
+#include "stepsim/workload/group_geometry.hpp"
 #include "stepsim/workload/op.hpp"
 
 namespace stepsim::cost {
 
-// Where a group's members sit: n ranks over `nodes` nodes, at most `ranks_per_node` on one node.
-struct GroupGeometry {
-  int ranks = 1;
-  int nodes = 1;
-  int ranks_per_node = 1;
-  bool operator==(const GroupGeometry&) const = default;
-};
-// A caller's geometry made consistent: 1 <= nodes <= ranks, ceil(ranks/nodes) <= ranks_per_node <= ranks, and
-// ranks_per_node = ranks on one node.
-GroupGeometry normalized(const GroupGeometry& g);
+// The rank layout's description of a group (workload/group_geometry.hpp), by which collectives are timed.
+using workload::GroupGeometry;
+using workload::normalized;
 
 class CollectiveModel {
  public:

@@ -66,6 +66,11 @@ enum class ComputeCategory : uint8_t {
 // Phase of the step an op belongs to, for the breakdown and the trace.
 enum class Phase : uint8_t { Forward, Backward, Recompute, Optimizer };
 
+// The model unit whose pass built an op (its forward, backward or recompute), for consumers that attribute ops to
+// units without reading names (the planner's per-layer probe). None: what runs between units (parameter gathers,
+// gradient reductions, pipeline exchanges, the optimizer) and trace-driven ops.
+enum class UnitKind : uint8_t { None, Embedding, Layer, Mtp, Head };
+
 // A stream dependency: the op may start only once `stream` has completed `count` ops (a CUDA event).
 struct Wait {
   Stream stream;
@@ -79,6 +84,7 @@ struct Op {
   ComputeCategory category = ComputeCategory::Elementwise;
   CollType coll = CollType::AllReduce;
   GroupKind group = GroupKind::Tp;
+  UnitKind unit = UnitKind::None;
   uint16_t name = 0;          // index into Program::names
   int16_t layer = -1;         // global transformer layer, -1 = none (embedding, head, optimizer)
   int32_t microbatch = -1;    // -1 = not tied to a micro-batch

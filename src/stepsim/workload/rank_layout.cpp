@@ -138,9 +138,9 @@ int RankLayout::communicators() const {
   return n;
 }
 
-cost::GroupGeometry RankLayout::geometry(GroupKind g, int gid) const {
+GroupGeometry RankLayout::geometry(GroupKind g, int gid) const {
   const int n = group_size(g);
-  cost::GroupGeometry geo;
+  GroupGeometry geo;
   geo.ranks = n;
   // Members are in increasing rank order, so nodes appear in runs.
   int nodes = 0, run = 0, best = 0, last = -1;

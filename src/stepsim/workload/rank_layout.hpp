@@ -5,7 +5,7 @@
 // The data-parallel group used for gradients spans context ranks too (Megatron's DP-with-CP group).
 #include <cstdint>
 
-#include "stepsim/cost/collective_model.hpp"
+#include "stepsim/workload/group_geometry.hpp"
 #include "stepsim/workload/op.hpp"
 
 namespace stepsim::workload {
@@ -40,7 +40,7 @@ class RankLayout {
   int group_id(GroupKind g, int rank) const;
   int index_in_group(GroupKind g, int rank) const;
   int member(GroupKind g, int group_id, int index) const;
-  cost::GroupGeometry geometry(GroupKind g, int group_id) const;
+  GroupGeometry geometry(GroupKind g, int group_id) const;
   // NCCL communicators a rank of a built workload creates: one per dimension whose group has more than one rank (a
   // world-wide one exists only in traced runs).
   int communicators() const;

@@ -20,6 +20,7 @@ struct Position {
   int layer = -1;  // global transformer layer (MTP depth: num_layers + k), -1 = none (embedding, head, optimizer)
   int microbatch = -1;
   int chunk = 0;
+  UnitKind unit = UnitKind::None;  // set for the ops of a unit's pass only
 };
 
 // What one stage is built from.

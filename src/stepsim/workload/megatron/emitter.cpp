@@ -140,6 +140,7 @@ void Emitter::tag(const Position& at, Op& op) {
   op.layer = static_cast<int16_t>(std::min(at.layer, 32767));
   op.microbatch = at.microbatch;
   op.chunk = static_cast<int16_t>(at.chunk);
+  op.unit = at.unit;
 }
 
 // The sort is stable and each half's keys never decrease in the order it was built, so every op still follows what

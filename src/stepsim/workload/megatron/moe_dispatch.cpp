@@ -44,7 +44,7 @@ int64_t ep_all_to_all_bytes(const Context& cx) {
   const auto& moe = *cx.job().model.moe;
   if (moe.token_dispatcher != spec::TokenDispatcher::Flex) return per_expert;
   const RankLayout& layout = cx.layout();
-  const auto g = cost::normalized(
+  const auto g = normalized(
       layout.geometry(GroupKind::Ep, layout.group_id(GroupKind::Ep, layout.rank_of({0, 0, 0, cx.shape().stage}))));
   const ExpertRouting r{moe.num_experts, moe.topk, moe.router_num_groups, moe.router_group_topk};
   double copies = 0;  // per token, in units of the all-to-all's message

@@ -14,6 +14,11 @@ namespace stepsim::workload::megatron {
 namespace {
 // The layer an op of `unit` is tagged with: none for the embedding and the head.
 int layer_tag(int unit) { return unit == kEmbeddingUnit || unit == kHeadUnit ? -1 : unit; }
+UnitKind unit_kind(const StageShape& shape, int unit) {
+  if (unit == kEmbeddingUnit) return UnitKind::Embedding;
+  if (unit == kHeadUnit) return UnitKind::Head;
+  return shape.mtp_unit(unit) ? UnitKind::Mtp : UnitKind::Layer;
+}
 }  // namespace
 
 StageBuilder::StageBuilder(const StageFacts& facts, Program& prog)
@@ -59,7 +64,7 @@ void StageBuilder::pass(int mb, int chunk, Ref in, bool forward) {
       offload_.before_backward(em_, before, unit, saved_);
     }
     const Context cx = context(layer_tag(unit));
-    x = unit_pass(cx, unit, x, forward);
+    x = unit_pass(cx.with([&](Context& c) { c.at.unit = unit_kind(facts_.shape, unit); }), unit, x, forward);
     if (forward) {
       saved_.store(mb, unit, em_.unit_saved());
       offload_.after_forward(em_, cx, unit);
