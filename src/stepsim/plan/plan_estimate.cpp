@@ -12,6 +12,7 @@
 #include "stepsim/cost/host_issue.hpp"
 #include "stepsim/sim/engine.hpp"
 #include "stepsim/sim/simulation.hpp"
+#include "stepsim/sim/stream_replay.hpp"
 #include "stepsim/workload/dp_buckets.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/model_dims.hpp"
@@ -49,64 +50,12 @@ void add(LayerCosts::Part& a, const LayerCosts::Part& b) {
 
 namespace {
 
-// A rank's streams replayed in issue order (every rank of the probe runs the same program, so a collective starts
-// when this rank's inputs are ready): a compute op starts when its stream is free and what it waits for has finished,
-// a collective when its group's stream is free and its inputs are ready. The time the compute stream stands idle
-// waiting for a collective is that collective kind's exposed time; communication that runs beside compute
+// The probe's streams are replayed by sim::replay_streams (sim/stream_replay.hpp): the time the compute stream
+// stands idle waiting for a collective is that collective kind's exposed time; communication that runs beside compute
 // (userbuffers TP overlap, ring attention, backward reduce-scatters under the weight gradients) costs nothing, as in
 // the engine.
-struct StreamReplay {
-  std::vector<double> start_s, end_s, prev_free_s;  // per op; prev_free_s: when its stream became free for it
-  std::vector<int> blocker;                         // the op whose end decided its start (-1: its stream; kHost)
-};
-constexpr int kHostBlocker = -2;  // the host issued the op after its stream and inputs were ready
-
-// With `host`, the host issue model as the engine runs it (cost/host_issue.hpp): ops issued in program order, each
-// ready to start once issued; after a sync op the host goes on when that op has ended.
-StreamReplay replay_streams(const workload::Workload& w, const cost::CollectiveModel& comm, bool host) {
-  const workload::Program& prog = w.programs[0];
-  const size_t n = prog.ops.size();
-  StreamReplay r{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n), std::vector<int>(n, -1)};
-  std::array<std::optional<cost::GroupGeometry>, workload::kNumGroupKinds> geometry;
-  std::array<double, workload::kNumStreams> stream_free{};
-  host = host && !prog.host_prefix.empty();
-  double host_s = 0;  // when the host has issued the ops so far
-  for (size_t i = 0; i < n; ++i) {
-    const Op& op = prog.ops[i];
-    double ready = 0;
-    for (uint32_t k = 0; k < op.wait_count; ++k) {
-      const workload::Wait& wt = prog.waits[op.wait_begin + k];
-      if (wt.count == 0) continue;
-      const auto& on = prog.stream_ops[static_cast<int>(wt.stream)];
-      const uint32_t j = on[std::min<size_t>(wt.count, on.size()) - 1];
-      if (r.end_s[j] > ready) ready = r.end_s[j], r.blocker[i] = static_cast<int>(j);
-    }
-    double dur = 0;
-    if (op.kind == OpKind::Compute) {
-      dur = static_cast<double>(op.duration_ns) * kNs;
-    } else if (op.kind == OpKind::Collective) {
-      // One geometry per group kind (RankLayout::geometry walks the group's ranks; a ring-attention layer alone
-      // issues 3c - 1 CP exchanges).
-      auto& geo = geometry[static_cast<int>(op.group)];
-      if (!geo) geo = w.layout.geometry(op.group, 0);
-      dur = static_cast<double>(comm.collective_ns(op.coll, op.bytes, *geo)) * kNs;
-    }
-    const int st = static_cast<int>(op.stream);
-    r.prev_free_s[i] = stream_free[st];
-    r.start_s[i] = std::max(stream_free[st], ready);
-    if (host) {
-      host_s += static_cast<double>(op.host_ns) * kNs;
-      if (host_s > r.start_s[i]) {
-        r.start_s[i] = host_s;
-        r.blocker[i] = kHostBlocker;
-      }
-    }
-    r.end_s[i] = r.start_s[i] + dur;
-    stream_free[st] = r.end_s[i];
-    if (host && op.host_sync) host_s = std::max(host_s, r.end_s[i]);
-  }
-  return r;
-}
+using sim::kHostBlocker;
+using sim::StreamReplay;
 
 // Combined 1F1B EP overlap: the probe's job runs two micro-batches (forward 0 alone, forward 1 with backward 0,
 // backward 1 alone); in the combined step, the time the compute stream waits for the EP stream (its all-to-alls and
@@ -259,7 +208,7 @@ LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const
   out.stored_bytes.assign(layers, 0);
   double stored_total = 0;
   bool before_layers = true;  // layer -1 ops before the first layer are the embedding's
-  const StreamReplay rp = replay_streams(w, comm, replay_host);
+  const StreamReplay rp = sim::replay_streams(w, comm, replay_host);
   // A part's split at its first host sync, taken once the sync op's own costs are in (before the next op).
   LayerCosts::Part* at_sync = nullptr;
   auto close_sync = [&] {
