@@ -1,20 +1,13 @@
 #include "stepsim/plan/plan_estimate.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
-#include <numeric>
-#include <optional>
 
-#include "stepsim/cost/host_issue.hpp"
-#include "stepsim/sim/engine.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/sim/stream_replay.hpp"
+#include "stepsim/plan/estimate/host_flow_shop.hpp"
 #include "stepsim/workload/dp_buckets.hpp"
-#include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/model_dims.hpp"
 #include "stepsim/workload/optimizer_offload.hpp"
 #include "stepsim/workload/schedule.hpp"
@@ -25,8 +18,6 @@ namespace stepsim::plan {
 
 using workload::GroupKind;
 using workload::Op;
-using workload::OpKind;
-using workload::Phase;
 
 ProbeKey probe_key(const Plan& p) {
   return ProbeKey{p.tensor, p.context, p.expert, p.micro_batch_size, p.recompute, p.tp_comm_overlap, p.cp_comm_type,
@@ -50,263 +41,10 @@ void add(LayerCosts::Part& a, const LayerCosts::Part& b) {
 
 namespace {
 
-// The probe's streams are replayed by sim::replay_streams (sim/stream_replay.hpp): the time the compute stream
-// stands idle waiting for a collective is that collective kind's exposed time; communication that runs beside compute
-// (userbuffers TP overlap, ring attention, backward reduce-scatters under the weight gradients) costs nothing, as in
-// the engine.
-using sim::kHostBlocker;
-using sim::StreamReplay;
-
-// Combined 1F1B EP overlap: the probe's job runs two micro-batches (forward 0 alone, forward 1 with backward 0,
-// backward 1 alone); in the combined step, the time the compute stream waits for the EP stream (its all-to-alls and
-// the combine node's computation) is the pair's exposed EP time, charged to the layer of the op that waited.
-bool in_combined_pair(const Op& op) {
-  return (op.microbatch == 1 && op.phase == Phase::Forward) || (op.microbatch == 0 && op.phase != Phase::Forward);
-}
-
-// Where a wait for a TP or CP collective is charged in a part (expert TP counts as TP, both levels of hierarchical CP
-// as CP); null for the other groups.
-double* tp_or_cp_wait(LayerCosts::Part& part, GroupKind group) {
-  switch (group) {
-    case GroupKind::Tp:
-    case GroupKind::Etp: return &part.tp_s;
-    case GroupKind::Cp:
-    case GroupKind::HcpA2a:
-    case GroupKind::HcpRing: return &part.cp_s;
-    default: return nullptr;
-  }
-}
-
-// The pair's exposed time per layer by what the compute stream waited for: the EP stream, and the TP and CP
-// collectives (in the pair one micro-batch's collectives can run while the other's kernels do).
-std::vector<LayerCosts::Part> paired_exposure(const workload::Program& prog, const StreamReplay& rp, int layers) {
-  std::vector<LayerCosts::Part> out(layers);
-  for (size_t i = 0; i < prog.ops.size(); ++i) {
-    const Op& op = prog.ops[i];
-    if (!in_combined_pair(op) || op.kind != OpKind::Compute || op.stream != workload::Stream::Compute) continue;
-    if (op.layer < 0 || op.layer >= layers || rp.blocker[i] == -1) continue;
-    const double idle = std::max(0.0, rp.start_s[i] - rp.prev_free_s[i]);
-    LayerCosts::Part& part = out[op.layer];
-    if (rp.blocker[i] == kHostBlocker) {
-      part.host_s += idle;
-      continue;
-    }
-    const Op& waited = prog.ops[static_cast<size_t>(rp.blocker[i])];
-    if (waited.stream == workload::Stream::Ep) {
-      part.ep_s += idle;
-    } else if (waited.kind == OpKind::Collective) {
-      if (double* w = tp_or_cp_wait(part, waited.group)) *w += idle;
-    }
-  }
-  return out;
-}
-
-// A stretch of a stage's ops for the host issue model: the host's time to issue it, the GPU's time to run it, and
-// whether the host waits for the GPU after it (a sync).
-struct IssueBlock {
-  double issue_s = 0, gpu_s = 0;
-  bool sync_after = false;
-};
-
-void push_blocks(std::vector<IssueBlock>& out, const LayerCosts::Part& x) {
-  out.push_back({x.pre_issue_s, x.pre_gpu_s, x.syncs});
-  if (x.syncs) out.push_back({x.issue_s - x.pre_issue_s, x.gpu() - x.pre_gpu_s, false});
-}
-
-// The GPU's waits for the host over one cycle of blocks (a micro-batch of a stage, repeated). Between two syncs the
-// host and the GPU work through the blocks like a two-machine flow shop, the GPU running a block only once the host
-// has issued it; within a block of many small ops the GPU keeps up with the issue as it goes, so a segment lasts
-// max_j (I_1 + ... + I_j + G_j+1 + ... + G_n) over j = 0..n (I: issue, G: GPU); a sync starts the next segment with
-// both idle. Without syncs the host's lead carries over: the cycle lasts max(sum I, sum G).
-struct CycleWaits {
-  double fluid_s = 0;  // the flow shop's waits
-  int syncs = 0;
-};
-CycleWaits host_waits_with_syncs(const std::vector<IssueBlock>& cycle) {
-  const size_t n = cycle.size();
-  size_t first = n;
-  for (size_t i = 0; i < n; ++i) {
-    if (cycle[i].sync_after) {
-      first = i;
-      break;
-    }
-  }
-  double gpu = 0, issue = 0;
-  for (const IssueBlock& b : cycle) gpu += b.gpu_s, issue += b.issue_s;
-  if (first == n) return {std::max(0.0, issue - gpu), 0};
-  double total = 0;
-  int syncs = 0;
-  std::vector<const IssueBlock*> seg;
-  for (size_t k = 1; k <= n; ++k) {  // from the block after the first sync, once around
-    const IssueBlock& b = cycle[(first + k) % n];
-    seg.push_back(&b);
-    if (!b.sync_after) continue;
-    double g_rest = 0;
-    for (const IssueBlock* x : seg) g_rest += x->gpu_s;
-    double issued = 0, longest = g_rest;
-    for (const IssueBlock* x : seg) {
-      issued += x->issue_s;
-      g_rest -= x->gpu_s;
-      longest = std::max(longest, issued + g_rest);
-    }
-    total += longest;
-    ++syncs;
-    seg.clear();
-  }
-  return {std::max(0.0, total - gpu), syncs};
-}
-
-// A model chunk's micro-batch as the host issues it under 1F1B (its forward, then its backward), from the embedding
-// (first) to the head (last) where the chunk holds them.
-std::vector<IssueBlock> chunk_cycle(const LayerCosts& lc, int first_layer, int layers, bool first, bool last) {
-  std::vector<IssueBlock> cycle;
-  if (first) push_blocks(cycle, lc.first_fwd);
-  for (int l = first_layer; l < first_layer + layers; ++l) push_blocks(cycle, lc.fwd[l]);
-  if (last) push_blocks(cycle, lc.last_fwd), push_blocks(cycle, lc.last_bwd);
-  for (int l = first_layer + layers - 1; l >= first_layer; --l) push_blocks(cycle, lc.bwd[l]);
-  if (first) push_blocks(cycle, lc.first_bwd);
-  return cycle;
-}
-
-}  // namespace
-
-LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const cost::ComputeModel& compute,
-                             const cost::CollectiveModel& comm) {
-  // The smallest data degree that holds the expert groups: EP must divide DP x CP.
-  const int data = k.expert / std::gcd(k.expert, k.context);
-  Plan p{k.tensor, 1, data, k.context, k.expert, k.micro_batch_size, 1, k.recompute};
-  p.tp_comm_overlap = k.tp_comm_overlap;
-  p.cp_comm_type = k.cp_comm_type;
-  p.cp_a2a = k.cp_a2a;
-  p.expert_tensor = k.expert_tensor;
-  p.fp8_recipe = k.fp8_recipe;
-  p.ep_overlap = k.ep_overlap;
-  // Under the combined 1F1B EP overlap the probe runs two micro-batches: the unpaired forward 0 and backward 1 give
-  // the costs below, the pair between them its exposed EP time. An MoE model under the host issue model runs two as
-  // well and takes its costs from the second: in a step the host issues micro-batch i + 1 while the GPU still runs
-  // micro-batch i's backward, so a forward starts with the lead the host gained there (lost again at its first MoE
-  // layer's sync), not with the empty launch queue of the step's first micro-batch. A dense model's host has no syncs
-  // and is not replayed here: its waits are not per layer (estimate_plan bounds the step by the host's issue time
-  // instead), and a replay would hide the GPU's own waits for communication behind them.
-  const double host_scale = sim::host_time_scale(base);  // 0 when off (and under CUDA graphs)
-  const bool replay_host = host_scale > 0 && base.model.moe.has_value();
-  const bool host_lead = !k.ep_overlap && replay_host;
-  const int probe_microbatches = k.ep_overlap || host_lead ? 2 : 1;
-  spec::JobSpec job = job_for(base, p, k.tensor * k.context * data,
-                              int64_t{k.micro_batch_size} * data * probe_microbatches);
-  job.parallelism.pipeline_layers.clear();
-  workload::Workload w = workload::build_megatron_workload(job);
-  sim::assign_compute_durations(w, compute);
-  cost::assign_host_issue(w, host_scale);
-  const workload::Program& prog = w.programs[0];
-  const int costed_microbatch = host_lead ? 1 : -1;  // -1: every micro-batch outside the EP pair
-
-  const int layers = job.model.num_layers;
-  LayerCosts out;
-  out.fwd.assign(layers, {});
-  out.bwd.assign(layers, {});
-  out.stored_bytes.assign(layers, 0);
-  double stored_total = 0;
-  bool before_layers = true;  // layer -1 ops before the first layer are the embedding's
-  const StreamReplay rp = sim::replay_streams(w, comm, replay_host);
-  // A part's split at its first host sync, taken once the sync op's own costs are in (before the next op).
-  LayerCosts::Part* at_sync = nullptr;
-  auto close_sync = [&] {
-    if (at_sync == nullptr) return;
-    at_sync->pre_issue_s = at_sync->issue_s;
-    at_sync->pre_gpu_s = at_sync->gpu();
-    at_sync = nullptr;
-  };
-  for (size_t i = 0; i < prog.ops.size(); ++i) {
-    close_sync();
-    const Op& op = prog.ops[i];
-    const double dur = rp.end_s[i] - rp.start_s[i], start = rp.start_s[i], prev_free = rp.prev_free_s[i];
-    const int blocker = rp.blocker[i];
-    if (op.microbatch < 0) continue;  // optimizer tail and parameter gathers: planned per stage
-    if (k.ep_overlap && in_combined_pair(op)) continue;  // the pair: paired_exposure
-    if (costed_microbatch >= 0 && op.microbatch != costed_microbatch) continue;
-    const bool fwd = op.phase == Phase::Forward;
-    // Multi-token prediction layers (index >= num_layers) run on the last stage: charged with the head.
-    const bool decoder_layer = op.layer >= 0 && op.layer < layers;
-    if (op.layer >= 0) before_layers = false;
-    const std::string& name = prog.name(op);
-    LayerCosts::Part* part = nullptr;
-    if (decoder_layer) {
-      part = fwd ? &out.fwd[op.layer] : &out.bwd[op.layer];
-    } else {
-      const bool first = op.layer < 0 && name.rfind("embedding", 0) == 0;
-      part = first ? (fwd ? &out.first_fwd : &out.first_bwd) : (fwd ? &out.last_fwd : &out.last_bwd);
-    }
-    if (fwd) {
-      const double stored = static_cast<double>(op.mem_alloc_at_start) - static_cast<double>(op.mem_free_at_end);
-      stored_total += stored;
-      if (decoder_layer) out.stored_bytes[op.layer] += stored;
-      else if (before_layers) out.first_stored += stored;
-      else out.last_stored += stored;
-    }
-    part->issue_s += static_cast<double>(op.host_ns) * kNs;
-    if (op.host_sync && !part->syncs) at_sync = part, part->syncs = true;
-    if (op.kind != OpKind::Compute) continue;
-    if (op.stream != workload::Stream::Compute) continue;  // a host copy runs beside compute (activation offload)
-    part->compute_s += dur;
-    if (fwd) out.forward_flops += op.flops;
-    if (start <= prev_free || blocker == -1) continue;
-    const double idle = start - prev_free;
-    if (blocker == kHostBlocker) {
-      part->host_s += idle;
-      continue;
-    }
-    const Op& waited = prog.ops[static_cast<size_t>(blocker)];
-    if (waited.stream == workload::Stream::Ep) {
-      // The EP stream: its all-to-alls, and under the combined 1F1B overlap the combine node's computation on it.
-      part->ep_s += idle;
-    } else if (waited.kind == OpKind::Compute && waited.stream != workload::Stream::Compute) {
-      // A host copy: that much of the copy is exposed (charged as the layer's time).
-      part->compute_s += idle;
-    } else if (waited.kind == OpKind::Collective) {
-      // A collective: its kind's exposed time (expert TP counts as TP, both levels of hierarchical CP as CP; the
-      // probe's data-parallel and pipeline waits are planned per stage).
-      if (waited.group == GroupKind::Ep) {
-        part->ep_s += idle;
-      } else if (double* w = tp_or_cp_wait(*part, waited.group)) {
-        *w += idle;
-      }
-    }
-  }
-  close_sync();
-  auto whole_before_sync = [](LayerCosts::Part& x) {  // a part without a sync is all "before" it
-    if (!x.syncs) x.pre_issue_s = x.issue_s, x.pre_gpu_s = x.gpu();
-  };
-  for (LayerCosts::Part* x : {&out.first_fwd, &out.first_bwd, &out.last_fwd, &out.last_bwd}) whole_before_sync(*x);
-  for (LayerCosts::Part& x : out.fwd) whole_before_sync(x);
-  for (LayerCosts::Part& x : out.bwd) whole_before_sync(x);
-  // Under the EP overlap two micro-batches' activations are stored at the pair's start (forward 1 begins before
-  // backward 0 frees); otherwise one micro-batch's are (the host-lead probe frees micro-batch 0 before forward 1).
-  const int stored_microbatches = k.ep_overlap ? 2 : 1;
-  out.transient_bytes =
-      std::max(0.0, static_cast<double>(prog.activation_peak) - stored_microbatches * stored_total);
-  if (k.ep_overlap) {
-    for (const LayerCosts::Part& x : paired_exposure(prog, rp, layers)) {
-      out.paired_ep_s.push_back(x.ep_s);
-      out.paired_tp_s.push_back(x.tp_s);
-      out.paired_cp_s.push_back(x.cp_s);
-      out.paired_host_s.push_back(x.host_s);
-    }
-  }
-  out.host_syncs = replay_host && !prog.host_syncs.empty();
-  if (out.host_syncs && !k.ep_overlap) {
-    // The flow shop of host_waits_with_syncs is a fluid one: it misses the GPU's wait, after each sync, for the
-    // host to issue the next op, and the last op's run after its issue. Per sync, they are the probe's measured
-    // waits beyond the flow shop's over its own cycle (the whole model as one chunk, as it ran).
-    const CycleWaits fluid = host_waits_with_syncs(chunk_cycle(out, 0, layers, true, true));
-    double measured = out.first_fwd.host_s + out.first_bwd.host_s + out.last_fwd.host_s + out.last_bwd.host_s;
-    for (int l = 0; l < layers; ++l) measured += out.fwd[l].host_s + out.bwd[l].host_s;
-    if (fluid.syncs > 0) out.sync_wait_s = std::max(0.0, (measured - fluid.fluid_s) / fluid.syncs);
-  }
-  return out;
-}
-
-namespace {
+using estimate::chunk_cycle;
+using estimate::CycleWaits;
+using estimate::host_waits_with_syncs;
+using estimate::IssueBlock;
 
 // The optimizer step of one rank's shard as the builder emits it: the GPU's Adam, and under CPU offload the copies down,
 // the CPU's Adam and the copies up (in series, or pipelined in kOffloadChunks with the first copy down and the last
