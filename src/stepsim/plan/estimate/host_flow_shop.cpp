@@ -67,4 +67,23 @@ std::vector<IssueBlock> chunk_cycle(const LayerCosts& lc, int first_layer, int l
   return cycle;
 }
 
+CycleWaits stage_host_waits(const LayerCosts& lc, const ChunkLayers& chunks, int stage) {
+  std::vector<IssueBlock> cycle;
+  for (int k = 0; k < chunks.virtual_stages; ++k) {
+    const int c = chunks.of(stage, k);
+    const std::vector<IssueBlock> chunk =
+        chunk_cycle(lc, chunks.first[c], chunks.len[c], chunks.has_embedding(c), chunks.has_head(c));
+    cycle.insert(cycle.end(), chunk.begin(), chunk.end());
+  }
+  return host_waits_with_syncs(cycle);
+}
+
+void chain_host_syncs(const LayerCosts& lc, const ChunkLayers& chunks, std::vector<StageCosts>& st) {
+  for (int s = 0; s < chunks.stages; ++s) {
+    const CycleWaits w = stage_host_waits(lc, chunks, s);
+    st[s].f.host_s = w.fluid_s + lc.sync_wait_s * w.syncs;
+    st[s].b.host_s = 0;
+  }
+}
+
 }  // namespace stepsim::plan::estimate
