@@ -6,6 +6,7 @@
 // gathers. The host issues the units' ops on a timeline of its own that never waits for the GPU (no syncs in a dense
 // model): a unit ends no earlier than its host has issued it, so host-bound passes and the GPU's waits for gathers
 // overlap as they do in the engine.
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -25,24 +26,65 @@ struct ZeroReplay {
   double stream_s = 0;  // when the stream would end if it never idled after the first reduce-scatter
 };
 
+// Inline (defined in the class): the replay calls pass() thousands of times per plan.
 class ZeroStream {
  public:
   explicit ZeroStream(bool prefetch) : prefetch_(prefetch) {}
   // `pipeline_wait`: how long the pass waits for its input from the neighbouring stage (the fill and drain of the
   // pipeline): the gathers issued at the pass's start run meanwhile, and only what they take beyond it is exposed.
-  void pass(const ZeroUnits& u, bool backward, double pipeline_wait = 0);
-  ZeroReplay result() const;
+  void pass(const ZeroUnits& u, bool backward, double pipeline_wait = 0) {
+    const size_t n = u.compute.size();
+    gathered_.assign(n, -1);
+    const double idle_before = idle_;
+    for (size_t i = 0; i < n; ++i) {
+      issue(u, i);
+      if (prefetch_) issue(u, i + 1);
+      if (i == 0) comp_ += pipeline_wait;
+      const double start = std::max(comp_, gathered_[i]);
+      idle_ += start - comp_;
+      // The host issues on without waiting for the GPU (no syncs): a unit ends no earlier than its last op is issued.
+      host_ += u.issue[i];
+      comp_ = std::max(start + u.compute[i], host_);
+      if (backward && u.scatter[i] > 0) scatter(u.scatter[i]);
+    }
+    if (passes_++ == 0) first_idle_ = idle_ - idle_before;
+    last_idle_ = idle_ - idle_before;
+  }
+  ZeroReplay result() const {
+    return {idle_, std::max(0.0, dp_ - comp_), comp_, first_idle_, last_idle_, std::max(0.0, first_scatter_) + work_};
+  }
 
   // The replay's state, and `times` more repetitions of a stretch that moved it by `d` (the steady state's shortcut).
   struct State {
     double dp = 0, comp = 0, idle = 0, host = 0, work = 0;
   };
   State state() const { return {dp_, comp_, idle_, host_, work_}; }
-  void repeat(const State& d, double times);
+  void repeat(const State& d, double times) {
+    dp_ += d.dp * times;
+    comp_ += d.comp * times;
+    idle_ += d.idle * times;
+    host_ += d.host * times;
+    work_ += d.work * times;
+  }
 
  private:
-  void issue(const ZeroUnits& u, size_t k);
-  void scatter(double seconds);
+  // Unit k's gather issued (once per pass) behind what the stream still has.
+  void issue(const ZeroUnits& u, size_t k) {
+    if (k >= u.compute.size() || gathered_[k] >= 0) return;
+    if (u.gather[k] <= 0) {
+      gathered_[k] = 0;
+      return;
+    }
+    dp_ = std::max(dp_, comp_) + u.gather[k];
+    if (first_scatter_ >= 0) work_ += u.gather[k];
+    gathered_[k] = dp_;
+  }
+  // A unit's gradients reduce-scattered once its backward has run, behind what the stream still has.
+  void scatter(double seconds) {
+    if (first_scatter_ < 0) first_scatter_ = std::max(dp_, comp_);
+    dp_ = std::max(dp_, comp_) + seconds;
+    work_ += seconds;
+  }
 
   bool prefetch_;
   double dp_ = 0, comp_ = 0, idle_ = 0, host_ = 0;
