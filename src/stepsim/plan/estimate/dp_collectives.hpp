@@ -1,0 +1,43 @@
+#pragma once
+// One collective over a stage's data-parallel group (the expert-data-parallel one for expert parameters), timed by
+// the job's collective model on rank 0's groups; 0 where the group has one rank. And what a stage's data-parallel
+// traffic (gradient reductions, parameter gathers) depends on.
+#include <cstdint>
+
+#include "stepsim/cost/collective_model.hpp"
+#include "stepsim/plan/estimate/stage_costs.hpp"
+#include "stepsim/workload/rank_layout.hpp"
+#include "stepsim/workload/static_memory.hpp"
+
+namespace stepsim::plan::estimate {
+
+class DpCollectives {
+ public:
+  DpCollectives(const workload::RankLayout& layout, const cost::CollectiveModel& comm);
+  double seconds(workload::CollType c, bool expert, double bytes) const;
+  int64_t dp_shards() const { return dp_shards_; }
+  int64_t edp_shards() const { return edp_shards_; }
+  bool any() const { return dp_shards_ > 1 || edp_shards_ > 1; }  // some gradients are reduced at all
+
+ private:
+  const cost::CollectiveModel& comm_;
+  cost::GroupGeometry dp_geo_, edp_geo_;
+  int64_t dp_shards_, edp_shards_;
+};
+
+// The job, its probe and its data-parallel groups: what a stage's data-parallel traffic depends on.
+struct DpStep {
+  const spec::JobSpec& job;
+  const LayerCosts& lc;
+  const workload::ModelDims& dims;
+  const ChunkLayers& chunks;
+  const DpCollectives& coll;
+  workload::BytesPerParam bpp;
+
+  bool dist() const { return job.training.distributed_optimizer; }
+  workload::CollType reduce() const;  // reduce-scatter under the distributed optimizer, else all-reduce
+  double reduce_s(bool expert, double params) const;
+  double gather_s(bool expert, double params) const;  // the distributed optimizer's parameter all-gather
+};
+
+}  // namespace stepsim::plan::estimate

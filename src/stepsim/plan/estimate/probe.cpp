@@ -1,0 +1,114 @@
+// The per-layer probe (plan_estimate.hpp): the real Megatron workload of the model on one pipeline stage, timed op by
+// op with the engine's cost models and replayed on one rank's streams (sim/stream_replay.hpp).
+#include <algorithm>
+#include <numeric>
+
+#include "stepsim/cost/host_issue.hpp"
+#include "stepsim/plan/estimate/host_flow_shop.hpp"
+#include "stepsim/plan/estimate/probe_tally.hpp"
+#include "stepsim/plan/estimate/probe_waits.hpp"
+#include "stepsim/sim/engine.hpp"
+#include "stepsim/sim/simulation.hpp"
+#include "stepsim/sim/stream_replay.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
+
+namespace stepsim::plan {
+
+namespace {
+
+// The smallest data degree that holds the expert groups: EP must divide DP x CP.
+int probe_data_degree(const ProbeKey& k) { return k.expert / std::gcd(k.expert, k.context); }
+
+Plan probe_plan(const ProbeKey& k) {
+  Plan p{k.tensor, 1, probe_data_degree(k), k.context, k.expert, k.micro_batch_size, 1, k.recompute};
+  p.tp_comm_overlap = k.tp_comm_overlap;
+  p.cp_comm_type = k.cp_comm_type;
+  p.cp_a2a = k.cp_a2a;
+  p.expert_tensor = k.expert_tensor;
+  p.fp8_recipe = k.fp8_recipe;
+  p.ep_overlap = k.ep_overlap;
+  return p;
+}
+
+// How the probe runs. Under the combined 1F1B EP overlap it runs two micro-batches: the unpaired forward 0 and
+// backward 1 give the costs, the pair between them its exposed EP time. An MoE model under the host issue model runs
+// two as well and takes its costs from the second: in a step the host issues micro-batch i + 1 while the GPU still
+// runs micro-batch i's backward, so a forward starts with the lead the host gained there (lost again at its first MoE
+// layer's sync), not with the empty launch queue of the step's first micro-batch. A dense model's host has no syncs
+// and is not replayed: its waits are not per layer (estimate_plan bounds the step by the host's issue time instead),
+// and a replay would hide the GPU's own waits for communication behind them.
+struct ProbeShape {
+  double host_scale = 0;  // 0 when the host is not modelled (and under CUDA graphs)
+  bool replay_host = false;
+  bool host_lead = false;  // costs from the second micro-batch
+  int microbatches = 1;
+};
+ProbeShape probe_shape(const spec::JobSpec& base, const ProbeKey& k) {
+  ProbeShape s;
+  s.host_scale = sim::host_time_scale(base);
+  s.replay_host = s.host_scale > 0 && base.model.moe.has_value();
+  s.host_lead = !k.ep_overlap && s.replay_host;
+  s.microbatches = k.ep_overlap || s.host_lead ? 2 : 1;
+  return s;
+}
+
+// The whole model on one stage.
+spec::JobSpec probe_job(const spec::JobSpec& base, const ProbeKey& k, const ProbeShape& shape) {
+  const int data = probe_data_degree(k);
+  spec::JobSpec job = job_for(base, probe_plan(k), k.tensor * k.context * data,
+                              int64_t{k.micro_batch_size} * data * shape.microbatches);
+  job.parallelism.pipeline_layers.clear();
+  return job;
+}
+
+workload::Workload build_probe(const spec::JobSpec& job, const ProbeShape& shape, const cost::ComputeModel& compute) {
+  workload::Workload w = workload::build_megatron_workload(job);
+  sim::assign_compute_durations(w, compute);
+  cost::assign_host_issue(w, shape.host_scale);
+  return w;
+}
+
+// The flow shop of host_waits_with_syncs is a fluid one: it misses the GPU's wait, after each sync, for the host to
+// issue the next op, and the last op's run after its issue. Per sync, they are the probe's measured waits beyond the
+// flow shop's over its own cycle (the whole model as one chunk, as it ran).
+double sync_wait_per_sync(const LayerCosts& out, int layers) {
+  const estimate::CycleWaits fluid = estimate::host_waits_with_syncs(estimate::chunk_cycle(out, 0, layers, true, true));
+  double measured = out.first_fwd.host_s + out.first_bwd.host_s + out.last_fwd.host_s + out.last_bwd.host_s;
+  for (int l = 0; l < layers; ++l) measured += out.fwd[l].host_s + out.bwd[l].host_s;
+  return fluid.syncs > 0 ? std::max(0.0, (measured - fluid.fluid_s) / fluid.syncs) : 0.0;
+}
+
+void add_paired_exposure(LayerCosts& out, const workload::Program& prog, const sim::StreamReplay& rp, int layers) {
+  for (const LayerCosts::Part& x : estimate::paired_exposure(prog, rp, layers)) {
+    out.paired_ep_s.push_back(x.ep_s);
+    out.paired_tp_s.push_back(x.tp_s);
+    out.paired_cp_s.push_back(x.cp_s);
+    out.paired_host_s.push_back(x.host_s);
+  }
+}
+
+}  // namespace
+
+LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const cost::ComputeModel& compute,
+                             const cost::CollectiveModel& comm) {
+  const ProbeShape shape = probe_shape(base, k);
+  const spec::JobSpec job = probe_job(base, k, shape);
+  const workload::Workload w = build_probe(job, shape, compute);
+  const workload::Program& prog = w.programs[0];
+  const int layers = job.model.num_layers;
+  const sim::StreamReplay rp = sim::replay_streams(w, comm, shape.replay_host);
+  estimate::ProbeTally tally(prog, rp, layers, {shape.host_lead ? 1 : -1, k.ep_overlap});
+  for (size_t i = 0; i < prog.ops.size(); ++i) tally.add(i);
+  LayerCosts out = tally.finish();
+  // Under the EP overlap two micro-batches' activations are stored at the pair's start (forward 1 begins before
+  // backward 0 frees); otherwise one micro-batch's are (the host-lead probe frees micro-batch 0 before forward 1).
+  const int stored_microbatches = k.ep_overlap ? 2 : 1;
+  out.transient_bytes =
+      std::max(0.0, static_cast<double>(prog.activation_peak) - stored_microbatches * tally.stored_total());
+  if (k.ep_overlap) add_paired_exposure(out, prog, rp, layers);
+  out.host_syncs = shape.replay_host && !prog.host_syncs.empty();
+  if (out.host_syncs && !k.ep_overlap) out.sync_wait_s = sync_wait_per_sync(out, layers);
+  return out;
+}
+
+}  // namespace stepsim::plan

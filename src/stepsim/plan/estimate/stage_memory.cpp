@@ -1,0 +1,45 @@
+#include "stepsim/plan/estimate/stage_memory.hpp"
+
+#include "stepsim/workload/schedule.hpp"
+#include "stepsim/workload/static_memory.hpp"
+#include "stepsim/workload/working_memory.hpp"
+
+namespace stepsim::plan::estimate {
+
+namespace {
+
+// Micro-batch chunks whose activations a stage holds at the end of its warm-up (one more under the combined 1F1B EP
+// overlap, whose pair starts the next forward before the backward frees).
+int chunks_in_flight(const spec::JobSpec& job, int s) {
+  const auto& par = job.parallelism;
+  const int m = static_cast<int>(job.num_microbatches());
+  return workload::warmup_steps(par.schedule, s, par.pipeline, par.virtual_stages, m,
+                                job.training.overlap_moe_expert_parallel_comm) +
+         1;
+}
+
+int64_t stage_memory_bytes(const spec::JobSpec& job, const LayerCosts& lc, const workload::ModelDims& d,
+                           const workload::RankLayout& layout, const StageCosts& x, int s) {
+  const int p = job.parallelism.pipeline, v = job.parallelism.virtual_stages;
+  const int64_t bf16_params = d.fp8_exempt_params(s == 0, s == p - 1, static_cast<int64_t>(x.bf16));
+  workload::StaticMemory sm = workload::static_memory(
+      job, static_cast<int64_t>(x.dense), static_cast<int64_t>(x.expert), layout.group_size(workload::GroupKind::Dp),
+      layout.group_size(workload::GroupKind::Edp), layout.communicators(), bf16_params);
+  const double act = static_cast<double>(chunks_in_flight(job, s)) * x.stored / v + lc.transient_bytes;
+  sm.allocator_reserve = workload::allocator_reserve_bytes(job, act);
+  return sm.total() + static_cast<int64_t>(act);
+}
+
+}  // namespace
+
+StageMemoryPeak peak_stage_memory(const spec::JobSpec& job, const LayerCosts& lc, const workload::ModelDims& d,
+                                  const workload::RankLayout& layout, const std::vector<StageCosts>& st) {
+  StageMemoryPeak peak;
+  for (int s = 0; s < static_cast<int>(st.size()); ++s) {
+    const int64_t total = stage_memory_bytes(job, lc, d, layout, st[s], s);
+    if (total > peak.bytes) peak = {total, s};
+  }
+  return peak;
+}
+
+}  // namespace stepsim::plan::estimate

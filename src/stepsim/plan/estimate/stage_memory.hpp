@@ -1,0 +1,21 @@
+#pragma once
+// A stage's peak memory: its static memory (weights, gradients, optimizer shards, CUDA/NCCL overheads, the same
+// function `stepsim memory` uses) plus the activations of the micro-batch chunks in flight at the end of the
+// warm-up, the probe's working memory, and the caching allocator's reserve over them.
+#include <cstdint>
+#include <vector>
+
+#include "stepsim/plan/estimate/stage_costs.hpp"
+#include "stepsim/workload/rank_layout.hpp"
+
+namespace stepsim::plan::estimate {
+
+struct StageMemoryPeak {
+  int64_t bytes = 0;
+  int stage = 0;  // the first stage with the peak
+};
+
+StageMemoryPeak peak_stage_memory(const spec::JobSpec& job, const LayerCosts& lc, const workload::ModelDims& d,
+                                  const workload::RankLayout& layout, const std::vector<StageCosts>& st);
+
+}  // namespace stepsim::plan::estimate

@@ -1,0 +1,81 @@
+#include "stepsim/sim/stream_replay.hpp"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+
+namespace stepsim::sim {
+
+namespace {
+
+constexpr double kReplayNs = 1e-9;
+
+// When the ops `op` waits for have ended, and which of them ended last (the replay's blocker for it).
+double waits_ready(const workload::Program& prog, const workload::Op& op, const StreamReplay& r, int& blocker) {
+  double ready = 0;
+  for (uint32_t k = 0; k < op.wait_count; ++k) {
+    const workload::Wait& wt = prog.waits[op.wait_begin + k];
+    if (wt.count == 0) continue;
+    const auto& on = prog.stream_ops[static_cast<int>(wt.stream)];
+    const uint32_t j = on[std::min<size_t>(wt.count, on.size()) - 1];
+    if (r.end_s[j] > ready) ready = r.end_s[j], blocker = static_cast<int>(j);
+  }
+  return ready;
+}
+
+// One geometry per group kind (RankLayout::geometry walks the group's ranks; a ring-attention layer alone issues
+// 3c - 1 CP exchanges).
+class GeometryCache {
+ public:
+  explicit GeometryCache(const workload::RankLayout& layout) : layout_(layout) {}
+  const cost::GroupGeometry& of(workload::GroupKind g) {
+    auto& geo = cache_[static_cast<int>(g)];
+    if (!geo) geo = layout_.geometry(g, 0);
+    return *geo;
+  }
+
+ private:
+  const workload::RankLayout& layout_;
+  std::array<std::optional<cost::GroupGeometry>, workload::kNumGroupKinds> cache_;
+};
+
+double op_seconds(const workload::Op& op, const cost::CollectiveModel& comm, GeometryCache& geometry) {
+  if (op.kind == workload::OpKind::Compute) return static_cast<double>(op.duration_ns) * kReplayNs;
+  if (op.kind == workload::OpKind::Collective)
+    return static_cast<double>(comm.collective_ns(op.coll, op.bytes, geometry.of(op.group))) * kReplayNs;
+  return 0;
+}
+
+}  // namespace
+
+StreamReplay replay_streams(const workload::Workload& w, const cost::CollectiveModel& comm, bool host) {
+  const workload::Program& prog = w.programs[0];
+  const size_t n = prog.ops.size();
+  StreamReplay r{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n),
+                 std::vector<int>(n, kStreamBlocker)};
+  GeometryCache geometry(w.layout);
+  std::array<double, workload::kNumStreams> stream_free{};
+  host = host && !prog.host_prefix.empty();
+  double host_s = 0;  // when the host has issued the ops so far
+  for (size_t i = 0; i < n; ++i) {
+    const workload::Op& op = prog.ops[i];
+    const double ready = waits_ready(prog, op, r, r.blocker[i]);
+    const double dur = op_seconds(op, comm, geometry);
+    const int st = static_cast<int>(op.stream);
+    r.prev_free_s[i] = stream_free[st];
+    r.start_s[i] = std::max(stream_free[st], ready);
+    if (host) {
+      host_s += static_cast<double>(op.host_ns) * kReplayNs;
+      if (host_s > r.start_s[i]) {
+        r.start_s[i] = host_s;
+        r.blocker[i] = kHostBlocker;
+      }
+    }
+    r.end_s[i] = r.start_s[i] + dur;
+    stream_free[st] = r.end_s[i];
+    if (host && op.host_sync) host_s = std::max(host_s, r.end_s[i]);
+  }
+  return r;
+}
+
+}  // namespace stepsim::sim
