@@ -30,7 +30,7 @@ class DoubleNetwork final : public ContendedNetwork {
     for (int r : ranks) ++per_node[r / gpn_];
     int rpn = 0;
     for (const auto& [node, k] : per_node) rpn = std::max(rpn, k);
-    const cost::GroupGeometry g{static_cast<int>(ranks.size()), static_cast<int>(per_node.size()), rpn};
+    const workload::GroupGeometry g{static_cast<int>(ranks.size()), static_cast<int>(per_node.size()), rpn};
     add(tag, t, model_.collective_ns(coll, bytes, g));
   }
   void start_p2p(uint64_t tag, int src, int dst, uint64_t bytes, int64_t t) override {

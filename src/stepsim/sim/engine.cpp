@@ -438,7 +438,7 @@ class Engine {
       return m;
     }
     m.bytes = c.bytes;
-    const cost::GroupGeometry geo = c.comm >= 0 ? comm_geometry_[w_.bindings[rank].comms[c.comm]]
+    const workload::GroupGeometry geo = c.comm >= 0 ? comm_geometry_[w_.bindings[rank].comms[c.comm]]
                                                 : layout_.geometry(c.group, layout_.group_id(c.group, rank));
     const cost::CollectiveEstimate e = comm_.estimate(c.coll, c.bytes, geo, cost::Algorithm::Auto);
     m.algorithm = e.algorithm;
@@ -448,8 +448,8 @@ class Engine {
   }
 
   // ---- collectives
-  cost::GroupGeometry explicit_geometry(const std::vector<int>& members) const {
-    cost::GroupGeometry geo;
+  workload::GroupGeometry explicit_geometry(const std::vector<int>& members) const {
+    workload::GroupGeometry geo;
     geo.ranks = static_cast<int>(members.size());
     std::unordered_map<int, int> per_node;
     for (int m : members) geo.ranks_per_node = std::max(geo.ranks_per_node, ++per_node[layout_.node_of(m)]);
@@ -527,7 +527,7 @@ class Engine {
 
   int64_t collective_ns(const Op& op, int g, int gid) {
     const bool explicit_group = g == static_cast<int>(kExplicitGroup);
-    cost::GroupGeometry& geo = explicit_group ? comm_geometry_[gid] : geometry_[g][gid];
+    workload::GroupGeometry& geo = explicit_group ? comm_geometry_[gid] : geometry_[g][gid];
     if (!explicit_group && geo.ranks <= 1) geo = layout_.geometry(op.group, gid);
     const CollKey key{op.bytes, static_cast<int>(op.coll), geo.ranks, geo.nodes, geo.ranks_per_node};
     auto it = coll_cache_.find(key);
@@ -678,12 +678,12 @@ class Engine {
   std::vector<Channel> fwd_, bwd_;
   std::unordered_map<uint64_t, std::deque<PairSide>> pairs_;
   std::vector<PendingCollective> comm_pending_;
-  std::vector<cost::GroupGeometry> comm_geometry_;
+  std::vector<workload::GroupGeometry> comm_geometry_;
   std::vector<PendingCollective> pending_[kNumGroupKinds];
   std::vector<int> arrivals_[kNumGroupKinds];  // per group: the members a collective waits for
   RankSymmetry sym_;
   std::vector<int> simulated_;
-  std::vector<cost::GroupGeometry> geometry_[kNumGroupKinds];
+  std::vector<workload::GroupGeometry> geometry_[kNumGroupKinds];
   std::unordered_map<CollKey, int64_t, CollKeyHash> coll_cache_;
   EventQueue queue_;
   std::vector<CollectiveDone> done_;

@@ -36,7 +36,7 @@ class Surroundings {
   }
 
  private:
-  const cost::GroupGeometry& geometry(int g, int rank) {
+  const workload::GroupGeometry& geometry(int g, int rank) {
     const auto k = static_cast<GroupKind>(g);
     const int gid = l_.group_id(k, rank);
     auto& slot = geo_[g][gid];
@@ -44,7 +44,7 @@ class Surroundings {
     return *slot;
   }
   const RankLayout& l_;
-  std::vector<std::optional<cost::GroupGeometry>> geo_[workload::kNumGroupKinds];
+  std::vector<std::optional<workload::GroupGeometry>> geo_[workload::kNumGroupKinds];
 };
 
 }  // namespace

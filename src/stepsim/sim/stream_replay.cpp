@@ -28,7 +28,7 @@ double waits_ready(const workload::Program& prog, const workload::Op& op, const 
 class GeometryCache {
  public:
   explicit GeometryCache(const workload::RankLayout& layout) : layout_(layout) {}
-  const cost::GroupGeometry& of(workload::GroupKind g) {
+  const workload::GroupGeometry& of(workload::GroupKind g) {
     auto& geo = cache_[static_cast<int>(g)];
     if (!geo) geo = layout_.geometry(g, 0);
     return *geo;
@@ -36,7 +36,7 @@ class GeometryCache {
 
  private:
   const workload::RankLayout& layout_;
-  std::array<std::optional<cost::GroupGeometry>, workload::kNumGroupKinds> cache_;
+  std::array<std::optional<workload::GroupGeometry>, workload::kNumGroupKinds> cache_;
 };
 
 double op_seconds(const workload::Op& op, const cost::CollectiveModel& comm, GeometryCache& geometry) {

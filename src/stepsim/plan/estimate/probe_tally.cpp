@@ -8,8 +8,8 @@ namespace stepsim::plan::estimate {
 
 using workload::Op;
 
-bool is_embedding_op(const workload::Program& prog, const Op& op) {
-  return op.layer < 0 && prog.name(op).rfind("embedding", 0) == 0;
+bool is_embedding_op(const Op& op) {
+  return op.unit == workload::UnitKind::Embedding;
 }
 
 ProbeTally::ProbeTally(const workload::Program& prog, const sim::StreamReplay& rp, int layers, ProbeSelection selection)
@@ -28,7 +28,7 @@ bool ProbeTally::costed(const Op& op) const {
 // Multi-token prediction layers (index >= num_layers) run on the last stage: charged with the head.
 LayerCosts::Part& ProbeTally::part_of(const Op& op, bool fwd, bool decoder_layer) {
   if (decoder_layer) return fwd ? out_.fwd[op.layer] : out_.bwd[op.layer];
-  if (is_embedding_op(prog_, op)) return fwd ? out_.first_fwd : out_.first_bwd;
+  if (is_embedding_op(op)) return fwd ? out_.first_fwd : out_.first_bwd;
   return fwd ? out_.last_fwd : out_.last_bwd;
 }
 

@@ -11,9 +11,9 @@
 
 namespace stepsim::plan::estimate {
 
-// Whether an op outside the decoder layers is the embedding's. The builder names them "embedding..."; a typed unit
-// tag on the op will replace the name test.
-bool is_embedding_op(const workload::Program& prog, const workload::Op& op);
+// Whether an op outside the decoder layers is the embedding's: built by the embedding unit's pass (Op::unit; the
+// reductions and gathers around the unit are not).
+bool is_embedding_op(const workload::Op& op);
 
 // Which ops the probe costs: micro-batch `costed_microbatch` (-1: all), and under the combined 1F1B EP overlap only
 // those outside the pair (paired_exposure times it).
