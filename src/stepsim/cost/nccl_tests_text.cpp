@@ -76,7 +76,7 @@ bool is_identifier(std::string_view s) {
 }
 
 // Where each field sits in a result row.
-struct Layout {
+struct ColumnLayout {
   size_t tokens = 0;
   int size = -1, count = -1, type = -1, redop = -1, root = -1, time = -1, algbw = -1, busbw = -1, wrong = -1;
   int ip_time = -1, ip_algbw = -1, ip_busbw = -1;
@@ -84,8 +84,8 @@ struct Layout {
 
 // From the column header ("size count type redop root time algbw busbw #wrong time algbw busbw #wrong"; older
 // versions have no root and "error" for "#wrong"). nullopt when it is not one.
-std::optional<Layout> layout_from_header(const Tokens& t) {
-  Layout L;
+std::optional<ColumnLayout> layout_from_header(const Tokens& t) {
+  ColumnLayout L;
   L.tokens = t.size();
   bool in_place = false;
   for (size_t i = 0; i < t.size(); ++i) {
@@ -117,8 +117,8 @@ std::optional<Layout> layout_from_header(const Tokens& t) {
 }
 
 // Without a column header (the top of the file was cut): the two layouts nccl-tests has printed.
-std::optional<Layout> default_layout(const Tokens& t) {
-  Layout L;
+std::optional<ColumnLayout> default_layout(const Tokens& t) {
+  ColumnLayout L;
   L.tokens = t.size();
   L.size = 0;
   L.count = 1;
@@ -138,7 +138,7 @@ std::optional<Layout> default_layout(const Tokens& t) {
   return std::nullopt;
 }
 
-std::optional<NcclTestsRow> parse_row(const Tokens& t, const Layout& L, int line) {
+std::optional<NcclTestsRow> parse_row(const Tokens& t, const ColumnLayout& L, int line) {
   if (t.size() != L.tokens) return std::nullopt;
   NcclTestsRow r;
   r.line = line;
@@ -292,7 +292,7 @@ class TextParser {
 
   void row(const Tokens& tok, std::string_view s, int no) {
     if (s.find("NCCL ") != std::string_view::npos) return garbled(no);  // a row cut by a log line
-    const std::optional<Layout> L = layout_ ? layout_ : default_layout(tok);
+    const std::optional<ColumnLayout> L = layout_ ? layout_ : default_layout(tok);
     std::optional<NcclTestsRow> r = L ? parse_row(tok, *L, no) : std::nullopt;
     if (!r) return garbled(no);
     check_collective_measurement(f_.path, no, r->bytes, r->time_us);
@@ -367,7 +367,7 @@ class TextParser {
 
   NcclTestsFile f_;
   std::optional<NcclTestsTable> cur_;
-  std::optional<Layout> layout_;
+  std::optional<ColumnLayout> layout_;
   std::set<int> ranks_;
   std::set<std::string> hosts_;
   std::optional<BenchCollective> pending_;
