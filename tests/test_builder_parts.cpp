@@ -33,10 +33,7 @@ struct PartsBench {
   explicit PartsBench(const spec::JobSpec& j)
       : job(j),
         d(workload::make_dims(job)),
-        layout(job.parallelism.tensor, job.parallelism.context, job.parallelism.data, job.parallelism.pipeline,
-               job.parallelism.expert, std::min(job.cluster.gpus_per_node, job.cluster.num_gpus),
-               job.parallelism.expert_tensor,
-               job.parallelism.cp_a2a_size()),
+        layout(workload::job_rank_layout(job)),
         f(Features::resolve(job, d.sp, d.act_bytes)),
         shape(StageShape::of(job, 0)),
         facts{job, d, layout, f, shape},

@@ -24,15 +24,6 @@ ProbeKey probe_key(const Plan& p) {
 
 namespace {
 
-// The builder's layout, expert tensor parallel size included (it sets the expert-DP group that shards the experts'
-// optimizer states and reduces their gradients).
-workload::RankLayout builder_layout(const spec::JobSpec& job) {
-  const auto& par = job.parallelism;
-  return workload::RankLayout(par.tensor, par.context, par.data, par.pipeline, par.expert,
-                              std::min(job.cluster.gpus_per_node, job.cluster.num_gpus), par.expert_tensor,
-                              par.cp_a2a_size());
-}
-
 // The step is the longest of the GPU's (head, pipeline, sends, tail), the host's and the ZeRO stream's; the stage
 // times are the slowest stage's (MoFa Table 6), with what the host and stream bounds add.
 Estimate compose_estimate(const spec::JobSpec& job, const LayerCosts& lc, const estimate::StageCosts& x,
@@ -68,7 +59,9 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
                        const cost::CollectiveModel& comm) {
   using namespace estimate;
   const workload::ModelDims d = workload::make_dims(job);
-  const workload::RankLayout layout = builder_layout(job);
+  // The builder's layout, expert tensor parallel size included (it sets the expert-DP group that shards the experts'
+  // optimizer states and reduces their gradients).
+  const workload::RankLayout layout = workload::job_rank_layout(job);
   const workload::BytesPerParam bpp = workload::bytes_per_param(job.training);
   const ChunkLayers chunks = chunk_layers(job);
   std::vector<StageCosts> st = stage_costs(job, lc, d, chunks);

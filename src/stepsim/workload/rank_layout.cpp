@@ -170,4 +170,10 @@ int RankLayout::prev_stage_rank(int rank) const {
   return rank + ((rc.pp == 0) ? (p_ - 1) * stride : -stride);
 }
 
+RankLayout job_rank_layout(const spec::JobSpec& job) {
+  const auto& par = job.parallelism;
+  return RankLayout(par.tensor, par.context, par.data, par.pipeline, par.expert,
+                    std::min(job.cluster.gpus_per_node, job.cluster.num_gpus), par.expert_tensor, par.cp_a2a_size());
+}
+
 }  // namespace stepsim::workload

@@ -5,6 +5,7 @@
 // The data-parallel group used for gradients spans context ranks too (Megatron's DP-with-CP group).
 #include <cstdint>
 
+#include "stepsim/spec/job_spec.hpp"
 #include "stepsim/workload/group_geometry.hpp"
 #include "stepsim/workload/op.hpp"
 
@@ -55,5 +56,9 @@ class RankLayout {
  private:
   int t_ = 1, c_ = 1, d_ = 1, p_ = 1, e_ = 1, gpn_ = 1, et_ = 1, ca_ = 1;
 };
+
+// The layout the Megatron builder lays a job's ranks out with: its parallel sizes, nodes of gpus_per_node (or the
+// whole job when smaller), the expert tensor parallel size and hierarchical CP's all-to-all level.
+RankLayout job_rank_layout(const spec::JobSpec& job);
 
 }  // namespace stepsim::workload

@@ -1,5 +1,7 @@
 #include "stepsim/plan/estimate/chunk_layers.hpp"
 
+#include "stepsim/workload/megatron/stage_shape.hpp"
+
 namespace stepsim::plan::estimate {
 
 ChunkLayers chunk_layers(const spec::JobSpec& job) {
@@ -8,8 +10,7 @@ ChunkLayers chunk_layers(const spec::JobSpec& job) {
   c.stages = par.pipeline;
   c.virtual_stages = par.virtual_stages;
   const int chunks = c.count();
-  c.len = par.pipeline_layers;
-  if (c.len.empty()) c.len.assign(chunks, job.model.num_layers / chunks);
+  c.len = workload::megatron::model_chunk_layers(job);
   c.first.assign(chunks, 0);
   for (int k = 1; k < chunks; ++k) c.first[k] = c.first[k - 1] + c.len[k - 1];
   return c;

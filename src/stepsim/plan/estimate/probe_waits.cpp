@@ -26,7 +26,8 @@ double* tp_or_cp_wait(LayerCosts::Part& part, GroupKind group) {
 
 }  // namespace
 
-void charge_compute_wait(LayerCosts::Part& part, const workload::Program& prog, int blocker, double idle) {
+void charge_compute_wait(LayerCosts::Part& part, const workload::Program& prog, int blocker, double idle,
+                         bool host_copies) {
   if (blocker == sim::kHostBlocker) {
     part.host_s += idle;
     return;
@@ -36,6 +37,7 @@ void charge_compute_wait(LayerCosts::Part& part, const workload::Program& prog, 
     // The EP stream: its all-to-alls, and under the combined 1F1B overlap the combine node's computation on it.
     part.ep_s += idle;
   } else if (waited.kind == OpKind::Compute && waited.stream != Stream::Compute) {
+    if (!host_copies) return;
     // A host copy: that much of the copy is exposed (charged as the layer's time).
     part.compute_s += idle;
   } else if (waited.kind == OpKind::Collective) {
@@ -58,18 +60,8 @@ std::vector<LayerCosts::Part> paired_exposure(const workload::Program& prog, con
     const Op& op = prog.ops[i];
     if (!in_combined_pair(op) || op.kind != OpKind::Compute || op.stream != Stream::Compute) continue;
     if (op.layer < 0 || op.layer >= layers || rp.blocker[i] == sim::kStreamBlocker) continue;
-    const double idle = std::max(0.0, rp.start_s[i] - rp.prev_free_s[i]);
-    LayerCosts::Part& part = out[op.layer];
-    if (rp.blocker[i] == sim::kHostBlocker) {
-      part.host_s += idle;
-      continue;
-    }
-    const Op& waited = prog.ops[static_cast<size_t>(rp.blocker[i])];
-    if (waited.stream == Stream::Ep) {
-      part.ep_s += idle;
-    } else if (waited.kind == OpKind::Collective) {
-      if (double* w = tp_or_cp_wait(part, waited.group)) *w += idle;
-    }
+    // Within a pair a host copy's wait is not charged (the pair's exposure is its EP time and what blocks it).
+    charge_compute_wait(out[op.layer], prog, rp.blocker[i], std::max(0.0, rp.start_s[i] - rp.prev_free_s[i]), false);
   }
   return out;
 }

@@ -10,9 +10,11 @@
 
 namespace stepsim::plan::estimate {
 
-// A compute op's idle time before it, outside the combined 1F1B pairs. The probe's data-parallel and pipeline waits
-// are not charged: those are planned per stage.
-void charge_compute_wait(LayerCosts::Part& part, const workload::Program& prog, int blocker, double idle);
+// A compute op's idle time before it, charged to what it waited for (the host, the EP stream, a TP or CP collective,
+// and with `host_copies` a host copy as compute). The probe's data-parallel and pipeline waits are not charged: those
+// are planned per stage.
+void charge_compute_wait(LayerCosts::Part& part, const workload::Program& prog, int blocker, double idle,
+                         bool host_copies = true);
 
 // Combined 1F1B EP overlap: the probe's job runs two micro-batches (forward 0 alone, forward 1 with backward 0,
 // backward 1 alone); whether `op` belongs to the combined pair between them.

@@ -26,10 +26,12 @@ void add_layer(StageCosts& x, const spec::JobSpec& job, const LayerCosts& lc, co
   add_part(x.f, lc.fwd[l]);
   add_part(x.b, lc.bwd[l]);
   x.stored += lc.stored_bytes[l];
-  const bool moe = job.model.is_moe_layer(l);
-  x.dense += static_cast<double>(d.layer_params_dense(moe));
-  if (moe) x.expert += static_cast<double>(d.params_moe_experts);
-  if (job.training.layer_in_bf16(l, job.model.num_layers)) x.bf16 += static_cast<double>(d.layer_params(moe));
+  const ParamSplit w = layer_params(job, d, l);
+  x.dense += w.dense;
+  x.expert += w.expert;
+  if (job.training.layer_in_bf16(l, job.model.num_layers)) {
+    x.bf16 += static_cast<double>(d.layer_params(job.model.is_moe_layer(l)));
+  }
 }
 
 }  // namespace

@@ -50,8 +50,7 @@ Workload build_megatron_workload(const spec::JobSpec& job) {
   const auto& par = job.parallelism;
   Workload w;
   w.job = job;
-  w.layout = RankLayout(par.tensor, par.context, par.data, par.pipeline, par.expert,
-                        std::min(job.cluster.gpus_per_node, job.cluster.num_gpus), par.expert_tensor, par.cp_a2a_size());
+  w.layout = job_rank_layout(job);
   const ModelDims d = make_dims(job);
   check_op_estimate(job);
   const megatron::Features features = megatron::Features::resolve(job, d.sp, d.act_bytes);

@@ -54,7 +54,6 @@ class Emitter {
   void alloc_at_last(int64_t bytes) { pb_.back().mem_alloc_at_start += bytes; }
   size_t next_op() const { return prog_.ops.size(); }
   Ref last(Stream s) const { return pb_.last(s); }
-  Program& program() { return prog_; }
 
   // Bytes stored by the unit (layer, embedding, head) being built so far.
   void start_unit() { unit_saved_ = 0; }

@@ -4,6 +4,13 @@
 
 namespace stepsim::workload::megatron {
 
+std::vector<int> model_chunk_layers(const spec::JobSpec& job) {
+  const auto& par = job.parallelism;
+  const size_t chunks = static_cast<size_t>(par.pipeline) * par.virtual_stages;
+  if (!par.pipeline_layers.empty()) return par.pipeline_layers;
+  return std::vector<int>(chunks, job.model.num_layers / static_cast<int>(chunks));
+}
+
 StageShape StageShape::of(const spec::JobSpec& job, int stage) {
   const auto& par = job.parallelism;
   StageShape s;
@@ -13,11 +20,7 @@ StageShape StageShape::of(const spec::JobSpec& job, int stage) {
   s.microbatches = static_cast<int>(job.num_microbatches());
   s.num_layers = job.model.num_layers;
   s.mtp_layers = job.model.mtp_layers;
-  std::vector<int> per_chunk(static_cast<size_t>(s.stages) * s.chunks);
-  const auto& pl = par.pipeline_layers;
-  for (size_t k = 0; k < per_chunk.size(); ++k) {
-    per_chunk[k] = pl.empty() ? job.model.num_layers / static_cast<int>(per_chunk.size()) : pl[k];
-  }
+  const std::vector<int> per_chunk = model_chunk_layers(job);
   int first = 0;
   s.chunk_first_layer.assign(s.chunks, 0);
   s.chunk_layers.assign(s.chunks, 0);

@@ -12,6 +12,10 @@ namespace stepsim::workload::megatron {
 constexpr int kEmbeddingUnit = -1;
 constexpr int kHeadUnit = 1 << 20;
 
+// Layers of each model chunk in global order (model chunk k = local chunk x stages + stage): parallelism.pipeline_layers,
+// or the layers split evenly.
+std::vector<int> model_chunk_layers(const spec::JobSpec& job);
+
 struct StageShape {
   int stage = 0;
   int stages = 1;        // p: pipeline stages
