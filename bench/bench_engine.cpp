@@ -18,8 +18,8 @@ void BM_EngineGpt3(benchmark::State& state) {
       {"cluster.num_gpus=" + std::to_string(64 * dp), "parallelism.data=" + std::to_string(dp),
        "training.global_batch_size=" + std::to_string(12 * dp)});
   stepsim::workload::Workload w = stepsim::workload::build_megatron_workload(job);
-  const auto compute = stepsim::cost::make_roofline_model(stepsim::hw::GpuCatalog::builtin().find(job.cluster.gpu),
-                                                          job.training.precision);
+  const auto compute = stepsim::cost::make_roofline_model(stepsim::catalog::shipped().gpus.find(job.cluster.gpu),
+                                                          job.training.precision, stepsim::catalog::shipped().efficiency.resolve(stepsim::catalog::shipped().gpus.find(job.cluster.gpu)));
   stepsim::sim::assign_compute_durations(w, *compute);
   const auto comm = stepsim::cost::make_alpha_beta_model(job.cluster);
   uint64_t events = 0;

@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
       spec::validate(j);
       sim::Simulation s;
       try {
-        s = sim::run_simulation(j, std::getenv("PLANDBG") ? std::vector<int>{0, j.cluster.num_gpus - 1} : std::vector<int>{0});
+        s = sim::run_simulation(stepsim::catalog::shipped(), j, std::getenv("PLANDBG") ? std::vector<int>{0, j.cluster.num_gpus - 1} : std::vector<int>{0});
       } catch (const InputError& err) {  // a plan the engine refuses (too many ops per rank): not comparable
         if (refused++ == 0) refusal = err.what();
         continue;

@@ -48,8 +48,8 @@ void check_file(const cost::NcclTestsFile& f, int lines) {
 void check_fit(const std::vector<cost::CommPoint>& pts) {
   if (pts.empty()) return;
   static const spec::ClusterSpec cluster = spec::load_cluster("", 64, 8, {});
-  static const cost::NcclProfile& profile = cost::NcclProfiles::builtin().find(cluster.gpu);
-  static const cost::NcclHardware hw = cost::nccl_hardware(cluster, profile.channels);
+  static const cost::NcclProfile& profile = stepsim::catalog::shipped().nccl_profile(cluster.gpu);
+  static const cost::NcclHardware hw = cost::nccl_hardware(stepsim::catalog::shipped(), cluster, profile.channels);
   const auto r = cost::calibrate_nccl(pts, hw, cost::NcclParamTable(profile.params));
   for (const auto& g : r.groups) {
     const cost::NcclParams& p = g.joint.params;

@@ -50,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   require(tw.source_of_rank.size() == 2);
   try {
-    const sim::Simulation s = sim::run_workload(std::move(tw.workload), {0});
+    const sim::Simulation s = sim::run_workload(stepsim::catalog::shipped(), std::move(tw.workload), {0});
     require(s.result.step_ns >= 0);
   } catch (const sim::DeadlockError&) {
     // A call order no run could complete (both peers receive first): `simulate` reports it as bad input.

@@ -94,8 +94,8 @@ void expect_rel(double got, double want, const char* what) {
 
 TEST(Calibration, SyntheticPointsRecoverTheParameters) {
   const spec::ClusterSpec c = h100_cluster();
-  const cost::NcclProfile& profile = cost::NcclProfiles::builtin().find(c.gpu);
-  const cost::NcclHardware hw = cost::nccl_hardware(c, profile.channels);
+  const cost::NcclProfile& profile = stepsim::catalog::shipped().nccl_profile(c.gpu);
+  const cost::NcclHardware hw = cost::nccl_hardware(stepsim::catalog::shipped(), c, profile.channels);
   cost::NcclParams truth;
   truth.alpha_us = 7.5;
   truth.beta_us = 2.1;
@@ -124,8 +124,8 @@ TEST(Calibration, SyntheticPointsRecoverTheParameters) {
 
 TEST(Calibration, SingleNodeDataLeavesTheNetworkParametersAtTheProfile) {
   const spec::ClusterSpec c = h100_cluster();
-  const cost::NcclProfile& profile = cost::NcclProfiles::builtin().find(c.gpu);
-  const cost::NcclHardware hw = cost::nccl_hardware(c, profile.channels);
+  const cost::NcclProfile& profile = stepsim::catalog::shipped().nccl_profile(c.gpu);
+  const cost::NcclHardware hw = cost::nccl_hardware(stepsim::catalog::shipped(), c, profile.channels);
   cost::NcclParams truth = profile.params;
   truth.alpha_us = 12;
   truth.beta_us = 1.5;
@@ -151,7 +151,7 @@ cost::NcclCalibrationResult fit_file(const std::string& path, const std::vector<
   const cost::NcclTestsTable& t = f.tables.at(0);
   const int rpn = t.ranks / t.nodes;
   const spec::ClusterSpec c = spec::load_cluster("", t.ranks, rpn, sets);
-  const cost::NcclProfile& profile = cost::NcclProfiles::builtin().find(c.gpu);
+  const cost::NcclProfile& profile = stepsim::catalog::shipped().nccl_profile(c.gpu);
   std::vector<CommPoint> pts;
   for (const auto& row : t.rows) {
     CommPoint p;
@@ -161,7 +161,7 @@ cost::NcclCalibrationResult fit_file(const std::string& path, const std::vector<
     p.time_us = row.time_us;
     pts.push_back(p);
   }
-  return cost::calibrate_nccl(pts, cost::nccl_hardware(c, profile.channels), cost::NcclParamTable(profile.params));
+  return cost::calibrate_nccl(pts, cost::nccl_hardware(stepsim::catalog::shipped(), c, profile.channels), cost::NcclParamTable(profile.params));
 }
 
 void print_errors(const char* name, const cost::NcclCalibration& g) {
@@ -198,12 +198,12 @@ TEST(Calibration, FittingIssue350BeatsTheProfile) {
 
 TEST(Calibration, PointsWithNothingToFitAreSkipped) {
   const spec::ClusterSpec c = h100_cluster();
-  const cost::NcclProfile& profile = cost::NcclProfiles::builtin().find(c.gpu);
+  const cost::NcclProfile& profile = stepsim::catalog::shipped().nccl_profile(c.gpu);
   std::vector<CommPoint> pts(3);
   pts[0].bytes = 0, pts[0].time_us = 5, pts[0].geometry = {8, 1, 8}, pts[0].where = "a:1";
   pts[1].bytes = 1024, pts[1].time_us = 0, pts[1].geometry = {8, 1, 8}, pts[1].where = "a:2";
   pts[2].bytes = 1024, pts[2].time_us = 5, pts[2].geometry = {1, 1, 1}, pts[2].where = "a:3";
-  const auto r = cost::calibrate_nccl(pts, cost::nccl_hardware(c, profile.channels), cost::NcclParamTable(profile.params));
+  const auto r = cost::calibrate_nccl(pts, cost::nccl_hardware(stepsim::catalog::shipped(), c, profile.channels), cost::NcclParamTable(profile.params));
   EXPECT_TRUE(r.groups.empty());
   ASSERT_EQ(r.skipped.size(), 3u);
   EXPECT_EQ(r.skipped[0].why, "size is 0");
@@ -386,30 +386,30 @@ TEST(Calibration, LookupPicksNodesThenVersionThenNewest) {
 TEST(Calibration, ParamTableForTheModelUsesTheStore) {
   const std::string path = temp_path("model.sqlite");
   const spec::ClusterSpec c = h100_cluster();
-  const cost::NcclProfile& profile = cost::NcclProfiles::builtin().find(c.gpu);
+  const cost::NcclProfile& profile = stepsim::catalog::shipped().nccl_profile(c.gpu);
   EXPECT_EQ(hw::interconnect_key(c), "intra=450GBps,inter=400Gbps");
   // No store yet: the profile.
-  EXPECT_DOUBLE_EQ(cost::calibrated_param_table(c, profile, path).lookup(4, 0).alpha_us, profile.params.alpha_us);
+  EXPECT_DOUBLE_EQ(cost::calibrated_param_table(stepsim::catalog::shipped().gpu(c.gpu), c, profile, path).lookup(4, 0).alpha_us, profile.params.alpha_us);
   {
     hw::CalibrationStore s = hw::CalibrationStore::open(path);
     s.insert({row(1, "2.18.3", 20), row(2, "2.18.3", 30), row(2, "2.16.5", 31), row(2, "2.18.3", 40, "all_reduce")});
   }
-  const cost::NcclParamTable t = cost::calibrated_param_table(c, profile, path);
+  const cost::NcclParamTable t = cost::calibrated_param_table(stepsim::catalog::shipped().gpu(c.gpu), c, profile, path);
   EXPECT_DOUBLE_EQ(t.lookup(1, 0).alpha_us, 20);
   EXPECT_DOUBLE_EQ(t.lookup(8, 0).alpha_us, 31);  // newest of nodes 2 (per-collective rows are not the model's)
   EXPECT_DOUBLE_EQ(t.lookup(8, 0).intra_efficiency, 0.75);
-  EXPECT_DOUBLE_EQ(cost::calibrated_param_table(c, profile, path, "2.18.3").lookup(8, 0).alpha_us, 30);
+  EXPECT_DOUBLE_EQ(cost::calibrated_param_table(stepsim::catalog::shipped().gpu(c.gpu), c, profile, path, "2.18.3").lookup(8, 0).alpha_us, 30);
   // Another interconnect: nothing stored for it.
   spec::ClusterSpec other = c;
   other.inter_node.bandwidth_GBps = 25;
-  EXPECT_DOUBLE_EQ(cost::calibrated_param_table(other, profile, path).lookup(8, 0).alpha_us, profile.params.alpha_us);
+  EXPECT_DOUBLE_EQ(cost::calibrated_param_table(stepsim::catalog::shipped().gpu(other.gpu), other, profile, path).lookup(8, 0).alpha_us, profile.params.alpha_us);
   // A row edited to nonsense is refused, naming the store and row.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, "UPDATE nccl_calibration SET intra_efficiency = -1 WHERE id = 1", nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
-  const std::string e = test::error_of([&] { (void)cost::calibrated_param_table(c, profile, path); });
+  const std::string e = test::error_of([&] { (void)cost::calibrated_param_table(stepsim::catalog::shipped().gpu(c.gpu), c, profile, path); });
   EXPECT_NE(e.find(path + ": row 1: intra_efficiency = -1"), std::string::npos) << e;
 }
 
@@ -619,7 +619,7 @@ TEST(Calibration, CommAndJobsPickUpTheStore) {
     job.cluster.intra_node.bandwidth_GBps = 300;
     job.simulation.comm_model = spec::CommModel::Nccl;
     job.simulation.calibration_store = store_key;
-    return sim::make_collective_model(job)->collective_ns(workload::CollType::AllReduce, 32768, {8, 1, 8});
+    return sim::make_collective_model(stepsim::catalog::shipped(), job)->collective_ns(workload::CollType::AllReduce, 32768, {8, 1, 8});
   };
   EXPECT_DOUBLE_EQ(job_time(store) / 1e3, fitted);
   EXPECT_DOUBLE_EQ(job_time("none") / 1e3, profile);

@@ -107,7 +107,7 @@ TEST(Chakra, FilesAreLengthDelimitedChakraMessages) {
 // Every op of rank 0's program is in its file with the model's numbers: compute time, FLOPs, message sizes, groups.
 TEST(Chakra, NodesCarryTheProgramsTimesSizesAndDependencies) {
   const spec::JobSpec job = test::job_from_yaml(kChakraJob);
-  const workload::Workload w = sim::timed_workload(job);
+  const workload::Workload w = sim::timed_workload(stepsim::catalog::shipped(), job);
   const std::string dir = test::temp_dir() + "chakra-nodes";
   std::filesystem::remove_all(dir);
   chakra::export_chakra(w, {dir, "workload"});
@@ -156,7 +156,7 @@ TEST(Chakra, NodesCarryTheProgramsTimesSizesAndDependencies) {
 
 // Sends and receives match pairwise: the k-th send from a to b has the tag of the k-th receive at b from a.
 TEST(Chakra, SendAndReceiveTagsMatchBetweenStages) {
-  const workload::Workload w = sim::timed_workload(test::job_from_yaml(kChakraJob));
+  const workload::Workload w = sim::timed_workload(stepsim::catalog::shipped(), test::job_from_yaml(kChakraJob));
   const std::string dir = test::temp_dir() + "chakra-tags";
   std::filesystem::remove_all(dir);
   chakra::export_chakra(w, {dir, "w"});

@@ -36,7 +36,7 @@ api::CommOutput run(const std::string& coll, const std::string& gpu, int gpus, c
 // is the most that goes above it; across nodes no bound is asserted, two-node trees legitimately beat the NICs).
 TEST(CommCommand, EveryCollectiveOnEveryGeneration) {
   for (const std::string gpu : {"V100-SXM2-32GB", "A100-80GB", "H100-SXM", "H200", "B200", "A40"}) {
-    const double link = hw::GpuCatalog::builtin().find(gpu).intra_node_GBps;
+    const double link = stepsim::catalog::shipped().gpus.find(gpu).intra_node_GBps;
     for (const int gpus : {8, 16}) {
       for (const std::string coll :
            {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv"}) {

@@ -38,7 +38,7 @@ spec::ClusterSpec cluster_of(const Dataset& d) {
 
 // Mean |model/measured - 1| in percent over the rows of 4 MiB - 1 GiB.
 double mean_error_pct(const Dataset& d, spec::CommModel kind, int* points) {
-  const auto model = sim::make_collective_model(kind, cluster_of(d), {"none", ""});
+  const auto model = sim::make_collective_model(stepsim::catalog::shipped(), kind, cluster_of(d), {"none", ""});
   const cost::NcclTestsFile f = cost::read_nccl_tests(d.path);
   const int nodes = (d.ranks + d.ranks_per_node - 1) / d.ranks_per_node;
   double sum = 0;

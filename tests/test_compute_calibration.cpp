@@ -103,7 +103,7 @@ TEST(ComputeCalibration, EachKindGetsTheBandOfItsOwnRuns) {
 
 TEST(ComputeCalibration, AJobGetsItsKindsBandFromTheShippedTableAndTheStore) {
   // data/efficiency.yaml: Hopper's dense band rests on 16 runs, its MoE band on one (the architecture's widened).
-  const cost::EfficiencyTable hopper = cost::EfficiencyCatalog::builtin().resolve_arch("hopper");
+  const cost::EfficiencyTable hopper = stepsim::catalog::shipped().efficiency.resolve_arch("hopper");
   ASSERT_EQ(hopper.prediction_interval_by_kind.count("moe"), 1u);
   const hw::KindInterval moe_band = hopper.prediction_interval_by_kind.at("moe");
   EXPECT_EQ(moe_band.runs, 1);
@@ -119,7 +119,7 @@ TEST(ComputeCalibration, AJobGetsItsKindsBandFromTheShippedTableAndTheStore) {
   const spec::JobSpec moe = test::job_from_yaml(moe_yaml + "simulation: {calibration_store: none}\n");
   EXPECT_EQ(sim::calibration_kind(dense), "dense");
   EXPECT_EQ(sim::calibration_kind(moe), "moe");
-  const sim::Simulation s = sim::run_simulation(moe, {0});
+  const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), moe, {0});
   ASSERT_TRUE(s.calibration.interval.has_value());
   EXPECT_DOUBLE_EQ((*s.calibration.interval)[0], moe_band.low);
   EXPECT_DOUBLE_EQ((*s.calibration.interval)[1], moe_band.high);
@@ -131,7 +131,7 @@ TEST(ComputeCalibration, AJobGetsItsKindsBandFromTheShippedTableAndTheStore) {
   EXPECT_EQ(j["step_time_interval_basis"]["kind"], "moe");
   EXPECT_EQ(j["step_time_interval_basis"]["runs"], 1);
   sim::ComputeCalibration dc;
-  sim::make_compute_model(dense, &dc);
+  sim::make_compute_model(stepsim::catalog::shipped(), dense, &dc);
   EXPECT_EQ(dc.interval_kind, "dense");
   EXPECT_EQ(dc.interval_runs, hopper.prediction_interval_by_kind.at("dense").runs);
 
@@ -148,11 +148,11 @@ TEST(ComputeCalibration, AJobGetsItsKindsBandFromTheShippedTableAndTheStore) {
   EXPECT_DOUBLE_EQ(back->kind_intervals.at("moe").low, -0.4);
   EXPECT_EQ(back->kind_intervals.at("moe").runs, 7);
   sim::ComputeCalibration mc;
-  sim::make_compute_model(test::job_from_yaml(moe_yaml + "simulation: {calibration_store: " + store + "}\n"), &mc);
+  sim::make_compute_model(stepsim::catalog::shipped(), test::job_from_yaml(moe_yaml + "simulation: {calibration_store: " + store + "}\n"), &mc);
   EXPECT_DOUBLE_EQ((*mc.interval)[0], -0.4);
   EXPECT_EQ(mc.interval_runs, 7);
   sim::ComputeCalibration dc2;
-  sim::make_compute_model(test::job_from_yaml(test::small_gpt_yaml(1, 1, 8, 8, "", "", ", calibration_store: " + store)),
+  sim::make_compute_model(stepsim::catalog::shipped(), test::job_from_yaml(test::small_gpt_yaml(1, 1, 8, 8, "", "", ", calibration_store: " + store)),
                           &dc2);
   EXPECT_DOUBLE_EQ((*dc2.interval)[0], -0.1);
   EXPECT_EQ(dc2.interval_runs, 0);
@@ -202,11 +202,11 @@ TEST(ComputeCalibration, SimulationUsesTheStoredClockAndReportsItsInterval) {
   const spec::JobSpec at1 = test::job_from_yaml(test::with_simulation(yaml, "calibration_store: none, sustained_clock: 1.0"));
   const spec::JobSpec stored = test::job_from_yaml(test::with_simulation(yaml, "calibration_store: " + store));
   sim::ComputeCalibration cal;
-  sim::make_compute_model(stored, &cal);
+  sim::make_compute_model(stepsim::catalog::shipped(), stored, &cal);
   EXPECT_DOUBLE_EQ(cal.sustained_clock, 0.6);
   EXPECT_EQ(cal.source, "store " + store);
-  const sim::Simulation a = sim::run_simulation(at1, {0});
-  const sim::Simulation b = sim::run_simulation(stored, {0});
+  const sim::Simulation a = sim::run_simulation(stepsim::catalog::shipped(), at1, {0});
+  const sim::Simulation b = sim::run_simulation(stepsim::catalog::shipped(), stored, {0});
   EXPECT_GT(b.result.step_ns, a.result.step_ns);  // a slower clock, a longer step
   const report::Summary sa = report::summarize(a, 0), sb = report::summarize(b, 0);
   EXPECT_FALSE(sa.step_time_interval_s.has_value());  // a clock the user chose has no residuals
@@ -271,18 +271,18 @@ TEST(ComputeCalibration, AttentionScaleSlowsOnlyTheAttentionKernels) {
   yaml.replace(yaml.find("seq_length: 1024"), 16, "seq_length: 8192");
   auto with = [&](const std::string& sim) { return test::job_from_yaml(test::with_simulation(yaml, sim)); };
   sim::ComputeCalibration cal;
-  sim::make_compute_model(with("calibration_store: " + store), &cal);
+  sim::make_compute_model(stepsim::catalog::shipped(), with("calibration_store: " + store), &cal);
   EXPECT_DOUBLE_EQ(cal.attention_scale, 0.5);
   EXPECT_EQ(cal.source, "store " + store + "; attention kernels x0.50");  // the summary's calibration note
-  sim::make_compute_model(with("calibration_store: " + store + ", attention_scale: 2.0"), &cal);
+  sim::make_compute_model(stepsim::catalog::shipped(), with("calibration_store: " + store + ", attention_scale: 2.0"), &cal);
   EXPECT_DOUBLE_EQ(cal.attention_scale, 2.0);
   EXPECT_EQ(cal.source, "store " + store + "; attention kernels x2.00 (simulation.attention_scale)");
-  const auto base = sim::run_simulation(with("calibration_store: none, sustained_clock: 1.0"), {0});
-  const auto half = sim::run_simulation(with("calibration_store: none, sustained_clock: 1.0, attention_scale: 0.5"), {0});
+  const auto base = sim::run_simulation(stepsim::catalog::shipped(), with("calibration_store: none, sustained_clock: 1.0"), {0});
+  const auto half = sim::run_simulation(stepsim::catalog::shipped(), with("calibration_store: none, sustained_clock: 1.0, attention_scale: 0.5"), {0});
   // Nanoseconds of compute in attention kernels and in the rest, on rank 0's program.
   // The eager launch gap before each attention kernel is host time: it does not scale with the kernel.
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find("H100-SXM");  // small_gpt_yaml's GPU
-  const int64_t gap_ns = std::llround(cost::EfficiencyCatalog::builtin().resolve(gpu).launch_gap_us * 1e3);
+  const hw::GpuSpec& gpu = stepsim::catalog::shipped().gpus.find("H100-SXM");  // small_gpt_yaml's GPU
+  const int64_t gap_ns = std::llround(stepsim::catalog::shipped().efficiency.resolve(gpu).launch_gap_us * 1e3);
   auto split = [gap_ns](const sim::Simulation& sim) {
     std::pair<int64_t, int64_t> t{0, 0};
     for (const auto& op : sim.workload.programs[0].ops) {

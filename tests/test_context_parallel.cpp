@@ -62,7 +62,7 @@ TEST(ContextParallel, RingStepWaitsForItsKvBlock) {
       "parallelism: {context: 2, data: 1}\ntraining: {micro_batch_size: 1, global_batch_size: 1}\n"
       "cluster: {gpu: H100-SXM, num_gpus: 2, gpus_per_node: 1, inter_node: {bandwidth_Gbps: 1, latency_us: 5}}\n"
       "simulation: {host_time_scale: 0}\n");  // host issue model off: the exchange's timing is under test
-  const sim::Simulation s = sim::run_simulation(job, {0});
+  const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), job, {0});
   const workload::Program& p = s.workload.programs[0];
   const sim::RankTimeline& tl = s.result.recorded.at(0);
   const sim::OpRecord *local = nullptr, *exchange = nullptr, *step = nullptr;
@@ -192,7 +192,7 @@ TEST(ContextParallel, HierarchicalUlyssesThenRing) {
   EXPECT_EQ(calls["core_attention_ring_bwd"], 8 * 2);
   const report::CommBytes cb = report::comm_bytes(w, 0);
   EXPECT_EQ(cb.calls[report::kCp], uint64_t(8 * 8));  // counted as context-parallel communication
-  EXPECT_GT(sim::run_simulation(test::job_from_yaml(yaml), {}).result.step_ns, 0);
+  EXPECT_GT(sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(yaml), {}).result.step_ns, 0);
 
   // Refused with the key: sizes whose product is not the context size, sizes without a2a+p2p, a2a+p2p without
   // sizes, an all-to-all group that does not divide the K/V heads (4 groups over 8 ranks).

@@ -65,7 +65,7 @@ TEST(CrossEntropyFusion, TeMovesTheBytesOfItsKernels) {
   EXPECT_EQ(native.at("cross_entropy_max").bytes, unfused.at("cross_entropy_max").bytes);
   // The step gets faster, by at most the unfused loss's time (its 20 B per logit at the loss efficiency).
   auto step = [](const std::string& training) {
-    return double(sim::run_simulation(test::job_from_yaml(test::small_gpt_yaml(2, 1, 1, 1, "", training)), {})
+    return double(sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(test::small_gpt_yaml(2, 1, 1, 1, "", training)), {})
                       .result.step_ns) * 1e-9;
   };
   const double base = step(""), fused = step(", cross_entropy_fusion: te");

@@ -27,7 +27,7 @@ std::string pipeline_job(int p, int m, const std::string& schedule, int v = 1, i
 }
 
 sim::Simulation run(const std::string& yaml, std::vector<int> record) {
-  return sim::run_simulation(test::job_from_yaml(yaml), record);
+  return sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(yaml), record);
 }
 
 // Bubble fraction of a stage = idle / compute (Eq. 2.10: (p - 1)/m for GPipe and 1F1B).

@@ -63,9 +63,9 @@ class DoubleNetwork final : public ContendedNetwork {
 SimResult run(const std::string& yaml, ContendedNetwork* net) {
   auto job = test::job_from_yaml(yaml);
   workload::Workload w = workload::build_megatron_workload(job);
-  const auto compute = cost::make_roofline_model(hw::GpuCatalog::builtin().find(job.cluster.gpu), job.training.precision);
+  const auto compute = cost::make_roofline_model(stepsim::catalog::shipped().gpus.find(job.cluster.gpu), job.training.precision, stepsim::catalog::shipped().efficiency.resolve(stepsim::catalog::shipped().gpus.find(job.cluster.gpu)));
   assign_compute_durations(w, *compute);
-  const auto comm = make_collective_model(job);
+  const auto comm = make_collective_model(stepsim::catalog::shipped(), job);
   EngineOptions opt;
   opt.record_ranks = {0};
   opt.network = net;
@@ -76,7 +76,7 @@ TEST(EngineNetwork, IndependentNetworkReproducesThePlainEngine) {
   // TP 2 x PP 2 x DP 4 on nodes of 8: TP and DP collectives, pipeline send/recv across stages.
   const std::string yaml = test::small_gpt_yaml(2, 2, 4, 32);
   const SimResult plain = run(yaml, nullptr);
-  const auto model = make_collective_model(test::job_from_yaml(yaml));
+  const auto model = make_collective_model(stepsim::catalog::shipped(), test::job_from_yaml(yaml));
   DoubleNetwork net(*model, 8, false);
   const SimResult via = run(yaml, &net);
   EXPECT_GT(net.advances, 0);
@@ -92,7 +92,7 @@ TEST(EngineNetwork, IndependentNetworkReproducesThePlainEngine) {
 TEST(EngineNetwork, SerialNetworkOnlySlowsTheStep) {
   const std::string yaml = test::small_gpt_yaml(2, 2, 4, 32);
   const SimResult plain = run(yaml, nullptr);
-  const auto model = make_collective_model(test::job_from_yaml(yaml));
+  const auto model = make_collective_model(stepsim::catalog::shipped(), test::job_from_yaml(yaml));
   DoubleNetwork net(*model, 8, true);
   const SimResult serial = run(yaml, &net);
   EXPECT_GT(serial.step_ns, plain.step_ns);

@@ -167,8 +167,8 @@ TEST(EpOverlapSimulation, SteadyStatePairsHideTheirAllToAllsOnlyTheUnpairedPasse
   // its own: the exposed EP time falls to about 1/m = 1/4 (closed form; the token-count all-gathers and the pair
   // boundaries make it a little more).
   const std::string fast = ", inter_node: {bandwidth_Gbps: 3200, latency_us: 5}";
-  const sim::Simulation off = sim::run_simulation(test::job_from_yaml(moe_job("", 64, fast)), {0});
-  const sim::Simulation on = sim::run_simulation(test::job_from_yaml(moe_job(kOverlap, 64, fast)), {0});
+  const sim::Simulation off = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(moe_job("", 64, fast)), {0});
+  const sim::Simulation on = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(moe_job(kOverlap, 64, fast)), {0});
   ASSERT_EQ(test::job_from_yaml(moe_job("", 64)).num_microbatches(), 4);
   const double ratio = exposed_ep_s(on) / exposed_ep_s(off);
   EXPECT_GT(ratio, 0.2);
@@ -180,8 +180,8 @@ TEST(EpOverlapSimulation, SlowAllToAllsAreHiddenOnlyAsFarAsTheOtherHalfComputes)
   // A 25 Gb/s network: the all-to-alls dwarf the computation. The overlap saves at most the computation of the
   // other half, and the EP stream (one FIFO) still carries every all-to-all: the step is never shorter than it.
   const std::string slow = ", inter_node: {bandwidth_Gbps: 25, latency_us: 5}";
-  const sim::Simulation off = sim::run_simulation(test::job_from_yaml(moe_job("", 64, slow)), {0});
-  const sim::Simulation on = sim::run_simulation(test::job_from_yaml(moe_job(kOverlap, 64, slow)), {0});
+  const sim::Simulation off = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(moe_job("", 64, slow)), {0});
+  const sim::Simulation on = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(moe_job(kOverlap, 64, slow)), {0});
   const report::Breakdown b = report::breakdown(on.workload.programs[0], on.result.recorded.at(0), on.result.step_ns);
   int64_t a2a_ns = 0;
   const workload::Program& p = on.workload.programs[0];
@@ -196,7 +196,7 @@ TEST(EpOverlapSimulation, SlowAllToAllsAreHiddenOnlyAsFarAsTheOtherHalfComputes)
 
 TEST(EpOverlapSimulation, DelayedWeightGradientsRunBesideTheDispatchBackward) {
   auto times = [&](const std::string& extra) {
-    const sim::Simulation s = sim::run_simulation(test::job_from_yaml(moe_job(kOverlap + extra)), {0});
+    const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(moe_job(kOverlap + extra)), {0});
     const workload::Program& p = s.workload.programs[0];
     std::map<std::string, std::pair<int64_t, int64_t>> t;
     for (const sim::OpRecord& r : s.result.recorded.at(0).ops) {

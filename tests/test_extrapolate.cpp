@@ -67,7 +67,7 @@ std::pair<std::string, std::string> write_trace(const std::string& name, const s
 
 int64_t collective_ns(const std::string& yaml, workload::CollType c, uint64_t bytes, int ranks) {
   const spec::JobSpec job = test::job_from_yaml(yaml);
-  return sim::make_collective_model(job)->collective_ns(c, bytes, {ranks, 1, ranks});
+  return sim::make_collective_model(stepsim::catalog::shipped(), job)->collective_ns(c, bytes, {ranks, 1, ranks});
 }
 
 json simulate(const std::string& yaml, const std::string& dir, const std::string& tag) {

@@ -157,12 +157,12 @@ TEST(FlowEngine, ContentionOnlyAppearsWhereGroupsShareLinks) {
   // together and the step is strictly longer than with every transfer alone.
   for (int nics : {1, 4}) {
     const spec::JobSpec job = job_with("flow", nics);
-    const int64_t contended = run_simulation(job, {0}).result.step_ns;
+    const int64_t contended = run_simulation(stepsim::catalog::shipped(), job, {0}).result.step_ns;
     workload::Workload w = workload::build_megatron_workload(job);
     const auto compute =
-        cost::make_roofline_model(hw::GpuCatalog::builtin().find(job.cluster.gpu), job.training.precision);
+        cost::make_roofline_model(stepsim::catalog::shipped().gpus.find(job.cluster.gpu), job.training.precision, stepsim::catalog::shipped().efficiency.resolve(stepsim::catalog::shipped().gpus.find(job.cluster.gpu)));
     assign_compute_durations(w, *compute);
-    const auto flow_alone = make_collective_model(job);
+    const auto flow_alone = make_collective_model(stepsim::catalog::shipped(), job);
     const int64_t alone = simulate(w, *flow_alone, EngineOptions{}).step_ns;
     if (nics == 1) {
       EXPECT_GT(contended, alone) << "one NIC per node";
@@ -174,8 +174,8 @@ TEST(FlowEngine, ContentionOnlyAppearsWhereGroupsShareLinks) {
 
 TEST(FlowEngine, RunsAreBitIdentical) {
   const spec::JobSpec job = job_with("flow", 1);
-  const auto a = run_simulation(job, {0, 15});
-  const auto b = run_simulation(job, {0, 15});
+  const auto a = run_simulation(stepsim::catalog::shipped(), job, {0, 15});
+  const auto b = run_simulation(stepsim::catalog::shipped(), job, {0, 15});
   EXPECT_EQ(a.result.step_ns, b.result.step_ns);
   ASSERT_EQ(a.result.recorded.size(), b.result.recorded.size());
   for (size_t r = 0; r < a.result.recorded.size(); ++r) {

@@ -55,14 +55,14 @@ TEST(Fp8, CurrentScalingReadsOnceMore) {
 }
 
 TEST(Fp8, Bf16GemmsInAnFp8JobRunAtTheBf16Rate) {
-  const hw::GpuSpec& h100 = hw::GpuCatalog::builtin().find("H100-SXM");
+  const hw::GpuSpec& h100 = stepsim::catalog::shipped().gpus.find("H100-SXM");
   Op g;
   g.category = workload::ComputeCategory::Gemm;
   g.gemm_m = g.gemm_n = g.gemm_k = 8192;
   g.flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
   g.bytes = 2ull * 3 * 8192 * 8192;
-  const auto fp8 = cost::make_roofline_model(h100, spec::Precision::Fp8);
-  const auto bf16 = cost::make_roofline_model(h100, spec::Precision::Bf16);
+  const auto fp8 = cost::make_roofline_model(h100, spec::Precision::Fp8, stepsim::catalog::shipped().efficiency.resolve(h100));
+  const auto bf16 = cost::make_roofline_model(h100, spec::Precision::Bf16, stepsim::catalog::shipped().efficiency.resolve(h100));
   EXPECT_LT(fp8->duration_ns(g), bf16->duration_ns(g));
   g.keep_bf16 = true;
   EXPECT_EQ(fp8->duration_ns(g), bf16->duration_ns(g));
@@ -141,7 +141,7 @@ TEST(Fp8, FirstAndLastLayersInBf16AndBf16Wgrad) {
   EXPECT_EQ(p.static_memory.fp8_weight_cache, 2 * (linear - p.bf16_layer_parameters));
   // Both cost time: bf16 GEMMs run at half the fp8 rate.
   const auto step = [](const std::string& extra) {
-    return sim::run_simulation(test::job_from_yaml(test::small_gpt_yaml(1, 1, 1, 2, "", ", precision: fp8" + extra)), {0})
+    return sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(test::small_gpt_yaml(1, 1, 1, 2, "", ", precision: fp8" + extra)), {0})
         .result.step_ns;
   };
   const int64_t all_fp8 = step(""), ends_bf16 = step(", fp8_bf16_first_layers: 1, fp8_bf16_last_layers: 1");

@@ -71,7 +71,7 @@ void expect_load_error(const std::string& file, const std::string& text, std::in
 }
 
 TEST(GpuCatalog, BuiltinHoldsTheRequiredGpus) {
-  const auto& cat = GpuCatalog::builtin();
+  const auto& cat = stepsim::catalog::shipped().gpus;
   for (const char* name : {"A100-40GB", "A100-80GB", "A800", "H100-SXM", "H800", "H200", "B200", "A40", "RTX-3090",
                            "V100-SXM2-32GB", "L40S"}) {
     EXPECT_NO_THROW(cat.find(name)) << name;
@@ -81,8 +81,8 @@ TEST(GpuCatalog, BuiltinHoldsTheRequiredGpus) {
 
 // Dense figures = half the datasheet "with sparsity" tensor numbers.
 TEST(GpuCatalog, H100SxmDatasheetFigures) {
-  const GpuSpec& g = GpuCatalog::builtin().find("H100-SXM");
-  EXPECT_EQ(g.arch, "hopper");
+  const GpuSpec& g = stepsim::catalog::shipped().gpus.find("H100-SXM");
+  EXPECT_EQ(g.arch, stepsim::hw::GpuArch::Hopper);
   EXPECT_EQ(g.sm_count, 132);
   EXPECT_DOUBLE_EQ(g.fp32_flops, 67 * kT);
   EXPECT_DOUBLE_EQ(g.tf32_flops, 989.0 / 2 * kT);
@@ -96,7 +96,7 @@ TEST(GpuCatalog, H100SxmDatasheetFigures) {
 }
 
 TEST(GpuCatalog, AmpereAndOthersDatasheetFigures) {
-  const auto& cat = GpuCatalog::builtin();
+  const auto& cat = stepsim::catalog::shipped().gpus;
   const GpuSpec& a80 = cat.find("A100-80GB");
   EXPECT_DOUBLE_EQ(a80.bf16_flops, 312 * kT);
   EXPECT_DOUBLE_EQ(a80.tf32_flops, 156 * kT);
@@ -137,7 +137,7 @@ TEST(GpuCatalog, IntraNodeLinkDefaultsToTheGpusOwn) {
 }
 
 TEST(GpuCatalog, EveryEntryIsConsistent) {
-  for (const GpuSpec& g : GpuCatalog::builtin().gpus()) {
+  for (const GpuSpec& g : stepsim::catalog::shipped().gpus.gpus()) {
     SCOPED_TRACE(g.name);
     EXPECT_GT(g.sm_count, 0);
     EXPECT_GT(g.fp32_flops, 0);
@@ -158,7 +158,7 @@ TEST(GpuCatalog, EveryEntryIsConsistent) {
 }
 
 TEST(GpuCatalog, NamesMatchIgnoringCaseAndSeparatorsAndAliases) {
-  const auto& cat = GpuCatalog::builtin();
+  const auto& cat = stepsim::catalog::shipped().gpus;
   EXPECT_EQ(cat.find("h100-sxm").name, "H100-SXM");
   EXPECT_EQ(cat.find("H100_SXM").name, "H100-SXM");
   EXPECT_EQ(cat.find("  h100 sxm ").name, "H100-SXM");
@@ -171,7 +171,7 @@ TEST(GpuCatalog, NamesMatchIgnoringCaseAndSeparatorsAndAliases) {
 
 TEST(GpuCatalog, UnknownGpuListsTheKnownOnes) {
   try {
-    GpuCatalog::builtin().find("X9000");
+    stepsim::catalog::shipped().gpus.find("X9000");
     FAIL();
   } catch (const InputError& e) {
     const std::string msg = e.what();
@@ -181,7 +181,7 @@ TEST(GpuCatalog, UnknownGpuListsTheKnownOnes) {
 }
 
 TEST(GpuCatalog, PeakFlopsPerPrecision) {
-  const auto& cat = GpuCatalog::builtin();
+  const auto& cat = stepsim::catalog::shipped().gpus;
   const GpuSpec& h = cat.find("H100-SXM");
   EXPECT_DOUBLE_EQ(h.peak_flops(Precision::Fp32), h.tf32_flops);  // Megatron: TF32 for fp32 matmuls
   EXPECT_DOUBLE_EQ(h.peak_flops(Precision::Fp16), h.fp16_flops);
@@ -206,8 +206,8 @@ TEST(GpuCatalog, LoadsAValidFileAndItsAliases) {
   EXPECT_THROW(cat.find("H100"), InputError);
   const auto other = GpuCatalog::load(write_temp("steals_alias.yaml", one_gpu("aliases: [tg]", "aliases: [H100]")));
   EXPECT_EQ(other.find("H100").name, "TEST-GPU");
-  EXPECT_EQ(GpuCatalog::builtin().find("H100").name, "H100-SXM");
-  const GpuCatalog copy = GpuCatalog::builtin();
+  EXPECT_EQ(stepsim::catalog::shipped().gpus.find("H100").name, "H100-SXM");
+  const GpuCatalog copy = stepsim::catalog::shipped().gpus;
   EXPECT_EQ(copy.find("a100").name, "A100-80GB");
 }
 

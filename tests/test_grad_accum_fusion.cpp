@@ -49,7 +49,7 @@ TEST(GradAccumFusion, UnfusedWgradWritesBf16AndAddsIntoMainGrad) {
   EXPECT_GT(wgrads, 0u);
   EXPECT_EQ(adds, wgrads);
   // The extra traffic makes the step longer.
-  EXPECT_GT(sim::run_simulation(fusion_job(false), {0}).result.step_ns, sim::run_simulation(fusion_job(true), {0}).result.step_ns);
+  EXPECT_GT(sim::run_simulation(stepsim::catalog::shipped(), fusion_job(false), {0}).result.step_ns, sim::run_simulation(stepsim::catalog::shipped(), fusion_job(true), {0}).result.step_ns);
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ TEST(HfModels, ParameterCountsMatchPublishedTotals) {
     // Small models simulate end to end here; the big ones only have their memory built (one step of
     // DeepSeek-V3 on 64 GPUs is legal but slow to check in a unit test).
     if (m.billions < 50) {
-      const sim::Simulation s = sim::run_simulation(job, {0});
+      const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), job, {0});
       EXPECT_GT(s.result.step_ns, 0) << m.file;
     }
   }

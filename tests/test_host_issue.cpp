@@ -44,7 +44,7 @@ workload::Workload one_rank(const std::vector<std::array<double, 2>>& ops, const
 }
 
 double step_us(const workload::Workload& w) {
-  const auto comm = sim::make_collective_model(w.job);
+  const auto comm = sim::make_collective_model(stepsim::catalog::shipped(), w.job);
   sim::EngineOptions o;
   o.record_ranks = {0};
   return static_cast<double>(sim::simulate(w, *comm, o).step_ns) * 1e-3;
@@ -76,7 +76,7 @@ TEST(HostIssue, LayerHostTimesAreSpreadOverTheLayersOpsAndTheSyncIsTheDispatcher
       " moe: {num_experts: 128, topk: 8, ffn_hidden_size: 768}}\n"
       "parallelism: {data: 8, expert: 8}\ntraining: {micro_batch_size: 1, global_batch_size: 16, precision: bf16}\n"
       "cluster: {gpu: H100-SXM, num_gpus: 8, gpus_per_node: 8}\nsimulation: {host_time_scale: 1}\n");
-  workload::Workload w = sim::timed_workload(j);
+  workload::Workload w = sim::timed_workload(stepsim::catalog::shipped(), j);
   const workload::Program& p = w.programs[0];
   ASSERT_EQ(p.host_prefix.size(), p.ops.size() + 1);
   std::map<std::tuple<int, int, bool>, int64_t> host;  // (micro-batch, layer, backward) -> host ns
@@ -104,7 +104,7 @@ TEST(HostIssue, LayerHostTimesAreSpreadOverTheLayersOpsAndTheSyncIsTheDispatcher
     return s;
   }());
   // CUDA graphs and host_time_scale 0 turn it off.
-  EXPECT_EQ(sim::host_time_scale(test::job_from_yaml(test::small_gpt_yaml(1, 1, 1, 1, "", ", cuda_graphs: true", ""))), 0.0);
+  EXPECT_EQ(sim::host_time_scale(stepsim::catalog::shipped(), test::job_from_yaml(test::small_gpt_yaml(1, 1, 1, 1, "", ", cuda_graphs: true", ""))), 0.0);
   cost::assign_host_issue(w, 0);
   EXPECT_TRUE(w.programs[0].host_prefix.empty());
   for (const Op& op : w.programs[0].ops) EXPECT_EQ(op.host_ns, 0);

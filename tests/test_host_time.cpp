@@ -24,8 +24,8 @@ using workload::OpKind;
 TEST(HostTime, CudaGraphsSaveOneLaunchGapPerKernel) {
   const std::string eager_yaml = test::small_gpt_yaml(1, 1, 1, 4);
   const std::string graph_yaml = test::small_gpt_yaml(1, 1, 1, 4, "", ", cuda_graphs: true");
-  const auto eager = sim::run_simulation(test::job_from_yaml(eager_yaml), {0});
-  const auto graphed = sim::run_simulation(test::job_from_yaml(graph_yaml), {0});
+  const auto eager = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(eager_yaml), {0});
+  const auto graphed = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(graph_yaml), {0});
   int64_t kernels = 0;
   for (const auto& op : eager.workload.programs[0].ops)
     if (op.kind == OpKind::Compute && op.category != ComputeCategory::Host && op.category != ComputeCategory::Offload &&
@@ -33,7 +33,7 @@ TEST(HostTime, CudaGraphsSaveOneLaunchGapPerKernel) {
       ++kernels;
   ASSERT_GT(kernels, 100);
   const double gap_ns =
-      cost::EfficiencyCatalog::builtin().resolve(hw::GpuCatalog::builtin().find("H100-SXM")).launch_gap_us * 1e3;
+      stepsim::catalog::shipped().efficiency.resolve(stepsim::catalog::shipped().gpus.find("H100-SXM")).launch_gap_us * 1e3;
   EXPECT_EQ(eager.result.step_ns - graphed.result.step_ns, kernels * static_cast<int64_t>(gap_ns));
 }
 
@@ -109,12 +109,12 @@ TEST(HostTime, MoeDispatcherSynchronisesTheHostOncePerForward) {
 
 TEST(HostTime, MoeHostSyncIsHostTimeInTheBreakdown) {
   // Without the host issue model the dispatcher's synchronisation is a 100 us stall per layer forward, host time.
-  const auto sim = sim::run_simulation(test::job_from_yaml(moe_job("") + "simulation: {host_time_scale: 0}\n"), {0});
+  const auto sim = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(moe_job("") + "simulation: {host_time_scale: 0}\n"), {0});
   const report::Breakdown b = report::breakdown(sim.workload.programs[0], sim.result.recorded.at(0), sim.result.step_ns);
   EXPECT_NEAR(b.host_gap_s, 4 * 100e-6, 1e-9);
   // With it, the stall is gone (the host's issue time replaces it) and the GPU's waits for the host are host time: this
   // small layer is host-bound, so they are most of the step, and the breakdown still sums to it.
-  const auto hosted = sim::run_simulation(test::job_from_yaml(moe_job("")), {0});
+  const auto hosted = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(moe_job("")), {0});
   const report::Breakdown h =
       report::breakdown(hosted.workload.programs[0], hosted.result.recorded.at(0), hosted.result.step_ns);
   EXPECT_GT(h.host_gap_s, 0.5 * static_cast<double>(hosted.result.step_ns) * 1e-9);

@@ -24,7 +24,7 @@ const std::map<std::string, int>& layer_of_folder() {
       {"spec", 0},                                       // the job: schema, loading, validation
       {"hw", 1},                                         // GPUs, topology, calibration store
       {"workload", 2}, {"profile", 2},                   // what ranks run; NCCL log / nsys readers
-      {"cost", 3},     {"trace", 3},                     // op times; real traces to programs
+      {"cost", 3},     {"trace", 3},  {"catalog", 3},    // op times; real traces to programs; the shipped constants
       {"overlap", 4},  {"chakra", 4}, {"extrapolate", 4},
       {"sim", 5},                                        // the engine and the wiring of the models
       {"report", 6},                                     // writers
@@ -42,6 +42,14 @@ const std::set<std::pair<std::string, std::string>>& known_exceptions() {
       // catalog below spec/ (issue 42 item 3) removes this.
       {"spec/job_loader.cpp", "hw/gpu_catalog.hpp"},
       {"spec/validate.cpp", "hw/gpu_catalog.hpp"},
+      // The catalog value (issue 42 item 3) holds tables whose types still live in cost/ and is read by spec/ and by
+      // the NCCL model: the folder layout of item 4 puts those types in catalog/, below both, and removes these.
+      {"spec/job_loader.cpp", "catalog/catalog.hpp"},
+      {"spec/validate.cpp", "catalog/catalog.hpp"},
+      {"catalog/catalog.hpp", "cost/efficiency_table.hpp"},
+      {"catalog/catalog.hpp", "cost/nccl_params.hpp"},
+      {"catalog/catalog.hpp", "cost/nccl_tuner_table.hpp"},
+      {"cost/nccl_model.hpp", "catalog/catalog.hpp"},
   };
   return known;
 }

@@ -97,7 +97,7 @@ double layer_activation(int t) { return 34.0 * s * h / t + 4.0 * (heads / t) * s
 
 TEST(Memory, OneFOneBActivationsFollowTheSchedule) {
   const int t = 2, p = 4, d = 1, L = 16, m = 8;
-  const auto sim = sim::run_simulation(test::job_from_yaml(job(t, p, d, L, m, ", sequence_parallel: true")), {});
+  const auto sim = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(job(t, p, d, L, m, ", sequence_parallel: true")), {});
   const auto& w = sim.workload;
   for (int r = 1; r < p - 1; ++r) {  // middle stages: no embedding, no head
     const double expected = (p - r) * (L / p) * layer_activation(t);
@@ -184,7 +184,7 @@ TEST(Memory, MemoryCommandAgreesWithTheEngineAndFlagsOom) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("GiB"), std::string::npos) << r.output;
   const auto mem = nlohmann::json::parse(test::read_file(out));
-  const auto sim = sim::run_simulation(test::job_from_yaml(job(2, 4, 1, 16, 8, ", sequence_parallel: true")), {});
+  const auto sim = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(job(2, 4, 1, 16, 8, ", sequence_parallel: true")), {});
   for (const auto& st : mem["per_stage"]) {
     const int stage = st["stage"];
     EXPECT_EQ(st["peak_bytes"].get<int64_t>(), sim.result.peak_bytes[stage * 2]) << "stage " << stage;

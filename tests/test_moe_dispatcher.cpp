@@ -119,11 +119,11 @@ TEST(MoeDispatcher, UnfusedPermuteScattersWithAtomics) {
   EXPECT_EQ(unfused.at("token_unpermute_bwd").bytes, 3 * rows);
   EXPECT_EQ(fused.at("token_unpermute_bwd").bytes, rows);
   EXPECT_EQ(unfused.at("token_permute").bytes, rows);
-  const hw::GpuSpec& h100 = hw::GpuCatalog::builtin().find("H100-SXM");
+  const hw::GpuSpec& h100 = stepsim::catalog::shipped().gpus.find("H100-SXM");
   const auto model = cost::make_roofline_model(h100, spec::Precision::Bf16,
-                                               cost::EfficiencyCatalog::builtin().resolve(h100));
+                                               stepsim::catalog::shipped().efficiency.resolve(h100));
   // 8 MiB / (3.35 TB/s x 0.15) = 16.69 us, after the eager launch gap
-  const double gap_ns = cost::EfficiencyCatalog::builtin().resolve(h100).launch_gap_us * 1e3;
+  const double gap_ns = stepsim::catalog::shipped().efficiency.resolve(h100).launch_gap_us * 1e3;
   EXPECT_NEAR(static_cast<double>(model->duration_ns(unfused.at("token_unpermute"))) - gap_ns,
               8388608 / (3.35e12 * 0.15) * 1e9, 20);
   const YAML::Node m = spec::megatron_args_to_job_node(
@@ -153,8 +153,8 @@ TEST(MoeDispatcher, UnfusedPermuteFollowsTheH100Measurements) {
                                                            {"qwen3-30b-a3b-ep8-mbs4", {2048, 128, 8, 8, 768, 16384}},
                                                            {"mixtral-8x7b-ep8", {4096, 8, 8, 2, 14336, 4096}},
                                                            {"deepseek-v3-ep64", {7168, 256, 64, 8, 2048, 4096}}};
-  const hw::GpuSpec& h100 = hw::GpuCatalog::builtin().find("H100-SXM");
-  cost::EfficiencyTable table = cost::EfficiencyCatalog::builtin().resolve(h100);
+  const hw::GpuSpec& h100 = stepsim::catalog::shipped().gpus.find("H100-SXM");
+  cost::EfficiencyTable table = stepsim::catalog::shipped().efficiency.resolve(h100);
   table.launch_gap_us = 0;  // measured as CUDA-graph replays
   const auto model = cost::make_roofline_model(h100, spec::Precision::Bf16, table);
   ASSERT_EQ(measured.size(), cases.size());
@@ -191,7 +191,7 @@ TEST(MoeDispatcher, SharedExpertOverlapRunsBesideTheDispatch) {
   auto run = [&](const std::string& extra) {
     std::string y = job(shared + extra);
     y.replace(y.find(", gpus_per_node: 2"), 18, slow);
-    return sim::run_simulation(test::job_from_yaml(y), {0});
+    return sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(y), {0});
   };
   const sim::Simulation off = run("");
   const sim::Simulation on = run(", shared_expert_overlap: true");
@@ -249,8 +249,8 @@ TEST(MoeLoad, ImbalanceScalesTheBusiestRankCapacityCapsIt) {
   EXPECT_EQ(bytes(", routing_imbalance: 1.5, capacity_factor: 1.25").first, 5 * MiB);   // capped at capacity
   EXPECT_EQ(bytes(", capacity_factor: 1.25").first, 4 * MiB);                           // balanced: nothing dropped
   EXPECT_EQ(bytes(", capacity_factor: 1.25, pad_to_capacity: true").first, 5 * MiB);   // padded to capacity
-  const sim::Simulation even = sim::run_simulation(test::job_from_yaml(job("")), {0});
-  const sim::Simulation hot = sim::run_simulation(test::job_from_yaml(job(", routing_imbalance: 2")), {0});
+  const sim::Simulation even = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(job("")), {0});
+  const sim::Simulation hot = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(job(", routing_imbalance: 2")), {0});
   EXPECT_GT(hot.result.step_ns, even.result.step_ns);
   EXPECT_NE(test::job_error(job(", routing_imbalance: 0.5")).find("moe.routing_imbalance"), std::string::npos);
   EXPECT_NE(test::job_error(job(", pad_to_capacity: true")).find("moe.pad_to_capacity: needs moe.capacity_factor"),

@@ -71,7 +71,7 @@ TEST(MoeFolding, ExpertParallelWiderThanDataParallelSimulates) {
   // DP 4 but EP 8: refused before folding; now the 8 ranks of the stage form one expert group.
   const spec::JobSpec job = test::job_from_yaml(moe_job(8, 1));
   EXPECT_EQ(job.parallelism.data, 4);
-  const sim::Simulation s = sim::run_simulation(job, {0});
+  const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), job, {0});
   EXPECT_GT(s.result.step_ns, 0);
   EXPECT_EQ(s.workload.layout.group_size(GroupKind::Ep), 8);
   // With ETP 1 the routed experts are whole on each rank: no TP all-gather of routed tokens.
@@ -113,7 +113,7 @@ TEST(MoeFolding, ExpertTensorBetweenOneAndTensorFormsItsOwnGroup) {
 
   std::string yaml = moe_job(2, 2);
   yaml.replace(yaml.find("tensor: 2,"), 10, "tensor: 4,");
-  const sim::Simulation s = sim::run_simulation(test::job_from_yaml(yaml), {0});
+  const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(yaml), {0});
   EXPECT_GT(s.result.step_ns, 0);
   const auto& p = s.workload.programs[0];
   // By hand: T = 1,024 tokens, 256 per rank under SP; top-2: 512 routed copies leave a rank (the all-to-all's message,

@@ -27,7 +27,7 @@ std::string qwen3_layer_job(const std::string& training_extra = "", const std::s
 TEST(MoeHostNote, SmallExpertLayersWarnLargeOnesDoNot) {
   // The host reference is the measured file's 23,214 us over 4 layers.
   EXPECT_DOUBLE_EQ(sim::kMoeLayerForwardHostUs, 5803.5);
-  const sim::Simulation s = sim::run_simulation(test::job_from_yaml(qwen3_layer_job()), {0});
+  const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(qwen3_layer_job()), {0});
   ASSERT_EQ(s.notes.size(), 1u);
   const std::string& n = s.notes[0];
   EXPECT_NE(n.find("host-bound"), std::string::npos) << n;
@@ -39,25 +39,25 @@ TEST(MoeHostNote, SmallExpertLayersWarnLargeOnesDoNot) {
   EXPECT_NE(n.find("against 3.77 ms of host time (the 5.8 ms an eager Megatron-Core MoE layer forward took"),
             std::string::npos) << n;
   // No note under CUDA graphs (no eager issue) or with capacity-padded buffers (no per-layer host synchronisation).
-  EXPECT_TRUE(sim::run_simulation(test::job_from_yaml(qwen3_layer_job(", cuda_graphs: true")), {0}).notes.empty());
+  EXPECT_TRUE(sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(qwen3_layer_job(", cuda_graphs: true")), {0}).notes.empty());
   EXPECT_TRUE(
-      sim::run_simulation(test::job_from_yaml(qwen3_layer_job("", ", capacity_factor: 1.0, pad_to_capacity: true")), {0})
+      sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(qwen3_layer_job("", ", capacity_factor: 1.0, pad_to_capacity: true")), {0})
           .notes.empty());
   // Experts 8x wider at top-1 (the same routed rows, 8x the GEMM work per row): above the host's time, no note.
   std::string wide = qwen3_layer_job();
   wide.replace(wide.find("topk: 8, ffn_hidden_size: 768"), std::string("topk: 8, ffn_hidden_size: 768").size(),
                "topk: 8, ffn_hidden_size: 6144");
-  EXPECT_TRUE(sim::run_simulation(test::job_from_yaml(wide), {0}).notes.empty());
+  EXPECT_TRUE(sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(wide), {0}).notes.empty());
   // A dense model never gets it.
-  EXPECT_TRUE(sim::run_simulation(test::job_from_yaml(test::small_gpt_yaml(1, 1, 8, 8)), {0}).notes.empty());
+  EXPECT_TRUE(sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(test::small_gpt_yaml(1, 1, 8, 8)), {0}).notes.empty());
 }
 
 TEST(MoeHostNote, TheNoteChangesNoNumber) {
   const spec::JobSpec j = test::job_from_yaml(qwen3_layer_job());
-  const sim::Simulation with = sim::run_simulation(j, {0});
-  const workload::Workload w = sim::timed_workload(j);
-  EXPECT_TRUE(sim::host_bound_moe(w, sim::host_time_scale(j)).has_value());
-  const sim::Simulation again = sim::run_workload(sim::timed_workload(j), {0});
+  const sim::Simulation with = sim::run_simulation(stepsim::catalog::shipped(), j, {0});
+  const workload::Workload w = sim::timed_workload(stepsim::catalog::shipped(), j);
+  EXPECT_TRUE(sim::host_bound_moe(w, sim::host_time_scale(stepsim::catalog::shipped(), j)).has_value());
+  const sim::Simulation again = sim::run_workload(stepsim::catalog::shipped(), sim::timed_workload(stepsim::catalog::shipped(), j), {0});
   EXPECT_EQ(with.result.step_ns, again.result.step_ns);
 }
 
@@ -116,8 +116,8 @@ TEST(MoeHostNote, HostBoundWaitByHandOnASyntheticStage) {
 // JSON; CUDA graphs take the widening away with the note.
 TEST(MoeHostNote, TheIntervalReachesTheHostBoundStep) {
   const spec::JobSpec j = test::job_from_yaml(qwen3_layer_job());
-  const sim::Simulation s = sim::run_simulation(j, {0});
-  const auto h = sim::host_bound_moe(sim::timed_workload(j), sim::host_time_scale(j));
+  const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), j, {0});
+  const auto h = sim::host_bound_moe(sim::timed_workload(stepsim::catalog::shipped(), j), sim::host_time_scale(stepsim::catalog::shipped(), j));
   ASSERT_TRUE(h.has_value());
   EXPECT_DOUBLE_EQ(s.host_bound_extra_s, h->extra_s);
   EXPECT_GT(h->extra_s, 0.0);
@@ -133,7 +133,7 @@ TEST(MoeHostNote, TheIntervalReachesTheHostBoundStep) {
       << text;
   EXPECT_DOUBLE_EQ(report::to_json(sum, j)["step_time_host_bound_s"].get<double>(), sum.step_time_host_bound_s);
   const spec::JobSpec graphs = test::job_from_yaml(qwen3_layer_job(", cuda_graphs: true"));
-  const report::Summary g = report::summarize(sim::run_simulation(graphs, {0}), 0);
+  const report::Summary g = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), graphs, {0}), 0);
   EXPECT_EQ(g.step_time_host_bound_s, 0.0);
   EXPECT_FALSE(report::to_json(g, graphs).contains("step_time_host_bound_s"));
 }

@@ -54,8 +54,8 @@ TEST(Mtp, LastStageRunsEachDepthWithItsOwnHead) {
                 workload::total_parameters(test::job_from_yaml(mtp_job(0)).model),
             layer + 2 * h * h + 3 * h);
   // And the step is slower: the last stage has more work.
-  EXPECT_GT(sim::run_simulation(test::job_from_yaml(mtp_job(1)), {0}).result.step_ns,
-            sim::run_simulation(test::job_from_yaml(mtp_job(0)), {0}).result.step_ns);
+  EXPECT_GT(sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(mtp_job(1)), {0}).result.step_ns,
+            sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(mtp_job(0)), {0}).result.step_ns);
 }
 
 TEST(Mtp, MegatronArgsMapTheDepth) {

@@ -40,7 +40,7 @@ double busbw_GBps(CollType c, uint64_t bytes, int64_t ns) {
 // 512 rounds of one NVLink step each, after NCCL's 25 us NVLS latency (25/3.4 ring steps); NCCL's NVLS base
 // latency is 0, so no alpha.
 TEST(NcclGenerations, NvlsAllReduceTerms) {
-  const NcclHardware hw = nccl_hardware(node("H100-SXM", 450), 16);
+  const NcclHardware hw = nccl_hardware(stepsim::catalog::shipped(), node("H100-SXM", 450), 16);
   const NcclTerms t = nccl_terms(hw, CollType::AllReduce, 8 * GiB, kNode, Algorithm::Nvls);
   ASSERT_EQ(t.algorithm, Algorithm::Nvls);
   EXPECT_DOUBLE_EQ(t.x[0], 0.0);
@@ -54,7 +54,7 @@ TEST(NcclGenerations, NvlsAllReduceTerms) {
 
 // NVLS reduce-scatter is the load half (P out of each port), all-gather the store half (P into each port).
 TEST(NcclGenerations, NvlsAllGatherAndReduceScatterMoveTheBufferOnce) {
-  const NcclHardware hw = nccl_hardware(node("H100-SXM", 450), 16);
+  const NcclHardware hw = nccl_hardware(stepsim::catalog::shipped(), node("H100-SXM", 450), 16);
   for (CollType c : {CollType::AllGather, CollType::ReduceScatter}) {
     const NcclTerms t = nccl_terms(hw, c, 1 * GiB, kNode, Algorithm::Nvls);
     EXPECT_NEAR(t.x[3], 1.0 * GiB / (450e3 * 0.85), 1e-6) << workload::name_of(c);
@@ -65,7 +65,7 @@ TEST(NcclGenerations, NvlsAllGatherAndReduceScatterMoveTheBufferOnce) {
 // LL on 8 A100 keeps one of 16 channels (32 KiB < 2 x 512 threads x 8 B x 8 ranks), so the 2(n-1)/n P carried per
 // link moves at LL's half payload over 1/16 of 300 GB/s.
 TEST(NcclGenerations, FewerChannelsDriveLessOfTheLink) {
-  const NcclHardware hw = nccl_hardware(node("A100-80GB", 300), 16);
+  const NcclHardware hw = nccl_hardware(stepsim::catalog::shipped(), node("A100-80GB", 300), 16);
   const NcclTerms t = nccl_terms(hw, CollType::AllReduce, 32 * KiB, kNode, Algorithm::Ring);
   ASSERT_EQ(t.protocol, Protocol::LL);
   ASSERT_EQ(t.channels, 1);
@@ -73,10 +73,10 @@ TEST(NcclGenerations, FewerChannelsDriveLessOfTheLink) {
 }
 
 std::unique_ptr<CollectiveModel> shipped(const spec::ClusterSpec& c) {
-  const NcclProfile& p = NcclProfiles::builtin().find(c.gpu);
+  const NcclProfile& p = stepsim::catalog::shipped().nccl_profile(c.gpu);
   NcclParamTable table(p.params);
   for (const auto& row : p.bands) table.add(row);
-  return make_nccl_model(c, p, std::move(table));
+  return make_nccl_model(stepsim::catalog::shipped(), c, p, std::move(table));
 }
 
 // NCCL's maintainers (nccl-tests issue 212, shared/data/nccl-tests/h100-8gpu-expected.csv): on 8 x H100 ring
@@ -143,7 +143,7 @@ TEST(NcclGenerations, Gb200Nvl72IsOneNvlinkDomain) {
   spec::ClusterSpec c = node("GB200", 900);
   c.num_gpus = 72;
   c.gpus_per_node = 72;
-  const auto model = make_nccl_model(c);
+  const auto model = make_nccl_model(stepsim::catalog::shipped(), c);
   const GroupGeometry rack{72, 1, 72};
   const CollectiveEstimate e = model->estimate(CollType::AllReduce, 8 * GiB, rack, Algorithm::Auto, std::nullopt);
   EXPECT_EQ(e.algorithm, Algorithm::Nvls);
@@ -152,7 +152,7 @@ TEST(NcclGenerations, Gb200Nvl72IsOneNvlinkDomain) {
   EXPECT_LT(static_cast<double>(e.ns) * 1e-9, port_s * 1.03);  // + 57 rounds of one NVLink step
   EXPECT_NEAR(static_cast<double>(e.ns) * 1e-3 / 20299.0 - 1, 0.0, 0.03);
   // The tuner still decides with NCCL's 0.74, so the choice is NCCL's own; 8 x B200 gets the same port efficiency.
-  const auto b200 = make_nccl_model(node("B200", 900));
+  const auto b200 = make_nccl_model(stepsim::catalog::shipped(), node("B200", 900));
   const double bus = busbw_GBps(CollType::AllReduce, 8 * GiB,
                                 b200->estimate(CollType::AllReduce, 8 * GiB, kNode, Algorithm::Nvls, std::nullopt).ns);
   EXPECT_LT(bus, 900 * 0.802 * 0.60 * 8 / 9 * 1.75);  // the port-rate bound: 674 GB/s busbw
@@ -172,7 +172,7 @@ TEST(NcclGenerations, Gb200TrayAsNodeIsNoted) {
     y.replace(y.find("gpu: H100-SXM"), 13, "gpu: GB200");
     y.replace(y.find("gpus_per_node: 8"), 16, "gpus_per_node: " + std::to_string(gpus_per_node));
     y.replace(y.find("bandwidth_GBps: 450"), 19, "bandwidth_GBps: 900");
-    return sim::run_simulation(test::job_from_yaml(y), {0}).notes;
+    return sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(y), {0}).notes;
   };
   const auto tray = notes_of(4);
   ASSERT_EQ(tray.size(), 1u);

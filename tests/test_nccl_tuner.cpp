@@ -51,7 +51,7 @@ TEST(NcclTuner, LatenciesMatchTheRealTuningTable) {
       {CollType::AllGather, Algorithm::Pat, Protocol::Simple, 17.6},
   };
   for (const Cell& c : cells) {
-    EXPECT_NEAR(tuner_cell(c.c, c.a, c.p, t).latency_us, c.lat, 0.05)
+    EXPECT_NEAR(tuner_cell(stepsim::catalog::shipped().nccl_tuner, c.c, c.a, c.p, t).latency_us, c.lat, 0.05)
         << workload::name_of(c.c) << " " << name_of(c.a) << "/" << name_of(c.p);
   }
 }
@@ -59,15 +59,15 @@ TEST(NcclTuner, LatenciesMatchTheRealTuningTable) {
 TEST(NcclTuner, RingBandwidthsMatchTheRealTuningTable) {
   const TunerTopology t = two_rank_net();
   // Ring algBw = busBw * n / nsteps: all-reduce 2.4 * 2/2, all-gather 2.4 * 2/1, broadcast 2.4 * 2/2; LL halves.
-  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 2.4, 1e-9);
-  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::LL, t).algbw_GBps, 1.2, 1e-9);
-  EXPECT_NEAR(tuner_cell(CollType::AllGather, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 4.8, 1e-9);
-  EXPECT_NEAR(tuner_cell(CollType::AllGather, Algorithm::Ring, Protocol::LL, t).algbw_GBps, 2.4, 1e-9);
-  EXPECT_NEAR(tuner_cell(CollType::Broadcast, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 2.4, 1e-9);
+  EXPECT_NEAR(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 2.4, 1e-9);
+  EXPECT_NEAR(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::Ring, Protocol::LL, t).algbw_GBps, 1.2, 1e-9);
+  EXPECT_NEAR(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllGather, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 4.8, 1e-9);
+  EXPECT_NEAR(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllGather, Algorithm::Ring, Protocol::LL, t).algbw_GBps, 2.4, 1e-9);
+  EXPECT_NEAR(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::Broadcast, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 2.4, 1e-9);
   // Without NVLink NCCL disables LL128: no bandwidth, never chosen.
   TunerTopology pcie = t;
   pcie.ll128 = false;
-  EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::LL128, pcie).algbw_GBps, 0.0);
+  EXPECT_EQ(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::Ring, Protocol::LL128, pcie).algbw_GBps, 0.0);
 }
 
 TEST(NcclTuner, RingLatencyClosedFormAcrossNodes) {
@@ -77,13 +77,13 @@ TEST(NcclTuner, RingLatencyClosedFormAcrossNodes) {
   t.ranks = 32;
   t.nodes = 4;
   t.ranks_per_node = 8;
-  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).latency_us, 282.8, 1e-9);
+  EXPECT_NEAR(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).latency_us, 282.8, 1e-9);
   // Tree: 8.4 + 2 x (7 x 4.0 + log2(4) x 14) = 120.4 us.
-  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Tree, Protocol::Simple, t).latency_us, 120.4, 1e-9);
+  EXPECT_NEAR(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::Tree, Protocol::Simple, t).latency_us, 120.4, 1e-9);
   // One node of 8: Ring/LL 6.6 + 14 x 0.6 = 15.0 us.
   t.ranks = 8;
   t.nodes = 1;
-  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::LL, t).latency_us, 15.0, 1e-9);
+  EXPECT_NEAR(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::Ring, Protocol::LL, t).latency_us, 15.0, 1e-9);
 }
 
 TEST(NcclTuner, ChoosesLowLatencyProtocolsForSmallAndSimpleForLargeMessages) {
@@ -94,10 +94,10 @@ TEST(NcclTuner, ChoosesLowLatencyProtocolsForSmallAndSimpleForLargeMessages) {
   t.cc = CompCap::Ampere;
   t.bw_intra = 240.0 / 16;
   t.bw_inter = 0;
-  const TunerChoice small = tuner_choose(CollType::AllReduce, 4096, t);
+  const TunerChoice small = tuner_choose(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, 4096, t);
   EXPECT_EQ(small.protocol, Protocol::LL);
   EXPECT_LT(small.channels, t.channels);  // few bytes per thread: fewer channels
-  const TunerChoice large = tuner_choose(CollType::AllReduce, 1ull << 30, t);
+  const TunerChoice large = tuner_choose(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, 1ull << 30, t);
   EXPECT_EQ(large.algorithm, Algorithm::Ring);
   EXPECT_EQ(large.protocol, Protocol::Simple);
   EXPECT_EQ(large.channels, t.channels);
@@ -109,14 +109,14 @@ TEST(NcclTuner, NvlsOnlyOnHopperNvswitchNodes) {
   t.nodes = 1;
   t.ranks_per_node = 8;
   t.nvls = true;
-  EXPECT_GT(tuner_cell(CollType::AllReduce, Algorithm::Nvls, Protocol::Simple, t).algbw_GBps, 0);
-  EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::Nvls, Protocol::LL, t).algbw_GBps, 0);  // Simple only
+  EXPECT_GT(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::Nvls, Protocol::Simple, t).algbw_GBps, 0);
+  EXPECT_EQ(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::Nvls, Protocol::LL, t).algbw_GBps, 0);  // Simple only
   t.nvls = false;
-  EXPECT_THROW(tuner_choose(CollType::AllReduce, 1 << 20, t, Algorithm::Nvls), std::exception);
+  EXPECT_THROW(tuner_choose(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, 1 << 20, t, Algorithm::Nvls), std::exception);
   // NVLS-tree needs more than one node; broadcast has only ring.
   t.nvls = true;
-  EXPECT_THROW(tuner_choose(CollType::AllReduce, 1 << 20, t, Algorithm::NvlsTree), std::exception);
-  EXPECT_THROW(tuner_choose(CollType::Broadcast, 1 << 20, t, Algorithm::Tree), std::exception);
+  EXPECT_THROW(tuner_choose(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, 1 << 20, t, Algorithm::NvlsTree), std::exception);
+  EXPECT_THROW(tuner_choose(stepsim::catalog::shipped().nccl_tuner, CollType::Broadcast, 1 << 20, t, Algorithm::Tree), std::exception);
 }
 
 }  // namespace
@@ -145,15 +145,15 @@ TunerTopology hopper_4x8(double bw_intra) {
 TEST(NcclTuner, MultiNodeRingSpeedIsCappedByTheIntraNodePaths) {
   TunerTopology t = hopper_4x8(10);  // 200 GB/s NVLink (H800) x 0.8 / 16 channels
   // Ring Simple: busBw = 16 x min(25, 10) = 160; algBw = 160 x 32 / 62.
-  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 160.0 * 32 / 62, 1e-9);
+  EXPECT_NEAR(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 160.0 * 32 / 62, 1e-9);
   // NVLS-tree: intra 10 x 16 x 0.85 x 15/16 x 2 = 255 < inter 25 x 16 = 400 < cap 45.5 x 16; algBw x 32/62.
-  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::NvlsTree, Protocol::Simple, t).algbw_GBps,
+  EXPECT_NEAR(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::NvlsTree, Protocol::Simple, t).algbw_GBps,
               10 * 16 * 0.85 * 15 / 16 * 2 * 32 / 62, 1e-9);
   // One GPU per node: nothing inside the node to cap.
   t.ranks = 4;
   t.ranks_per_node = 1;
   t.nvls = false;
-  EXPECT_NEAR(tuner_cell(CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 400.0 * 4 / 6, 1e-9);
+  EXPECT_NEAR(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::Ring, Protocol::Simple, t).algbw_GBps, 400.0 * 4 / 6, 1e-9);
 }
 
 // CollNet (SHARP) on 4 nodes x 8 H100 (NVSwitch), 16 channels of 22.5 GB/s NVLink (450 x 0.8 / 16), facts §5:
@@ -162,25 +162,25 @@ TEST(NcclTuner, MultiNodeRingSpeedIsCappedByTheIntraNodePaths) {
 // 7 x 0.4) + 31 = 44 us. CollNetChain: busBw 360 -> algBw 180; latency 2 x 7 x 2.8 + 30 = 69.2 us.
 TEST(NcclTuner, CollNetOnlyWithSharpAndItsClosedForms) {
   TunerTopology t = hopper_4x8(22.5);
-  EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::CollNetDirect, Protocol::Simple, t).algbw_GBps, 0.0);
-  EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::Nvls, Protocol::Simple, t).algbw_GBps, 0.0);
-  EXPECT_NE(tuner_choose(CollType::AllReduce, 1 << 30, t).algorithm, Algorithm::CollNetDirect);
+  EXPECT_EQ(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::CollNetDirect, Protocol::Simple, t).algbw_GBps, 0.0);
+  EXPECT_EQ(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::Nvls, Protocol::Simple, t).algbw_GBps, 0.0);
+  EXPECT_NE(tuner_choose(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, 1 << 30, t).algorithm, Algorithm::CollNetDirect);
   t.collnet = true;
-  const TunerCell d = tuner_cell(CollType::AllReduce, Algorithm::CollNetDirect, Protocol::Simple, t);
+  const TunerCell d = tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::CollNetDirect, Protocol::Simple, t);
   EXPECT_NEAR(d.algbw_GBps, 204.0, 1e-9);
   EXPECT_NEAR(d.latency_us, 44.0, 1e-9);
-  const TunerCell c = tuner_cell(CollType::AllReduce, Algorithm::CollNetChain, Protocol::Simple, t);
+  const TunerCell c = tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::CollNetChain, Protocol::Simple, t);
   EXPECT_NEAR(c.algbw_GBps, 180.0, 1e-9);
   EXPECT_NEAR(c.latency_us, 69.2, 1e-9);
-  EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::CollNetDirect, Protocol::LL, t).algbw_GBps, 0.0);  // Simple only
-  EXPECT_EQ(tuner_cell(CollType::AllGather, Algorithm::CollNetChain, Protocol::Simple, t).algbw_GBps, 0.0);
+  EXPECT_EQ(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::CollNetDirect, Protocol::LL, t).algbw_GBps, 0.0);  // Simple only
+  EXPECT_EQ(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllGather, Algorithm::CollNetChain, Protocol::Simple, t).algbw_GBps, 0.0);
   // With SHARP, NVLS also spans nodes (NVLS + SHARP) and wins for large all-reduces on Hopper NVSwitch nodes.
-  EXPECT_GT(tuner_cell(CollType::AllReduce, Algorithm::Nvls, Protocol::Simple, t).algbw_GBps, 0.0);
-  EXPECT_EQ(tuner_choose(CollType::AllReduce, 1 << 30, t).algorithm, Algorithm::Nvls);
+  EXPECT_GT(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::Nvls, Protocol::Simple, t).algbw_GBps, 0.0);
+  EXPECT_EQ(tuner_choose(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, 1 << 30, t).algorithm, Algorithm::Nvls);
   // Without NVSwitch, only the chain.
   t.nvswitch = t.nvls = false;
-  EXPECT_EQ(tuner_cell(CollType::AllReduce, Algorithm::CollNetDirect, Protocol::Simple, t).algbw_GBps, 0.0);
-  EXPECT_GT(tuner_cell(CollType::AllReduce, Algorithm::CollNetChain, Protocol::Simple, t).algbw_GBps, 0.0);
+  EXPECT_EQ(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::CollNetDirect, Protocol::Simple, t).algbw_GBps, 0.0);
+  EXPECT_GT(tuner_cell(stepsim::catalog::shipped().nccl_tuner, CollType::AllReduce, Algorithm::CollNetChain, Protocol::Simple, t).algbw_GBps, 0.0);
 }
 
 }  // namespace

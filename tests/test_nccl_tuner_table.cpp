@@ -40,7 +40,7 @@ void expect_error(const std::string& name, const std::string& text, std::initial
 }
 
 TEST(NcclTunerTable, ShippedTableHoldsNcclsConstants) {
-  const NcclTunerTable& t = NcclTunerTable::builtin();
+  const NcclTunerTable& t = stepsim::catalog::shipped().nccl_tuner;
   // Spot checks against shared/data/nccl_model_facts.md §2-§7 (tree 0, ring 1, ..., pat 6; LL, LL128, Simple).
   EXPECT_DOUBLE_EQ(t.base_latency_us[1][2], 8.4);     // Ring Simple base latency
   EXPECT_DOUBLE_EQ(t.hw_latency_us[0][1][2], 3.4);    // NVLink Ring Simple

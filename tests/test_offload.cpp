@@ -52,7 +52,7 @@ struct Sim {
 };
 
 Sim run(const std::string& yaml) {
-  Sim r{sim::run_simulation(test::job_from_yaml(yaml), {0}), {}};
+  Sim r{sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(yaml), {0}), {}};
   const workload::Program& p = r.sim.workload.programs[0];
   for (const sim::OpRecord& rec : r.sim.result.recorded[0].ops)
     r.ops.push_back({p.name(p.ops[rec.op]), rec.begin_ns, rec.end_ns, &p.ops[rec.op]});
@@ -103,8 +103,8 @@ TEST(OptimizerOffload, OverlapPipelinesEightChunks) {
 }
 
 TEST(OptimizerOffload, GpuKeepsTheRestOfTheShardAndItsStates) {
-  const sim::Simulation off = sim::run_simulation(test::job_from_yaml(job(2, "distributed_optimizer: true")), {0});
-  const sim::Simulation half = sim::run_simulation(
+  const sim::Simulation off = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(job(2, "distributed_optimizer: true")), {0});
+  const sim::Simulation half = sim::run_simulation(stepsim::catalog::shipped(), 
       test::job_from_yaml(job(2, "distributed_optimizer: true, optimizer_offload: true, optimizer_offload_fraction: 0.5")),
       {0});
   const int64_t P = off.workload.programs[0].dense_parameters;

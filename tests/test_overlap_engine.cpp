@@ -202,7 +202,7 @@ TEST(OverlapEngine, JobShowsTheSlowdownInSummaryAndTrace) {
   EXPECT_NEAR(sum, j["step_time_s"].get<double>(), 1e-9);
   EXPECT_NE(test::read_file(trace).find("\"overlap_slowdown\":"), std::string::npos);
   // The same job without the model is faster by at most the slowdown.
-  const auto plain = run_simulation(test::job_from_yaml(test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true")), {0});
+  const auto plain = run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true")), {0});
   EXPECT_LT(plain.result.step_ns * 1e-9, j["step_time_s"].get<double>());
   EXPECT_GE(plain.result.step_ns * 1e-9 + slow + 1e-9, j["step_time_s"].get<double>());
   // A missing coefficient file is an input error naming it.
@@ -302,7 +302,7 @@ TEST(OverlapEngine, SmShareModelRunsAJob) {
   const auto j = nlohmann::json::parse(test::read_file(out));
   const double slow = j["breakdown_s"]["overlap_slowdown_s"].get<double>();
   EXPECT_GT(slow, 0.0);
-  const auto plain = sim::run_simulation(test::job_from_yaml(test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true")), {0});
+  const auto plain = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true")), {0});
   EXPECT_LT(plain.result.step_ns * 1e-9, j["step_time_s"].get<double>());
   EXPECT_GE(plain.result.step_ns * 1e-9 + slow + 1e-9, j["step_time_s"].get<double>());
 }

@@ -47,8 +47,8 @@ struct CostModels {
   std::unique_ptr<cost::CollectiveModel> comm;
 };
 CostModels cost_models(const spec::JobSpec& base) {
-  return {cost::make_roofline_model(hw::GpuCatalog::builtin().find(base.cluster.gpu), base.training.precision),
-          sim::make_collective_model(base)};
+  return {cost::make_roofline_model(stepsim::catalog::shipped().gpus.find(base.cluster.gpu), base.training.precision, stepsim::catalog::shipped().efficiency.resolve(stepsim::catalog::shipped().gpus.find(base.cluster.gpu))),
+          sim::make_collective_model(stepsim::catalog::shipped(), base)};
 }
 
 // Plan `p` of job `base` (as `j`, its job_for) estimated by the planner and run by the engine.
@@ -62,14 +62,14 @@ EstimateAndEngine estimate_and_engine(const spec::JobSpec& base, const spec::Job
   EstimateAndEngine r;
   r.costs = plan::probe_layer_costs(base, plan::probe_key(p), *m.compute, *m.comm);
   r.estimate = plan::estimate_plan(j, r.costs, *m.compute, *m.comm);
-  r.engine = report::summarize(sim::run_simulation(j, {0}), 0);
+  r.engine = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), j, {0}), 0);
   return r;
 }
 
 double engine_step(const spec::JobSpec& base, const plan::Plan& p, int gpus, int64_t gbs) {
   spec::JobSpec j = plan::job_for(base, p, gpus, gbs);
   spec::validate(j);
-  const sim::Simulation s = sim::run_simulation(j, {0});
+  const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), j, {0});
   return report::summarize(s, 0).step_time_s;
 }
 
@@ -126,9 +126,9 @@ TEST(Planner, AnalyticMemoryTracksTheMemoryModel) {
     const workload::Workload w = workload::build_megatron_workload(j);
     int64_t exact = 0;
     for (const auto& prog : w.programs) exact = std::max(exact, prog.static_memory.total() + prog.activation_peak);
-    const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(j.cluster.gpu);
-    const auto compute = cost::make_roofline_model(gpu, j.training.precision);
-    const auto comm = sim::make_collective_model(j);
+    const hw::GpuSpec& gpu = stepsim::catalog::shipped().gpus.find(j.cluster.gpu);
+    const auto compute = cost::make_roofline_model(gpu, j.training.precision, stepsim::catalog::shipped().efficiency.resolve(gpu));
+    const auto comm = sim::make_collective_model(stepsim::catalog::shipped(), j);
     const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
     const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
     EXPECT_NEAR(static_cast<double>(e.peak_memory_bytes) / static_cast<double>(exact), 1.0, 0.05) << plan::describe(p);
@@ -198,7 +198,7 @@ TEST(Planner, EstimateFollowsAHostThatIssuesAhead) {
     const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
     EXPECT_FALSE(lc.host_syncs);
     const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
-    const report::Summary engine = report::summarize(sim::run_simulation(j, {0}), 0);
+    const report::Summary engine = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), j, {0}), 0);
     EXPECT_GT(engine.breakdown.host_gap_s, 0.2 * engine.step_time_s) << plan::describe(p);  // host-bound
     EXPECT_GT(e.stages.host_s, 0.0) << plan::describe(p);
     EXPECT_NEAR(e.step_time_s / engine.step_time_s, 1.0, 0.03)
@@ -216,11 +216,11 @@ TEST(Planner, ZeroReplayKeepsTheHostBoundPasses) {
   std::string yaml = test::small_gpt_yaml(1, 1, 16, 64);
   yaml.replace(yaml.find("host_time_scale: 0"), 18, "host_time_scale: 0.65");
   spec::JobSpec base = test::job_from_yaml(yaml);
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
-  const auto compute = cost::make_roofline_model(gpu, base.training.precision);
+  const hw::GpuSpec& gpu = stepsim::catalog::shipped().gpus.find(base.cluster.gpu);
+  const auto compute = cost::make_roofline_model(gpu, base.training.precision, stepsim::catalog::shipped().efficiency.resolve(gpu));
   for (const double gbps : {400.0, 100.0, 25.0, 10.0}) {
     base.cluster.inter_node.bandwidth_GBps = gbps / 8;
-    const auto comm = sim::make_collective_model(base);
+    const auto comm = sim::make_collective_model(stepsim::catalog::shipped(), base);
     for (plan::Plan p : {plan::Plan{1, 1, 16}, plan::Plan{1, 2, 8}}) {
       for (const int stage : {2, 3}) {
         p.zero_stage = stage;
@@ -228,7 +228,7 @@ TEST(Planner, ZeroReplayKeepsTheHostBoundPasses) {
         spec::validate(j);
         const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
         const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
-        const report::Summary engine = report::summarize(sim::run_simulation(j, {0}), 0);
+        const report::Summary engine = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), j, {0}), 0);
         EXPECT_NEAR(e.step_time_s / engine.step_time_s, 1.0, 0.03)
             << plan::describe(p) << " at " << gbps << " Gb/s: estimate " << e.step_time_s << " s, engine "
             << engine.step_time_s << " s";
@@ -264,7 +264,7 @@ TEST(Planner, EstimateFollowsTheEngineOnZeroStages) {
         ASSERT_EQ(j.training.zero_stage, stage);
         const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
         const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
-        const sim::Simulation s = sim::run_simulation(j, {0});
+        const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), j, {0});
         const report::Summary sum = report::summarize(s, 0);
         engine[stage] = sum.step_time_s;
         EXPECT_NEAR(e.step_time_s / sum.step_time_s, 1.0, pipeline == 2 && stage == 3 ? 0.045 : 0.02)
@@ -352,7 +352,7 @@ TEST(Planner, InterleavedStagesReduceEachChunkAsItsBackwardEnds) {
       ASSERT_TRUE(j.training.overlap_grad_reduce);
       const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
       const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
-      const double engine = report::summarize(sim::run_simulation(j, {0}), 0).step_time_s;
+      const double engine = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), j, {0}), 0).step_time_s;
       EXPECT_NEAR(e.step_time_s / engine, 1.0, 0.015) << plan::describe(p) << " at " << link_GBps << " GB/s";
       if (vp == 1) step_vp1 = engine;
       // The chunks' buckets hide reduction that VP 1 (one bucket per later stage, after its last backward) exposes.
@@ -626,7 +626,7 @@ TEST(Planner, HostBoundMoePlansAreFlaggedNotReranked) {
     }
     spec::JobSpec j = plan::job_for(base, p.plan, 8, 8);
     spec::validate(j);
-    const report::Summary sum = report::summarize(sim::run_simulation(j, {0}), 0);
+    const report::Summary sum = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), j, {0}), 0);
     EXPECT_DOUBLE_EQ(p.host_bound_step_time_s, sum.step_time_host_bound_s) << plan::describe(p.plan);
     EXPECT_DOUBLE_EQ(p.step_time_s, sum.step_time_s);
     flagged += p.host_bound_step_time_s > p.step_time_s ? 1 : 0;
@@ -680,7 +680,7 @@ TEST(Planner, EstimateChainsTheHostsSyncsOverTheStage) {
     const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
     EXPECT_TRUE(lc.host_syncs);
     const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
-    const report::Summary engine = report::summarize(sim::run_simulation(j, {0}), 0);
+    const report::Summary engine = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), j, {0}), 0);
     if (p.recompute == spec::Recompute::None) {  // host-bound (under full recompute less so)
       EXPECT_GT(engine.breakdown.host_gap_s, 0.1 * engine.step_time_s) << plan::describe(p);
     }

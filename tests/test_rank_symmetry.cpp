@@ -17,7 +17,7 @@ namespace {
 
 sim::Simulation run(spec::JobSpec job, bool all_ranks, const std::vector<int>& record) {
   job.simulation.all_ranks = all_ranks;
-  return sim::run_simulation(job, record);
+  return sim::run_simulation(stepsim::catalog::shipped(), job, record);
 }
 
 // Every result of the two runs but the engine's own statistics (events, wall time, ranks run).

@@ -54,7 +54,7 @@ Op memory_op(ComputeCategory c, uint64_t bytes, double flops = 0) {
 GpuSpec round_gpu() {
   GpuSpec g;
   g.name = "ROUND";
-  g.arch = "hopper";
+  g.arch = stepsim::hw::GpuArch::Hopper;
   g.sm_count = 100;
   g.fp32_flops = 10e12;
   g.tf32_flops = 50e12;
@@ -154,8 +154,8 @@ TEST(Roofline, FloorAndZeroWork) {
 }
 
 TEST(Roofline, BigGemmOnH100FillsWholeWaves) {
-  const GpuSpec& h100 = GpuCatalog::builtin().find("H100-SXM");
-  EfficiencyTable table = EfficiencyCatalog::builtin().resolve(h100);
+  const GpuSpec& h100 = stepsim::catalog::shipped().gpus.find("H100-SXM");
+  EfficiencyTable table = stepsim::catalog::shipped().efficiency.resolve(h100);
   table.sustained_clock = 1.0;  // the tile efficiency was measured at the power limit
   table.launch_gap_us = 0;      // ... replaying CUDA graphs: no eager launch gap
   const auto model = make_roofline_model(h100, Precision::Bf16, table);
@@ -169,9 +169,9 @@ TEST(Roofline, BigGemmOnH100FillsWholeWaves) {
 }
 
 TEST(Roofline, TinyGemmCostsOneWaveAndALaunch) {
-  const GpuSpec& h100 = GpuCatalog::builtin().find("H100-SXM");
-  const EfficiencyTable table = EfficiencyCatalog::builtin().resolve(h100);
-  const auto model = make_roofline_model(h100, Precision::Bf16);
+  const GpuSpec& h100 = stepsim::catalog::shipped().gpus.find("H100-SXM");
+  const EfficiencyTable table = stepsim::catalog::shipped().efficiency.resolve(h100);
+  const auto model = make_roofline_model(h100, Precision::Bf16, stepsim::catalog::shipped().efficiency.resolve(h100));
   // 64^3: one 64x64 tile, one wave: 1.5 + 1.5 us of overhead, the eager launch gap and 0.11 us of work.
   const double overhead_ns =
       (table.gemm_waves.wave_overhead_us + table.gemm_waves.launch_us + table.launch_gap_us) * 1e3;
@@ -211,8 +211,8 @@ double geomean_ratio(const stepsim::cost::CsvTable& csv,
 // bench/gpu/measure_kernels.py in data/measurements/<dir>.
 double measured_gemm_error(const std::string& gpu, const std::string& dir, const std::string& file,
                            Precision precision, double* worst = nullptr, double* mean_signed = nullptr) {
-  const GpuSpec& spec = GpuCatalog::builtin().find(gpu);
-  EfficiencyTable table = EfficiencyCatalog::builtin().resolve(spec);
+  const GpuSpec& spec = stepsim::catalog::shipped().gpus.find(gpu);
+  EfficiencyTable table = stepsim::catalog::shipped().efficiency.resolve(spec);
   table.sustained_clock = 1.0;
   table.launch_gap_us = 0;  // measured as CUDA-graph replays
   const auto model = make_roofline_model(spec, precision, table);
@@ -270,9 +270,9 @@ TEST(Roofline, H200MemoryClassesFollowItsMeasuredKernels) {
   // compared with the measured time in data/measurements/h200-sxm/membound.csv (norms, AdamW) and moe_ops.csv (the MoE
   // atomics) and cross_entropy.csv (the loss). Hopper's defaults alone (the H100's fractions at 4.8 TB/s) would be fast
   // on these: norms by 7 %, AdamW by 8 %, the loss by 17 %, the atomics by 23 % (geometric means).
-  const GpuSpec& h200 = GpuCatalog::builtin().find("H200");
-  const EfficiencyTable table = EfficiencyCatalog::builtin().resolve(h200);
-  const EfficiencyTable hopper = EfficiencyCatalog::builtin().resolve(GpuCatalog::builtin().find("H100-SXM"));
+  const GpuSpec& h200 = stepsim::catalog::shipped().gpus.find("H200");
+  const EfficiencyTable table = stepsim::catalog::shipped().efficiency.resolve(h200);
+  const EfficiencyTable hopper = stepsim::catalog::shipped().efficiency.resolve(stepsim::catalog::shipped().gpus.find("H100-SXM"));
   const double bw = h200.hbm_bandwidth_Bps;
   // Norms and AdamW: the kernel's fewest bytes at the class's fraction over its measured time, rows by name prefix.
   const auto membound = measurements("h200-sxm", "membound.csv");
@@ -340,8 +340,8 @@ TEST(Roofline, H200MemoryClassesFollowItsMeasuredKernels) {
 TEST(Roofline, GroupedGemmFollowsTheH100Measurements) {
   // 24 torch._grouped_mm runs of DeepSeek-V3 and Qwen3-30B-A3B experts (data/measurements/h100-sxm/grouped.csv):
   // shared waves, grouped_gemm_scale and 0.8 us per expert give 9.3 % mean error (scale 0.90 alone: 15 %).
-  const GpuSpec& h100 = GpuCatalog::builtin().find("H100-SXM");
-  EfficiencyTable table = EfficiencyCatalog::builtin().resolve(h100);
+  const GpuSpec& h100 = stepsim::catalog::shipped().gpus.find("H100-SXM");
+  EfficiencyTable table = stepsim::catalog::shipped().efficiency.resolve(h100);
   table.sustained_clock = 1.0;
   const auto model = make_roofline_model(h100, Precision::Bf16, table);
   const auto csv = measurements("h100-sxm", "grouped.csv");
@@ -363,9 +363,9 @@ TEST(Roofline, GroupedGemmFollowsTheH100Measurements) {
 }
 
 TEST(Roofline, ElementwiseIsBandwidthBound) {
-  const GpuSpec& h100 = GpuCatalog::builtin().find("H100-SXM");
-  const EfficiencyTable table = EfficiencyCatalog::builtin().resolve(h100);
-  const auto model = make_roofline_model(h100, Precision::Bf16);
+  const GpuSpec& h100 = stepsim::catalog::shipped().gpus.find("H100-SXM");
+  const EfficiencyTable table = stepsim::catalog::shipped().efficiency.resolve(h100);
+  const auto model = make_roofline_model(h100, Precision::Bf16, stepsim::catalog::shipped().efficiency.resolve(h100));
   const uint64_t bytes = 1ull << 30;
   const Op op = memory_op(ComputeCategory::Elementwise, bytes, 1.0 * (bytes / 2));  // 1 FLOP per bf16 element
   const double gap_ns = table.launch_gap_us * 1e3;  // the eager launch gap before every kernel
@@ -384,8 +384,8 @@ TEST(Roofline, ElementwiseIsBandwidthBound) {
 TEST(Roofline, EagerLaunchGapPrecedesEveryKernelButNotHostTime) {
   // launch_gap_us is added once per kernel; a CUDA-graph job (training.cuda_graphs) runs without it; host-side time
   // (a Host gap, a host<->device copy, the CPU optimizer) launches no kernel.
-  const GpuSpec& h100 = GpuCatalog::builtin().find("H100-SXM");
-  EfficiencyTable table = EfficiencyCatalog::builtin().resolve(h100);
+  const GpuSpec& h100 = stepsim::catalog::shipped().gpus.find("H100-SXM");
+  EfficiencyTable table = stepsim::catalog::shipped().efficiency.resolve(h100);
   EXPECT_DOUBLE_EQ(table.launch_gap_us, 2.5);  // data/efficiency.yaml: real traces' busy-stream gaps, H100 eager vs graph
   const auto eager = make_roofline_model(h100, Precision::Bf16, table);
   table.launch_gap_us = 0;
@@ -402,31 +402,31 @@ TEST(Roofline, EagerLaunchGapPrecedesEveryKernelButNotHostTime) {
 }
 
 TEST(Roofline, PrecisionChangesThePeak) {
-  const auto& cat = GpuCatalog::builtin();
+  const auto& cat = stepsim::catalog::shipped().gpus;
   const GpuSpec& h100 = cat.find("H100-SXM");
   const Op op = gemm(8192, 8192, 8192);
-  const double bf16 = static_cast<double>(make_roofline_model(h100, Precision::Bf16)->duration_ns(op));
-  const double fp16 = static_cast<double>(make_roofline_model(h100, Precision::Fp16)->duration_ns(op));
-  const double fp32 = static_cast<double>(make_roofline_model(h100, Precision::Fp32)->duration_ns(op));
-  const double fp8 = static_cast<double>(make_roofline_model(h100, Precision::Fp8)->duration_ns(op));
+  const double bf16 = static_cast<double>(make_roofline_model(h100, Precision::Bf16, stepsim::catalog::shipped().efficiency.resolve(h100))->duration_ns(op));
+  const double fp16 = static_cast<double>(make_roofline_model(h100, Precision::Fp16, stepsim::catalog::shipped().efficiency.resolve(h100))->duration_ns(op));
+  const double fp32 = static_cast<double>(make_roofline_model(h100, Precision::Fp32, stepsim::catalog::shipped().efficiency.resolve(h100))->duration_ns(op));
+  const double fp8 = static_cast<double>(make_roofline_model(h100, Precision::Fp8, stepsim::catalog::shipped().efficiency.resolve(h100))->duration_ns(op));
   EXPECT_NEAR(fp16, bf16, 1.0);
   // TF32 peak: half of BF16's, as rounded on the datasheet; the per-wave and launch overheads do not double.
   EXPECT_NEAR(fp32 / bf16, 989.5 / 494.5, 0.02);
   EXPECT_LT(fp32 / bf16, 989.5 / 494.5);
   const double fp8_scale =
-      EfficiencyCatalog::builtin().resolve(h100).gemm_precision_scale[static_cast<int>(Precision::Fp8)];
+      stepsim::catalog::shipped().efficiency.resolve(h100).gemm_precision_scale[static_cast<int>(Precision::Fp8)];
   // FP8 peak doubles at the measured scale 0.932; the per-wave and launch overheads (25.5 of 1,574 us) do not shrink.
   EXPECT_NEAR(bf16 / fp8, 2.0 * fp8_scale, 0.05);
   EXPECT_LT(bf16 / fp8, 2.0 * fp8_scale);
   const GpuSpec& a100 = cat.find("A100-80GB");
-  EXPECT_EQ(make_roofline_model(a100, Precision::Fp8)->duration_ns(op),
-            make_roofline_model(a100, Precision::Bf16)->duration_ns(op));  // no FP8 on Ampere
+  EXPECT_EQ(make_roofline_model(a100, Precision::Fp8, stepsim::catalog::shipped().efficiency.resolve(a100))->duration_ns(op),
+            make_roofline_model(a100, Precision::Bf16, stepsim::catalog::shipped().efficiency.resolve(a100))->duration_ns(op));  // no FP8 on Ampere
 }
 
 TEST(Roofline, GemmTimeNeverDecreasesWithSize) {
-  for (const GpuSpec& g : GpuCatalog::builtin().gpus()) {
+  for (const GpuSpec& g : stepsim::catalog::shipped().gpus.gpus()) {
     for (Precision p : {Precision::Fp32, Precision::Fp16, Precision::Bf16, Precision::Fp8}) {
-      const auto model = make_roofline_model(g, p);
+      const auto model = make_roofline_model(g, p, stepsim::catalog::shipped().efficiency.resolve(g));
       int64_t prev = 0;
       for (double s = 16; s <= 32768; s *= 1.1) {  // square GEMMs
         const int64_t n = static_cast<int64_t>(s);
@@ -445,7 +445,7 @@ TEST(Roofline, GemmTimeNeverDecreasesWithSize) {
 }
 
 TEST(EfficiencyTables, ShippedTablesAreBounded) {
-  const auto& cat = EfficiencyCatalog::builtin();
+  const auto& cat = stepsim::catalog::shipped().efficiency;
   for (const auto& arch : cat.archs()) {
     SCOPED_TRACE(arch);
     const EfficiencyTable t = cat.resolve_arch(arch);
@@ -458,7 +458,7 @@ TEST(EfficiencyTables, ShippedTablesAreBounded) {
     EXPECT_GT(t.kernel_floor_us, 0);
   }
   // Every catalog GPU has a table.
-  for (const GpuSpec& g : GpuCatalog::builtin().gpus()) EXPECT_NO_THROW(cat.resolve(g)) << g.name;
+  for (const GpuSpec& g : stepsim::catalog::shipped().gpus.gpus()) EXPECT_NO_THROW(cat.resolve(g)) << g.name;
 }
 
 // --- loader errors --------------------------------------------------------------------------------------------
@@ -523,7 +523,7 @@ TEST(EfficiencyTables, MergesDefaultsArchAndGpuOverride) {
   EXPECT_DOUBLE_EQ(t.gemm_waves.launch_us, 2);
   g.name = "OTHER";
   EXPECT_DOUBLE_EQ(cat.resolve(g).attention_forward, 0.6);
-  g.arch = "volta";
+  g.arch = stepsim::hw::GpuArch::Volta;
   try {
     cat.resolve(g);
     FAIL();

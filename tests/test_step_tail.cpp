@@ -33,7 +33,7 @@ int count(const workload::Program& p, const std::string& name, uint64_t* bytes =
 
 TEST(StepTail, TiedEmbeddingGradientsExchangedBetweenFirstAndLastStage) {
   const spec::JobSpec job = test::job_from_yaml(tail_job(true, "bf16"));
-  const sim::Simulation s = sim::run_simulation(job, {0});
+  const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), job, {0});
   const workload::Workload& w = s.workload;
   // Embedding gradient on each end: padded vocabulary 32000 (a multiple of 128 x 2) x 1024 / TP 2, fp32 main_grad.
   const uint64_t S = 32000ull * 1024 / 2 * 4;

@@ -78,8 +78,8 @@ TEST(TpCommOverlap, WhichCollectiveOverlapsWhichGemm) {
 
 TEST(TpCommOverlap, GemmBesideCommunicationRunsOnTheRemainingSms) {
   // H100 SXM has 132 SMs: a GEMM with 16 held runs 132/116 as long (to the nanosecond rounding).
-  const hw::GpuSpec& h100 = hw::GpuCatalog::builtin().find("H100-SXM");
-  const auto model = cost::make_roofline_model(h100, spec::Precision::Bf16);
+  const hw::GpuSpec& h100 = stepsim::catalog::shipped().gpus.find("H100-SXM");
+  const auto model = cost::make_roofline_model(h100, spec::Precision::Bf16, stepsim::catalog::shipped().efficiency.resolve(h100));
   Op g;
   g.category = workload::ComputeCategory::Gemm;
   g.gemm_m = 8192;
@@ -88,15 +88,15 @@ TEST(TpCommOverlap, GemmBesideCommunicationRunsOnTheRemainingSms) {
   g.flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
   g.bytes = 2ull * 3 * 8192 * 8192;
   // The eager launch gap before the kernel does not stretch with the SMs.
-  const double gap = cost::EfficiencyCatalog::builtin().resolve(h100).launch_gap_us * 1e3;
+  const double gap = stepsim::catalog::shipped().efficiency.resolve(h100).launch_gap_us * 1e3;
   const double alone = static_cast<double>(model->duration_ns(g)) - gap;
   g.comm_sms = 16;
   EXPECT_NEAR(static_cast<double>(model->duration_ns(g)) - gap, alone * 132.0 / 116.0, 1.0);
 }
 
 TEST(TpCommOverlap, OverlapShortensTheStepAndNeedsSequenceParallelism) {
-  const double off = static_cast<double>(sim::run_simulation(job(false), {0}).result.step_ns);
-  const double on = static_cast<double>(sim::run_simulation(job(true), {0}).result.step_ns);
+  const double off = static_cast<double>(sim::run_simulation(stepsim::catalog::shipped(), job(false), {0}).result.step_ns);
+  const double on = static_cast<double>(sim::run_simulation(stepsim::catalog::shipped(), job(true), {0}).result.step_ns);
   EXPECT_LT(on, off);
   const std::string err = test::job_error(test::small_gpt_yaml(4, 1, 2, 16, "", ", tp_comm_overlap: true"));
   EXPECT_NE(err.find("training.tp_comm_overlap: needs parallelism.sequence_parallel"), std::string::npos) << err;

@@ -47,12 +47,12 @@ sim::Simulation simulate_dir(const std::string& yaml, const std::string& dir, co
                              TraceWorkloadOptions opt = {}) {
   const spec::JobSpec job = test::job_from_yaml(yaml);
   TraceWorkload tw = build_trace_workload(job, read_workload_dir(dir), opt);
-  return sim::run_workload(std::move(tw.workload), record);
+  return sim::run_workload(stepsim::catalog::shipped(), std::move(tw.workload), record);
 }
 
 int64_t allreduce_ns(const std::string& yaml, uint64_t bytes, int ranks) {
   const spec::JobSpec job = test::job_from_yaml(yaml);
-  return sim::make_collective_model(job)->collective_ns(workload::CollType::AllReduce, bytes, {ranks, 1, ranks});
+  return sim::make_collective_model(stepsim::catalog::shipped(), job)->collective_ns(workload::CollType::AllReduce, bytes, {ranks, 1, ranks});
 }
 
 const sim::RankTimeline& timeline(const sim::Simulation& s, int rank) {
@@ -91,7 +91,7 @@ TEST(TraceSimulation, SendRecvWithExplicitPeers) {
                                                program(1, 2, {recv, compute("b", 20, {0})})});
   const sim::Simulation s = simulate_dir(yaml, dir, {1});
   const spec::JobSpec job = test::job_from_yaml(yaml);
-  const int64_t p2p = sim::make_collective_model(job)->p2p_ns(bytes, true);
+  const int64_t p2p = sim::make_collective_model(stepsim::catalog::shipped(), job)->p2p_ns(bytes, true);
   EXPECT_EQ(s.result.step_ns, 100 * kUs + p2p + 20 * kUs);
 }
 
@@ -118,7 +118,7 @@ TEST(TraceSimulation, UntracedRanksReuseADataParallelPeer) {
   EXPECT_EQ(groups_of(2), (std::vector<std::vector<int>>{{2, 3}, {0, 2}}));
   EXPECT_EQ(groups_of(3), (std::vector<std::vector<int>>{{2, 3}, {1, 3}}));
   EXPECT_EQ(w.communicators.size(), 4u);
-  const sim::Simulation s = sim::run_workload(std::move(tw.workload), {0});
+  const sim::Simulation s = sim::run_workload(stepsim::catalog::shipped(), std::move(tw.workload), {0});
   // One node of 8: each group has 2 ranks on one node.
   EXPECT_EQ(s.result.step_ns, 100 * kUs + allreduce_ns(yaml, mib, 2) + allreduce_ns(yaml, 4 * mib, 2));
 }

@@ -333,7 +333,7 @@ TEST(Validate, IntervalCoverageAndErrorSpreadByKind) {
   ASSERT_EQ(r.code, 0) << r.output;
   const nlohmann::json j = nlohmann::json::parse(test::read_file(out));
   ASSERT_EQ(j["rows"].size(), 4u);
-  const cost::EfficiencyTable hopper = cost::EfficiencyCatalog::builtin().resolve_arch("hopper");
+  const cost::EfficiencyTable hopper = stepsim::catalog::shipped().efficiency.resolve_arch("hopper");
   for (const auto& row : j["rows"]) {
     const bool is_moe = row["id"].get<std::string>()[0] == 'm';
     EXPECT_EQ(row["kind"], is_moe ? "moe" : "dense");

@@ -169,7 +169,7 @@ TEST(WorkingMemory, AllocatorReserveFollowsTheActivationPeak) {
   EXPECT_EQ(st["stored_activation_bytes"].get<int64_t>() + st["working_buffer_bytes"].get<int64_t>(),
             st["activation_bytes"].get<int64_t>());
   EXPECT_EQ(st["static_bytes"].get<int64_t>() + st["activation_bytes"].get<int64_t>(), st["peak_bytes"].get<int64_t>());
-  const auto sim = sim::run_simulation(test::job_from_yaml(llama8b(2, 4096, 1)), {});
+  const auto sim = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(llama8b(2, 4096, 1)), {});
   EXPECT_EQ(sim.result.peak_bytes[0], st["peak_bytes"].get<int64_t>());
 }
 

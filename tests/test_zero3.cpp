@@ -100,7 +100,7 @@ TEST(Zero3, StageTwoReduceScattersEveryMicrobatchAndGathersOnce) {
     std::string y = zero_job(stage, 64);
     y.replace(y.find("bandwidth_Gbps: 200"), 19, "bandwidth_Gbps: 5");
     if (stage == 1) y.replace(y.find("zero_stage: 1"), 13, "zero_stage: 1, overlap_grad_reduce: true");
-    const sim::Simulation s = sim::run_simulation(test::job_from_yaml(y), {0});
+    const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(y), {0});
     return report::summarize(s, 0).breakdown.exposed_comm_s[report::kDp];
   };
   EXPECT_NEAR(exposed_dp(2) / exposed_dp(1), 2.5, 0.25);
@@ -135,7 +135,7 @@ TEST(Zero3, RefusesTheDistributedOptimizersOverlappedGather) {
   yaml.replace(yaml.find("zero_stage: 3"), 13, "zero_stage: 3, overlap_param_gather: true");
   const std::string err = test::job_error(yaml);
   EXPECT_NE(err.find("training.overlap_param_gather"), std::string::npos) << err;
-  EXPECT_GT(sim::run_simulation(test::job_from_yaml(zero_job(3, 16)), {0}).result.step_ns, 0);
+  EXPECT_GT(sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(zero_job(3, 16)), {0}).result.step_ns, 0);
 }
 
 // DeepSpeed before 0.4.3 (zero3_param_fetch: blocking): one all-gather per parameter tensor (a GPT layer has 12:
@@ -173,8 +173,8 @@ TEST(Zero3, BlockingFetchGathersEachTensorAndCopiesBackPerRank) {
   // Nothing overlaps: the step is at least compute + every gather + every copy-back, so slower than prefetch.
   std::string pre = zero_job(3, 16);
   pre.replace(pre.find("zero_stage: 3"), 13, "zero_stage: 3, recompute: full");
-  const int64_t blocking = sim::run_simulation(job, {0}).result.step_ns;
-  const int64_t prefetch = sim::run_simulation(test::job_from_yaml(pre), {0}).result.step_ns;
+  const int64_t blocking = sim::run_simulation(stepsim::catalog::shipped(), job, {0}).result.step_ns;
+  const int64_t prefetch = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(pre), {0}).result.step_ns;
   EXPECT_GT(blocking, prefetch + copy_ns);
 }
 

@@ -6,6 +6,7 @@
 #include "stepsim/cost/nccl_calibration.hpp"
 #include "stepsim/hw/calibration_store.hpp"
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::api {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 // size and per collective.
 std::vector<hw::CalibrationRow> store_rows(const CalibrationInput& in, const cost::NcclCalibrationResult& r,
                                            const std::string& created) {
-  const hw::CalibrationKey key = hw::calibration_key(in.cluster);
+  const hw::CalibrationKey key = hw::calibration_key(catalog::shipped().gpu(in.cluster.gpu), in.cluster);
   std::vector<hw::CalibrationRow> rows;
   for (const auto& g : r.groups) {
     auto row = [&](const cost::NcclFit& f, const std::string& collective, uint64_t chunk) {
@@ -51,8 +52,9 @@ CalibrateCommOutput calibrate_comm(const CalibrateOptions& o, const std::string&
     out.store_path = o.store.empty() ? hw::default_calibration_store_path() : o.store;
     store = hw::CalibrationStore::open(out.store_path);
   }
-  const cost::NcclProfile& profile = cost::NcclProfiles::builtin().find(in.cluster.gpu);
-  const cost::NcclHardware hw = cost::nccl_hardware(in.cluster, profile.channels, profile.nvls_efficiency);
+  const catalog::Catalog& cat = catalog::shipped();
+  const cost::NcclProfile& profile = cat.nccl_profile(in.cluster.gpu);
+  const cost::NcclHardware hw = cost::nccl_hardware(cat, in.cluster, profile.channels, profile.nvls_efficiency);
   cost::NcclParamTable current(profile.params);
   for (const auto& band : profile.bands) current.add(band);
   const cost::NcclCalibrationResult result = cost::calibrate_nccl(in.points, hw, current, algo, proto);

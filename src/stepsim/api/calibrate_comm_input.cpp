@@ -20,6 +20,7 @@
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/input_file.hpp"
 #include "stepsim/spec/job_loader.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::api {
 namespace {
@@ -33,7 +34,7 @@ std::string catalog_gpu(const std::string& printed) {
   for (std::string s : {printed, printed.substr(0, printed.find(" ("))}) {
     if (s.empty()) continue;
     try {
-      return hw::GpuCatalog::builtin().find(s).name;
+      return catalog::shipped().gpu(s).name;
     } catch (const InputError&) {
     }
   }

@@ -5,6 +5,7 @@
 
 #include "stepsim/hw/calibration_store.hpp"
 #include "stepsim/report/text_format.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::api {
 namespace {
@@ -63,7 +64,7 @@ std::string calibration_text(const CalibrationInput& in, const cost::NcclProfile
   size_t points = 0;
   for (const auto& g : r.groups) points += g.points.size();
   s += report::format_text("# stepsim calibrate comm: %zu measured call%s\n", points, points == 1 ? "" : "s");
-  const hw::CalibrationKey key = hw::calibration_key(in.cluster);
+  const hw::CalibrationKey key = hw::calibration_key(catalog::shipped().gpu(in.cluster.gpu), in.cluster);
   s += "# cluster: " + key.gpu + ", " + key.interconnect + ", " + std::to_string(in.cluster.gpus_per_node) +
        (in.cluster.gpus_per_node == 1 ? " GPU" : " GPUs") + " per node; NCCL profile " + profile.name + "; NCCL version " +
        (in.nccl_version.empty() ? "unknown" : in.nccl_version) + "\n";
@@ -128,7 +129,7 @@ std::string calibration_text(const CalibrationInput& in, const cost::NcclProfile
 
 nlohmann::json calibration_json(const CalibrationInput& in, const cost::NcclProfile& profile,
                                 const cost::NcclCalibrationResult& r) {
-  const hw::CalibrationKey key = hw::calibration_key(in.cluster);
+  const hw::CalibrationKey key = hw::calibration_key(catalog::shipped().gpu(in.cluster.gpu), in.cluster);
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : r.groups) {
     nlohmann::json pts = nlohmann::json::array();

@@ -54,7 +54,7 @@ CommOutput comm(const CommOptions& o) {
   CommOutput out;
   out.collective = cn.name;
   out.cluster = spec::load_cluster(o.cluster_path, o.gpus, o.gpus_per_node, o.overrides);
-  const auto model = sim::make_collective_model(model_kind, out.cluster, {o.store, o.nccl_version});
+  const auto model = sim::make_collective_model(catalog::shipped(), model_kind, out.cluster, {o.store, o.nccl_version});
 
   const int n = out.cluster.num_gpus, k = std::min(out.cluster.gpus_per_node, n);
   const cost::GroupGeometry g{n, (n + k - 1) / k, k};

@@ -147,7 +147,7 @@ ReliabilityResolved resolve(const ReliabilityOptions& o) {
     in.step_time_s = *o.step_time_s;
     r.step_time_source = "--step-time";
   } else if (job) {
-    const sim::Simulation s = sim::run_simulation(*job, {0});
+    const sim::Simulation s = sim::run_simulation(catalog::shipped(), *job, {0});
     in.step_time_s = report::summarize(s, 0).step_time_s;
     r.step_time_source = "simulated";
   } else {

@@ -34,7 +34,7 @@ sim::Simulation run_traced(const SimulateOptions& o, const spec::JobSpec& job, c
   info.host_gap_ops = tw.host_gap_ops;
   info.measured_comm_ops = tw.measured_comm_ops;
   try {
-    return sim::run_workload(std::move(tw.workload), record);
+    return sim::run_workload(catalog::shipped(), std::move(tw.workload), record);
   } catch (const sim::DeadlockError& e) {
     // The matching checks passed, but the order of the traced calls cannot complete (both peers receiving first).
     throw InputError(o.workload_dir + ": the traced communication cannot complete in this order (" + e.what() + ")");
@@ -65,7 +65,7 @@ SimulateOutput simulate(const SimulateOptions& o) {
     throw InputError(std::string(o.step >= 0 ? "--step" : "--no-host-gaps") + " needs --workload DIR");
   }
   SimulateOutput out;
-  out.sim = o.workload_dir.empty() ? sim::run_simulation(job, record, o.progress)
+  out.sim = o.workload_dir.empty() ? sim::run_simulation(catalog::shipped(), job, record, o.progress)
                                    : run_traced(o, job, record, out.trace_info);
   const TraceRunInfo& info = out.trace_info;
   report::Summary& sum = out.summary;

@@ -80,7 +80,7 @@ struct ExportChakraArgs {
 
 int run_export_chakra(ExportChakraArgs& a) {
   const spec::JobSpec job = load_job(a.job);
-  const workload::Workload w = sim::timed_workload(job);
+  const workload::Workload w = sim::timed_workload(catalog::shipped(), job);
   const chakra::ExportSummary s = chakra::export_chakra(w, a.opt);
   if (a.quiet) return 0;
   std::cout << "stepsim trace export-chakra: " << job.model.name << " on " << s.ranks << " ranks -> " << a.opt.dir << "\n"

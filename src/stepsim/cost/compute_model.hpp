@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "stepsim/cost/efficiency_table.hpp"
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/spec/job_spec.hpp"
 #include "stepsim/workload/op.hpp"
@@ -17,8 +18,9 @@ class ComputeModel {
   virtual int64_t duration_ns(const workload::Op& op) const = 0;
 };
 
-// Roofline with achievable-efficiency tables from data/efficiency.yaml: max(flops / (peak * eff_compute),
-// bytes / (hbm_bw * eff_memory)) plus a kernel launch floor.
-std::unique_ptr<ComputeModel> make_roofline_model(const hw::GpuSpec& gpu, spec::Precision precision);
+// Roofline with a GPU's achievable-efficiency table (data/efficiency.yaml, resolved by EfficiencyCatalog::resolve):
+// max(flops / (peak * eff_compute), bytes / (hbm_bw * eff_memory)) plus a kernel launch floor.
+std::unique_ptr<ComputeModel> make_roofline_model(const hw::GpuSpec& gpu, spec::Precision precision,
+                                                  const EfficiencyTable& table);
 
 }  // namespace stepsim::cost

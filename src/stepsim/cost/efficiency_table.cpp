@@ -1,6 +1,5 @@
 // Loader of data/efficiency.yaml: strict parsing, merge defaults <- arch <- GPU (docs/COST-MODELS.md).
 #include "stepsim/cost/efficiency_table.hpp"
-#include "stepsim/hw/data_file_cache.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -397,7 +396,6 @@ EfficiencyCatalog EfficiencyCatalog::load(const std::string& path) {
   return cat;
 }
 
-const EfficiencyCatalog& EfficiencyCatalog::builtin() { return hw::cached_data_file<EfficiencyCatalog>("efficiency.yaml"); }
 
 EfficiencyTable EfficiencyCatalog::resolve_arch(const std::string& arch) const {
   auto it = archs_.find(arch);
@@ -410,18 +408,19 @@ EfficiencyTable EfficiencyCatalog::resolve_arch(const std::string& arch) const {
 }
 
 EfficiencyTable EfficiencyCatalog::resolve(const hw::GpuSpec& gpu) const {
-  auto it = archs_.find(gpu.arch);
+  const std::string arch = hw::name_of(gpu.arch);
+  auto it = archs_.find(arch);
   if (it == archs_.end()) {
     std::string known;
     for (const auto& [a, t] : archs_) known += (known.empty() ? "" : ", ") + a;
-    throw InputError(path_ + ": archs." + gpu.arch + ": no efficiency table for the architecture of GPU '" +
+    throw InputError(path_ + ": archs." + arch + ": no efficiency table for the architecture of GPU '" +
                      gpu.name + "'; known: " + known);
   }
   Partial p = merge(*defaults_, *it->second);
-  std::string what = "archs." + gpu.arch + " (over defaults)";
+  std::string what = "archs." + arch + " (over defaults)";
   if (auto g = gpus_.find(normalize_name(gpu.name)); g != gpus_.end()) {
     p = merge(p, *g->second);
-    what = "gpus." + gpu.name + " (over archs." + gpu.arch + " and defaults)";
+    what = "gpus." + gpu.name + " (over archs." + arch + " and defaults)";
   }
   return complete(p, path_, what);
 }

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/cost/compute_model.hpp"
 #include "stepsim/cost/gemm_waves.hpp"
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/hw/prediction_interval.hpp"
@@ -69,8 +68,6 @@ class EfficiencyCatalog {
  public:
   // Parses and validates the file. Throws InputError naming the file and the key on any bad input.
   static EfficiencyCatalog load(const std::string& path);
-  // data_dir()/efficiency.yaml, parsed once per path.
-  static const EfficiencyCatalog& builtin();
 
   // defaults <- archs[gpu.arch] <- gpus[gpu.name]. InputError when the arch has no table.
   EfficiencyTable resolve(const hw::GpuSpec& gpu) const;
@@ -88,8 +85,5 @@ class EfficiencyCatalog {
   std::map<std::string, std::shared_ptr<const Partial>> gpus_;  // normalized GPU name -> override
 };
 
-// Roofline model with an explicit table (make_roofline_model uses the builtin catalog's table for the GPU).
-std::unique_ptr<ComputeModel> make_roofline_model(const hw::GpuSpec& gpu, spec::Precision precision,
-                                                  const EfficiencyTable& table);
 
 }  // namespace stepsim::cost

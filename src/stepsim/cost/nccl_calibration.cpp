@@ -37,13 +37,14 @@ NcclParams params_of(const hw::CalibrationRow& r, const std::string& where) {
   return p;
 }
 
-NcclParamTable calibrated_param_table(const spec::ClusterSpec& cluster, const NcclProfile& profile,
-                                      const std::string& store_path, const std::string& nccl_version) {
+NcclParamTable calibrated_param_table(const hw::GpuSpec& gpu, const spec::ClusterSpec& cluster,
+                                      const NcclProfile& profile, const std::string& store_path,
+                                      const std::string& nccl_version) {
   NcclParamTable table(profile.params);
   for (const auto& band : profile.bands) table.add(band);
   const auto store = hw::CalibrationStore::open_existing(store_path);
   if (!store) return table;
-  const hw::CalibrationKey key = hw::calibration_key(cluster);
+  const hw::CalibrationKey key = hw::calibration_key(gpu, cluster);
   // Per (nodes, chunk_bytes): the requested NCCL version first, then the newest row.
   auto rank = [&](const hw::CalibrationRow& r) {
     return std::pair(!nccl_version.empty() && r.nccl_version == nccl_version, r.id);
@@ -63,10 +64,6 @@ NcclParamTable calibrated_param_table(const spec::ClusterSpec& cluster, const Nc
     table.add(row);
   }
   return table;
-}
-
-NcclParamTable calibrated_param_table(const spec::ClusterSpec& cluster, const NcclProfile& profile) {
-  return calibrated_param_table(cluster, profile, hw::default_calibration_store_path());
 }
 
 std::string fitted_names(const NcclFit& fit) {

@@ -14,11 +14,9 @@ namespace stepsim::cost {
 // by the store's rows for the cluster's GPU and interconnect (calibration_key) with collective "all" — for each
 // (nodes, chunk_bytes) the row of `nccl_version` when there is one, else the newest. No store file at `store_path`:
 // the profile's table alone. InputError naming the store for a corrupt or foreign file or an out-of-range row.
-NcclParamTable calibrated_param_table(const spec::ClusterSpec& cluster, const NcclProfile& profile,
-                                      const std::string& store_path, const std::string& nccl_version = "");
-
-// The same with the default store ($STEPSIM_CALIBRATION_DB, else ~/.cache/stepsim/calibration.sqlite).
-NcclParamTable calibrated_param_table(const spec::ClusterSpec& cluster, const NcclProfile& profile);
+NcclParamTable calibrated_param_table(const hw::GpuSpec& gpu, const spec::ClusterSpec& cluster,
+                                      const NcclProfile& profile, const std::string& store_path,
+                                      const std::string& nccl_version = "");
 
 // A stored row's parameters; InputError naming `where` when a value is outside the ranges data/nccl.yaml accepts.
 NcclParams params_of(const hw::CalibrationRow& row, const std::string& where);

@@ -71,13 +71,13 @@ struct Shape {
 struct Scales {
   double a, b, g;
 };
-Scales scales(Algorithm a, Protocol p, bool nvlink) {
+Scales scales(const NcclTunerTable& k, Algorithm a, Protocol p, bool nvlink) {
   const HwLink intra = nvlink ? HwLink::NvLink : HwLink::Pci;
-  const double base = nccl_base_latency_us(a, p);
-  const double ref_b = nccl_hw_latency_us(intra, Algorithm::Ring, Protocol::Simple);
-  const double ref_g = nccl_hw_latency_us(HwLink::Net, Algorithm::Ring, Protocol::Simple);
-  const double hb = nccl_hw_latency_us(intra, a, p), hg = nccl_hw_latency_us(HwLink::Net, a, p);
-  return {base > 0 ? base / nccl_base_latency_us(Algorithm::Ring, Protocol::Simple) : 1.0, hb > 0 ? hb / ref_b : 1.0,
+  const double base = nccl_base_latency_us(k, a, p);
+  const double ref_b = nccl_hw_latency_us(k, intra, Algorithm::Ring, Protocol::Simple);
+  const double ref_g = nccl_hw_latency_us(k, HwLink::Net, Algorithm::Ring, Protocol::Simple);
+  const double hb = nccl_hw_latency_us(k, intra, a, p), hg = nccl_hw_latency_us(k, HwLink::Net, a, p);
+  return {base > 0 ? base / nccl_base_latency_us(k, Algorithm::Ring, Protocol::Simple) : 1.0, hb > 0 ? hb / ref_b : 1.0,
           hg > 0 ? hg / ref_g : 1.0};
 }
 
@@ -105,15 +105,16 @@ double time_us(const NcclTerms& t, const NcclParams& p) {
   return us;
 }
 
-NcclHardware nccl_hardware(const spec::ClusterSpec& cluster, int channels, double nvls_efficiency) {
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(cluster.gpu);
+NcclHardware nccl_hardware(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster, int channels,
+                           double nvls_efficiency) {
+  const hw::GpuSpec& gpu = catalog.gpus.find(cluster.gpu);
   NcclHardware h;
   TunerTopology& t = h.tuner;
-  t.cc = gpu.arch == "volta" ? CompCap::Volta
-         : gpu.arch == "hopper" ? CompCap::Hopper
-         : gpu.arch == "blackwell" ? CompCap::Blackwell
-                                   : CompCap::Ampere;
-  t.nvlink_intra = gpu.nvswitch || gpu.arch == "volta";
+  t.cc = gpu.arch == hw::GpuArch::Volta       ? CompCap::Volta
+         : gpu.arch == hw::GpuArch::Hopper    ? CompCap::Hopper
+         : gpu.arch == hw::GpuArch::Blackwell ? CompCap::Blackwell
+                                              : CompCap::Ampere;  // NCCL's compCapIndex puts Ada (8.9) with Ampere
+  t.nvlink_intra = gpu.nvswitch || gpu.arch == hw::GpuArch::Volta;
   t.nvls = gpu.nvswitch && t.cc >= CompCap::Hopper;
   t.nvswitch = gpu.nvswitch;
   t.collnet = cluster.network.sharp;
@@ -122,7 +123,8 @@ NcclHardware nccl_hardware(const spec::ClusterSpec& cluster, int channels, doubl
   h.intra_GBps = cluster.intra_node.bandwidth_GBps;
   h.nic_GBps = cluster.inter_node.bandwidth_GBps;
   h.nvls_efficiency = nvls_efficiency;
-  h.net_latency_scale = NcclProfiles::builtin().net_latency_scale(cluster.inter_node.transport);
+  h.net_latency_scale = catalog.nccl.net_latency_scale(cluster.inter_node.transport);
+  h.constants = &catalog.nccl_tuner;
   return h;
 }
 
@@ -164,7 +166,7 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
   topo.ranks_per_node = g.ranks_per_node;
   topo.bw_intra = hw.intra_GBps * 0.8 / topo.channels;  // NCCL counts 20 GB/s of a nominal 25 GB/s NVLink
   topo.bw_inter = g.ranks_per_node * hw.nic_GBps / topo.channels;
-  const TunerChoice choice = tuner_choose(coll, bytes, topo, force, proto);
+  const TunerChoice choice = tuner_choose(*hw.constants, coll, bytes, topo, force, proto);
   const Algorithm a = choice.algorithm;
   const Protocol p = choice.protocol;
   out.algorithm = a;
@@ -172,7 +174,7 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
   out.channels = choice.channels;
   const double nch = choice.channels;
   const double eff = protocol_efficiency(p);
-  const Scales sc = scales(a, p, hw.tuner.nvlink_intra);
+  const Scales sc = scales(*hw.constants, a, p, hw.tuner.nvlink_intra);
   const uint64_t cmax = shrink_chunk(chunk_bytes(a, p, coll), a, p, s.P, choice.channels, s.M, s.K);
   const bool reduces = coll == CollType::AllReduce || coll == CollType::ReduceScatter || coll == CollType::Reduce;
   x[0] = sc.a;
@@ -250,7 +252,7 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
       // nvlsEfficiency. Check against NCCL's maintainers (nccl-tests issue 212): 8 x H100, 450 GB/s:
       // 450 x 0.824 x 0.85 x 8/9 = 280 GB/s algbw = 490 GB/s busbw, they expect ~275 / ~480.
       out.eta = ceil_div(s.P, nch * cmax);
-      const double e_nvls = hw.nvls_efficiency > 0 ? hw.nvls_efficiency : nvls_efficiency(hw.tuner.cc);
+      const double e_nvls = hw.nvls_efficiency > 0 ? hw.nvls_efficiency : nvls_efficiency(*hw.constants, hw.tuner.cc);
       const double share = coll == CollType::AllReduce ? (s.K + 1) / s.K : 1.0;
       const double intra = share * s.P / (s.Bi * e_nvls);
       // Latency: NCCL's NVLS latency (25 us NVLink hw latency over the ring step's 3.4, base latency 0: NCCL
@@ -338,8 +340,9 @@ int64_t to_ns(double us) { return std::max<int64_t>(1, std::llround(us * 1e3)); 
 
 class NcclModel final : public CollectiveModel {
  public:
-  NcclModel(const spec::ClusterSpec& c, const NcclProfile& profile, NcclParamTable table)
-      : hw_(nccl_hardware(c, profile.channels, profile.nvls_efficiency)), table_(std::move(table)) {}
+  NcclModel(const catalog::Catalog& catalog, const spec::ClusterSpec& c, const NcclProfile& profile,
+            NcclParamTable table)
+      : hw_(nccl_hardware(catalog, c, profile.channels, profile.nvls_efficiency)), table_(std::move(table)) {}
 
   int64_t collective_ns(CollType coll, uint64_t bytes, const GroupGeometry& g) const override {
     return estimate(coll, bytes, g, Algorithm::Auto, std::nullopt).ns;
@@ -373,16 +376,16 @@ class NcclModel final : public CollectiveModel {
 
 }  // namespace
 
-std::unique_ptr<CollectiveModel> make_nccl_model(const spec::ClusterSpec& cluster, const NcclProfile& profile,
-                                                 NcclParamTable table) {
-  return std::make_unique<NcclModel>(cluster, profile, std::move(table));
+std::unique_ptr<CollectiveModel> make_nccl_model(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster,
+                                                 const NcclProfile& profile, NcclParamTable table) {
+  return std::make_unique<NcclModel>(catalog, cluster, profile, std::move(table));
 }
 
-std::unique_ptr<CollectiveModel> make_nccl_model(const spec::ClusterSpec& cluster) {
-  const NcclProfile& p = NcclProfiles::builtin().find(cluster.gpu);
+std::unique_ptr<CollectiveModel> make_nccl_model(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster) {
+  const NcclProfile& p = catalog.nccl.find(catalog.gpus.find(cluster.gpu));
   NcclParamTable table(p.params);
   for (const auto& row : p.bands) table.add(row);
-  return make_nccl_model(cluster, p, std::move(table));
+  return make_nccl_model(catalog, cluster, p, std::move(table));
 }
 
 }  // namespace stepsim::cost

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "stepsim/catalog/catalog.hpp"
 #include "stepsim/cost/collective_model.hpp"
 #include "stepsim/cost/nccl_params.hpp"
 #include "stepsim/cost/nccl_tuner.hpp"
@@ -20,8 +21,12 @@ struct NcclHardware {
   double nic_GBps = 50;     // nominal NIC bandwidth per GPU, one direction
   double nvls_efficiency = 0;  // achieved NVLS port efficiency (NcclProfile::nvls_efficiency); 0 = NCCL's constant
   double net_latency_scale = 1;  // the inter-node transport's per-step latency over InfiniBand's (gamma's multiplier)
+  const NcclTunerTable* constants = nullptr;  // NCCL's tuning constants (the catalog's; outlives the hardware)
 };
-NcclHardware nccl_hardware(const spec::ClusterSpec& cluster, int channels, double nvls_efficiency = 0);
+// The hardware of `cluster` as NCCL sees it: the GPU's architecture and links from `catalog`'s GPUs, its tuning
+// constants and the transport's latency from `catalog` (which must outlive the result).
+NcclHardware nccl_hardware(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster, int channels,
+                           double nvls_efficiency = 0);
 
 // The linear decomposition of one collective's time: time_us = sum x[i] * theta[i] with
 // theta = {alpha_us, beta_us, gamma_us, 1/intra_efficiency, 1/inter_efficiency, 1/reduce_GBps}.
@@ -46,9 +51,9 @@ NcclTerms nccl_terms(const NcclHardware& hw, workload::CollType coll, uint64_t b
 NcclTerms nccl_p2p_terms(const NcclHardware& hw, uint64_t bytes, bool same_node);
 
 // The model with the given parameters (profile defaults, calibrations).
-std::unique_ptr<CollectiveModel> make_nccl_model(const spec::ClusterSpec& cluster, const NcclProfile& profile,
-                                                 NcclParamTable table);
-// The model for a cluster with its GPU's profile from data/nccl.yaml (defaults and shipped bands).
-std::unique_ptr<CollectiveModel> make_nccl_model(const spec::ClusterSpec& cluster);
+std::unique_ptr<CollectiveModel> make_nccl_model(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster,
+                                                 const NcclProfile& profile, NcclParamTable table);
+// The model for a cluster with its GPU's profile in the catalog (data/nccl.yaml: defaults and shipped bands).
+std::unique_ptr<CollectiveModel> make_nccl_model(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster);
 
 }  // namespace stepsim::cost

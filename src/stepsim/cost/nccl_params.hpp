@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/hw/gpu_catalog.hpp"
+
 namespace stepsim::cost {
 
 // theta of time_us = alpha*x0 + beta*x1 + gamma*x2 + x3/intra_efficiency + x4/inter_efficiency + x5/reduce_GBps
@@ -57,11 +59,11 @@ struct NcclProfile {
 
 class NcclProfiles {
  public:
-  // Loads data/nccl.yaml-style files; InputError naming the file and key on bad data.
-  static NcclProfiles load(const std::string& path);
-  static const NcclProfiles& builtin();
-  // The profile for a GPU catalog name; InputError listing the GPUs that have one.
-  const NcclProfile& find(const std::string& gpu) const;
+  // Loads data/nccl.yaml-style files, resolving the GPU names of each profile in `catalog`; InputError naming the
+  // file and key on bad data.
+  static NcclProfiles load(const std::string& path, const hw::GpuCatalog& catalog);
+  // The profile of a GPU; InputError listing the GPUs that have one.
+  const NcclProfile& find(const hw::GpuSpec& gpu) const;
   const std::vector<NcclProfile>& profiles() const { return profiles_; }
   // How many times NCCL's per-step network latency (gamma) a transport pays: `transports.<name>.net_latency_scale`
   // (1 for a transport the file does not list; cluster.inter_node.transport names it).

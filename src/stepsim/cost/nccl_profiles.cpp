@@ -26,7 +26,7 @@ NcclParams read_params(spec::StrictSection& s, const NcclParams& base) {
 
 }  // namespace
 
-NcclProfiles NcclProfiles::load(const std::string& path) {
+NcclProfiles NcclProfiles::load(const std::string& path, const hw::GpuCatalog& catalog) {
   const YAML::Node root = spec::parse_yaml(spec::read_text_file(path, "NCCL profile file"), path);
   if (!root.IsMap() || !root["profiles"].IsSequence()) throw InputError(path + ": profiles: must be a list");
   for (const auto& kv : root) {
@@ -58,7 +58,7 @@ NcclProfiles NcclProfiles::load(const std::string& path) {
     if (!gpus.IsSequence() || gpus.size() == 0) s.fail("gpus", "must be a non-empty list of GPU catalog names");
     for (const auto& g : gpus) {
       if (!g.IsScalar()) s.fail("gpus", "must be a list of names");
-      const std::string name = hw::GpuCatalog::builtin().find(g.Scalar()).name;
+      const std::string name = catalog.find(g.Scalar()).name;
       if (!seen_gpus.insert(name).second) s.fail("gpus", "GPU " + name + " already has a profile");
       p.gpus.push_back(name);
     }
@@ -89,18 +89,13 @@ NcclProfiles NcclProfiles::load(const std::string& path) {
   return out;
 }
 
-const NcclProfiles& NcclProfiles::builtin() {
-  static const NcclProfiles p = load(hw::data_dir() + "/nccl.yaml");
-  return p;
-}
-
 double NcclProfiles::net_latency_scale(const std::string& transport) const {
   const auto it = net_latency_scale_.find(transport);
   return it == net_latency_scale_.end() ? 1.0 : it->second;
 }
 
-const NcclProfile& NcclProfiles::find(const std::string& gpu) const {
-  const std::string name = hw::GpuCatalog::builtin().find(gpu).name;
+const NcclProfile& NcclProfiles::find(const hw::GpuSpec& gpu) const {
+  const std::string& name = gpu.name;
   std::string known;
   for (const auto& p : profiles_) {
     for (const auto& g : p.gpus) {

@@ -30,12 +30,6 @@ int algo_index(Algorithm a) {
 }
 int proto_index(Protocol p) { return static_cast<int>(p); }
 
-// NCCL's constants (data/nccl-tuner.yaml), read once: the tuner runs for every collective the models time.
-const NcclTunerTable& K() {
-  static const NcclTunerTable& table = NcclTunerTable::builtin();
-  return table;
-}
-
 int node_column(int nodes) { return nodes <= 1 ? 0 : nodes == 2 ? 1 : 2; }
 
 int nsteps(CollType c, int n) {
@@ -74,15 +68,16 @@ bool supported(CollType c, Algorithm a, Protocol p, const TunerTopology& t) {
 
 }  // namespace
 
-double nccl_base_latency_us(Algorithm a, Protocol p) { return K().base_latency_us[algo_index(a)][proto_index(p)]; }
-double nccl_hw_latency_us(HwLink hw, Algorithm a, Protocol p) {
-  return K().hw_latency_us[static_cast<int>(hw)][algo_index(a)][proto_index(p)];
+double nccl_base_latency_us(const NcclTunerTable& k, Algorithm a, Protocol p) {
+  return k.base_latency_us[algo_index(a)][proto_index(p)];
 }
-double nvls_efficiency(CompCap cc) { return K().nvls_efficiency[static_cast<int>(cc)]; }
+double nccl_hw_latency_us(const NcclTunerTable& k, HwLink hw, Algorithm a, Protocol p) {
+  return k.hw_latency_us[static_cast<int>(hw)][algo_index(a)][proto_index(p)];
+}
+double nvls_efficiency(const NcclTunerTable& k, CompCap cc) { return k.nvls_efficiency[static_cast<int>(cc)]; }
 
-TunerCell tuner_cell(CollType coll, Algorithm a, Protocol p, const TunerTopology& t) {
+TunerCell tuner_cell(const NcclTunerTable& k, CollType coll, Algorithm a, Protocol p, const TunerTopology& t) {
   if (!supported(coll, a, p, t)) return {};
-  const NcclTunerTable& k = K();
   const int n = std::max(1, t.ranks), nodes = std::max(1, t.nodes), ppn = std::max(1, t.ranks_per_node);
   const int cc = static_cast<int>(t.cc), col = node_column(nodes), ai = algo_index(a), pi = proto_index(p);
   const int nCh = std::max(1, t.channels);
@@ -172,22 +167,23 @@ TunerCell tuner_cell(CollType coll, Algorithm a, Protocol p, const TunerTopology
   return {lat, algBw};
 }
 
-double tuner_time_us(CollType coll, Algorithm a, Protocol p, uint64_t bytes, const TunerTopology& t) {
-  const TunerCell cell = tuner_cell(coll, a, p, t);
+double tuner_time_us(const NcclTunerTable& k, CollType coll, Algorithm a, Protocol p, uint64_t bytes,
+                     const TunerTopology& t) {
+  const TunerCell cell = tuner_cell(k, coll, a, p, t);
   if (cell.algbw_GBps <= 0) return -1;
   double bw = cell.algbw_GBps, lat = cell.latency_us;
   if (a == Algorithm::Tree && coll == CollType::AllReduce) {
     const int log_size = std::clamp(static_cast<int>(std::floor(std::log2(std::max<double>(1, bytes / 64.0)))), 0, 23);
-    bw *= K().tree_correction[proto_index(p)][log_size];
+    bw *= k.tree_correction[proto_index(p)][log_size];
   }
   if (a == Algorithm::Ring && p == Protocol::Simple && coll == CollType::AllReduce && t.nodes > 1 &&
       bytes / (static_cast<double>(std::max(1, t.channels)) * std::max(1, t.ranks)) >= 64) {
-    lat *= t.cc >= CompCap::Ampere ? K().ring_plateau_sm80_plus : K().ring_plateau_older;  // the ring "plateau"
+    lat *= t.cc >= CompCap::Ampere ? k.ring_plateau_sm80_plus : k.ring_plateau_older;  // the ring "plateau"
   }
   return lat + static_cast<double>(bytes) / (1000.0 * bw);
 }
 
-TunerChoice tuner_choose(CollType coll, uint64_t bytes, const TunerTopology& t, Algorithm force,
+TunerChoice tuner_choose(const NcclTunerTable& k, CollType coll, uint64_t bytes, const TunerTopology& t, Algorithm force,
                          std::optional<Protocol> proto) {
   TunerChoice best;
   best.time_us = -1;
@@ -196,10 +192,10 @@ TunerChoice tuner_choose(CollType coll, uint64_t bytes, const TunerTopology& t, 
     if (force != Algorithm::Auto && a != force) continue;
     for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
       if (proto && p != *proto) continue;
-      const double us = tuner_time_us(coll, a, p, bytes, t);
+      const double us = tuner_time_us(k, coll, a, p, bytes, t);
       if (us < 0) continue;
       if (best.time_us < 0 || us < best.time_us) {
-        const TunerCell cell = tuner_cell(coll, a, p, t);
+        const TunerCell cell = tuner_cell(k, coll, a, p, t);
         best = TunerChoice{a, p, t.channels, cell.latency_us, cell.algbw_GBps, us};
       }
     }
@@ -218,10 +214,10 @@ TunerChoice tuner_choose(CollType coll, uint64_t bytes, const TunerTopology& t, 
   // Channel reduction for small messages (§7): fewer channels while each thread would carry too little.
   if (best.algorithm == Algorithm::Ring || best.algorithm == Algorithm::Tree) {
     const int pi = proto_index(best.protocol);
-    double threshold = K().thread_threshold_bytes[pi];
+    double threshold = k.thread_threshold_bytes[pi];
     if (best.algorithm == Algorithm::Ring && best.protocol == Protocol::LL) threshold *= t.ranks;
     int nc = std::max(1, t.channels);
-    while (nc >= 2 && static_cast<double>(bytes) < nc * K().max_threads[pi] * threshold) --nc;
+    while (nc >= 2 && static_cast<double>(bytes) < nc * k.max_threads[pi] * threshold) --nc;
     best.channels = nc;
   }
   return best;

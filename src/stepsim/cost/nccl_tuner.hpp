@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "stepsim/cost/collective_algorithm.hpp"
+#include "stepsim/cost/nccl_tuner_table.hpp"
 #include "stepsim/workload/op.hpp"
 
 namespace stepsim::cost {
@@ -45,22 +46,23 @@ struct TunerCell {
   double latency_us = 0;
   double algbw_GBps = 0;
 };
-TunerCell tuner_cell(workload::CollType coll, Algorithm a, Protocol p, const TunerTopology& t);
+TunerCell tuner_cell(const NcclTunerTable& k, workload::CollType coll, Algorithm a, Protocol p, const TunerTopology& t);
 
 // NCCL's constant tables (facts §2-§3): base latency per (algorithm, protocol) and hardware latency per
 // link kind (0 NVLink, 1 PCI, 2 NET).
 enum class HwLink { NvLink = 0, Pci = 1, Net = 2 };
-double nccl_base_latency_us(Algorithm a, Protocol p);
-double nccl_hw_latency_us(HwLink hw, Algorithm a, Protocol p);
-double nvls_efficiency(CompCap cc);
+double nccl_base_latency_us(const NcclTunerTable& k, Algorithm a, Protocol p);
+double nccl_hw_latency_us(const NcclTunerTable& k, HwLink hw, Algorithm a, Protocol p);
+double nvls_efficiency(const NcclTunerTable& k, CompCap cc);
 
 // NCCL's time for `bytes` with (a, p) or a negative value when NCCL would not use it.
-double tuner_time_us(workload::CollType coll, Algorithm a, Protocol p, uint64_t bytes, const TunerTopology& t);
+double tuner_time_us(const NcclTunerTable& k, workload::CollType coll, Algorithm a, Protocol p, uint64_t bytes,
+                     const TunerTopology& t);
 
 // The cheapest (algorithm, protocol) by NCCL's model; `force` restricts the algorithm (Auto = any) and `proto` the
 // protocol (empty = any), as NCCL_ALGO / NCCL_PROTO do. Throws InputError when no allowed pair can run this
 // collective on this topology.
-TunerChoice tuner_choose(workload::CollType coll, uint64_t bytes, const TunerTopology& t,
+TunerChoice tuner_choose(const NcclTunerTable& k, workload::CollType coll, uint64_t bytes, const TunerTopology& t,
                          Algorithm force = Algorithm::Auto, std::optional<Protocol> proto = std::nullopt);
 
 }  // namespace stepsim::cost

@@ -1,6 +1,5 @@
 // Loader of data/nccl-tuner.yaml: strict, every table complete, so the tuner never reads a default it was not given.
 #include "stepsim/cost/nccl_tuner_table.hpp"
-#include "stepsim/hw/data_file_cache.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -174,6 +173,5 @@ NcclTunerTable NcclTunerTable::load(const std::string& path) {
   return t;
 }
 
-const NcclTunerTable& NcclTunerTable::builtin() { return hw::cached_data_file<NcclTunerTable>("nccl-tuner.yaml"); }
 
 }  // namespace stepsim::cost

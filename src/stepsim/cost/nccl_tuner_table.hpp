@@ -34,8 +34,6 @@ struct NcclTunerTable {
   // Parses and validates the file (every key required, no other; numbers finite and >= 0, factors and
   // efficiencies in [0, 1] where NCCL's are). Throws InputError naming the file and the key.
   static NcclTunerTable load(const std::string& path);
-  // data_dir()/nccl-tuner.yaml, parsed once per path.
-  static const NcclTunerTable& builtin();
 };
 
 }  // namespace stepsim::cost

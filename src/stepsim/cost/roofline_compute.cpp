@@ -141,8 +141,4 @@ std::unique_ptr<ComputeModel> make_roofline_model(const hw::GpuSpec& gpu, spec::
   return std::make_unique<RooflineModel>(gpu, precision, table);
 }
 
-std::unique_ptr<ComputeModel> make_roofline_model(const hw::GpuSpec& gpu, spec::Precision precision) {
-  return make_roofline_model(gpu, precision, EfficiencyCatalog::builtin().resolve(gpu));
-}
-
 }  // namespace stepsim::cost

@@ -465,8 +465,8 @@ std::string interconnect_key(const spec::ClusterSpec& c) {
   return "intra=" + fmt(c.intra_node.bandwidth_GBps) + "GBps,inter=" + fmt(c.inter_node.bandwidth_GBps * 8) + "Gbps";
 }
 
-CalibrationKey calibration_key(const spec::ClusterSpec& c) {
-  return {GpuCatalog::builtin().find(c.gpu).name, interconnect_key(c)};
+CalibrationKey calibration_key(const GpuSpec& gpu, const spec::ClusterSpec& c) {
+  return {gpu.name, interconnect_key(c)};
 }
 
 }  // namespace stepsim::hw

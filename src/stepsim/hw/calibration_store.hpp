@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/spec/job_spec.hpp"
 
 struct sqlite3;
@@ -104,7 +105,7 @@ struct CalibrationKey {
   std::string gpu;
   std::string interconnect;
 };
-CalibrationKey calibration_key(const spec::ClusterSpec& cluster);
+CalibrationKey calibration_key(const GpuSpec& gpu, const spec::ClusterSpec& cluster);
 std::string interconnect_key(const spec::ClusterSpec& cluster);
 
 }  // namespace stepsim::hw

@@ -1,7 +1,6 @@
 // GPU catalog loader: data/gpus.yaml -> GpuSpec list, parsed strictly (unknown/missing keys and bad values are
 // InputErrors naming the file and the key).
 #include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/hw/data_file_cache.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -11,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -47,9 +47,10 @@ std::string line_of(const YAML::Node& n) {
   throw InputError(file + ": " + key + ": " + rule);
 }
 
-const std::set<std::string>& known_archs() {
-  static const std::set<std::string> a{"volta", "ampere", "ada", "hopper", "blackwell"};
-  return a;
+std::optional<GpuArch> arch_named(const std::string& name) {
+  for (GpuArch a : kGpuArchs)
+    if (name == name_of(a)) return a;
+  return std::nullopt;
 }
 
 // Reads one `gpus[i]` entry; `key` is the prefix used in messages, e.g. "gpus[3]".
@@ -145,6 +146,17 @@ class EntryReader {
 
 }  // namespace
 
+const char* name_of(GpuArch a) {
+  switch (a) {
+    case GpuArch::Volta: return "volta";
+    case GpuArch::Ampere: return "ampere";
+    case GpuArch::Ada: return "ada";
+    case GpuArch::Hopper: return "hopper";
+    case GpuArch::Blackwell: return "blackwell";
+  }
+  return "?";
+}
+
 double GpuSpec::peak_flops(spec::Precision p) const {
   switch (p) {
     case spec::Precision::Fp32:
@@ -201,10 +213,12 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
 
       GpuSpec g;
       g.name = r.str("name");
-      g.arch = r.str("arch");
-      if (!known_archs().count(g.arch))
+      const std::string arch = r.str("arch");
+      const std::optional<GpuArch> a = arch_named(arch);
+      if (!a)
         fail(path, key + " (" + g.name + ").arch",
-             "unknown architecture '" + g.arch + "'; allowed: volta, ampere, ada, hopper, blackwell");
+             "unknown architecture '" + arch + "'; allowed: volta, ampere, ada, hopper, blackwell");
+      g.arch = *a;
       g.sm_count = r.positive_int("sm_count");
       constexpr double kTera = 1e12;
       g.fp32_flops = r.number("fp32_tflops", false) * kTera;
@@ -238,8 +252,6 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
   }
   return cat;
 }
-
-const GpuCatalog& GpuCatalog::builtin() { return cached_data_file<GpuCatalog>("gpus.yaml"); }
 
 const GpuSpec& GpuCatalog::find(const std::string& name) const {
   const std::string key = normalize(name);

@@ -8,9 +8,16 @@
 
 namespace stepsim::hw {
 
+// GPU architectures in the order of their CUDA compute capability (7.0, 8.0, 8.9, 9.0, 10.x), so that `arch >=
+// GpuArch::Hopper` reads "Hopper or later". data/gpus.yaml, data/efficiency.yaml's `archs` and the calibration store
+// name them by name_of().
+enum class GpuArch { Volta, Ampere, Ada, Hopper, Blackwell };
+constexpr GpuArch kGpuArchs[] = {GpuArch::Volta, GpuArch::Ampere, GpuArch::Ada, GpuArch::Hopper, GpuArch::Blackwell};
+const char* name_of(GpuArch a);  // "volta", "ampere", "ada", "hopper", "blackwell"
+
 struct GpuSpec {
   std::string name;          // catalog key, e.g. "H100-SXM"
-  std::string arch;          // volta | ampere | ada | hopper | blackwell
+  GpuArch arch = GpuArch::Hopper;
   int sm_count = 0;
   double fp32_flops = 0;     // dense FLOP/s (no sparsity)
   double tf32_flops = 0;
@@ -34,8 +41,6 @@ class GpuCatalog {
  public:
   // Loads a catalog YAML. Throws InputError naming the file and key on malformed data.
   static GpuCatalog load(const std::string& path);
-  // The catalog in the project's data directory (see data_dir()).
-  static const GpuCatalog& builtin();
 
   // Throws InputError "unknown GPU 'X' (key cluster.gpu); known: ..." when absent.
   const GpuSpec& find(const std::string& name) const;

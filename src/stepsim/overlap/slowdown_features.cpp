@@ -5,6 +5,7 @@
 
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::overlap {
 namespace {
@@ -35,7 +36,7 @@ const std::array<const char*, kNumFeatures>& feature_names() {
 
 std::string canonical_gpu(const std::string& name) {
   try {
-    return hw::GpuCatalog::builtin().find(name).name;
+    return catalog::shipped().gpu(name).name;
   } catch (const InputError&) {
     return name;  // a GPU the catalog does not list is still a valid category of its own
   }

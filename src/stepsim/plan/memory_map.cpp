@@ -10,6 +10,7 @@
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/job_loader.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::plan {
 
@@ -29,7 +30,7 @@ MemoryMap memory_map(const spec::JobSpec& base, int gpus, int64_t global_batch) 
     throw InputError("--gpus " + std::to_string(gpus) + ": must be a multiple of cluster.gpus_per_node " + std::to_string(gpn));
   }
   MemoryMap m;
-  m.capacity_bytes = static_cast<int64_t>(hw::GpuCatalog::builtin().find(base.cluster.gpu).memory_bytes);
+  m.capacity_bytes = static_cast<int64_t>(catalog::shipped().gpu(base.cluster.gpu).memory_bytes);
   const auto& par = base.parallelism;
   const auto& tr = base.training;
   for (int t = 1; t <= std::min(gpus, gpn); ++t) {

@@ -18,6 +18,7 @@
 #include "stepsim/sim/simulation.hpp"
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/job_loader.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::plan {
 
@@ -104,7 +105,7 @@ std::vector<spec::Fp8Recipe> parse_fp8_recipes(const std::string& list, const sp
     throw InputError("--fp8-recipes: the job is not fp8 (training.precision " +
                      std::string(spec::name_of(job.training.precision)) + ")");
   }
-  const bool blackwell = hw::GpuCatalog::builtin().find(job.cluster.gpu).arch == "blackwell";
+  const bool blackwell = catalog::shipped().gpu(job.cluster.gpu).arch == hw::GpuArch::Blackwell;
   std::vector<spec::Fp8Recipe> out;
   std::stringstream in(list);
   std::string name;
@@ -138,7 +139,7 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
   }
   if (o.space.global_batch < 1) throw InputError("--global-batch: must be at least 1");
   const int threads = o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(base.cluster.gpu);
+  const hw::GpuSpec& gpu = catalog::shipped().gpu(base.cluster.gpu);
 
   PlanResult r;
   r.capacity_bytes = static_cast<int64_t>(gpu.memory_bytes);
@@ -150,9 +151,9 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
   r.estimated = count;
 
   // Cost models, one set per worker (models may cache internally).
-  const auto compute = sim::make_compute_model(base);
+  const auto compute = sim::make_compute_model(catalog::shipped(), base);
   std::vector<std::unique_ptr<cost::CollectiveModel>> comms;
-  for (int w = 0; w < threads; ++w) comms.push_back(sim::make_collective_model(base));
+  for (int w = 0; w < threads; ++w) comms.push_back(sim::make_collective_model(catalog::shipped(), base));
 
   // Probes this process needs, built once each.
   std::map<ProbeKey, size_t> probe_index;
@@ -256,7 +257,7 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
           RankedPlan rp = fitting[next + static_cast<size_t>(k)];
           spec::JobSpec job = job_for(base, rp.plan, n, o.space.global_batch);
           spec::validate(job);
-          const sim::Simulation s = sim::run_simulation(job, {0});
+          const sim::Simulation s = sim::run_simulation(catalog::shipped(), job, {0});
           if (o.progress) o.progress("simulating the best plans", ++engine_runs, static_cast<int64_t>(want));
           const report::Summary sum = report::summarize(s, 0);
           rp.simulated = true;
@@ -345,7 +346,7 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
   // to the coefficients for the engine-timed rows.
   if (base.simulation.overlap_model != spec::OverlapModel::None) {
     std::string fallback;
-    sim::make_overlap_model(base, &fallback);
+    sim::make_overlap_model(catalog::shipped(), base, &fallback);
     if (!fallback.empty()) notes.push_back("engine-timed rows: " + fallback);
   }
   if (base.model.moe) {

@@ -146,7 +146,7 @@ YAML::Node apply_scales(const YAML::Node& root, const spec::JobSpec& base, const
 }
 
 Outcome evaluate(const spec::JobSpec& job, const WhatIfSettings& s) {
-  const sim::Simulation sim = sim::run_simulation(job, {0});
+  const sim::Simulation sim = sim::run_simulation(catalog::shipped(), job, {0});
   const report::Summary sum = report::summarize(sim, 0);
   Outcome o;
   o.step_time_s = sum.step_time_s;

@@ -5,11 +5,12 @@
 
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/report/summary.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::report {
 
 nlohmann::json memory_json(const workload::Workload& w) {
-  const auto& gpu = hw::GpuCatalog::builtin().find(w.job.cluster.gpu);
+  const auto& gpu = catalog::shipped().gpu(w.job.cluster.gpu);
   const int64_t cap = static_cast<int64_t>(gpu.memory_bytes);
   nlohmann::json stages = nlohmann::json::array();
   int64_t worst = 0;

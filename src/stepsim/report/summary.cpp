@@ -52,7 +52,7 @@ Summary summarize(const sim::Simulation& s, int rank) {
       (*out.step_time_interval_s)[1] = std::max((*out.step_time_interval_s)[1], out.step_time_host_bound_s);
   }
   const double tokens = static_cast<double>(job.training.global_batch_size) * static_cast<double>(job.model.seq_length);
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
+  const hw::GpuSpec& gpu = s.gpu;
   if (out.step_time_s > 0) {
     out.tokens_per_s = tokens / out.step_time_s;
     out.tflops_per_gpu = w.model_flops_per_step / out.step_time_s / job.cluster.num_gpus / 1e12;

@@ -22,17 +22,19 @@
 
 namespace stepsim::sim {
 
-std::unique_ptr<cost::CollectiveModel> make_collective_model(spec::CommModel model, const spec::ClusterSpec& cluster,
+std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Catalog& catalog, spec::CommModel model,
+                                                             const spec::ClusterSpec& cluster,
                                                              const CommSettings& settings) {
   switch (model) {
     case spec::CommModel::AlphaBeta: return cost::make_alpha_beta_model(cluster);
     case spec::CommModel::Nccl: {
-      if (settings.calibration_store == "none") return cost::make_nccl_model(cluster);
-      const cost::NcclProfile& profile = cost::NcclProfiles::builtin().find(cluster.gpu);
+      if (settings.calibration_store == "none") return cost::make_nccl_model(catalog, cluster);
+      const hw::GpuSpec& gpu = catalog.gpus.find(cluster.gpu);
+      const cost::NcclProfile& profile = catalog.nccl.find(gpu);
       const std::string store = settings.calibration_store.empty() ? hw::default_calibration_store_path()
                                                                    : settings.calibration_store;
-      return cost::make_nccl_model(cluster, profile,
-                                   cost::calibrated_param_table(cluster, profile, store, settings.nccl_version));
+      return cost::make_nccl_model(catalog, cluster, profile,
+                                   cost::calibrated_param_table(gpu, cluster, profile, store, settings.nccl_version));
     }
     // Times one collective alone (stepsim comm); a job's step runs on a shared FlowContendedNetwork instead.
     case spec::CommModel::Flow: return cost::make_flow_model(cluster);
@@ -40,17 +42,19 @@ std::unique_ptr<cost::CollectiveModel> make_collective_model(spec::CommModel mod
   throw InputError(std::string("simulation.comm_model: unknown model '") + spec::name_of(model) + "'");
 }
 
-std::unique_ptr<cost::CollectiveModel> make_collective_model(const spec::JobSpec& job) {
-  return make_collective_model(job.simulation.comm_model, job.cluster,
+std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Catalog& catalog,
+                                                             const spec::JobSpec& job) {
+  return make_collective_model(catalog, job.simulation.comm_model, job.cluster,
                                {job.simulation.calibration_store, job.simulation.nccl_version});
 }
 
-std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job, std::string* note) {
+std::unique_ptr<cost::OverlapModel> make_overlap_model(const catalog::Catalog& catalog, const spec::JobSpec& job,
+                                                       std::string* note) {
   switch (job.simulation.overlap_model) {
     case spec::OverlapModel::None: return nullptr;
     case spec::OverlapModel::SmShare: {
       cost::SmShareParams p;
-      p.sm_count = hw::GpuCatalog::builtin().find(job.cluster.gpu).sm_count;
+      p.sm_count = catalog.gpus.find(job.cluster.gpu).sm_count;
       return cost::make_sm_share_overlap_model(p);
     }
     case spec::OverlapModel::Coefficients: {
@@ -79,9 +83,10 @@ std::string calibration_kind(const spec::JobSpec& job) {
 
 // Sustained clock (and the attention scale fitted with it), in order: the job's own value; the newest `calibrate compute` row of the GPU's architecture in
 // the calibration store (unless simulation.calibration_store is "none"); data/efficiency.yaml.
-std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job, ComputeCalibration* calibration) {
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
-  cost::EfficiencyTable table = cost::EfficiencyCatalog::builtin().resolve(gpu);
+std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& catalog, const spec::JobSpec& job,
+                                                       ComputeCalibration* calibration) {
+  const hw::GpuSpec& gpu = catalog.gpus.find(job.cluster.gpu);
+  cost::EfficiencyTable table = catalog.efficiency.resolve(gpu);
   ComputeCalibration cal;
   cal.sustained_clock = table.sustained_clock;
   cal.source = "data/efficiency.yaml";
@@ -108,7 +113,7 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
     const std::string path = job.simulation.calibration_store.empty() ? hw::default_calibration_store_path()
                                                                       : job.simulation.calibration_store;
     if (const auto store = hw::CalibrationStore::open_existing(path)) {
-      if (const auto row = store->lookup_compute(gpu.arch)) {
+      if (const auto row = store->lookup_compute(hw::name_of(gpu.arch))) {
         cal.sustained_clock = row->sustained_clock;
         cal.attention_scale = row->attention_scale;
         cal.source = "store " + path;
@@ -135,26 +140,27 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
   return cost::make_roofline_model(gpu, job.training.precision, table);
 }
 
-double host_time_scale(const spec::JobSpec& job) {
+double host_time_scale(const catalog::Catalog& catalog, const spec::JobSpec& job) {
   if (job.training.cuda_graphs) return 0;  // graph replay: the host issues a whole graph at once
   if (job.simulation.host_time_scale >= 0) return job.simulation.host_time_scale;
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
-  return cost::EfficiencyCatalog::builtin().resolve(gpu).host_time_scale;
+  return catalog.efficiency.resolve(catalog.gpus.find(job.cluster.gpu)).host_time_scale;
 }
 
-workload::Workload timed_workload(const spec::JobSpec& job, ComputeCalibration* calibration) {
+workload::Workload timed_workload(const catalog::Catalog& catalog, const spec::JobSpec& job,
+                                  ComputeCalibration* calibration) {
   workload::Workload w = workload::build_megatron_workload(job);
-  const auto compute = make_compute_model(job, calibration);
+  const auto compute = make_compute_model(catalog, job, calibration);
   assign_compute_durations(w, *compute);
-  cost::assign_host_issue(w, host_time_scale(job));
+  cost::assign_host_issue(w, host_time_scale(catalog, job));
   return w;
 }
 
-Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks, const ProgressFn& progress) {
+Simulation run_simulation(const catalog::Catalog& catalog, const spec::JobSpec& job,
+                          const std::vector<int>& record_ranks, const ProgressFn& progress) {
   ComputeCalibration cal;
-  workload::Workload w = timed_workload(job, &cal);
-  const std::optional<HostBoundMoe> host_bound = host_bound_moe(w, host_time_scale(job));
-  Simulation s = run_workload(std::move(w), record_ranks, progress);
+  workload::Workload w = timed_workload(catalog, job, &cal);
+  const std::optional<HostBoundMoe> host_bound = host_bound_moe(w, host_time_scale(catalog, job));
+  Simulation s = run_workload(catalog, std::move(w), record_ranks, progress);
   s.calibration = cal;
   if (host_bound) {
     s.notes.push_back(host_bound_moe_note(*host_bound));
@@ -162,7 +168,7 @@ Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& reco
   }
   // A multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is one node to NCCL. A job whose node is smaller sends
   // every group larger than that node over the NICs: say so.
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
+  const hw::GpuSpec& gpu = catalog.gpus.find(job.cluster.gpu);
   if (job.cluster.gpus_per_node < gpu.nvlink_domain_gpus && job.cluster.num_gpus > job.cluster.gpus_per_node) {
     s.notes.push_back(gpu.name + " with cluster.gpus_per_node " + std::to_string(job.cluster.gpus_per_node) +
                       ": traffic between these nodes goes over the NICs. Its NVLink domain spans " +
@@ -173,14 +179,16 @@ Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& reco
   return s;
 }
 
-Simulation run_workload(workload::Workload w, const std::vector<int>& record_ranks, const ProgressFn& progress) {
+Simulation run_workload(const catalog::Catalog& catalog, workload::Workload w, const std::vector<int>& record_ranks,
+                        const ProgressFn& progress) {
   Simulation s;
   s.workload = std::move(w);
   const spec::JobSpec& job = s.workload.job;
-  const hw::GpuSpec& gpu = hw::GpuCatalog::builtin().find(job.cluster.gpu);
-  const auto comm = make_collective_model(job);
+  const hw::GpuSpec& gpu = catalog.gpus.find(job.cluster.gpu);
+  s.gpu = gpu;
+  const auto comm = make_collective_model(catalog, job);
   std::string overlap_note;
-  const auto overlap = make_overlap_model(job, &overlap_note);
+  const auto overlap = make_overlap_model(catalog, job, &overlap_note);
   if (!overlap_note.empty()) s.notes.push_back(overlap_note);
   EngineOptions opt;
   opt.record_ranks = record_ranks;

@@ -1,12 +1,14 @@
 #pragma once
 // One call from a validated job to a simulated step: builds the Megatron workload, picks the cost
-// models the job asks for, fills compute times and runs the engine.
+// models the job asks for, fills compute times and runs the engine. Every factory reads the shipped constants from
+// the catalog it is given (catalog/catalog.hpp), never from a global.
 #include <array>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "stepsim/catalog/catalog.hpp"
 #include "stepsim/sim/engine.hpp"
 #include "stepsim/spec/job_spec.hpp"
 #include "stepsim/workload/program.hpp"
@@ -31,6 +33,7 @@ std::string calibration_kind(const spec::JobSpec& job);
 
 struct Simulation {
   workload::Workload workload;
+  hw::GpuSpec gpu;  // the catalog's entry of the job's GPU
   SimResult result;
   ComputeCalibration calibration;  // of the compute model that timed the step (job-built workloads)
   std::vector<std::string> notes;  // what the user should know about how it was simulated (fallbacks)
@@ -47,33 +50,38 @@ struct CommSettings {
 };
 
 // The collective model a job asks for (simulation.comm_model), built for its cluster.
-std::unique_ptr<cost::CollectiveModel> make_collective_model(spec::CommModel model, const spec::ClusterSpec& cluster,
+std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Catalog& catalog, spec::CommModel model,
+                                                             const spec::ClusterSpec& cluster,
                                                              const CommSettings& settings = {});
-std::unique_ptr<cost::CollectiveModel> make_collective_model(const spec::JobSpec& job);
+std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Catalog& catalog,
+                                                             const spec::JobSpec& job);
 
 // The roofline compute model of the job's GPU and precision, with the job's sustained-clock override if any.
-std::unique_ptr<cost::ComputeModel> make_compute_model(const spec::JobSpec& job,
+std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& catalog, const spec::JobSpec& job,
                                                        ComputeCalibration* calibration = nullptr);
 
 // The overlap model a job asks for (simulation.overlap_model, overlap_file); null for none.
 // `note` (when given) receives what the caller should tell the user: a learned model that does not know the job's
 // GPU falls back to the coefficient model (data/overlap.yaml, Echo's published slowdowns, every generation).
-std::unique_ptr<cost::OverlapModel> make_overlap_model(const spec::JobSpec& job, std::string* note = nullptr);
+std::unique_ptr<cost::OverlapModel> make_overlap_model(const catalog::Catalog& catalog, const spec::JobSpec& job,
+                                                       std::string* note = nullptr);
 
 // The job's Megatron workload with every compute op timed by the job's compute model, before the engine runs it
 // (what `stepsim trace export-chakra` writes out).
-workload::Workload timed_workload(const spec::JobSpec& job, ComputeCalibration* calibration = nullptr);
+workload::Workload timed_workload(const catalog::Catalog& catalog, const spec::JobSpec& job,
+                                  ComputeCalibration* calibration = nullptr);
 // The host issue model's speed for a job (cost/host_issue.hpp): 0 under CUDA graphs, else simulation.host_time_scale,
 // else the GPU architecture's in data/efficiency.yaml (0 = not modelled).
-double host_time_scale(const spec::JobSpec& job);
+double host_time_scale(const catalog::Catalog& catalog, const spec::JobSpec& job);
 
 // record_ranks: ranks whose timelines are kept (trace, breakdown).
 // progress: the engine's ("simulating"), for a big job's progress bar.
-Simulation run_simulation(const spec::JobSpec& job, const std::vector<int>& record_ranks,
-                          const ProgressFn& progress = {});
+Simulation run_simulation(const catalog::Catalog& catalog, const spec::JobSpec& job,
+                          const std::vector<int>& record_ranks, const ProgressFn& progress = {});
 
 // Runs a workload whose compute durations are already set (a traced one: measured) on its job's cluster, with the
 // job's communication and overlap models.
-Simulation run_workload(workload::Workload w, const std::vector<int>& record_ranks, const ProgressFn& progress = {});
+Simulation run_workload(const catalog::Catalog& catalog, workload::Workload w, const std::vector<int>& record_ranks,
+                        const ProgressFn& progress = {});
 
 }  // namespace stepsim::sim

@@ -14,6 +14,7 @@
 #include "stepsim/spec/megatron_args.hpp"
 #include "stepsim/spec/pipeline_split.hpp"
 #include "stepsim/spec/yaml_reader.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::spec {
 
@@ -442,7 +443,7 @@ ClusterSpec read_cluster(StrictSection s) {
   // The GPU's own NVLink (or PCIe) rate from the catalog: an A100 node is not an H100 node.
   double gpu_link_GBps = 0;
   try {
-    gpu_link_GBps = hw::GpuCatalog::builtin().find(c.gpu).intra_node_GBps;
+    gpu_link_GBps = catalog::shipped().gpu(c.gpu).intra_node_GBps;
   } catch (const InputError& e) {
     throw InputError(s.source() + ": " + e.what());  // the file that names the GPU
   }

@@ -7,6 +7,7 @@
 #include "stepsim/spec/input_error.hpp"
 #include "stepsim/spec/job_loader.hpp"
 #include "stepsim/spec/pipeline_split.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::spec {
 
@@ -71,7 +72,7 @@ void validate(JobSpec& job) {
   // --- cluster
   const hw::GpuSpec* found = nullptr;
   try {
-    found = &hw::GpuCatalog::builtin().find(c.gpu);
+    found = &catalog::shipped().gpu(c.gpu);
   } catch (const InputError& e) {
     throw InputError(src + ": " + e.what());
   }
@@ -219,8 +220,8 @@ void validate(JobSpec& job) {
                                               s(int64_t{t.fp8_bf16_first_layers} + t.fp8_bf16_last_layers) +
                                               ") exceed model.num_layers (" + s(m.num_layers) + ")");
   }
-  if (t.fp8_recipe == Fp8Recipe::Mxfp8 && gpu.arch != "blackwell") {
-    fail("training.fp8_recipe", "mxfp8 needs a Blackwell GPU (" + gpu.name + " is " + gpu.arch + ")");
+  if (t.fp8_recipe == Fp8Recipe::Mxfp8 && gpu.arch != hw::GpuArch::Blackwell) {
+    fail("training.fp8_recipe", "mxfp8 needs a Blackwell GPU (" + gpu.name + " is " + hw::name_of(gpu.arch) + ")");
   }
   if (t.precision == Precision::Fp8 && gpu.fp8_flops <= 0) {
     fail("training.precision", "fp8 is not supported by GPU " + gpu.name);

@@ -6,6 +6,7 @@
 
 #include "stepsim/cost/efficiency_table.hpp"
 #include "stepsim/validate/run_job.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::validate {
 namespace {
@@ -103,7 +104,7 @@ ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOp
     if (!half_clock || !half_attention) continue;
     RunResponse rr;
     rr.id = x.id;
-    rr.arch = gpu_of(*by_id.at(x.id)).arch;
+    rr.arch = hw::name_of(gpu_of(*by_id.at(x.id)).arch);
     rr.kind = x.kind;
     rr.measured = x.measured_step_time_s;
     // T(1, 1) = a + b + c, T(0.5, 1) = a + 2b + 2c, T(1, 0.5) = a + b + 2c. Clamped at 0: an overlap can make a
@@ -118,7 +119,7 @@ ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOp
     ArchFit f;
     f.arch = arch;
     f.runs = static_cast<int>(rs.size());
-    const double current = cost::EfficiencyCatalog::builtin().resolve_arch(arch).sustained_clock;
+    const double current = catalog::shipped().efficiency.resolve_arch(arch).sustained_clock;
     double attention = 0, total = 0;
     for (const auto& r : rs) {
       attention += r.c;

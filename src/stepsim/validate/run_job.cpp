@@ -9,6 +9,7 @@
 
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/spec/input_error.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::validate {
 namespace {
@@ -140,7 +141,7 @@ int64_t microbatches_per_pipeline(const PublishedRun& r) {
 
 const hw::GpuSpec& gpu_of(const PublishedRun& r) {
   try {
-    return hw::GpuCatalog::builtin().find(gpu_name(r.gpu));
+    return catalog::shipped().gpu(gpu_name(r.gpu));
   } catch (const InputError& e) {
     throw InputError("column gpu: " + std::string(e.what()));
   }
@@ -440,7 +441,7 @@ RunJob job_for_run(const PublishedRun& r) {
   const int gpn = std::min(r.gpus_per_node.value_or(8), r.num_gpus);
   c["gpus_per_node"] = gpn;
   if (!r.gpus_per_node) assume("gpus_per_node not stated: 8");
-  const bool hopper_or_later = gpu.arch == "hopper" || gpu.arch == "blackwell";
+  const bool hopper_or_later = gpu.arch >= hw::GpuArch::Hopper;
   const double intra = r.intra_node_bw_GBps.value_or(gpu.intra_node_GBps);  // the GPU's NVLink (data/gpus.yaml)
   const double inter = r.inter_node_bw_Gbps_per_gpu.value_or(hopper_or_later ? 400 : 200);
   if (!r.intra_node_bw_GBps) assume("intra_node_bw not stated: " + std::to_string(static_cast<int>(intra)) + " GB/s (NVLink of the GPU)");

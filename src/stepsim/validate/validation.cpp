@@ -37,7 +37,7 @@ Simulated simulate_row(const PublishedRun& run, const RunJob& rj, const Validati
     root["training"]["recompute"] = choices[i];
     spec::apply_overrides(root, o.overrides);
     const spec::JobSpec job = spec::job_from_node(root, source, o.overrides);
-    const sim::Simulation s = sim::run_simulation(job, {0});
+    const sim::Simulation s = sim::run_simulation(catalog::shipped(), job, {0});
     out.summary = report::summarize(s, 0);
     out.kind = sim::calibration_kind(job);
     out.recompute = spec::name_of(job.training.recompute);
@@ -122,7 +122,7 @@ ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const Vali
         row.breakdown = sim.summary.breakdown;
         row.kind = sim.kind;
         row.notes = sim.summary.notes;
-        row.arch = gpu_of(run).arch;
+        row.arch = hw::name_of(gpu_of(run).arch);
         row.interval_s = sim.summary.step_time_interval_s;
         row.error = (row.predicted_step_time_s - row.measured_step_time_s) / row.measured_step_time_s;
         done[i] = std::move(row);

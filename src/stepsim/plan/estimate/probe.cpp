@@ -45,7 +45,7 @@ struct ProbeShape {
 };
 ProbeShape probe_shape(const spec::JobSpec& base, const ProbeKey& k) {
   ProbeShape s;
-  s.host_scale = sim::host_time_scale(base);
+  s.host_scale = sim::host_time_scale(catalog::shipped(), base);
   s.replay_host = s.host_scale > 0 && base.model.moe.has_value();
   s.host_lead = !k.ep_overlap && s.replay_host;
   s.microbatches = k.ep_overlap || s.host_lead ? 2 : 1;
