@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include "stepsim/cost/collective_model.hpp"
+#include "stepsim/catalog/catalog.hpp"
 #include "stepsim/cost/compute_model.hpp"
 #include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/sim/engine.hpp"
