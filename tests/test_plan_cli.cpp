@@ -37,6 +37,19 @@ TEST(PlanCli, BadInputExitsTwoWithOneLine) {
   expect_one_line_error("plan " + fp8 + " --fp8-recipes delayed,fastest", "'fastest' is not one of");
 }
 
+// A zero or negative count is refused, never read as "the job's own" (issue 48 item 5).
+TEST(PlanCli, ZeroOrNegativeCountsAreRefused) {
+  const std::string job = tiny_job();
+  for (const std::string flag : {"--gpus", "--global-batch"}) {
+    expect_one_line_error("plan " + job + " " + flag + " -1", flag);
+    expect_one_line_error("plan " + job + " " + flag + " 0", flag);
+  }
+  expect_one_line_error("plan " + job + " --global-batch -32", "--global-batch");
+  expect_one_line_error("plan " + job + " --memory-map --gpus -8", "--gpus");
+  expect_one_line_error("plan " + job + " --threads -2", "--threads");
+  expect_one_line_error("simulate " + job + " --workload " + test::temp_dir() + " --step -1", "--step");
+}
+
 // A job's pipeline layout pins one pipeline x virtual-stage shape; the planner replaces it with each plan's own
 // split, as it does an explicit pipeline_layers list: both jobs are searched over the same plans.
 TEST(PlanCli, PipelineLayoutDoesNotNarrowTheSearch) {

@@ -15,9 +15,17 @@ void check_finite(const std::string& flag, double v, double lo) {
   }
 }
 
+// 0 (or absent) means the job's own value; a negative count is a mistake, never "the default".
+void check_counts(int gpus, int64_t global_batch) {
+  if (gpus < 0) throw InputError("--gpus " + std::to_string(gpus) + ": must be a positive GPU count");
+  if (global_batch < 0)
+    throw InputError("--global-batch " + std::to_string(global_batch) + ": must be a positive number of sequences");
+}
+
 }  // namespace
 
 PlanOutput plan(const PlanOptions& o, const plan::Distribution& dist) {
+  check_counts(o.gpus, o.global_batch);
   const spec::JobSpec base = load_job(o.job);
   const int gpus = o.gpus > 0 ? o.gpus : base.cluster.num_gpus;
   const int64_t gbs = o.global_batch > 0 ? o.global_batch : base.training.global_batch_size;
@@ -68,6 +76,7 @@ PlanOutput plan(const PlanOptions& o, const plan::Distribution& dist) {
 }
 
 MemoryMapOutput memory_map(const JobInput& job, int gpus, int64_t global_batch) {
+  check_counts(gpus, global_batch);
   const spec::JobSpec base = load_job(job);
   MemoryMapOutput out;
   out.gpus = gpus > 0 ? gpus : base.cluster.num_gpus;

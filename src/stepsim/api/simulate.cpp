@@ -61,6 +61,7 @@ SimulateOutput simulate(const SimulateOptions& o) {
   } else if (!o.trace_ranks.empty()) {
     throw InputError("--trace-ranks needs --trace OUT.trace.json or --memory-csv OUT.csv");
   }
+  if (o.step < -1) throw InputError("--step " + std::to_string(o.step) + ": must be a ProfilerStep number >= 0");
   if (o.workload_dir.empty() && (o.step >= 0 || o.no_host_gaps)) {
     throw InputError(std::string(o.step >= 0 ? "--step" : "--no-host-gaps") + " needs --workload DIR");
   }

@@ -109,11 +109,14 @@ Action add_plan(CLI::App& app) {
   api::PlanOptions& a = o->api;
   CLI::App* cmd = app.add_subcommand("plan", "search parallel plans (TP/PP/DP/CP/EP, micro-batch, recompute, optimizer)");
   add_job_options(*cmd, a.job);
-  cmd->add_option("--gpus", a.gpus, "GPU count to plan for (default: the job's cluster.num_gpus)");
-  cmd->add_option("--global-batch", a.global_batch, "global batch in sequences (default: the job's)");
+  cmd->add_option("--gpus", a.gpus, "GPU count to plan for (default: the job's cluster.num_gpus)")
+      ->check(whole_number_at_least(1));
+  cmd->add_option("--global-batch", a.global_batch, "global batch in sequences (default: the job's)")
+      ->check(whole_number_at_least(1));
   cmd->add_option("--top", a.top, "plans to report (default 10)");
   cmd->add_option("--simulate", a.simulate, "best estimates re-timed by the engine (default 2)");
-  cmd->add_option("--threads", a.threads, "worker threads (default 0 = all cores)");
+  cmd->add_option("--threads", a.threads, "worker threads (default 0 = all cores)")
+      ->check(whole_number_at_least(0));
   cmd->add_option("--memory-margin", a.memory_margin,
                   "fraction of GPU memory kept free: plans above capacity x (1 - margin) rank after the others as at "
                   "risk (default 0.05; 0 = rank by the objective alone)")

@@ -70,7 +70,8 @@ Action add_simulate(CLI::App& app) {
                 "exit 2 when the job does not fit the GPU memory (by default it is reported first and the exit is 0)");
   cmd->add_option("--workload", o->workload_dir,
                   "trace-driven: replay the traced ranks in DIR (stepsim trace import/extrapolate, python3 -m stepsim.trace)");
-  cmd->add_option("--step", o->step, "with --workload: the ProfilerStep of imported traces to replay (default: last)");
+  cmd->add_option("--step", o->step, "with --workload: the ProfilerStep of imported traces to replay (default: last)")
+      ->check(whole_number_at_least(0));
   cmd->add_flag("--no-host-gaps", o->no_host_gaps,
                 "with --workload: drop the measured CPU-bound gaps between kernels (a GPU-bound prediction)");
   auto all_ranks = std::make_shared<bool>(false);

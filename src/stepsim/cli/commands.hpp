@@ -33,6 +33,9 @@ CLI::Validator output_file();
 // The same for an output folder (created with its missing parents): refuses an existing path that is not a folder
 // and a folder that cannot be written or created (its nearest existing ancestor not a writable folder).
 CLI::Validator output_folder();
+// CLI11 check on a whole-number option: at least `min` (1 for a count, 0 for an index), so that a zero or negative
+// value given by hand is refused rather than read as the option's default.
+CLI::Validator whole_number_at_least(long long min);
 
 // Now, UTC, ISO 8601 ("2026-11-25T18:03:45Z"): the `created` of calibration rows.
 std::string utc_now_iso();

@@ -2,6 +2,7 @@
 
 #include <ctime>
 #include <filesystem>
+#include <string>
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -61,6 +62,23 @@ CLI::Validator output_folder() {
         return "";
       },
       "DIR", "output folder");
+}
+
+CLI::Validator whole_number_at_least(long long min) {
+  return CLI::Validator(
+      [min](std::string& value) -> std::string {
+        long long v = 0;
+        size_t used = 0;
+        try {
+          v = std::stoll(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != value.size()) return "must be a whole number, got '" + value + "'";
+        if (v < min) return "must be at least " + std::to_string(min) + ", got " + value;
+        return "";
+      },
+      "INT", "whole number");
 }
 
 void write_output_file(const std::string& path, const std::string& text, const std::string& what) {
