@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "stepsim/profile/align.hpp"
+#include "stepsim/ingest/profile/align.hpp"
 
 namespace {
 

@@ -2,12 +2,12 @@
 // TP 8, PP 8 and growing data parallelism. Run: ./build/bench_engine
 #include <benchmark/benchmark.h>
 
-#include "stepsim/cost/collective_model.hpp"
+#include "stepsim/cost/collective/collective_model.hpp"
+#include "stepsim/cost/compute/compute_model.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/catalog/catalog.hpp"
-#include "stepsim/cost/compute_model.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
 #include "stepsim/sim/engine.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 
 #include <numeric>
 
-#include "stepsim/cost/flow_collectives.hpp"
+#include "stepsim/cost/collective/flow_collectives.hpp"
 
 namespace {
 

@@ -20,9 +20,9 @@
 #include "stepsim/plan/plan_space.hpp"
 #include "stepsim/plan/planner.hpp"
 #include "stepsim/report/summary.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 
 namespace {
 

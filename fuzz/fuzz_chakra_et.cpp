@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "stepsim/chakra/et_file.hpp"
-#include "stepsim/chakra/et_import.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/ingest/chakra/et_file.hpp"
+#include "stepsim/ingest/chakra/et_import.hpp"
+#include "stepsim/io/input_error.hpp"
 
 #include "fuzz_support.hpp"
 

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/trace/execution_trace.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/ingest/trace/execution_trace.hpp"
 
 #include "fuzz_support.hpp"
 

@@ -7,8 +7,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "stepsim/spec/hf_config.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/input/hf_config.hpp"
+#include "stepsim/io/input_error.hpp"
 
 #include "fuzz_support.hpp"
 

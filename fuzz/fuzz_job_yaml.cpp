@@ -9,8 +9,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 
 #include "fuzz_support.hpp"

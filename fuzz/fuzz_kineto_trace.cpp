@@ -3,9 +3,9 @@
 #include <cstdint>
 #include <string>
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/trace/kineto_trace.hpp"
-#include "stepsim/trace/trace_program.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/ingest/trace/kineto_trace.hpp"
+#include "stepsim/ingest/trace/trace_program.hpp"
 
 #include "fuzz_support.hpp"
 

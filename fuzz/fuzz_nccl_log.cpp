@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <string>
 
-#include "stepsim/profile/nccl_kernel_name.hpp"
-#include "stepsim/profile/nccl_log.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/ingest/profile/nccl_kernel_name.hpp"
+#include "stepsim/ingest/profile/nccl_log.hpp"
+#include "stepsim/io/input_error.hpp"
 
 #include "fuzz_support.hpp"
 

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/cost/nccl_fit.hpp"
-#include "stepsim/cost/nccl_records.hpp"
-#include "stepsim/cost/nccl_tests_reader.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/calibrate/nccl_fit.hpp"
+#include "stepsim/calibrate/nccl_records.hpp"
+#include "stepsim/calibrate/nccl_tests_reader.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 
 #include "fuzz_support.hpp"
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "stepsim/profile/nsys_db.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/ingest/profile/nsys_db.hpp"
+#include "stepsim/io/input_error.hpp"
 
 #include "fuzz_support.hpp"
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "stepsim/validate/published_run.hpp"
 #include "stepsim/validate/run_job.hpp"
 

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "stepsim/overlap/slowdown_dataset.hpp"
-#include "stepsim/overlap/slowdown_features.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/cost/overlap/learned/slowdown_dataset.hpp"
+#include "stepsim/cost/overlap/learned/slowdown_features.hpp"
+#include "stepsim/io/input_error.hpp"
 
 #include "fuzz_support.hpp"
 

@@ -6,11 +6,11 @@
 #include <string>
 
 #include "stepsim/sim/engine.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
-#include "stepsim/trace/trace_workload.hpp"
-#include "stepsim/trace/workload_dir.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
+#include "stepsim/ingest/trace/trace_workload.hpp"
+#include "stepsim/ingest/trace/workload_dir.hpp"
 
 #include "fuzz_support.hpp"
 

@@ -12,8 +12,8 @@
 #include <tuple>
 #include <vector>
 
-#include "stepsim/cost/collective_model.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/cost/collective/collective_model.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/op.hpp"
 
 #ifndef STEPSIM_SHARED_DIR

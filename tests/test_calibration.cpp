@@ -13,13 +13,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "stepsim/cost/box_lsq.hpp"
-#include "stepsim/cost/nccl_calibration.hpp"
-#include "stepsim/cost/nccl_fit.hpp"
-#include "stepsim/hw/calibration_store.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/calibrate/box_lsq.hpp"
+#include "stepsim/calibrate/nccl_calibration.hpp"
+#include "stepsim/calibrate/nccl_fit.hpp"
+#include "stepsim/calibrate/calibration_store.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {

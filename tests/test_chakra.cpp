@@ -8,11 +8,11 @@
 #include <set>
 #include <zlib.h>
 
-#include "stepsim/chakra/et_export.hpp"
-#include "stepsim/chakra/et_file.hpp"
-#include "stepsim/chakra/et_import.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/ingest/chakra/et_export.hpp"
+#include "stepsim/ingest/chakra/et_file.hpp"
+#include "stepsim/ingest/chakra/et_import.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 using namespace stepsim;

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "stepsim/api/comm.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/cost/nccl_tests_reader.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/calibrate/nccl_tests_reader.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {

@@ -9,11 +9,11 @@
 
 #include <sqlite3.h>
 
-#include "stepsim/cost/efficiency_table.hpp"
-#include "stepsim/hw/calibration_store.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/catalog/efficiency_table.hpp"
+#include "stepsim/calibrate/calibration_store.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/report/summary.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "stepsim/validate/compute_fit.hpp"
 #include "test_util.hpp"
 

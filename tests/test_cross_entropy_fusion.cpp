@@ -5,8 +5,8 @@
 
 #include <map>
 
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/megatron_args.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/input/megatron_args.hpp"
 #include "stepsim/validate/published_run.hpp"
 #include "stepsim/validate/run_job.hpp"
 #include "stepsim/workload/megatron_builder.hpp"

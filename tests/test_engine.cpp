@@ -7,7 +7,7 @@
 
 #include "stepsim/report/breakdown.hpp"
 #include "stepsim/report/summary.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {

@@ -10,8 +10,8 @@
 
 #include "stepsim/sim/contended_network.hpp"
 #include "stepsim/sim/engine.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 

@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "stepsim/report/breakdown.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/schedule.hpp"
 #include "test_util.hpp"

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "stepsim/extrapolate/ddp_buckets.hpp"
-#include "stepsim/extrapolate/op_regression.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/ingest/extrapolate/ddp_buckets.hpp"
+#include "stepsim/ingest/extrapolate/op_regression.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::extrapolate {

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "stepsim/cost/flow_collectives.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/cost/collective/flow_collectives.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {

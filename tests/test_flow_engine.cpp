@@ -8,13 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "stepsim/cost/flow_collectives.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/hw/topology.hpp"
+#include "stepsim/cost/collective/flow_collectives.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/topology/topology.hpp"
 #include "stepsim/sim/engine.hpp"
 #include "stepsim/sim/flow_contended_network.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 

@@ -5,8 +5,8 @@
 
 #include <functional>
 
-#include "stepsim/cost/flow_network.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/net/flow_network.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {

@@ -3,10 +3,10 @@
 // layer, router and attention in bf16; recipes change the cast's bytes. Hand-computed bytes.
 #include <gtest/gtest.h>
 
-#include "stepsim/cost/compute_model.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/cost/compute/compute_model.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/model_dims.hpp"
 #include "test_util.hpp"

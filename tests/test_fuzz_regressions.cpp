@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 
 namespace stepsim {

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/io/input_error.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 // main grads: beta 2, gamma 4).
 #include <gtest/gtest.h>
 
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 

@@ -14,9 +14,9 @@
 #include <filesystem>
 #include <yaml-cpp/yaml.h>
 
-#include "stepsim/spec/hf_config.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/input/hf_config.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "test_util.hpp"
 
 namespace {

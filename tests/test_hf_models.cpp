@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/model_dims.hpp"
 #include "test_util.hpp"
 

@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "stepsim/cost/host_issue.hpp"
+#include "stepsim/cost/compute/host_issue.hpp"
 #include "stepsim/sim/engine.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 

@@ -5,11 +5,11 @@
 #include <map>
 #include <string>
 
-#include "stepsim/cost/efficiency_table.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/catalog/efficiency_table.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/report/breakdown.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/megatron_args.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/input/megatron_args.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {

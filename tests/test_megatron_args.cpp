@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/megatron_args.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/megatron_args.hpp"
 
 namespace {
 

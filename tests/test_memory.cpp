@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stepsim/report/memory_report.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/static_memory.hpp"
 #include "test_util.hpp"

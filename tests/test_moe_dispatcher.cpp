@@ -8,14 +8,14 @@
 #include <iterator>
 #include <map>
 
-#include "stepsim/cost/compute_model.hpp"
-#include "stepsim/cost/csv_table.hpp"
-#include "stepsim/cost/efficiency_table.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/cost/compute/compute_model.hpp"
+#include "stepsim/io/csv_table.hpp"
+#include "stepsim/catalog/efficiency_table.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/report/breakdown.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/megatron_args.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/megatron_args.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 

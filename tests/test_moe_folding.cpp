@@ -5,8 +5,8 @@
 
 #include <set>
 
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/rank_layout.hpp"
 #include "test_util.hpp"
 

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "stepsim/report/summary.hpp"
-#include "stepsim/sim/moe_host_note.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/moe_host_note.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {

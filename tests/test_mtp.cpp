@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/megatron_args.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/input/megatron_args.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/model_dims.hpp"
 #include "test_util.hpp"

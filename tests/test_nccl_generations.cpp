@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "stepsim/cost/nccl_model.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/cost/collective/nccl_model.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::cost {

@@ -2,10 +2,10 @@
 // shared/data/nccl_model_facts.md §6), and the model inside a simulated step.
 #include <gtest/gtest.h>
 
-#include "stepsim/cost/nccl_model.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/cost/collective/nccl_model.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::cost {

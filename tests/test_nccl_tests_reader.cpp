@@ -5,10 +5,10 @@
 #include <fstream>
 #include <string>
 
-#include "stepsim/cost/nccl_records.hpp"
-#include "stepsim/cost/nccl_tests_reader.hpp"
-#include "stepsim/cost/nccl_tests_text.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/calibrate/nccl_records.hpp"
+#include "stepsim/calibrate/nccl_tests_reader.hpp"
+#include "stepsim/calibrate/nccl_tests_text.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::cost {

@@ -3,7 +3,7 @@
 // against closed forms of shared/data/nccl_model_facts.md §5.
 #include <gtest/gtest.h>
 
-#include "stepsim/cost/nccl_tuner.hpp"
+#include "stepsim/cost/collective/nccl_tuner.hpp"
 
 namespace stepsim::cost {
 namespace {

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <string>
 
-#include "stepsim/cost/nccl_tuner_table.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/catalog/nccl_tuner_table.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 namespace {

@@ -7,13 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "stepsim/cost/overlap_coefficients.hpp"
-#include "stepsim/cost/overlap_sm_share.hpp"
+#include "stepsim/cost/overlap/overlap_coefficients.hpp"
+#include "stepsim/cost/overlap/overlap_sm_share.hpp"
 #include "stepsim/report/breakdown.hpp"
 #include "stepsim/report/summary.hpp"
 #include "stepsim/sim/engine.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 

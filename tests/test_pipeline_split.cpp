@@ -2,8 +2,8 @@
 // account-for-embedding/loss and first/last-stage keys, and the errors that name the key.
 #include <gtest/gtest.h>
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/pipeline_split.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/job/pipeline_split.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::spec {

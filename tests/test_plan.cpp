@@ -9,11 +9,11 @@
 
 #include <gtest/gtest.h>
 
-#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/plan/plan_report.hpp"
 #include "stepsim/plan/planner.hpp"
 #include "stepsim/report/summary.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 

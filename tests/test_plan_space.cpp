@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "stepsim/plan/plan_space.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {

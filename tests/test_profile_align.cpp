@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "stepsim/profile/align.hpp"
+#include "stepsim/ingest/profile/align.hpp"
 
 namespace stepsim::profile {
 namespace {

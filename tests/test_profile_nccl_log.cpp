@@ -7,9 +7,9 @@
 #include <map>
 #include <string>
 
-#include "stepsim/profile/nccl_kernel_name.hpp"
-#include "stepsim/profile/nccl_log.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/ingest/profile/nccl_kernel_name.hpp"
+#include "stepsim/ingest/profile/nccl_log.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::profile {

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "stepsim/profile/nsys_db.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/ingest/profile/nsys_db.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::profile {

@@ -11,10 +11,10 @@
 #include <sstream>
 
 #include "stepsim/api/profile_nccl.hpp"
-#include "stepsim/profile/clock_sync.hpp"
-#include "stepsim/profile/profile_outputs.hpp"
-#include "stepsim/profile/profile.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/ingest/profile/clock_sync.hpp"
+#include "stepsim/ingest/profile/profile_outputs.hpp"
+#include "stepsim/ingest/profile/profile.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::profile {

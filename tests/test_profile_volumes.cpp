@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <sstream>
 
-#include "stepsim/profile/profile.hpp"
-#include "stepsim/profile/profile_outputs.hpp"
-#include "stepsim/profile/volume_model.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/ingest/profile/profile.hpp"
+#include "stepsim/ingest/profile/profile_outputs.hpp"
+#include "stepsim/ingest/profile/volume_model.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::profile {

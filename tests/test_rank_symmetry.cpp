@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "stepsim/report/summary.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {

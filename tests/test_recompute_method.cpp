@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "stepsim/spec/megatron_args.hpp"
+#include "stepsim/input/megatron_args.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 

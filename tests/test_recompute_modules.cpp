@@ -4,8 +4,8 @@
 
 #include <map>
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/megatron_args.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/megatron_args.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 

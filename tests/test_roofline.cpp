@@ -11,11 +11,11 @@
 #include <functional>
 #include <string>
 
-#include "stepsim/cost/compute_model.hpp"
-#include "stepsim/cost/csv_table.hpp"
-#include "stepsim/cost/efficiency_table.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/cost/compute/compute_model.hpp"
+#include "stepsim/io/csv_table.hpp"
+#include "stepsim/catalog/efficiency_table.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/io/input_error.hpp"
 
 namespace {
 

@@ -11,13 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "stepsim/overlap/slowdown_dataset.hpp"
-#include "stepsim/overlap/slowdown_features.hpp"
-#include "stepsim/overlap/slowdown_metrics.hpp"
-#include "stepsim/overlap/slowdown_report.hpp"
-#include "stepsim/overlap/slowdown_training.hpp"
-#include "stepsim/overlap/xgboost_overlap_model.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/cost/overlap/learned/slowdown_dataset.hpp"
+#include "stepsim/cost/overlap/learned/slowdown_features.hpp"
+#include "stepsim/cost/overlap/learned/slowdown_metrics.hpp"
+#include "stepsim/cost/overlap/learned/slowdown_report.hpp"
+#include "stepsim/cost/overlap/learned/slowdown_training.hpp"
+#include "stepsim/cost/overlap/learned/xgboost_overlap_model.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {

@@ -3,7 +3,7 @@
 // all-reduces the optimizer waits for. Bytes are hand-counted; the exchange's time is the alpha-beta closed form.
 #include <gtest/gtest.h>
 
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 

@@ -7,8 +7,8 @@
 #include <functional>
 #include <set>
 
-#include "stepsim/hw/topology.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/topology/topology.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {

@@ -2,11 +2,11 @@
 // per layer and direction, the SMs the communication takes from the GEMM (closed form), and the step it gives.
 #include <gtest/gtest.h>
 
-#include "stepsim/cost/compute_model.hpp"
-#include "stepsim/cost/efficiency_table.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/cost/compute/compute_model.hpp"
+#include "stepsim/catalog/efficiency_table.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <fstream>
 
-#include "stepsim/trace/execution_trace.hpp"
-#include "stepsim/trace/trace_import.hpp"
+#include "stepsim/ingest/trace/execution_trace.hpp"
+#include "stepsim/ingest/trace/trace_import.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::trace {

@@ -4,10 +4,10 @@
 // independently of this reader (the one-liners are in the comments).
 #include <gtest/gtest.h>
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/trace/kernel_naming.hpp"
-#include "stepsim/trace/kineto_trace.hpp"
-#include "stepsim/trace/trace_program.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/ingest/trace/kernel_naming.hpp"
+#include "stepsim/ingest/trace/kineto_trace.hpp"
+#include "stepsim/ingest/trace/trace_program.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::trace {

@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/trace/trace_workload.hpp"
-#include "stepsim/trace/workload_dir.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/ingest/trace/trace_workload.hpp"
+#include "stepsim/ingest/trace/workload_dir.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::trace {

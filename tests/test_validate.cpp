@@ -9,12 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "stepsim/validate/published_run.hpp"
 #include "stepsim/validate/run_job.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
-#include "stepsim/cost/efficiency_table.hpp"
+#include "stepsim/catalog/efficiency_table.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::validate {

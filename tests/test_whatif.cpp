@@ -8,8 +8,8 @@
 
 #include "stepsim/plan/reliability.hpp"
 #include "stepsim/plan/whatif.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::plan {

@@ -6,8 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "stepsim/cost/csv_table.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/io/csv_table.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/working_memory.hpp"
 #include "test_util.hpp"

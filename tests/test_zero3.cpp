@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "stepsim/report/summary.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/model_dims.hpp"
 #include "stepsim/workload/static_memory.hpp"

@@ -16,9 +16,9 @@
 #include "stepsim/api/simulate.hpp"
 #include "stepsim/api/validate.hpp"
 #include "stepsim/api/whatif.hpp"
-#include "stepsim/profile/profile_outputs.hpp"
+#include "stepsim/ingest/profile/profile_outputs.hpp"
 #include "stepsim/report/memory_report.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 
 namespace py = pybind11;

@@ -3,9 +3,9 @@
 #include <optional>
 
 #include "stepsim/api/calibrate_comm_report.hpp"
-#include "stepsim/cost/nccl_calibration.hpp"
-#include "stepsim/hw/calibration_store.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/calibrate/nccl_calibration.hpp"
+#include "stepsim/calibrate/calibration_store.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::api {

@@ -14,12 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "stepsim/cost/nccl_records.hpp"
-#include "stepsim/cost/nccl_tests_reader.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/input_file.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/calibrate/nccl_records.hpp"
+#include "stepsim/calibrate/nccl_tests_reader.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/io/input_file.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::api {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/cost/nccl_fit.hpp"
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/calibrate/nccl_fit.hpp"
+#include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::api {
 

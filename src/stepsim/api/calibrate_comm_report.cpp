@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "stepsim/hw/calibration_store.hpp"
+#include "stepsim/calibrate/calibration_store.hpp"
 #include "stepsim/report/text_format.hpp"
 #include "stepsim/catalog/catalog.hpp"
 

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "stepsim/api/calibrate_comm_input.hpp"
-#include "stepsim/cost/nccl_fit.hpp"
-#include "stepsim/hw/calibration_store.hpp"
+#include "stepsim/calibrate/nccl_fit.hpp"
+#include "stepsim/calibrate/calibration_store.hpp"
 
 namespace stepsim::api {
 

@@ -1,6 +1,6 @@
 #include "stepsim/api/calibrate_compute.hpp"
 
-#include "stepsim/hw/calibration_store.hpp"
+#include "stepsim/calibrate/calibration_store.hpp"
 
 namespace stepsim::api {
 

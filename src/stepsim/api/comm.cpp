@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "stepsim/api/size_range.hpp"
-#include "stepsim/cost/collective_model.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/cost/collective/collective_model.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 
 namespace stepsim::api {
 namespace {

@@ -1,8 +1,8 @@
 #include "stepsim/api/job_input.hpp"
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
-#include "stepsim/spec/megatron_args.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
+#include "stepsim/input/megatron_args.hpp"
 
 namespace stepsim::api {
 

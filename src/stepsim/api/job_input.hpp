@@ -8,7 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::api {
 

@@ -2,7 +2,7 @@
 
 #include <fstream>
 
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 
 namespace stepsim::api {
 

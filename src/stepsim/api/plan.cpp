@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "stepsim/report/command_reports.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 
 namespace stepsim::api {
 

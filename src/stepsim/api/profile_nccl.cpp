@@ -1,10 +1,10 @@
 #include "stepsim/api/profile_nccl.hpp"
 
-#include "stepsim/profile/nccl_log.hpp"
-#include "stepsim/profile/nsys_db.hpp"
-#include "stepsim/profile/parallelism_sizes.hpp"
-#include "stepsim/profile/volume_model.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/ingest/profile/nccl_log.hpp"
+#include "stepsim/ingest/profile/nsys_db.hpp"
+#include "stepsim/ingest/profile/parallelism_sizes.hpp"
+#include "stepsim/ingest/profile/volume_model.hpp"
+#include "stepsim/io/input_error.hpp"
 
 namespace stepsim::api {
 

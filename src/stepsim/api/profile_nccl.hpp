@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/profile/profile.hpp"
+#include "stepsim/ingest/profile/profile.hpp"
 
 namespace stepsim::api {
 

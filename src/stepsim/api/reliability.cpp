@@ -8,8 +8,8 @@
 
 #include "stepsim/report/command_reports.hpp"
 #include "stepsim/report/summary.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/report/text_format.hpp"
 
 namespace stepsim::api {

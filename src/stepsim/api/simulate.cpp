@@ -7,10 +7,10 @@
 #include "stepsim/report/html_report.hpp"
 #include "stepsim/report/memory_series.hpp"
 #include "stepsim/sim/engine.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/rank_list.hpp"
-#include "stepsim/trace/trace_workload.hpp"
-#include "stepsim/trace/workload_dir.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/job/rank_list.hpp"
+#include "stepsim/ingest/trace/trace_workload.hpp"
+#include "stepsim/ingest/trace/workload_dir.hpp"
 
 namespace stepsim::api {
 

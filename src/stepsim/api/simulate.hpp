@@ -9,7 +9,7 @@
 
 #include "stepsim/api/job_input.hpp"
 #include "stepsim/report/summary.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 
 namespace stepsim::api {
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "stepsim/report/text_format.hpp"
 
 namespace stepsim::api {

@@ -6,10 +6,10 @@
 // and the calibration store stay files a job names (simulation.overlap_file, simulation.calibration_store).
 #include <string>
 
-#include "stepsim/cost/efficiency_table.hpp"
-#include "stepsim/cost/nccl_params.hpp"
-#include "stepsim/cost/nccl_tuner_table.hpp"
-#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/catalog/efficiency_table.hpp"
+#include "stepsim/catalog/nccl_params.hpp"
+#include "stepsim/catalog/nccl_tuner_table.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
 
 namespace stepsim::catalog {
 

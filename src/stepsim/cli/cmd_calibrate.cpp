@@ -7,8 +7,8 @@
 #include "stepsim/api/calibrate_comm.hpp"
 #include "stepsim/api/calibrate_comm_report.hpp"
 #include "stepsim/cli/commands.hpp"
-#include "stepsim/hw/calibration_store.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/calibrate/calibration_store.hpp"
+#include "stepsim/io/input_error.hpp"
 
 namespace stepsim::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/cli/load_job.hpp"
 #include "stepsim/report/memory_report.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 
 namespace stepsim::cli {

@@ -11,7 +11,7 @@
 #include "stepsim/plan/memory_map.hpp"
 #include "stepsim/plan/plan_report.hpp"
 #include "stepsim/report/progress_bar.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 
 #ifdef STEPSIM_MPI
 #include <mpi.h>

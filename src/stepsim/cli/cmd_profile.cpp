@@ -8,8 +8,8 @@
 #include "stepsim/api/output_file.hpp"
 #include "stepsim/api/profile_nccl.hpp"
 #include "stepsim/cli/commands.hpp"
-#include "stepsim/profile/profile.hpp"
-#include "stepsim/profile/profile_outputs.hpp"
+#include "stepsim/ingest/profile/profile.hpp"
+#include "stepsim/ingest/profile/profile_outputs.hpp"
 
 namespace stepsim::cli {
 namespace {

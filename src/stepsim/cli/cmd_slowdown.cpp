@@ -8,9 +8,9 @@
 #include <iostream>
 #include <memory>
 
-#include "stepsim/overlap/slowdown_report.hpp"
-#include "stepsim/overlap/slowdown_training.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/cost/overlap/learned/slowdown_report.hpp"
+#include "stepsim/cost/overlap/learned/slowdown_training.hpp"
+#include "stepsim/io/input_error.hpp"
 
 namespace stepsim::cli {
 namespace {

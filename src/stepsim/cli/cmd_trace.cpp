@@ -9,16 +9,16 @@
 #include <memory>
 #include <sstream>
 
-#include "stepsim/chakra/et_export.hpp"
-#include "stepsim/chakra/et_import.hpp"
+#include "stepsim/ingest/chakra/et_export.hpp"
+#include "stepsim/ingest/chakra/et_import.hpp"
 #include "stepsim/cli/load_job.hpp"
-#include "stepsim/extrapolate/extrapolate.hpp"
+#include "stepsim/ingest/extrapolate/extrapolate.hpp"
 #include "stepsim/report/progress_bar.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
 
-#include "stepsim/trace/import_output.hpp"
-#include "stepsim/trace/trace_import.hpp"
+#include "stepsim/ingest/trace/import_output.hpp"
+#include "stepsim/ingest/trace/trace_import.hpp"
 
 namespace stepsim::cli {
 namespace {

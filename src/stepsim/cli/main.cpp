@@ -7,7 +7,7 @@
 #include "stepsim/cli/cmd_slowdown.hpp"
 #include "stepsim/cli/cmd_trace.hpp"
 #include "stepsim/cli/commands.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"stepsim: predict the step time, memory and communication of distributed LLM training"};

@@ -3,8 +3,8 @@
 #include "stepsim/compare/measured_step.hpp"
 #include "stepsim/compare/stepsim_trace.hpp"
 #include "stepsim/compare/trace_format.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/trace/kineto_trace.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/ingest/trace/kineto_trace.hpp"
 
 namespace stepsim::compare {
 

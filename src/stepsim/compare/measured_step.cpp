@@ -5,8 +5,8 @@
 
 #include "stepsim/compare/op_type.hpp"
 #include "stepsim/compare/json_text.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/trace/trace_program.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/ingest/trace/trace_program.hpp"
 
 namespace stepsim::compare {
 namespace {

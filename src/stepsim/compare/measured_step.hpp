@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "stepsim/compare/step_trace.hpp"
-#include "stepsim/trace/kineto_trace.hpp"
+#include "stepsim/ingest/trace/kineto_trace.hpp"
 
 namespace stepsim::compare {
 

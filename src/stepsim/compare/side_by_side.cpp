@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "stepsim/compare/json_text.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 
 namespace stepsim::compare {
 namespace {

@@ -8,8 +8,8 @@
 #include <simdjson.h>
 
 #include "stepsim/compare/op_type.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/trace/json_read.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/ingest/trace/json_read.hpp"
 
 namespace stepsim::compare {
 namespace {

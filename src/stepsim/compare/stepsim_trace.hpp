@@ -7,7 +7,7 @@
 #include <string>
 
 #include "stepsim/compare/step_trace.hpp"
-#include "stepsim/trace/text_buffer.hpp"
+#include "stepsim/ingest/trace/text_buffer.hpp"
 
 namespace stepsim::compare {
 

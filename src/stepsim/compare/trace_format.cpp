@@ -2,8 +2,8 @@
 
 #include <simdjson.h>
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/trace/json_read.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/ingest/trace/json_read.hpp"
 
 namespace stepsim::compare {
 

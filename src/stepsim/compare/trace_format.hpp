@@ -4,7 +4,7 @@
 // (Kineto) trace (traceEvents without that generator).
 #include <string>
 
-#include "stepsim/trace/text_buffer.hpp"
+#include "stepsim/ingest/trace/text_buffer.hpp"
 
 namespace stepsim::compare {
 

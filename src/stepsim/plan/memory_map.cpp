@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <sstream>
 
-#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/plan/plan_space.hpp"
 #include "stepsim/report/summary.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/catalog/catalog.hpp"
 

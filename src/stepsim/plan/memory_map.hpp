@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::plan {
 

@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "stepsim/cost/collective_model.hpp"
-#include "stepsim/cost/compute_model.hpp"
+#include "stepsim/cost/collective/collective_model.hpp"
+#include "stepsim/cost/compute/compute_model.hpp"
 #include "stepsim/plan/plan_space.hpp"
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::plan {
 

@@ -3,8 +3,8 @@
 #include <numeric>
 #include <sstream>
 
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 
 namespace stepsim::plan {

@@ -12,12 +12,12 @@
 #include <thread>
 #include <type_traits>
 
-#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/plan/reliability.hpp"
 #include "stepsim/report/summary.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::plan {

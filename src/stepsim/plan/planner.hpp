@@ -12,7 +12,7 @@
 #include "stepsim/plan/plan_estimate.hpp"
 #include "stepsim/plan/plan_space.hpp"
 #include "stepsim/plan/reliability.hpp"
-#include "stepsim/spec/progress.hpp"
+#include "stepsim/io/progress.hpp"
 
 namespace stepsim::plan {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/model_dims.hpp"
 #include "stepsim/workload/static_memory.hpp"
 

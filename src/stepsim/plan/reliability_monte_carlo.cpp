@@ -5,7 +5,7 @@
 #include <random>
 #include <string>
 
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 
 namespace stepsim::plan {
 

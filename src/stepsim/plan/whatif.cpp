@@ -6,8 +6,8 @@
 
 #include "stepsim/plan/reliability.hpp"
 #include "stepsim/report/summary.hpp"
-#include "stepsim/sim/simulation.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/io/input_error.hpp"
 
 namespace stepsim::plan {
 namespace {

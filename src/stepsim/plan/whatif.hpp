@@ -9,7 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "stepsim/plan/reliability.hpp"
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::plan {
 

@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "stepsim/report/breakdown.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 
 namespace stepsim::report {
 

@@ -6,7 +6,7 @@
 #include <ostream>
 #include <string>
 
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 
 namespace stepsim::report {
 

@@ -8,7 +8,7 @@
 
 #include "stepsim/report/html_page.hpp"
 #include "stepsim/report/summary.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 
 namespace stepsim::report {
 

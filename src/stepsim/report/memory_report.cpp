@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/report/summary.hpp"
 #include "stepsim/catalog/catalog.hpp"
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 
 namespace stepsim::report {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "stepsim/spec/progress.hpp"
+#include "stepsim/io/progress.hpp"
 
 namespace stepsim::report {
 

@@ -5,9 +5,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/hw/prediction_interval.hpp"
-#include "stepsim/spec/pipeline_split.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/catalog/prediction_interval.hpp"
+#include "stepsim/job/pipeline_split.hpp"
 
 namespace stepsim::report {
 

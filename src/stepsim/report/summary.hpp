@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stepsim/report/breakdown.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 
 namespace stepsim::report {
 

@@ -13,10 +13,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "stepsim/spec/progress.hpp"
-#include "stepsim/cost/collective_model.hpp"
-#include "stepsim/cost/compute_model.hpp"
-#include "stepsim/cost/overlap_model.hpp"
+#include "stepsim/io/progress.hpp"
+#include "stepsim/cost/collective/collective_model.hpp"
+#include "stepsim/cost/compute/compute_model.hpp"
+#include "stepsim/cost/overlap/overlap_model.hpp"
 #include "stepsim/sim/timeline.hpp"
 #include "stepsim/workload/program.hpp"
 

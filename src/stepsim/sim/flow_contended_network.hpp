@@ -8,9 +8,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "stepsim/cost/flow_collectives.hpp"
-#include "stepsim/cost/flow_network.hpp"
-#include "stepsim/hw/topology.hpp"
+#include "stepsim/cost/collective/flow_collectives.hpp"
+#include "stepsim/net/flow_network.hpp"
+#include "stepsim/topology/topology.hpp"
 #include "stepsim/sim/contended_network.hpp"
 
 namespace stepsim::sim {

@@ -18,7 +18,7 @@
 // would change either the engine's hot path or the planner's numbers.
 #include <vector>
 
-#include "stepsim/cost/collective_model.hpp"
+#include "stepsim/cost/collective/collective_model.hpp"
 #include "stepsim/workload/program.hpp"
 
 namespace stepsim::sim {

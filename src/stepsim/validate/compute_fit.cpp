@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "stepsim/cost/efficiency_table.hpp"
+#include "stepsim/catalog/efficiency_table.hpp"
 #include "stepsim/validate/run_job.hpp"
 #include "stepsim/catalog/catalog.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/hw/prediction_interval.hpp"
+#include "stepsim/catalog/prediction_interval.hpp"
 #include "stepsim/validate/validation.hpp"
 
 namespace stepsim::validate {

@@ -9,9 +9,9 @@
 #include <limits>
 #include <sstream>
 
-#include "stepsim/cost/csv_table.hpp"
-#include "stepsim/spec/input_error.hpp"
-#include "stepsim/spec/job_loader.hpp"
+#include "stepsim/io/csv_table.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/input/job_loader.hpp"
 
 namespace stepsim::validate {
 namespace {

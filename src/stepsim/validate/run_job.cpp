@@ -7,8 +7,8 @@
 #include <cctype>
 #include <stdexcept>
 
-#include "stepsim/hw/gpu_catalog.hpp"
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::validate {

@@ -7,7 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "stepsim/hw/gpu_catalog.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/validate/published_run.hpp"
 
 namespace stepsim::validate {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/spec/progress.hpp"
+#include "stepsim/io/progress.hpp"
 #include "stepsim/report/breakdown.hpp"
 #include "stepsim/validate/published_run.hpp"
 

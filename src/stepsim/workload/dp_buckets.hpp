@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::workload {
 

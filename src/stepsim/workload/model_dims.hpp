@@ -4,7 +4,7 @@
 // analytic memory model so both use one set of numbers.
 #include <cstdint>
 
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::workload {
 

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 #include "stepsim/workload/op.hpp"
 #include "stepsim/workload/rank_layout.hpp"
 

@@ -5,7 +5,7 @@
 // The data-parallel group used for gradients spans context ranks too (Megatron's DP-with-CP group).
 #include <cstdint>
 
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 #include "stepsim/workload/group_geometry.hpp"
 #include "stepsim/workload/op.hpp"
 

@@ -5,7 +5,7 @@
 // Each exchange is one batched send/recv that the stage waits for before its next compute step.
 #include <vector>
 
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::workload {
 

@@ -3,7 +3,7 @@
 // table; MoFa eq. 4 and 25), plus framework overheads as documented constants.
 #include <cstdint>
 
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 #include "stepsim/workload/program.hpp"
 
 namespace stepsim::workload {

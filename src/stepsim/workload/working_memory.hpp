@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::workload {
 

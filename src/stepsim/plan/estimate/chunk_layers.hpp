@@ -3,7 +3,7 @@
 // interleaved placement), as job_for placed them.
 #include <vector>
 
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::plan::estimate {
 

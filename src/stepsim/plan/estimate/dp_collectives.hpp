@@ -4,7 +4,7 @@
 // traffic (gradient reductions, parameter gathers) depends on.
 #include <cstdint>
 
-#include "stepsim/cost/collective_model.hpp"
+#include "stepsim/cost/collective/collective_model.hpp"
 #include "stepsim/plan/estimate/stage_costs.hpp"
 #include "stepsim/workload/rank_layout.hpp"
 #include "stepsim/workload/static_memory.hpp"

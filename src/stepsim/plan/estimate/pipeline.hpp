@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "stepsim/cost/collective_model.hpp"
+#include "stepsim/cost/collective/collective_model.hpp"
 #include "stepsim/plan/estimate/stage_costs.hpp"
 #include "stepsim/workload/rank_layout.hpp"
 #include "stepsim/workload/static_memory.hpp"

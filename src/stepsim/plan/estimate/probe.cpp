@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <numeric>
 
-#include "stepsim/cost/host_issue.hpp"
+#include "stepsim/cost/compute/host_issue.hpp"
 #include "stepsim/plan/estimate/host_flow_shop.hpp"
 #include "stepsim/plan/estimate/probe_tally.hpp"
 #include "stepsim/plan/estimate/probe_waits.hpp"
 #include "stepsim/sim/engine.hpp"
-#include "stepsim/sim/simulation.hpp"
+#include "stepsim/assemble/simulation.hpp"
 #include "stepsim/sim/stream_replay.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 

@@ -5,7 +5,7 @@
 // never waits for the GPU, and the ZeRO-2/3 data-parallel stream.
 #include <vector>
 
-#include "stepsim/cost/compute_model.hpp"
+#include "stepsim/cost/compute/compute_model.hpp"
 #include "stepsim/plan/estimate/dp_overlap.hpp"
 
 namespace stepsim::plan::estimate {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/megatron/stage_builder.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/static_memory.hpp"

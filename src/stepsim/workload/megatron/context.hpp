@@ -5,7 +5,7 @@
 // nothing is toggled and restored.
 #include <cstdint>
 
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 #include "stepsim/workload/megatron/features.hpp"
 #include "stepsim/workload/megatron/stage_shape.hpp"
 #include "stepsim/workload/model_dims.hpp"

@@ -5,7 +5,7 @@
 // whose structure differs), not a copy of the builder.
 #include <cstdint>
 
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::workload::megatron {
 

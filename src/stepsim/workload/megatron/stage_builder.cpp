@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "stepsim/spec/input_error.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/megatron/embedding_head.hpp"
 #include "stepsim/workload/megatron/layer.hpp"
 #include "stepsim/workload/megatron/mtp.hpp"

@@ -3,7 +3,7 @@
 // multi-token-prediction depths, head) a pass over a chunk visits. A value computed once per stage.
 #include <vector>
 
-#include "stepsim/spec/job_spec.hpp"
+#include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::workload::megatron {
 

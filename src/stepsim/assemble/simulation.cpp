@@ -1,0 +1,217 @@
+#include "stepsim/assemble/simulation.hpp"
+
+#include "stepsim/catalog/efficiency_table.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "stepsim/cost/collective/flow_collectives.hpp"
+#include "stepsim/cost/compute/host_issue.hpp"
+#include "stepsim/calibrate/nccl_calibration.hpp"
+#include "stepsim/cost/collective/nccl_model.hpp"
+#include "stepsim/cost/overlap/overlap_coefficients.hpp"
+#include "stepsim/cost/overlap/overlap_sm_share.hpp"
+#include "stepsim/cost/overlap/learned/xgboost_overlap_model.hpp"
+#include "stepsim/calibrate/calibration_store.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/sim/flow_contended_network.hpp"
+#include "stepsim/assemble/moe_host_note.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
+
+namespace stepsim::sim {
+
+std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Catalog& catalog, spec::CommModel model,
+                                                             const spec::ClusterSpec& cluster,
+                                                             const CommSettings& settings) {
+  switch (model) {
+    case spec::CommModel::AlphaBeta: return cost::make_alpha_beta_model(cluster);
+    case spec::CommModel::Nccl: {
+      if (settings.calibration_store == "none") return cost::make_nccl_model(catalog, cluster);
+      const hw::GpuSpec& gpu = catalog.gpus.find(cluster.gpu);
+      const cost::NcclProfile& profile = catalog.nccl.find(gpu);
+      const std::string store = settings.calibration_store.empty() ? hw::default_calibration_store_path()
+                                                                   : settings.calibration_store;
+      return cost::make_nccl_model(catalog, cluster, profile,
+                                   cost::calibrated_param_table(gpu, cluster, profile, store, settings.nccl_version));
+    }
+    // Times one collective alone (stepsim comm); a job's step runs on a shared FlowContendedNetwork instead.
+    case spec::CommModel::Flow: return cost::make_flow_model(cluster);
+  }
+  throw InputError(std::string("simulation.comm_model: unknown model '") + spec::name_of(model) + "'");
+}
+
+std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Catalog& catalog,
+                                                             const spec::JobSpec& job) {
+  return make_collective_model(catalog, job.simulation.comm_model, job.cluster,
+                               {job.simulation.calibration_store, job.simulation.nccl_version});
+}
+
+std::unique_ptr<cost::OverlapModel> make_overlap_model(const catalog::Catalog& catalog, const spec::JobSpec& job,
+                                                       std::string* note) {
+  switch (job.simulation.overlap_model) {
+    case spec::OverlapModel::None: return nullptr;
+    case spec::OverlapModel::SmShare: {
+      cost::SmShareParams p;
+      p.sm_count = catalog.gpus.find(job.cluster.gpu).sm_count;
+      return cost::make_sm_share_overlap_model(p);
+    }
+    case spec::OverlapModel::Coefficients: {
+      const std::string& f = job.simulation.overlap_file;
+      return cost::make_coefficient_overlap_model(
+          cost::OverlapCoefficients::load(f.empty() ? cost::OverlapCoefficients::default_path() : f));
+    }
+    case spec::OverlapModel::XGBoost: {
+      if (job.simulation.overlap_file.empty())
+        throw InputError("simulation.overlap_file: is required with overlap_model xgboost");
+      std::string why;
+      auto learned = overlap::load_xgboost_overlap_model_if_trained(job.simulation.overlap_file, job.cluster.gpu, &why);
+      if (learned) return learned;
+      // Never leave a job without an overlap model: the coefficients cover every generation Echo measured.
+      if (note) *note = why + "; the coefficient overlap model (data/overlap.yaml) is used instead";
+      return cost::make_coefficient_overlap_model(cost::OverlapCoefficients::load(cost::OverlapCoefficients::default_path()));
+    }
+  }
+  throw InputError(std::string("simulation.overlap_model: unknown model '") +
+                   spec::name_of(job.simulation.overlap_model) + "'");
+}
+
+std::string calibration_kind(const spec::JobSpec& job) {
+  return job.model.moe && job.model.moe->num_experts > 0 ? "moe" : "dense";
+}
+
+// Sustained clock (and the attention scale fitted with it), in order: the job's own value; the newest `calibrate compute` row of the GPU's architecture in
+// the calibration store (unless simulation.calibration_store is "none"); data/efficiency.yaml.
+std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& catalog, const spec::JobSpec& job,
+                                                       ComputeCalibration* calibration) {
+  const hw::GpuSpec& gpu = catalog.gpus.find(job.cluster.gpu);
+  cost::EfficiencyTable table = catalog.efficiency.resolve(gpu);
+  ComputeCalibration cal;
+  cal.sustained_clock = table.sustained_clock;
+  cal.source = "data/efficiency.yaml";
+  cal.interval = table.prediction_interval;
+  const std::string kind = calibration_kind(job);
+  // The band of the job's kind where the calibration has runs of it, else the architecture's over all runs.
+  auto take_kind_band = [&](const hw::KindIntervals& bands) {
+    cal.interval_kind.clear();
+    cal.interval_runs = 0;
+    const auto it = bands.find(kind);
+    if (it == bands.end() || !cal.interval) return;
+    cal.interval = std::array<double, 2>{it->second.low, it->second.high};
+    cal.interval_kind = kind;
+    cal.interval_runs = it->second.runs;
+  };
+  take_kind_band(table.prediction_interval_by_kind);
+  if (job.simulation.sustained_clock > 0) {
+    cal.sustained_clock = job.simulation.sustained_clock;
+    cal.source = "job (simulation.sustained_clock)";
+    cal.interval.reset();  // the shipped residuals do not describe a value the user chose
+    cal.interval_kind.clear();
+    cal.interval_runs = 0;
+  } else if (job.simulation.calibration_store != "none") {
+    const std::string path = job.simulation.calibration_store.empty() ? hw::default_calibration_store_path()
+                                                                      : job.simulation.calibration_store;
+    if (const auto store = hw::CalibrationStore::open_existing(path)) {
+      if (const auto row = store->lookup_compute(hw::name_of(gpu.arch))) {
+        cal.sustained_clock = row->sustained_clock;
+        cal.attention_scale = row->attention_scale;
+        cal.source = "store " + path;
+        cal.interval = std::array<double, 2>{row->interval_low, row->interval_high};
+        take_kind_band(row->kind_intervals);
+      }
+    }
+  }
+  // The job's attention scale wins over the store's (it is a property of the user's kernels, not of the clock).
+  if (job.simulation.attention_scale > 0) cal.attention_scale = job.simulation.attention_scale;
+  if (cal.attention_scale != 1.0) {
+    char note[96];
+    std::snprintf(note, sizeof note, "; attention kernels x%.2f%s", cal.attention_scale,
+                  job.simulation.attention_scale > 0 ? " (simulation.attention_scale)" : "");
+    cal.source += note;
+  }
+  table.sustained_clock = cal.sustained_clock;
+  if (job.training.cuda_graphs) table.launch_gap_us = 0;  // graph replay: no host issue between kernels
+  if (job.cluster.host_to_device_GBps > 0) table.host_to_device_GBps = job.cluster.host_to_device_GBps;
+  if (job.cluster.cpu_optimizer_GBps > 0) table.cpu_optimizer_GBps = job.cluster.cpu_optimizer_GBps;
+  table.attention_forward = std::min(1.0, table.attention_forward * cal.attention_scale);
+  table.attention_backward = std::min(1.0, table.attention_backward * cal.attention_scale);
+  if (calibration) *calibration = cal;
+  return cost::make_roofline_model(gpu, job.training.precision, table);
+}
+
+double host_time_scale(const catalog::Catalog& catalog, const spec::JobSpec& job) {
+  if (job.training.cuda_graphs) return 0;  // graph replay: the host issues a whole graph at once
+  if (job.simulation.host_time_scale >= 0) return job.simulation.host_time_scale;
+  return catalog.efficiency.resolve(catalog.gpus.find(job.cluster.gpu)).host_time_scale;
+}
+
+workload::Workload timed_workload(const catalog::Catalog& catalog, const spec::JobSpec& job,
+                                  ComputeCalibration* calibration) {
+  workload::Workload w = workload::build_megatron_workload(job);
+  const auto compute = make_compute_model(catalog, job, calibration);
+  assign_compute_durations(w, *compute);
+  cost::assign_host_issue(w, host_time_scale(catalog, job));
+  return w;
+}
+
+Simulation run_simulation(const catalog::Catalog& catalog, const spec::JobSpec& job,
+                          const std::vector<int>& record_ranks, const ProgressFn& progress) {
+  ComputeCalibration cal;
+  workload::Workload w = timed_workload(catalog, job, &cal);
+  const std::optional<HostBoundMoe> host_bound = host_bound_moe(w, host_time_scale(catalog, job));
+  Simulation s = run_workload(catalog, std::move(w), record_ranks, progress);
+  s.calibration = cal;
+  if (host_bound) {
+    s.notes.push_back(host_bound_moe_note(*host_bound));
+    s.host_bound_extra_s = host_bound->extra_s;
+  }
+  // A multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is one node to NCCL. A job whose node is smaller sends
+  // every group larger than that node over the NICs: say so.
+  const hw::GpuSpec& gpu = catalog.gpus.find(job.cluster.gpu);
+  if (job.cluster.gpus_per_node < gpu.nvlink_domain_gpus && job.cluster.num_gpus > job.cluster.gpus_per_node) {
+    s.notes.push_back(gpu.name + " with cluster.gpus_per_node " + std::to_string(job.cluster.gpus_per_node) +
+                      ": traffic between these nodes goes over the NICs. Its NVLink domain spans " +
+                      std::to_string(gpu.nvlink_domain_gpus) + " GPUs (GB200 NVL72): set gpus_per_node to the "
+                      "domain's size (36 for NVL36) unless the nodes are separate NVLink domains (GB200 NVL4 boards); "
+                      "docs/NETWORK.md");
+  }
+  return s;
+}
+
+Simulation run_workload(const catalog::Catalog& catalog, workload::Workload w, const std::vector<int>& record_ranks,
+                        const ProgressFn& progress) {
+  Simulation s;
+  s.workload = std::move(w);
+  const spec::JobSpec& job = s.workload.job;
+  const hw::GpuSpec& gpu = catalog.gpus.find(job.cluster.gpu);
+  s.gpu = gpu;
+  const auto comm = make_collective_model(catalog, job);
+  std::string overlap_note;
+  const auto overlap = make_overlap_model(catalog, job, &overlap_note);
+  if (!overlap_note.empty()) s.notes.push_back(overlap_note);
+  EngineOptions opt;
+  opt.record_ranks = record_ranks;
+  opt.overlap = overlap.get();
+  opt.peak_flops = gpu.peak_flops(job.training.precision);
+  opt.hbm_Bps = gpu.hbm_bandwidth_Bps;
+  opt.all_ranks = job.simulation.all_ranks;
+  opt.progress = progress;
+  // comm_model flow: collectives and send/recv of the whole step share one network and contend for its links.
+  std::unique_ptr<FlowContendedNetwork> network;
+  if (job.simulation.comm_model == spec::CommModel::Flow) {
+    network = std::make_unique<FlowContendedNetwork>(hw::build_topology(job.cluster));
+    opt.network = network.get();
+  }
+  try {
+    s.result = simulate(s.workload, *comm, opt);
+  } catch (const InputError& e) {
+    // The flow network finds some impossibilities only while it runs (photonic port limits): name the job.
+    const std::string msg = e.what();
+    if (job.source.empty() || msg.rfind(job.source, 0) == 0) throw;
+    throw InputError(job.source + ": " + msg);
+  }
+  return s;
+}
+
+}  // namespace stepsim::sim

@@ -1,0 +1,177 @@
+// Loader of data/nccl-tuner.yaml: strict, every table complete, so the tuner never reads a default it was not given.
+#include "stepsim/catalog/nccl_tuner_table.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/io/input_error.hpp"
+
+namespace stepsim::cost {
+namespace {
+
+const std::vector<std::string> kAlgorithmKeys = {"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
+const std::vector<std::string> kProtocolKeys = {"ll", "ll128", "simple"};
+const std::vector<std::string> kArchKeys = {"volta", "ampere", "hopper", "blackwell"};
+const std::vector<std::string> kLinkKeys = {"nvlink", "pci", "net"};
+
+std::string number_text(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+class TableParser {
+ public:
+  explicit TableParser(std::string file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& rule) const {
+    throw InputError(file_ + ": " + key + ": " + rule);
+  }
+
+  // A mapping holding exactly `keys` (none missing, none other).
+  void exact_keys(const YAML::Node& n, const std::string& key, const std::vector<std::string>& keys) const {
+    if (!n.IsMap()) fail(key, "must be a mapping with keys " + list(keys));
+    std::set<std::string> seen;
+    for (const auto& kv : n) {
+      const std::string k = kv.first.as<std::string>();
+      if (!seen.insert(k).second) fail(key + "." + k, "duplicate key");
+      if (std::find(keys.begin(), keys.end(), k) == keys.end())
+        fail(key + "." + k, "unknown key; allowed: " + list(keys));
+    }
+    for (const auto& k : keys)
+      if (!seen.count(k)) fail(key + "." + k, "missing required key");
+  }
+
+  double number(const YAML::Node& n, const std::string& key, double hi = 1e6) const {
+    double v = 0;
+    try {
+      if (!n.IsScalar()) throw YAML::BadConversion(n.Mark());
+      v = n.as<double>();
+    } catch (const YAML::BadConversion&) {
+      fail(key, "must be a number");
+    }
+    if (!std::isfinite(v) || v < 0 || v > hi)
+      fail(key, "must be in [0, " + number_text(hi) + "], got " + number_text(v));
+    return v;
+  }
+
+  template <size_t N>
+  std::array<double, N> row(const YAML::Node& n, const std::string& key, double hi = 1e6) const {
+    if (!n.IsSequence() || n.size() != N) fail(key, "must be a list of " + std::to_string(N) + " numbers");
+    std::array<double, N> out{};
+    for (size_t i = 0; i < N; ++i) out[i] = number(n[i], key + "[" + std::to_string(i) + "]", hi);
+    return out;
+  }
+
+  // {name: [values...]} over `names`, in their order.
+  template <size_t Rows, size_t N>
+  std::array<std::array<double, N>, Rows> rows(const YAML::Node& n, const std::string& key,
+                                               const std::vector<std::string>& names, double hi = 1e6) const {
+    exact_keys(n, key, names);
+    std::array<std::array<double, N>, Rows> out{};
+    for (size_t i = 0; i < Rows; ++i) out[i] = row<N>(n[names[i]], key + "." + names[i], hi);
+    return out;
+  }
+
+  template <size_t N>
+  std::array<double, N> scalars(const YAML::Node& n, const std::string& key, const std::vector<std::string>& names,
+                                double hi = 1e6) const {
+    exact_keys(n, key, names);
+    std::array<double, N> out{};
+    for (size_t i = 0; i < N; ++i) out[i] = number(n[names[i]], key + "." + names[i], hi);
+    return out;
+  }
+
+ private:
+  static std::string list(const std::vector<std::string>& keys) {
+    std::string s;
+    for (const auto& k : keys) s += (s.empty() ? "" : ", ") + k;
+    return s;
+  }
+  std::string file_;
+};
+
+}  // namespace
+
+NcclTunerTable NcclTunerTable::load(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw InputError(path + ": cannot open the NCCL tuner table");
+  } catch (const YAML::ParserException& e) {
+    throw InputError(path + ": line " + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+  }
+  const TableParser p(path);
+  NcclTunerTable t;
+  try {
+    p.exact_keys(root, "(top level)",
+                 {"source", "base_latency_us", "hw_latency_us", "ll_max_bw_GBps", "per_channel_max_GBps",
+                  "nvls_efficiency", "tree_correction", "max_threads", "thread_threshold_bytes", "refinements"});
+    if (!root["source"].IsScalar() || root["source"].as<std::string>().empty()) p.fail("source", "must name where the numbers come from");
+    t.source = root["source"].as<std::string>();
+    t.base_latency_us = p.rows<kAlgorithms, kProtocols>(root["base_latency_us"], "base_latency_us", kAlgorithmKeys, 1e4);
+    const YAML::Node hw = root["hw_latency_us"];
+    p.exact_keys(hw, "hw_latency_us", kLinkKeys);
+    for (size_t l = 0; l < kLinkKeys.size(); ++l)
+      t.hw_latency_us[l] =
+          p.rows<kAlgorithms, kProtocols>(hw[kLinkKeys[l]], "hw_latency_us." + kLinkKeys[l], kAlgorithmKeys, 1e4);
+    t.ll_max_bw_GBps = p.rows<kArchs, kNodeColumns>(root["ll_max_bw_GBps"], "ll_max_bw_GBps", kArchKeys);
+    const YAML::Node pc = root["per_channel_max_GBps"];
+    p.exact_keys(pc, "per_channel_max_GBps", {"ring_ll128", "tree_ll128", "tree", "nvls_tree"});
+    t.per_channel_ring_ll128 = p.rows<kArchs, kNodeColumns>(pc["ring_ll128"], "per_channel_max_GBps.ring_ll128", kArchKeys);
+    t.per_channel_tree_ll128 = p.rows<kArchs, kNodeColumns>(pc["tree_ll128"], "per_channel_max_GBps.tree_ll128", kArchKeys);
+    t.per_channel_tree = p.rows<kArchs, kNodeColumns>(pc["tree"], "per_channel_max_GBps.tree", kArchKeys);
+    t.per_channel_nvls_tree = p.rows<kArchs, kNodeColumns>(pc["nvls_tree"], "per_channel_max_GBps.nvls_tree", kArchKeys);
+    t.nvls_efficiency = p.scalars<kArchs>(root["nvls_efficiency"], "nvls_efficiency", kArchKeys, 1.0);
+    t.tree_correction = p.rows<kProtocols, kTreeSizes>(root["tree_correction"], "tree_correction", kProtocolKeys, 1.0);
+    t.max_threads = p.scalars<kProtocols>(root["max_threads"], "max_threads", kProtocolKeys, 4096);
+    t.thread_threshold_bytes = p.scalars<kProtocols>(root["thread_threshold_bytes"], "thread_threshold_bytes", kProtocolKeys, 1e6);
+    for (size_t i = 0; i < kProtocols; ++i)
+      if (t.max_threads[i] < 32) p.fail("max_threads." + kProtocolKeys[i], "must be at least one warp (32)");
+    const YAML::Node r = root["refinements"];
+    p.exact_keys(r, "refinements",
+                 {"ring_ll_bus_factor", "ring_ll128_bus_factor", "tree_simple_bus_factor", "tree_ll_bus_divisor",
+                  "tree_ll128_bus_factor_one_node", "tree_ll128_bus_factor_multi_node", "pat_bus_factor",
+                  "collnet_direct_sm90_factor", "net_overhead_us", "net_overhead_simple_factor",
+                  "ring_plateau_latency_factor", "pat_inter_latency_divisor", "pat_per_rank_us",
+                  "collnet_direct_per_rank_us"});
+    auto f = [&](const char* k, double hi) { return p.number(r[k], std::string("refinements.") + k, hi); };
+    t.ring_ll_bus_factor = f("ring_ll_bus_factor", 1);
+    t.ring_ll128_bus_factor = f("ring_ll128_bus_factor", 1);
+    t.tree_simple_bus_factor = f("tree_simple_bus_factor", 1);
+    t.tree_ll_bus_divisor = f("tree_ll_bus_divisor", 100);
+    if (t.tree_ll_bus_divisor < 1) p.fail("refinements.tree_ll_bus_divisor", "must be >= 1 (it divides the bandwidth)");
+    t.tree_ll128_bus_factor_one_node = f("tree_ll128_bus_factor_one_node", 1);
+    t.tree_ll128_bus_factor_multi_node = f("tree_ll128_bus_factor_multi_node", 1);
+    t.pat_bus_factor = f("pat_bus_factor", 1);
+    t.collnet_direct_sm90_factor = f("collnet_direct_sm90_factor", 1);
+    const auto overhead = p.scalars<2>(r["net_overhead_us"], "refinements.net_overhead_us", {"intel", "amd"}, 1e3);
+    t.net_overhead_us_intel = overhead[0];
+    t.net_overhead_us_amd = overhead[1];
+    t.net_overhead_simple_factor = f("net_overhead_simple_factor", 100);
+    const auto plateau =
+        p.scalars<2>(r["ring_plateau_latency_factor"], "refinements.ring_plateau_latency_factor", {"sm80_plus", "older"}, 100);
+    t.ring_plateau_sm80_plus = plateau[0];
+    t.ring_plateau_older = plateau[1];
+    t.pat_inter_latency_divisor = f("pat_inter_latency_divisor", 100);
+    if (t.pat_inter_latency_divisor <= 0) p.fail("refinements.pat_inter_latency_divisor", "must be > 0 (it divides a latency)");
+    t.pat_per_rank_us = f("pat_per_rank_us", 1e3);
+    t.collnet_direct_per_rank_us = f("collnet_direct_per_rank_us", 1e3);
+  } catch (const YAML::Exception& e) {
+    throw InputError(path + ": " + e.what());
+  }
+  return t;
+}
+
+
+}  // namespace stepsim::cost

@@ -1,0 +1,73 @@
+// stepsim-trace-program files with explicit dependencies, from TracedRank ops (format: docs/TRACES.md).
+#include "stepsim/ingest/trace/traced_program_json.hpp"
+
+#include <fstream>
+
+#include "stepsim/io/input_error.hpp"
+
+namespace stepsim::trace {
+
+
+using workload::OpKind;
+
+namespace {
+
+nlohmann::json transfers_json(const std::vector<TracedTransfer>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& t : v) a.push_back({{"peer", t.peer}, {"bytes", t.bytes}});
+  return a;
+}
+
+}  // namespace
+
+nlohmann::json traced_op_json(const TracedOp& o) {
+  nlohmann::json j;
+  j["kind"] = o.kind == OpKind::Compute ? "compute" : o.kind == OpKind::P2P ? "p2p" : "collective";
+  j["name"] = o.name;
+  if (o.kind == OpKind::Compute) {
+    j["duration_ns"] = o.duration_ns;
+    j["category"] = workload::name_of(o.category);
+    j["phase"] = workload::name_of(o.phase);
+    if (o.flops > 0) j["flops"] = o.flops;
+    if (o.hbm_bytes > 0) j["hbm_bytes"] = o.hbm_bytes;
+  } else if (o.kind == OpKind::Collective) {
+    j["coll"] = workload::name_of(o.coll);
+    j["group"] = workload::name_of(o.group.value_or(workload::GroupKind::Dp));
+    if (o.measured_time) {
+      j["bytes"] = nullptr;  // no size: the simulator replays the measured time
+      j["duration_ns"] = o.duration_ns;
+    } else {
+      j["bytes"] = o.bytes;
+    }
+    j["group_ranks"] = o.group_ranks;
+  } else {
+    j["group"] = "pp";
+    if (!o.sends.empty()) j["sends"] = transfers_json(o.sends);
+    if (!o.recvs.empty()) j["recvs"] = transfers_json(o.recvs);
+  }
+  if (o.mem_alloc_bytes != 0) j["mem_alloc_bytes"] = o.mem_alloc_bytes;
+  if (o.mem_free_bytes != 0) j["mem_free_bytes"] = o.mem_free_bytes;
+  j["after"] = o.after;
+  return j;
+}
+
+nlohmann::json traced_program_json(const TracedRank& r, const std::string& source, const nlohmann::json& extra) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const TracedOp& o : r.ops) ops.push_back(traced_op_json(o));
+  nlohmann::json prog = {{"format", "stepsim-trace-program"}, {"version", 1}, {"rank", r.rank}, {"source", source}};
+  if (r.world_size > 0) prog["world_size"] = r.world_size;  // unknown: the job's
+  if (r.static_memory_bytes > 0) prog["static_memory_bytes"] = r.static_memory_bytes;
+  for (auto it = extra.begin(); it != extra.end(); ++it) prog[it.key()] = it.value();
+  prog["ops"] = std::move(ops);
+  return prog;
+}
+
+void write_output_text(const std::string& path, const std::string& text, const std::string& option) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw InputError(path + ": cannot write (" + option + ")");
+  out << text;
+  out.flush();
+  if (!out) throw InputError(path + ": cannot write (" + option + ")");
+}
+
+}  // namespace stepsim::trace

@@ -1,0 +1,23 @@
+#pragma once
+// Writing TracedRank ops as a `stepsim-trace-program` file with explicit `after` dependencies (docs/TRACES.md): the
+// form in which `stepsim trace extrapolate` and the Chakra import (`stepsim trace import` of .et files) hand a
+// program to `stepsim simulate --workload`, which reads it back with read_traced_rank (workload_dir.hpp).
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "stepsim/ingest/trace/traced_rank.hpp"
+
+namespace stepsim::trace {
+
+// One op: kind, name, its timing or communication fields, and `after`. Keys whose value is the reader's default
+// (zero flops, no memory) are left out.
+nlohmann::json traced_op_json(const TracedOp& o);
+// The whole program of a rank; `source` names what it came from, `extra` keys are merged into the top level.
+nlohmann::json traced_program_json(const TracedRank& r, const std::string& source,
+                                   const nlohmann::json& extra = nlohmann::json::object());
+// Writes text to a file of the output folder; InputError naming the path (and `option`) when it cannot.
+void write_output_text(const std::string& path, const std::string& text, const std::string& option = "--out");
+
+}  // namespace stepsim::trace

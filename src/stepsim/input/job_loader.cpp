@@ -1,0 +1,522 @@
+#include "stepsim/input/job_loader.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string_view>
+
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/input/hf_config.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/io/input_file.hpp"
+#include "stepsim/input/megatron_args.hpp"
+#include "stepsim/job/pipeline_split.hpp"
+#include "stepsim/io/yaml_reader.hpp"
+#include "stepsim/catalog/catalog.hpp"
+
+namespace stepsim::spec {
+
+// Key under which an included cluster file's path travels with its keys (not a user key: a leading underscore).
+constexpr const char* kClusterFileKey = "_file";
+
+
+namespace fs = std::filesystem;
+
+void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides) {
+  for (const auto& ov : overrides) {
+    const auto eq = ov.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw InputError("--set " + ov + ": expected key=value, e.g. model.num_layers=80");
+    }
+    const std::string key = ov.substr(0, eq);
+    const std::string value = ov.substr(eq + 1);
+    std::vector<std::string> parts;
+    std::stringstream ks(key);
+    for (std::string part; std::getline(ks, part, '.');) {
+      if (part.empty()) throw InputError("--set " + ov + ": empty key segment in '" + key + "'");
+      parts.push_back(part);
+    }
+    YAML::Node v;
+    try {
+      v = YAML::Load(value);
+    } catch (const YAML::Exception&) {
+      v = YAML::Node(value);
+    }
+    if (!root || !root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
+    YAML::Node cur = root;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      YAML::Node next = cur[parts[i]];
+      if (!next.IsDefined() || next.IsNull()) {
+        cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+        next = cur[parts[i]];
+      } else if (!next.IsMap()) {
+        throw InputError("--set " + ov + ": key " + parts[i] + " is not a mapping");
+      }
+      cur.reset(next);  // rebind, not assign (yaml-cpp assignment copies contents)
+    }
+    cur[parts.back()] = v;
+  }
+  // One rule for paths: relative to where they are written. A job file's own were resolved against its folder
+  // before the overrides (resolving those again against "." changes nothing); a path given here on the command line
+  // (simulation.overlap_file, calibration_store, model.hf_config, cluster) is relative to the working directory, and
+  // a cluster or HF config given this way is read like one written in the job.
+  if (!overrides.empty()) resolve_includes(root, ".");
+}
+
+YAML::Node model_from_hf_config(const std::string& json_text, const std::string& source, const YAML::Node& model) {
+  YAML::Node merged = hf_config_to_model_node(json_text, source);
+  // Keys written next to hf_config (e.g. seq_length) override what the config says.
+  if (model.IsMap()) {
+    for (auto it = model.begin(); it != model.end(); ++it) {
+      const std::string k = it->first.Scalar();
+      if (k == "hf_config") continue;
+      merged[k] = it->second;
+      if (merged[kHfAssumedKey].IsMap()) merged[kHfAssumedKey].remove(k);  // the job says it: nothing assumed
+    }
+  }
+  return merged;
+}
+
+void resolve_includes(YAML::Node& root, const std::string& base_dir) {
+  if (!root || !root.IsMap()) return;
+  // Like every path inside a job, the calibration store and the overlap file are relative to the job file.
+  if (YAML::Node sim = root["simulation"]; sim.IsMap()) {
+    for (const char* key : {"calibration_store", "overlap_file"}) {
+      if (!sim[key].IsScalar()) continue;
+      const std::string path = sim[key].Scalar();
+      if (!path.empty() && path != "none" && fs::path(path).is_relative()) {
+        sim[key] = (fs::path(base_dir) / path).lexically_normal().string();
+      }
+    }
+  }
+  YAML::Node model = root["model"];
+  if (model.IsMap() && model["hf_config"].IsDefined()) {
+    const YAML::Node hf = model["hf_config"];
+    if (!hf.IsScalar()) throw InputError("key model.hf_config: must be a path to a config.json");
+    const std::string path = (fs::path(base_dir) / hf.Scalar()).lexically_normal().string();
+    root["model"] = model_from_hf_config(read_text_file(path, "Hugging Face config"), path, model);
+  }
+  YAML::Node cluster = root["cluster"];
+  if (cluster.IsScalar()) {
+    const std::string path = (fs::path(base_dir) / cluster.Scalar()).lexically_normal().string();
+    YAML::Node c = parse_yaml(read_text_file(path, "cluster file"), path);
+    if (c.IsMap() && c.size() == 1 && c["cluster"].IsMap()) c = c["cluster"];
+    if (!c.IsMap()) throw InputError(path + ": cluster file must be a mapping of cluster keys");
+    // Remembered so that a bad key in it is reported against this file, not the job that includes it.
+    c[kClusterFileKey] = path;
+    root["cluster"] = c;
+  }
+}
+
+namespace {
+
+constexpr int64_t kMaxDim = int64_t{1} << 24;
+
+ModelSpec read_model(StrictSection s) {
+  ModelSpec m;
+  if (s.has(kHfAssumedKey)) {
+    const YAML::Node a = s.child(kHfAssumedKey);
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      const std::string k = it->first.Scalar();
+      // sliding_window is no job key: its note stands alone.
+      m.hf_assumptions.push_back(k == "sliding_window" ? it->second.Scalar() : "model." + k + " = " + it->second.Scalar());
+    }
+  }
+  m.name = s.get_string("name", "model");
+  m.num_layers = static_cast<int>(s.require_int("num_layers", 1, 100000));
+  m.mtp_layers = static_cast<int>(s.get_int("mtp_layers", 0, 0, 16));
+  m.hidden_size = s.require_int("hidden_size", 1, kMaxDim);
+  m.num_attention_heads = static_cast<int>(s.require_int("num_attention_heads", 1, 1 << 16));
+  m.num_query_groups = static_cast<int>(s.get_int("num_query_groups", 0, 1, 1 << 16));
+  m.kv_channels = s.get_int("kv_channels", 0, 1, 1 << 16);
+  m.ffn_hidden_size = s.require_int("ffn_hidden_size", 1, kMaxDim);
+  m.activation = s.get_enum<Activation>("activation", Activation::Gelu,
+                                        {{"gelu", Activation::Gelu}, {"swiglu", Activation::Swiglu}});
+  m.normalization = s.get_enum<Normalization>(
+      "normalization", Normalization::LayerNorm,
+      {{"layernorm", Normalization::LayerNorm}, {"rmsnorm", Normalization::RmsNorm}});
+  m.add_bias_linear = s.get_bool("add_bias_linear", m.activation == Activation::Gelu);
+  // Megatron's default is 0.1 (GPT-3, BLOOM, MT-NLG trained with it); gated-MLP models (Llama, Mistral, Qwen,
+  // DeepSeek) train without dropout.
+  m.hidden_dropout = s.get_double("hidden_dropout", m.activation == Activation::Gelu ? 0.1 : 0.0, 0.0, 0.99);
+  m.position_embedding = s.get_enum<PositionEmbedding>(
+      "position_embedding", m.activation == Activation::Gelu ? PositionEmbedding::Learned : PositionEmbedding::Rope,
+      {{"learned", PositionEmbedding::Learned}, {"rope", PositionEmbedding::Rope}});
+  m.vocab_size = s.require_int("vocab_size", 1, kMaxDim);
+  m.seq_length = s.require_int("seq_length", 1, kMaxDim);
+  m.tie_embeddings = s.get_bool("tie_embeddings", false);
+
+  const bool gqa = m.num_query_groups != 0 && m.num_query_groups != m.num_attention_heads;
+  m.attention = gqa ? AttentionType::Gqa : AttentionType::Mha;
+  if (s.has("attention")) {
+    StrictSection a(s.child("attention"), s.key_path("attention"), s.source());
+    m.attention = a.get_enum<AttentionType>("type", m.attention,
+                                            {{"mha", AttentionType::Mha}, {"gqa", AttentionType::Gqa},
+                                             {"mla", AttentionType::Mla}});
+    if (m.attention == AttentionType::Mla) {
+      m.mla.q_lora_rank = a.get_int("q_lora_rank", 0, 0, kMaxDim);
+      m.mla.kv_lora_rank = a.require_int("kv_lora_rank", 1, kMaxDim);
+      m.mla.qk_nope_head_dim = a.require_int("qk_nope_head_dim", 1, 1 << 16);
+      m.mla.qk_rope_head_dim = a.require_int("qk_rope_head_dim", 1, 1 << 16);
+      m.mla.v_head_dim = a.require_int("v_head_dim", 1, 1 << 16);
+    }
+    a.finish();
+  } else {
+    s.mark("attention");
+  }
+
+  if (s.has("moe")) {
+    StrictSection e(s.child("moe"), s.key_path("moe"), s.source());
+    MoeSpec moe;
+    moe.num_experts = static_cast<int>(e.require_int("num_experts", 1, 1 << 16));
+    moe.topk = static_cast<int>(e.require_int("topk", 1, 1 << 16));
+    moe.ffn_hidden_size = e.get_int("ffn_hidden_size", m.ffn_hidden_size, 1, kMaxDim);
+    moe.shared_expert_ffn_hidden_size = e.get_int("shared_expert_ffn_hidden_size", 0, 0, kMaxDim);
+    moe.token_dispatcher = e.get_enum<TokenDispatcher>(
+        "token_dispatcher", TokenDispatcher::AllToAll,
+        {{"alltoall", TokenDispatcher::AllToAll}, {"allgather", TokenDispatcher::AllGather}, {"flex", TokenDispatcher::Flex}});
+    moe.shared_expert_overlap = e.get_bool("shared_expert_overlap", false);
+    moe.permute_fusion = e.get_bool("permute_fusion", true);
+    moe.router_num_groups = static_cast<int>(e.get_int("router_num_groups", 0, 0, 1 << 16));
+    moe.router_group_topk = static_cast<int>(e.get_int("router_group_topk", 0, 0, 1 << 16));
+    moe.layer_freq = static_cast<int>(e.get_int("layer_freq", 1, 1, 100000));
+    // first_dense_layers is the (and NeMo's) name for the same count; one of the two.
+    if (e.has("first_k_dense") && e.has("first_dense_layers")) {
+      e.fail("first_dense_layers", "give first_dense_layers or first_k_dense, not both");
+    }
+    moe.first_k_dense = static_cast<int>(e.get_int("first_k_dense", 0, 0, 100000));
+    if (e.has("first_dense_layers")) moe.first_k_dense = static_cast<int>(e.get_int("first_dense_layers", 0, 0, 100000));
+    else e.mark("first_dense_layers");
+    if (e.has("capacity_factor")) moe.capacity_factor = e.get_double("capacity_factor", 1.0, 0.01, 1000.0);
+    else e.mark("capacity_factor");
+    moe.pad_to_capacity = e.get_bool("pad_to_capacity", false);
+    if (moe.pad_to_capacity && !moe.capacity_factor) e.fail("pad_to_capacity", "needs moe.capacity_factor (Megatron-LM asserts it)");
+    moe.routing_imbalance = e.get_double("routing_imbalance", 1.0, 1.0, static_cast<double>(moe.num_experts));
+    if (moe.topk > moe.num_experts) e.fail("topk", "must not exceed moe.num_experts");
+    e.finish();
+    m.moe = moe;
+  } else {
+    s.mark("moe");
+  }
+  s.mark("hf_config");
+  s.finish();
+  return m;
+}
+
+ParallelismSpec read_parallelism(StrictSection s) {
+  ParallelismSpec p;
+  constexpr int64_t kMaxDeg = 1 << 20;
+  p.tensor = static_cast<int>(s.get_int("tensor", 1, 1, kMaxDeg));
+  p.pipeline = static_cast<int>(s.get_int("pipeline", 1, 1, kMaxDeg));
+  p.data = static_cast<int>(s.get_int("data", 0, 1, kMaxDeg));
+  p.context = static_cast<int>(s.get_int("context", 1, 1, kMaxDeg));
+  p.cp_comm_type = s.get_enum<CpCommType>("cp_comm_type", CpCommType::P2P,
+                                          {{"p2p", CpCommType::P2P}, {"all_gather", CpCommType::AllGather},
+                                           {"a2a", CpCommType::A2A}, {"a2a+p2p", CpCommType::A2AP2P}});
+  for (int64_t x : s.get_int_list("hierarchical_context_parallel_sizes", 1, kMaxDeg))
+    p.hierarchical_context_parallel_sizes.push_back(static_cast<int>(x));
+  p.expert = static_cast<int>(s.get_int("expert", 1, 1, kMaxDeg));
+  p.expert_tensor = static_cast<int>(s.get_int("expert_tensor", 0, 1, kMaxDeg));
+  p.sequence_parallel = s.get_bool("sequence_parallel", false);
+  p.virtual_stages = static_cast<int>(s.get_int("virtual_stages", 1, 1, 4096));
+  p.pipeline_layout = s.get_string("pipeline_layout", "");
+  if (!p.pipeline_layout.empty() && !s.has("virtual_stages")) {
+    // As Megatron-Core: the layout's model chunks over the pipeline stages are the virtual stages.
+    const size_t chunks = parse_pipeline_layout(p.pipeline_layout, s.source() + ": key " + s.key_path("pipeline_layout") + ": ").layers.size();
+    if (chunks % static_cast<size_t>(p.pipeline) != 0 || chunks / static_cast<size_t>(p.pipeline) > 4096) {
+      throw InputError(s.source() + ": key " + s.key_path("pipeline_layout") + ": its " + std::to_string(chunks) +
+                       " model chunks are not a multiple of parallelism.pipeline " + std::to_string(p.pipeline) +
+                       " with at most 4096 virtual stages");
+    }
+    p.virtual_stages = static_cast<int>(chunks / static_cast<size_t>(p.pipeline));
+  }
+  p.schedule = s.get_enum<PipelineSchedule>(
+      "schedule", p.virtual_stages > 1 ? PipelineSchedule::Interleaved1F1B : PipelineSchedule::OneFOneB,
+      {{"gpipe", PipelineSchedule::GPipe}, {"1f1b", PipelineSchedule::OneFOneB},
+       {"interleaved-1f1b", PipelineSchedule::Interleaved1F1B}});
+  for (int64_t x : s.get_int_list("pipeline_layers", 1, 100000)) p.pipeline_layers.push_back(static_cast<int>(x));
+  p.first_stage_layers = static_cast<int>(s.get_int("first_stage_layers", 0, 1, 100000));
+  p.last_stage_layers = static_cast<int>(s.get_int("last_stage_layers", 0, 1, 100000));
+  p.account_for_embedding_in_pipeline_split = s.get_bool("account_for_embedding_in_pipeline_split", false);
+  p.account_for_loss_in_pipeline_split = s.get_bool("account_for_loss_in_pipeline_split", false);
+  const bool interleaved = p.schedule == PipelineSchedule::Interleaved1F1B;
+  p.overlap_p2p_comm = s.get_bool("overlap_p2p_comm", interleaved);
+  if (p.overlap_p2p_comm && !interleaved) {
+    s.fail("overlap_p2p_comm", "needs schedule interleaved-1f1b (Megatron-LM overlaps p2p only there)");
+  }
+  s.finish();
+  return p;
+}
+
+// training.recompute_modules: a list of Megatron-Core's module names, each at most once.
+uint8_t read_recompute_modules(StrictSection& s) {
+  const YAML::Node v = s.child("recompute_modules");
+  if (!v.IsSequence()) s.fail("recompute_modules", "must be a list of module names (" + recompute_module_names() + ")");
+  if (v.size() > 64) s.fail("recompute_modules", "list too long");
+  uint8_t bits = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string name = v[i].IsScalar() ? v[i].Scalar() : "";
+    const std::optional<RecomputeModule> m = recompute_module_named(name);
+    if (!m) s.fail("recompute_modules", "entry " + std::to_string(i) + " '" + name + "' is none of " + recompute_module_names());
+    if (bits & module_bit(*m)) s.fail("recompute_modules", "'" + name + "' is listed twice");
+    bits |= module_bit(*m);
+  }
+  return bits;
+}
+
+TrainingSpec read_training(StrictSection s) {
+  TrainingSpec t;
+  t.micro_batch_size = static_cast<int>(s.get_int("micro_batch_size", 1, 1, 1 << 16));
+  t.global_batch_size = s.require_int("global_batch_size", 1, int64_t{1} << 30);
+  t.precision = s.get_enum<Precision>("precision", Precision::Bf16,
+                                      {{"fp32", Precision::Fp32}, {"fp16", Precision::Fp16},
+                                       {"bf16", Precision::Bf16}, {"fp8", Precision::Fp8}});
+  t.recompute = s.get_enum<Recompute>("recompute", Recompute::None,
+                                      {{"none", Recompute::None}, {"selective", Recompute::Selective},
+                                       {"full", Recompute::Full}});
+  t.recompute_method = s.get_enum<RecomputeMethod>("recompute_method", RecomputeMethod::Uniform,
+                                                   {{"uniform", RecomputeMethod::Uniform}, {"block", RecomputeMethod::Block}});
+  t.recompute_num_layers = static_cast<int>(s.get_int("recompute_num_layers", 1, 1, 1 << 20));
+  if (s.has("recompute_modules")) t.recompute_modules = read_recompute_modules(s);
+  else s.mark("recompute_modules");
+  t.distribute_saved_activations = s.get_bool("distribute_saved_activations", false);
+  t.distributed_optimizer = s.get_bool("distributed_optimizer", false);
+  t.zero_stage = static_cast<int>(s.get_int("zero_stage", 0, 0, 3));
+  t.zero1_grad_all_reduce = s.get_enum<bool>("zero1_grad_reduce", false,
+                                             {{"reduce_scatter", false}, {"all_reduce", true}});
+  t.zero3_param_fetch = s.get_enum<Zero3Fetch>("zero3_param_fetch", Zero3Fetch::Prefetch,
+                                               {{"prefetch", Zero3Fetch::Prefetch}, {"blocking", Zero3Fetch::Blocking}});
+  t.overlap_grad_reduce = s.get_bool("overlap_grad_reduce", false);
+  t.overlap_param_gather = s.get_bool("overlap_param_gather", false);
+  t.tp_comm_overlap = s.get_bool("tp_comm_overlap", false);
+  for (const char* k : {"tp_comm_overlap_ag", "tp_comm_overlap_rs", "tp_comm_bulk_dgrad", "tp_comm_bulk_wgrad",
+                        "tp_comm_overlap_rs_dgrad"}) {
+    if (s.has(k) && !t.tp_comm_overlap) s.fail(k, "applies with training.tp_comm_overlap: true only");
+  }
+  t.tp_comm_overlap_ag = s.get_bool("tp_comm_overlap_ag", true);
+  t.tp_comm_overlap_rs = s.get_bool("tp_comm_overlap_rs", true);
+  t.tp_comm_bulk_dgrad = s.get_bool("tp_comm_bulk_dgrad", true);
+  t.tp_comm_bulk_wgrad = s.get_bool("tp_comm_bulk_wgrad", true);
+  t.tp_comm_overlap_rs_dgrad = s.get_bool("tp_comm_overlap_rs_dgrad", false);
+  t.gradient_accumulation_fusion = s.get_bool("gradient_accumulation_fusion", true);
+  t.overlap_moe_expert_parallel_comm = s.get_bool("overlap_moe_expert_parallel_comm", false);
+  t.delay_wgrad_compute = s.get_bool("delay_wgrad_compute", false);
+  t.cuda_graphs = s.get_bool("cuda_graphs", false);
+  t.fp8_recipe = s.get_enum<Fp8Recipe>("fp8_recipe", Fp8Recipe::Delayed,
+                                       {{"delayed", Fp8Recipe::Delayed}, {"current", Fp8Recipe::Current},
+                                        {"blockwise", Fp8Recipe::Blockwise}, {"mxfp8", Fp8Recipe::Mxfp8}});
+  t.fp8_param_gather = s.get_bool("fp8_param_gather", false);
+  t.fp8_bf16_first_layers = static_cast<int>(s.get_int("fp8_bf16_first_layers", 0, 0, 1 << 20));
+  t.fp8_bf16_last_layers = static_cast<int>(s.get_int("fp8_bf16_last_layers", 0, 0, 1 << 20));
+  t.fp8_wgrad = s.get_bool("fp8_wgrad", true);
+  t.attention_backend = s.get_enum<AttentionBackend>(
+      "attention_backend", AttentionBackend::Flash, {{"flash", AttentionBackend::Flash}, {"unfused", AttentionBackend::Unfused}});
+  t.cross_entropy_fusion = s.get_enum<CrossEntropyFusion>(
+      "cross_entropy_fusion", CrossEntropyFusion::None,
+      {{"none", CrossEntropyFusion::None}, {"native", CrossEntropyFusion::Native}, {"te", CrossEntropyFusion::Te}});
+  t.precision_aware_optimizer = s.get_bool("precision_aware_optimizer", false);
+  // bf16 master weights: Apex's DistributedFusedAdam (NeMo 1.x, `optim.dtype: bf16`) keeps its parameter shard in the
+  // state dtype; Megatron-LM's --main-params-dtype offers fp32 and fp16 only (megatron_args.cpp keeps to those).
+  t.main_params_bytes = s.get_enum<int>("main_params_dtype", 4, {{"fp32", 4}, {"fp16", 2}, {"bf16", 2}});
+  t.exp_avg_bytes = s.get_enum<int>("exp_avg_dtype", 4, {{"fp32", 4}, {"fp16", 2}, {"bf16", 2}, {"fp8", 1}});
+  t.exp_avg_sq_bytes = s.get_enum<int>("exp_avg_sq_dtype", 4, {{"fp32", 4}, {"fp16", 2}, {"bf16", 2}, {"fp8", 1}});
+  t.optimizer_offload = s.get_bool("optimizer_offload", false);
+  t.optimizer_offload_fraction = s.get_double("optimizer_offload_fraction", 1.0, 0.0, 1.0);
+  t.optimizer_offload_overlap = s.get_bool("optimizer_offload_overlap", false);
+  t.activation_offload_layers = static_cast<int>(s.get_int("activation_offload_layers", 0, 0, 1 << 20));
+  if (s.has("grad_reduce_in_fp32")) t.grad_reduce_in_fp32 = s.get_bool("grad_reduce_in_fp32", true);
+  else s.mark("grad_reduce_in_fp32");
+  t.bucket_size = s.get_int("bucket_size", 0, 1, int64_t{1} << 40);
+  s.finish();
+  return t;
+}
+
+// `bandwidth_default_GBps`: what a section without a bandwidth gets (the documented default: 400 Gb/s per GPU across
+// nodes, the GPU's own NVLink or PCIe rate inside one), so `--set cluster.inter_node.transport=efa` alone works.
+LinkSpec read_link(StrictSection s, bool inter, double bandwidth_default_GBps) {
+  LinkSpec l;
+  const bool gbits = s.has("bandwidth_Gbps");
+  const bool gbytes = s.has("bandwidth_GBps");
+  if (gbits && gbytes) s.fail("bandwidth_Gbps", "give bandwidth_Gbps (bits) or bandwidth_GBps (bytes), not both");
+  if (gbits) l.bandwidth_GBps = s.get_double("bandwidth_Gbps", 0, 1e-6, 1e9) / 8.0;
+  else if (gbytes) l.bandwidth_GBps = s.get_double("bandwidth_GBps", 0, 1e-6, 1e9);
+  else l.bandwidth_GBps = bandwidth_default_GBps;
+  s.mark("bandwidth_Gbps");
+  s.mark("bandwidth_GBps");
+  l.latency_us = s.get_double("latency_us", inter ? 5.0 : 1.0, 0.0, 1e7);
+  if (inter) {
+    l.topology = s.get_string("topology", "fat-tree");
+    l.transport = s.get_enum<std::string>("transport", "ib", {{"ib", "ib"}, {"roce", "roce"}, {"efa", "efa"}});
+  }
+  s.finish();
+  return l;
+}
+
+// The cluster section, its errors named against the cluster file it came from when a job included one.
+StrictSection cluster_section(const YAML::Node& node, const std::string& job_source) {
+  std::string source = job_source;
+  if (node.IsMap()) {
+    const YAML::Node file = node[kClusterFileKey];  // an absent key is an invalid node: ask IsDefined first
+    if (file.IsDefined() && file.IsScalar()) source = file.Scalar();
+  }
+  StrictSection s(node, "cluster", source);
+  s.mark(kClusterFileKey);
+  return s;
+}
+
+ClusterSpec read_cluster(StrictSection s) {
+  ClusterSpec c;
+  c.gpu = s.get_string("gpu", c.gpu);
+  c.num_gpus = static_cast<int>(s.require_int("num_gpus", 1, 1 << 20));
+  c.gpus_per_node = static_cast<int>(s.get_int("gpus_per_node", 8, 1, 1 << 16));
+  // The GPU's own NVLink (or PCIe) rate from the catalog: an A100 node is not an H100 node.
+  double gpu_link_GBps = 0;
+  try {
+    gpu_link_GBps = catalog::shipped().gpu(c.gpu).intra_node_GBps;
+  } catch (const InputError& e) {
+    throw InputError(s.source() + ": " + e.what());  // the file that names the GPU
+  }
+  if (s.has("intra_node")) {
+    c.intra_node =
+        read_link(StrictSection(s.child("intra_node"), s.key_path("intra_node"), s.source()), false, gpu_link_GBps);
+  } else {
+    s.mark("intra_node");
+    c.intra_node.bandwidth_GBps = gpu_link_GBps;
+  }
+  if (s.has("inter_node"))
+    c.inter_node = read_link(StrictSection(s.child("inter_node"), s.key_path("inter_node"), s.source()), true,
+                             c.inter_node.bandwidth_GBps);
+  else s.mark("inter_node");
+  for (const auto& [rank, factor] : s.get_int_double_map("slow_ranks", 0, (1 << 20) - 1, 1e-3, 1e6)) {
+    c.slow_ranks[static_cast<int>(rank)] = factor;
+  }
+  c.host_to_device_GBps = s.get_double("host_to_device_GBps", 0.0, 1e-3, 1e5);
+  c.cpu_optimizer_GBps = s.get_double("cpu_optimizer_GBps", 0.0, 1e-3, 1e5);
+  if (s.has("network")) c.network = read_network_spec(StrictSection(s.child("network"), s.key_path("network"), s.source()), c);
+  else s.mark("network");
+  s.finish();
+  return c;
+}
+
+SimulationSpec read_simulation(StrictSection s) {
+  SimulationSpec sim;
+  sim.comm_model = s.get_enum<CommModel>("comm_model", CommModel::AlphaBeta,
+                                         {{"alpha-beta", CommModel::AlphaBeta}, {"nccl", CommModel::Nccl},
+                                          {"flow", CommModel::Flow}});
+  sim.overlap_model = s.get_enum<OverlapModel>("overlap_model", OverlapModel::None,
+                                               {{"none", OverlapModel::None},
+                                                {"coefficients", OverlapModel::Coefficients},
+                                                {"xgboost", OverlapModel::XGBoost},
+                                                {"sm_share", OverlapModel::SmShare}});
+  sim.calibration_store = s.get_string("calibration_store", "");
+  sim.nccl_version = s.get_string("nccl_version", "");
+  sim.overlap_file = s.get_string("overlap_file", "");
+  sim.sustained_clock = s.get_double("sustained_clock", 0.0, 0.01, 2.0);
+  sim.attention_scale = s.get_double("attention_scale", 0.0, 0.05, 4.0);
+  sim.host_time_scale = s.get_double("host_time_scale", -1.0, 0.0, 10.0);
+  sim.all_ranks = s.get_bool("all_ranks", false);
+  s.finish();
+  return sim;
+}
+
+}  // namespace
+
+JobSpec job_from_node(const YAML::Node& root, const std::string& source) {
+  if (!root || !root.IsMap()) throw InputError(source + ": a job must be a mapping with model, parallelism, training, cluster");
+  StrictSection top(root, "", source);
+  JobSpec job;
+  job.source = source;
+  if (!top.has("model")) top.fail("model", "is required");
+  if (!top.has("cluster")) top.fail("cluster", "is required");
+  if (!top.has("training")) top.fail("training", "is required");
+  job.model = read_model(StrictSection(top.child("model"), "model", source));
+  job.parallelism = read_parallelism(StrictSection(top.child("parallelism"), "parallelism", source));
+  job.training = read_training(StrictSection(top.child("training"), "training", source));
+  job.cluster = read_cluster(cluster_section(top.child("cluster"), source));
+  job.simulation = read_simulation(StrictSection(top.child("simulation"), "simulation", source));
+  top.finish();
+  validate(job);
+  return job;
+}
+
+JobSpec job_from_node(const YAML::Node& root, const std::string& source, const std::vector<std::string>& overrides) {
+  try {
+    return job_from_node(root, source);
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    constexpr std::string_view kUnknown = ": unknown key ";
+    const size_t at = msg.find(kUnknown);
+    if (at == std::string::npos) throw;
+    const size_t from = at + kUnknown.size();
+    const std::string path = msg.substr(from, msg.find(' ', from) - from);
+    for (const std::string& ov : overrides) {
+      if (ov.substr(0, ov.find('=')) == path) throw InputError("--set " + ov + msg.substr(at));
+    }
+    throw;
+  }
+}
+
+JobSpec load_job_file(const std::string& path, const std::vector<std::string>& overrides) {
+  return job_from_node(load_job_tree(path, overrides), path, overrides);
+}
+
+YAML::Node load_job_tree(const std::string& path, const std::vector<std::string>& overrides) {
+  YAML::Node root = parse_yaml(read_text_file(path, "job file"), path);
+  const std::string base = fs::path(path).parent_path().string();
+  try {
+    resolve_includes(root, base.empty() ? "." : base);
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    // Messages about keys of this file get the file's name in front.
+    if (msg.rfind("key ", 0) == 0) throw InputError(path + ": " + msg);
+    throw;
+  }
+  apply_overrides(root, overrides);
+  return root;
+}
+
+JobSpec load_megatron_job(const std::string& args, const std::string& cluster_path,
+                          const std::vector<std::string>& overrides) {
+  return job_from_node(load_megatron_tree(args, cluster_path, overrides), "megatron-args", overrides);
+}
+
+YAML::Node load_megatron_tree(const std::string& args, const std::string& cluster_path,
+                              const std::vector<std::string>& overrides) {
+  YAML::Node root = megatron_args_to_job_node(args);
+  root["cluster"] = cluster_path;
+  resolve_includes(root, ".");
+  apply_overrides(root, overrides);
+  return root;
+}
+
+}  // namespace stepsim::spec
+
+namespace stepsim::spec {
+
+ClusterSpec load_cluster(const std::string& cluster_path, int num_gpus, int gpus_per_node,
+                         const std::vector<std::string>& overrides) {
+  YAML::Node root(YAML::NodeType::Map);
+  if (!cluster_path.empty()) {
+    root["cluster"] = cluster_path;
+    resolve_includes(root, ".");
+  } else {
+    root["cluster"] = YAML::Node(YAML::NodeType::Map);
+  }
+  root["cluster"]["num_gpus"] = num_gpus;
+  root["cluster"]["gpus_per_node"] = gpus_per_node;
+  apply_overrides(root, overrides);
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (it->first.Scalar() != "cluster") throw InputError("--set " + it->first.Scalar() + ": only cluster.* keys apply here");
+  }
+  ClusterSpec c = read_cluster(cluster_section(root["cluster"], cluster_path.empty() ? std::string("cluster") : cluster_path));
+  if (c.gpus_per_node > c.num_gpus) c.gpus_per_node = c.num_gpus;
+  if (c.num_gpus % c.gpus_per_node != 0) {
+    throw InputError("--gpus " + std::to_string(c.num_gpus) + ": must be a multiple of --gpus-per-node " +
+                     std::to_string(c.gpus_per_node));
+  }
+  return c;
+}
+
+}  // namespace stepsim::spec

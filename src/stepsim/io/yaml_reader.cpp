@@ -1,0 +1,309 @@
+#include "stepsim/io/yaml_reader.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stepsim/io/input_error.hpp"
+
+namespace stepsim::spec {
+
+bool parse_int64(const std::string& s, int64_t& out) {
+  if (s.empty()) return false;
+  const char* b = s.data();
+  const char* e = b + s.size();
+  if (*b == '+') ++b;
+  auto [p, ec] = std::from_chars(b, e, out);
+  return ec == std::errc() && p == e;
+}
+
+bool parse_double(const std::string& s, double& out) {
+  if (s.empty() || s.size() > 64) return false;
+  char* end = nullptr;
+  const std::string z(s);
+  out = std::strtod(z.c_str(), &end);
+  return end == z.c_str() + z.size() && std::isfinite(out);
+}
+
+StrictSection::StrictSection(const YAML::Node& node, std::string path, std::string source)
+    : node_(node), path_(std::move(path)), source_(std::move(source)) {
+  if (node_ && !node_.IsNull() && !node_.IsMap()) {
+    throw InputError(source_ + ": key " + (path_.empty() ? "<root>" : path_) + ": must be a mapping");
+  }
+}
+
+std::string StrictSection::key_path(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+void StrictSection::fail(const std::string& key, const std::string& rule) const {
+  // A rule that failed while a required key was absent most likely failed on its stand-in value: report the cause.
+  if (!missing_.empty() && key != missing_) {
+    const std::string typo = closest_unknown_to(missing_);
+    if (!typo.empty()) unknown(typo);
+    throw InputError(source_ + ": key " + key_path(missing_) + ": is required");
+  }
+  throw InputError(source_ + ": key " + key_path(key) + ": " + rule);
+}
+
+namespace {
+
+// Optimal string alignment distance (Damerau-Levenshtein without repeated edits of a substring).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  const size_t n = a.size(), m = b.size();
+  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1));
+  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[n][m];
+}
+
+}  // namespace
+
+std::string did_you_mean(const std::string& key, const std::set<std::string>& known) {
+  // Keys longer than any job key are not compared (bounded work for hostile input).
+  if (key.size() > 64) return "";
+  std::string best;
+  size_t best_d = std::max<size_t>(2, key.size() / 3) + 1;
+  for (const std::string& k : known) {
+    if (k.size() > 64) continue;
+    const size_t dist = edit_distance(key, k);
+    if (dist < best_d) best_d = dist, best = k;
+  }
+  return best;
+}
+
+void StrictSection::unknown(const std::string& key) const {
+  std::set<std::string> known = used_;
+  known.insert(asked_.begin(), asked_.end());
+  known.erase(key);
+  const std::string hint = did_you_mean(key, known);
+  throw InputError(source_ + ": unknown key " + key_path(key) +
+                   (hint.empty() ? "" : " (did you mean " + key_path(hint) + "?)"));
+}
+
+// An unread key of this section within typo distance of `key`.
+std::string StrictSection::closest_unknown_to(const std::string& key) const {
+  if (!node_ || !node_.IsMap()) return "";
+  std::set<std::string> unread;
+  // The first 256 unread keys: a section has a few dozen keys, a hostile file may have millions.
+  for (auto it = node_.begin(); it != node_.end() && unread.size() < 256; ++it) {
+    if (it->first.IsScalar() && !used_.count(it->first.Scalar())) unread.insert(it->first.Scalar());
+  }
+  return did_you_mean(key, unread);
+}
+
+bool StrictSection::has(const std::string& key) const {
+  asked_.insert(key);
+  if (!node_ || !node_.IsMap()) return false;
+  const YAML::Node v = node_[key];
+  return v.IsDefined() && !v.IsNull();
+}
+
+std::string StrictSection::scalar(const std::string& key) {
+  used_.insert(key);
+  const YAML::Node v = node_[key];
+  if (!v.IsScalar()) fail(key, "must be a single value, not a list or mapping");
+  return v.Scalar();
+}
+
+int64_t StrictSection::get_int(const std::string& key, int64_t def, int64_t min, int64_t max) {
+  if (!has(key)) {
+    used_.insert(key);
+    return def;
+  }
+  const std::string v = scalar(key);
+  int64_t x = 0;
+  if (!parse_int64(v, x)) {
+    double d = 0;
+    // Accept integral floats written as 1e9 / 2.0, refuse 1.5.
+    if (parse_double(v, d) && d == std::floor(d) && std::fabs(d) < 9e18) {
+      x = static_cast<int64_t>(d);
+    } else {
+      fail(key, "must be an integer, got '" + v + "'");
+    }
+  }
+  if (x < min || x > max) {
+    fail(key, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + std::to_string(x));
+  }
+  return x;
+}
+
+int64_t StrictSection::require_int(const std::string& key, int64_t min, int64_t max) {
+  if (!has(key)) {
+    if (missing_.empty()) missing_ = key;
+    used_.insert(key);
+    return min;
+  }
+  return get_int(key, 0, min, max);
+}
+
+double StrictSection::get_double(const std::string& key, double def, double min, double max) {
+  if (!has(key)) {
+    used_.insert(key);
+    return def;
+  }
+  const std::string v = scalar(key);
+  double x = 0;
+  if (!parse_double(v, x)) fail(key, "must be a number, got '" + v + "'");
+  if (!(x >= min && x <= max)) {
+    fail(key, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + v);
+  }
+  return x;
+}
+
+bool StrictSection::get_bool(const std::string& key, bool def) {
+  if (!has(key)) {
+    used_.insert(key);
+    return def;
+  }
+  const std::string v = scalar(key);
+  if (v == "true" || v == "True" || v == "TRUE" || v == "yes" || v == "on") return true;
+  if (v == "false" || v == "False" || v == "FALSE" || v == "no" || v == "off") return false;
+  fail(key, "must be true or false, got '" + v + "'");
+}
+
+std::string StrictSection::get_string(const std::string& key, const std::string& def) {
+  if (!has(key)) {
+    used_.insert(key);
+    return def;
+  }
+  return scalar(key);
+}
+
+YAML::Node StrictSection::child(const std::string& key) {
+  used_.insert(key);
+  if (!node_ || !node_.IsMap()) return YAML::Node();
+  return node_[key];
+}
+
+std::vector<int64_t> StrictSection::get_int_list(const std::string& key, int64_t min, int64_t max) {
+  used_.insert(key);
+  std::vector<int64_t> out;
+  if (!has(key)) return out;
+  const YAML::Node v = node_[key];
+  if (!v.IsSequence()) fail(key, "must be a list of integers");
+  if (v.size() > 1u << 20) fail(key, "list too long");
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t x = 0;
+    if (!v[i].IsScalar() || !parse_int64(v[i].Scalar(), x)) {
+      fail(key, "entry " + std::to_string(i) + " must be an integer");
+    }
+    if (x < min || x > max) {
+      fail(key, "entry " + std::to_string(i) + " must be in [" + std::to_string(min) + ", " +
+                    std::to_string(max) + "], got " + std::to_string(x));
+    }
+    out.push_back(x);
+  }
+  return out;
+}
+
+std::map<int64_t, double> StrictSection::get_int_double_map(const std::string& key, int64_t kmin, int64_t kmax,
+                                                            double vmin, double vmax) {
+  used_.insert(key);
+  std::map<int64_t, double> out;
+  if (!has(key)) return out;
+  const YAML::Node v = node_[key];
+  if (!v.IsMap()) fail(key, "must be a mapping {rank: factor}");
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    int64_t k = 0;
+    double x = 0;
+    if (!it->first.IsScalar() || !parse_int64(it->first.Scalar(), k) || k < kmin || k > kmax) {
+      fail(key, "keys must be integers in [" + std::to_string(kmin) + ", " + std::to_string(kmax) + "]");
+    }
+    if (!it->second.IsScalar() || !parse_double(it->second.Scalar(), x) || !(x >= vmin && x <= vmax)) {
+      fail(key + "." + std::to_string(k), "must be a number in [" + std::to_string(vmin) + ", " +
+                                               std::to_string(vmax) + "]");
+    }
+    out[k] = x;
+  }
+  return out;
+}
+
+void StrictSection::finish() const {
+  if (node_ && node_.IsMap()) {
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      const std::string k = it->first.IsScalar() ? it->first.Scalar() : std::string("<non-scalar key>");
+      if (!used_.count(k)) unknown(k);
+    }
+  }
+  if (!missing_.empty()) throw InputError(source_ + ": key " + key_path(missing_) + ": is required");
+}
+
+// yaml-cpp keeps both entries of a repeated key and reads the first; a user who wrote the key twice meant one of
+// them, so it is an error naming the line of the second.
+static void reject_duplicate_keys(const YAML::Node& node, const std::string& source, int depth = 0) {
+  if (depth > 64) return;  // parse_yaml refused deeper nesting already
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (it->first.IsScalar() && !seen.insert(it->first.Scalar()).second) {
+        throw InputError(source + ":" + std::to_string(it->first.Mark().line + 1) + ": key '" + it->first.Scalar() +
+                         "' appears twice in one mapping");
+      }
+      reject_duplicate_keys(it->second, source, depth + 1);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& child : node) reject_duplicate_keys(child, source, depth + 1);
+  }
+}
+
+// The 1-based line of a document start marker (`---` alone or followed by a space) that comes after content, 0 if
+// none. Comment lines and blank lines are no content; a marker before any content opens the first document.
+static int second_document_line(const std::string& text) {
+  bool content = false;
+  int line = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    const std::string_view l(text.data() + pos, nl - pos);
+    ++line;
+    const bool marker = l.substr(0, 3) == "---" && (l.size() == 3 || l[3] == ' ' || l[3] == '\r');
+    if (marker && content) return line;
+    const size_t first = l.find_first_not_of(" \t\r");
+    if (!marker && first != std::string_view::npos && l[first] != '#') content = true;
+    if (nl == text.size()) break;
+    pos = nl + 1;
+  }
+  return 0;
+}
+
+YAML::Node parse_yaml(const std::string& text, const std::string& source) {
+  if (text.size() > kMaxInputFileBytes) throw InputError(source + ": input larger than the limit");
+  // yaml-cpp recurses per nesting level; refuse absurd nesting before it can exhaust the stack.
+  int depth = 0, max_depth = 0;
+  for (char c : text) {
+    if (c == '[' || c == '{') max_depth = std::max(max_depth, ++depth);
+    else if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  if (max_depth > 64) throw InputError(source + ": malformed YAML: nesting deeper than 64 levels");
+  try {
+    YAML::Node root = YAML::Load(text);
+    // A second document (a `---` line after content) is an error rather than silently ignored. Found by scanning
+    // the text, not by YAML::LoadAll, which loops forever on some malformed inputs (yaml-cpp 0.7, found by
+    // fuzz_job_yaml).
+    if (const int line = second_document_line(text); line > 0) {
+      throw InputError(source + ":" + std::to_string(line) + ": a second YAML document; a job or cluster file holds one");
+    }
+    reject_duplicate_keys(root, source);
+    return root;
+  } catch (const YAML::Exception& e) {
+    std::string msg = e.msg;
+    throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                     ": malformed YAML: " + msg);
+  }
+}
+
+}  // namespace stepsim::spec
