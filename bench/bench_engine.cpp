@@ -14,7 +14,7 @@ namespace {
 
 void BM_EngineGpt3(benchmark::State& state) {
   const int dp = static_cast<int>(state.range(0));
-  stepsim::spec::JobSpec job = stepsim::spec::load_job_file(
+  stepsim::spec::JobSpec job = stepsim::spec::load_job_file(stepsim::catalog::shipped().gpus, 
       STEPSIM_SOURCE_DIR "/bench/gpt3-175b-8192.yaml",
       {"cluster.num_gpus=" + std::to_string(64 * dp), "parallelism.data=" + std::to_string(dp),
        "training.global_batch_size=" + std::to_string(12 * dp)});

@@ -23,6 +23,7 @@
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace {
 
@@ -81,13 +82,13 @@ int main(int argc, char** argv) {
   std::printf("%-22s %6s %7s %8s %8s %8s %8s %8s %8s\n", "example", "fits", "drawn", "mean|e|", "median", "p90",
               "max", "signed", "<=3%");
   for (const std::string& path : jobs) {
-    const spec::JobSpec base = spec::load_job_file(path, {});
+    const spec::JobSpec base = spec::load_job_file(stepsim::catalog::shipped().gpus, path, {});
     plan::PlannerOptions o;
     o.space.gpus = base.cluster.num_gpus;
     o.space.global_batch = base.training.global_batch_size;
     o.simulate = 0;
     o.top = 1 << 30;
-    const plan::PlanResult r = plan::run_planner(base, o);
+    const plan::PlanResult r = plan::run_planner(stepsim::catalog::shipped(), base, o);
     std::vector<size_t> idx(r.plans.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
     // The sample depends on the plans, not on their estimates: sorted by description before the draw, so two
@@ -107,7 +108,7 @@ int main(int argc, char** argv) {
       const plan::RankedPlan& rp = r.plans[i];
       if (std::getenv("PLANF") && plan::describe(rp.plan).find(std::getenv("PLANF")) == std::string::npos) continue;
       spec::JobSpec j = plan::job_for(base, rp.plan, o.space.gpus, o.space.global_batch);
-      spec::validate(j);
+      spec::validate(stepsim::catalog::shipped().gpus, j);
       sim::Simulation s;
       try {
         s = sim::run_simulation(stepsim::catalog::shipped(), j, std::getenv("PLANDBG") ? std::vector<int>{0, j.cluster.num_gpus - 1} : std::vector<int>{0});

@@ -14,6 +14,7 @@
 #include "stepsim/workload/megatron_builder.hpp"
 
 #include "fuzz_support.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 
 namespace {
@@ -109,7 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
     const YAML::Node root = stepsim::spec::parse_yaml(text, "fuzz.yaml");
-    const stepsim::spec::JobSpec job = stepsim::spec::job_from_node(root, "fuzz.yaml");
+    const stepsim::spec::JobSpec job = stepsim::spec::job_from_node(stepsim::catalog::shipped().gpus, root, "fuzz.yaml");
     if (small(job)) check_workload(job);
   } catch (const stepsim::InputError&) {
   }

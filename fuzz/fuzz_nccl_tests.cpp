@@ -13,6 +13,7 @@
 #include "stepsim/input/job_loader.hpp"
 
 #include "fuzz_support.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace {
 
@@ -47,7 +48,7 @@ void check_file(const cost::NcclTestsFile& f, int lines) {
 // The fit on a fixed H100 cluster: parameters stay in their bounds and predictions stay finite.
 void check_fit(const std::vector<cost::CommPoint>& pts) {
   if (pts.empty()) return;
-  static const spec::ClusterSpec cluster = spec::load_cluster("", 64, 8, {});
+  static const spec::ClusterSpec cluster = spec::load_cluster(stepsim::catalog::shipped().gpus, "", 64, 8, {});
   static const cost::NcclProfile& profile = stepsim::catalog::shipped().nccl_profile(cluster.gpu);
   static const cost::NcclHardware hw = cost::nccl_hardware(stepsim::catalog::shipped(), cluster, profile.channels);
   const auto r = cost::calibrate_nccl(pts, hw, cost::NcclParamTable(profile.params));

@@ -12,6 +12,7 @@
 #include "stepsim/input/job_loader.hpp"
 
 #include "fuzz_support.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 
 namespace {
@@ -63,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const YAML::Node base = stepsim::spec::parse_yaml(kJob, "fuzz.yaml");
     YAML::Node root = YAML::Clone(base);  // a fresh copy each run: overrides edit the tree in place
     stepsim::spec::apply_overrides(root, overrides);
-    (void)stepsim::spec::job_from_node(root, "fuzz.yaml");
+    (void)stepsim::spec::job_from_node(stepsim::catalog::shipped().gpus, root, "fuzz.yaml");
   } catch (const stepsim::InputError&) {
   }
   return 0;

@@ -11,6 +11,7 @@
 #include "stepsim/validate/run_job.hpp"
 
 #include "fuzz_support.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 using fuzz_support::require;
 using namespace stepsim;
@@ -29,11 +30,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& r : runs) {
     require(r.line >= 2 && !r.id.empty() && r.layers >= 1 && r.num_gpus >= 1);
     try {
-      const double t = validate::measured_step_time_s(r);
+      const double t = validate::measured_step_time_s(stepsim::catalog::shipped().gpus, r);
       require(std::isfinite(t) && t > 0);
-      validate::RunJob j = validate::job_for_run(r);
+      validate::RunJob j = validate::job_for_run(stepsim::catalog::shipped().gpus, r);
       j.root["training"]["recompute"] = "full";
-      spec::job_from_node(j.root, "fuzz row");
+      spec::job_from_node(stepsim::catalog::shipped().gpus, j.root, "fuzz row");
     } catch (const InputError&) {
     }
   }

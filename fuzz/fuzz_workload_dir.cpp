@@ -13,6 +13,7 @@
 #include "stepsim/ingest/trace/workload_dir.hpp"
 
 #include "fuzz_support.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 using fuzz_support::require;
 using namespace stepsim;
@@ -27,7 +28,7 @@ const spec::JobSpec& job() {
         "parallelism: {tensor: 1, pipeline: 1, data: 2}\n"
         "training: {micro_batch_size: 1, global_batch_size: 2}\n"
         "cluster: {gpu: H100-SXM, num_gpus: 2, gpus_per_node: 8}\n";
-    return spec::job_from_node(spec::parse_yaml(yaml, "fuzz.yaml"), "fuzz.yaml");
+    return spec::job_from_node(stepsim::catalog::shipped().gpus, spec::parse_yaml(yaml, "fuzz.yaml"), "fuzz.yaml");
   }();
   return j;
 }

@@ -21,6 +21,7 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {
@@ -68,7 +69,7 @@ TEST(Calibration, BoxLsqSolvesAndRespectsBounds) {
 
 // ---- the fit ----
 
-spec::ClusterSpec h100_cluster() { return spec::load_cluster("", 64, 8, {}); }
+spec::ClusterSpec h100_cluster() { return spec::load_cluster(stepsim::catalog::shipped().gpus, "", 64, 8, {}); }
 
 std::vector<CommPoint> synthetic_points(const cost::NcclHardware& hw, const cost::NcclParams& truth, int ranks, int nodes) {
   std::vector<CommPoint> pts;
@@ -150,7 +151,7 @@ cost::NcclCalibrationResult fit_file(const std::string& path, const std::vector<
   const cost::NcclTestsFile f = cost::read_nccl_tests(path);
   const cost::NcclTestsTable& t = f.tables.at(0);
   const int rpn = t.ranks / t.nodes;
-  const spec::ClusterSpec c = spec::load_cluster("", t.ranks, rpn, sets);
+  const spec::ClusterSpec c = spec::load_cluster(stepsim::catalog::shipped().gpus, "", t.ranks, rpn, sets);
   const cost::NcclProfile& profile = stepsim::catalog::shipped().nccl_profile(c.gpu);
   std::vector<CommPoint> pts;
   for (const auto& row : t.rows) {

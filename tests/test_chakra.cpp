@@ -14,6 +14,7 @@
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 using namespace stepsim;
 

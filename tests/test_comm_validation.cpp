@@ -12,6 +12,7 @@
 #include "stepsim/calibrate/nccl_tests_reader.hpp"
 #include "stepsim/assemble/simulation.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {

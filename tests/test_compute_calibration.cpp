@@ -16,6 +16,7 @@
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/validate/compute_fit.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {

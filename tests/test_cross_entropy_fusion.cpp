@@ -11,6 +11,7 @@
 #include "stepsim/validate/run_job.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {
@@ -98,7 +99,7 @@ TEST(CrossEntropyFusion, MegatronBridgeRowsRunTheTeKernel) {
       validate::read_published_runs(test::source_dir() + "/bench/validation/nvidia-h100-benchmarks.csv");
   int bridge = 0;
   for (const auto& r : runs) {
-    const auto j = validate::job_for_run(r);
+    const auto j = validate::job_for_run(stepsim::catalog::shipped().gpus, r);
     const bool is_bridge = r.source.rfind("MegatronBridge", 0) == 0;
     bridge += is_bridge;
     if (is_bridge) {

@@ -9,6 +9,7 @@
 #include "stepsim/report/summary.hpp"
 #include "stepsim/assemble/simulation.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {

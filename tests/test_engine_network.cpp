@@ -14,6 +14,7 @@
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::sim {
 namespace {

@@ -13,6 +13,7 @@
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/schedule.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {

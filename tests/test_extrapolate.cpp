@@ -12,6 +12,7 @@
 #include "stepsim/ingest/extrapolate/op_regression.hpp"
 #include "stepsim/assemble/simulation.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::extrapolate {
 namespace {

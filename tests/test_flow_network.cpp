@@ -8,6 +8,7 @@
 #include "stepsim/net/flow_network.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {
@@ -64,7 +65,7 @@ Topology ring(std::vector<double> bw) {
 spec::ClusterSpec cluster_of(const std::string& yaml, int gpus, int gpus_per_node) {
   static int counter = 0;
   const std::string path = test::write_temp("flow_network_" + std::to_string(counter++) + ".yaml", yaml);
-  return spec::load_cluster(path, gpus, gpus_per_node, {});
+  return spec::load_cluster(stepsim::catalog::shipped().gpus, path, gpus, gpus_per_node, {});
 }
 
 TEST(FlowNetwork, TwoFlowsOnOneLinkShareItEqually) {
@@ -184,7 +185,7 @@ TEST(FlowNetwork, SlowLinkSlowsOnlyTheFlowsThatCrossIt) {
 }
 
 TEST(FlowNetwork, PcieGpuPairsAcrossSocketsAreSlower) {
-  const spec::ClusterSpec c = spec::load_cluster(test::source_dir() + "/data/topologies/a40-pcie-numa.yaml", 4, 4, {});
+  const spec::ClusterSpec c = spec::load_cluster(stepsim::catalog::shipped().gpus, test::source_dir() + "/data/topologies/a40-pcie-numa.yaml", 4, 4, {});
   const Topology t = hw::build_topology(c);
   // Same socket (gpu0 -> pcie0 -> cpu0 -> pcie1 -> gpu1): every link 24 GB/s, 1 GB / 24 GB/s = 41,666,666.7
   // -> 41,666,667 ns, + 4 links x 1 us (half of intra_node latency 2 us) = 41,670,667 ns.

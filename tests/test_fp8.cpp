@@ -10,6 +10,7 @@
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/model_dims.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {

@@ -9,13 +9,14 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {
 
 // The fuzz pipeline: parse, convert and validate, then build the workload (as fuzz_job_yaml does).
 void run_job_yaml(const std::string& yaml) {
-  const spec::JobSpec job = spec::job_from_node(spec::parse_yaml(yaml, "fuzz.yaml"), "fuzz.yaml");
+  const spec::JobSpec job = spec::job_from_node(stepsim::catalog::shipped().gpus, spec::parse_yaml(yaml, "fuzz.yaml"), "fuzz.yaml");
   (void)workload::build_megatron_workload(job);
 }
 

@@ -7,6 +7,7 @@
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {

@@ -18,6 +18,7 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace {
 
@@ -453,12 +454,12 @@ TEST(HfConfig, EveryDefaultedValueIsAnAssumptionAndAJobThatDoesNotFitSaysSoFirst
                            "cluster: {gpu: H100-SXM, num_gpus: 8, gpus_per_node: 8}\n";
   std::ofstream(dir + "job.yaml") << "model: {hf_config: config.json}\n" << base;
   std::ofstream(dir + "job4k.yaml") << "model: {hf_config: config.json, seq_length: 4096}\n" << base;
-  const spec::JobSpec j = spec::load_job_file(dir + "job.yaml");
+  const spec::JobSpec j = spec::load_job_file(stepsim::catalog::shipped().gpus, dir + "job.yaml");
   ASSERT_EQ(j.model.hf_assumptions.size(), 2u);
   EXPECT_EQ(j.model.hf_assumptions[0].rfind("model.seq_length = 32768 from max_position_embeddings", 0), 0u);
   EXPECT_EQ(j.model.hf_assumptions[1].rfind("sliding_window 4096 is not modelled", 0), 0u);
   // Written beside hf_config, seq_length is no assumption any more; the sliding window note stays.
-  const spec::JobSpec k = spec::load_job_file(dir + "job4k.yaml");
+  const spec::JobSpec k = spec::load_job_file(stepsim::catalog::shipped().gpus, dir + "job4k.yaml");
   ASSERT_EQ(k.model.hf_assumptions.size(), 1u);
   EXPECT_EQ(k.model.hf_assumptions[0].rfind("sliding_window", 0), 0u);
   // GPT-2's config.json leaves n_inner null: the 4h default is said, as every other default is.

@@ -7,6 +7,7 @@
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/model_dims.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {
@@ -44,7 +45,7 @@ TEST(HfModels, ParameterCountsMatchPublishedTotals) {
                                        "parallelism: {" << m.parallel << "}\n"
                                        "training: {micro_batch_size: 1, global_batch_size: 64}\n"
                                        "cluster: {gpu: H100-SXM, num_gpus: " << gpus << ", gpus_per_node: 8}\n";
-    const spec::JobSpec job = spec::load_job_file((dir / "job.yaml").string());
+    const spec::JobSpec job = spec::load_job_file(stepsim::catalog::shipped().gpus, (dir / "job.yaml").string());
     const double total = static_cast<double>(workload::total_parameters(job.model)) / 1e9;
     EXPECT_NEAR(total, m.billions, 0.02 * m.billions) << m.file;
     // Small models simulate end to end here; the big ones only have their memory built (one step of

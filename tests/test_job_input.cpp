@@ -8,6 +8,7 @@
 
 #include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {
@@ -126,14 +127,14 @@ TEST(JobInput, UnevenStagesAreAccepted) {
 
 TEST(JobInput, SetOverridesAnyKey) {
   const std::string path = test::write_temp("set_job.yaml", small_gpt_yaml(2, 2, 2, 16));
-  spec::JobSpec j = spec::load_job_file(path, {"model.num_layers=16", "cluster.inter_node.bandwidth_Gbps=800",
+  spec::JobSpec j = spec::load_job_file(stepsim::catalog::shipped().gpus, path, {"model.num_layers=16", "cluster.inter_node.bandwidth_Gbps=800",
                                                "training.recompute=full", "cluster.slow_ranks.3=1.5"});
   EXPECT_EQ(j.model.num_layers, 16);
   EXPECT_DOUBLE_EQ(j.cluster.inter_node.bandwidth_GBps, 100.0);
   EXPECT_EQ(j.training.recompute, spec::Recompute::Full);
   EXPECT_DOUBLE_EQ(j.cluster.slow_ranks.at(3), 1.5);
-  EXPECT_THROW(spec::load_job_file(path, {"model.num_layer=16"}), InputError);  // unknown key stays an error
-  EXPECT_THROW(spec::load_job_file(path, {"model.num_layers"}), InputError);    // no '='
+  EXPECT_THROW(spec::load_job_file(stepsim::catalog::shipped().gpus, path, {"model.num_layer=16"}), InputError);  // unknown key stays an error
+  EXPECT_THROW(spec::load_job_file(stepsim::catalog::shipped().gpus, path, {"model.num_layers"}), InputError);    // no '='
   const auto r = run_cli("simulate " + path + " --set model.num_layers=abc");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("model.num_layers"), std::string::npos) << r.output;
@@ -150,7 +151,7 @@ TEST(JobInput, PathsInsideAJobAreRelativeToIt) {
   std::ofstream(dir / "job.yaml") << "model: {hf_config: config.json, seq_length: 2048}\n"
                                      "parallelism: {tensor: 8}\ntraining: {global_batch_size: 8}\ncluster: clusters/c.yaml\n";
   // Loaded from another working directory: includes resolve against the job file's folder.
-  spec::JobSpec j = spec::load_job_file((dir / "job.yaml").string());
+  spec::JobSpec j = spec::load_job_file(stepsim::catalog::shipped().gpus, (dir / "job.yaml").string());
   EXPECT_EQ(j.model.num_layers, 32);
   EXPECT_EQ(j.model.hidden_size, 4096);
   EXPECT_EQ(j.model.seq_length, 2048);  // the job's key overrides the config
@@ -173,7 +174,7 @@ TEST(JobInput, PathsOnTheCommandLineAreRelativeToTheWorkingDirectory) {
   // The test runs in some working directory (the build folder); the same files named relative to it.
   const std::string rel_dir = fs::relative(dir, fs::current_path()).string();
   ASSERT_TRUE(fs::path(rel_dir).is_relative());
-  spec::JobSpec j = spec::load_job_file(job.string(), {"simulation.overlap_model=coefficients",
+  spec::JobSpec j = spec::load_job_file(stepsim::catalog::shipped().gpus, job.string(), {"simulation.overlap_model=coefficients",
                                                        "simulation.overlap_file=" + rel_dir + "/ov.yaml",
                                                        "cluster=" + rel_dir + "/c.yaml"});
   EXPECT_EQ(j.simulation.overlap_file, (fs::path(rel_dir) / "ov.yaml").lexically_normal().string());
@@ -277,7 +278,7 @@ TEST(JobInput, MegatronArgsJobRunsWithAClusterFile) {
       "--num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 --max-position-embeddings 2048 "
       "--micro-batch-size 1 --global-batch-size 96 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 12 "
       "--sequence-parallel --bf16 --use-distributed-optimizer --recompute-granularity selective";
-  spec::JobSpec j = spec::load_megatron_job(args, cluster);
+  spec::JobSpec j = spec::load_megatron_job(stepsim::catalog::shipped().gpus, args, cluster);
   EXPECT_EQ(j.parallelism.tensor, 8);
   EXPECT_EQ(j.parallelism.pipeline, 12);
   EXPECT_EQ(j.parallelism.data, 1);

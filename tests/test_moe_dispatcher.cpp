@@ -18,6 +18,7 @@
 #include "stepsim/input/megatron_args.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {

@@ -9,6 +9,7 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/rank_layout.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {

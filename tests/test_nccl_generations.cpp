@@ -10,6 +10,7 @@
 #include "stepsim/cost/collective/nccl_model.hpp"
 #include "stepsim/assemble/simulation.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::cost {
 namespace {

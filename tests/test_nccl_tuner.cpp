@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "stepsim/cost/collective/nccl_tuner.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::cost {
 namespace {

@@ -16,13 +16,14 @@
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {
 
 spec::JobSpec tiny(int gpus, int64_t gbs) {
   spec::JobSpec j = test::job_from_yaml(test::small_gpt_yaml(1, 1, gpus, gbs));
-  spec::validate(j);
+  spec::validate(stepsim::catalog::shipped().gpus, j);
   return j;
 }
 
@@ -60,7 +61,7 @@ struct EstimateAndEngine {
 EstimateAndEngine estimate_and_engine(const spec::JobSpec& base, const spec::JobSpec& j, const plan::Plan& p,
                                       const CostModels& m) {
   EstimateAndEngine r;
-  r.costs = plan::probe_layer_costs(base, plan::probe_key(p), *m.compute, *m.comm);
+  r.costs = plan::probe_layer_costs(stepsim::catalog::shipped(), base, plan::probe_key(p), *m.compute, *m.comm);
   r.estimate = plan::estimate_plan(j, r.costs, *m.compute, *m.comm);
   r.engine = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), j, {0}), 0);
   return r;
@@ -68,7 +69,7 @@ EstimateAndEngine estimate_and_engine(const spec::JobSpec& base, const spec::Job
 
 double engine_step(const spec::JobSpec& base, const plan::Plan& p, int gpus, int64_t gbs) {
   spec::JobSpec j = plan::job_for(base, p, gpus, gbs);
-  spec::validate(j);
+  spec::validate(stepsim::catalog::shipped().gpus, j);
   const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), j, {0});
   return report::summarize(s, 0).step_time_s;
 }
@@ -77,7 +78,7 @@ double engine_step(const spec::JobSpec& base, const plan::Plan& p, int gpus, int
 // analytic path stays within 3 % of the engine and orders the best plans the same way.
 TEST(Planner, RankingAgreesWithBruteForceSimulation) {
   const spec::JobSpec base = tiny(8, 8);
-  const plan::PlanResult r = plan::run_planner(base, small_options(4, 2));
+  const plan::PlanResult r = plan::run_planner(stepsim::catalog::shipped(), base, small_options(4, 2));
   ASSERT_GE(r.plans.size(), 4u);
   double best = 1e30;
   plan::Plan best_plan;
@@ -122,14 +123,14 @@ TEST(Planner, AnalyticMemoryTracksTheMemoryModel) {
                               plan::Plan{4, 2, 2, 1, 1, 1, 2, spec::Recompute::Full, true, true, true},
                               plan::Plan{2, 2, 2, 2, 1, 1, 1, spec::Recompute::None, true, false, false}}) {
     spec::JobSpec j = plan::job_for(base, p, 16, 32);
-    spec::validate(j);
+    spec::validate(stepsim::catalog::shipped().gpus, j);
     const workload::Workload w = workload::build_megatron_workload(j);
     int64_t exact = 0;
     for (const auto& prog : w.programs) exact = std::max(exact, prog.static_memory.total() + prog.activation_peak);
     const hw::GpuSpec& gpu = stepsim::catalog::shipped().gpus.find(j.cluster.gpu);
     const auto compute = cost::make_roofline_model(gpu, j.training.precision, stepsim::catalog::shipped().efficiency.resolve(gpu));
     const auto comm = sim::make_collective_model(stepsim::catalog::shipped(), j);
-    const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
+    const plan::LayerCosts lc = plan::probe_layer_costs(stepsim::catalog::shipped(), base, plan::probe_key(p), *compute, *comm);
     const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
     EXPECT_NEAR(static_cast<double>(e.peak_memory_bytes) / static_cast<double>(exact), 1.0, 0.05) << plan::describe(p);
   }
@@ -146,8 +147,8 @@ TEST(Planner, EstimateFollowsTheEngineOnLayoutVariants) {
   const auto& comm = models.comm;
   auto both = [&](const plan::Plan& p) {
     spec::JobSpec j = plan::job_for(base, p, 16, 32);
-    spec::validate(j);
-    const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
+    spec::validate(stepsim::catalog::shipped().gpus, j);
+    const plan::LayerCosts lc = plan::probe_layer_costs(stepsim::catalog::shipped(), base, plan::probe_key(p), *compute, *comm);
     return std::make_pair(plan::estimate_plan(j, lc, *compute, *comm).step_time_s, engine_step(base, p, 16, 32));
   };
   plan::Plan tp{4, 2, 2, 1, 1, 1, 1, spec::Recompute::None, true, true, false};
@@ -171,7 +172,7 @@ TEST(Planner, EstimateFollowsTheEngineOnLayoutVariants) {
   hcp.cp_a2a = 2;
   const auto h = both(hcp);
   EXPECT_NEAR(h.first / h.second, 1.0, 0.05) << "cp:a2a+p2p: estimate " << h.first << " s, engine " << h.second << " s";
-  const plan::LayerCosts hl = plan::probe_layer_costs(base, plan::probe_key(hcp), *compute, *comm);
+  const plan::LayerCosts hl = plan::probe_layer_costs(stepsim::catalog::shipped(), base, plan::probe_key(hcp), *compute, *comm);
   double hcp_exposed = 0;
   for (int l = 0; l < base.model.num_layers; ++l) hcp_exposed += hl.fwd[l].cp_s + hl.bwd[l].cp_s;
   EXPECT_GT(hcp_exposed, 0.0);
@@ -194,8 +195,8 @@ TEST(Planner, EstimateFollowsAHostThatIssuesAhead) {
   for (const plan::Plan& p : {plan::Plan{1, 1, 8}, plan::Plan{2, 1, 4}, plan::Plan{2, 2, 2}, plan::Plan{1, 4, 2},
                               plan::Plan{1, 2, 4, 1, 1, 1, 2}}) {
     spec::JobSpec j = plan::job_for(base, p, 8, 32);
-    spec::validate(j);
-    const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
+    spec::validate(stepsim::catalog::shipped().gpus, j);
+    const plan::LayerCosts lc = plan::probe_layer_costs(stepsim::catalog::shipped(), base, plan::probe_key(p), *compute, *comm);
     EXPECT_FALSE(lc.host_syncs);
     const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
     const report::Summary engine = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), j, {0}), 0);
@@ -225,8 +226,8 @@ TEST(Planner, ZeroReplayKeepsTheHostBoundPasses) {
       for (const int stage : {2, 3}) {
         p.zero_stage = stage;
         spec::JobSpec j = plan::job_for(base, p, 16, 64);
-        spec::validate(j);
-        const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
+        spec::validate(stepsim::catalog::shipped().gpus, j);
+        const plan::LayerCosts lc = plan::probe_layer_costs(stepsim::catalog::shipped(), base, plan::probe_key(p), *compute, *comm);
         const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
         const report::Summary engine = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), j, {0}), 0);
         EXPECT_NEAR(e.step_time_s / engine.step_time_s, 1.0, 0.03)
@@ -260,9 +261,9 @@ TEST(Planner, EstimateFollowsTheEngineOnZeroStages) {
         plan::Plan p{2, pipeline, 8 / pipeline, 1, 1, 1, 1, spec::Recompute::None, true, false, false};
         p.zero_stage = stage;
         spec::JobSpec j = plan::job_for(base, p, 16, 32);
-        spec::validate(j);
+        spec::validate(stepsim::catalog::shipped().gpus, j);
         ASSERT_EQ(j.training.zero_stage, stage);
-        const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
+        const plan::LayerCosts lc = plan::probe_layer_costs(stepsim::catalog::shipped(), base, plan::probe_key(p), *compute, *comm);
         const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
         const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), j, {0});
         const report::Summary sum = report::summarize(s, 0);
@@ -286,16 +287,16 @@ TEST(Planner, EstimateFollowsTheEngineOnZeroStages) {
 // waits (docs/PLANNER.md, "ZeRO-2 and ZeRO-3"); counting each stage's whole last-backward gathers in the drain, as
 // before, it was 3.5 % high at global batch 128 (the sampled plan of bench_plan_accuracy).
 TEST(Planner, Zero3DrainWaitsForTheStagesAfterIt) {
-  spec::JobSpec base = spec::load_job_file(test::source_dir() + "/examples/gpt3-175b-h800.yaml");
+  spec::JobSpec base = spec::load_job_file(stepsim::catalog::shipped().gpus, test::source_dir() + "/examples/gpt3-175b-h800.yaml");
   base.simulation.calibration_store = "none";
-  spec::validate(base);
+  spec::validate(stepsim::catalog::shipped().gpus, base);
   const CostModels models = cost_models(base);
   for (const int64_t gbs : {128, 48}) {
     plan::Plan p{1, 24, 1, 4, 1, 1, 1, spec::Recompute::None, true, false, false};
     p.zero_stage = 3;
     p.cp_comm_type = spec::CpCommType::A2A;
     spec::JobSpec j = plan::job_for(base, p, 96, gbs);
-    spec::validate(j);
+    spec::validate(stepsim::catalog::shipped().gpus, j);
     const auto [lc, e, engine] = estimate_and_engine(base, j, p, models);
     EXPECT_GT(engine.breakdown.exposed_comm_s[report::kDp], 0.5 * engine.step_time_s) << "the stream binds";
     EXPECT_NEAR(e.step_time_s / engine.step_time_s, 1.0, 0.01)
@@ -318,7 +319,7 @@ TEST(Planner, EstimateTimesEachStageBoundaryAtItsOwnLink) {
         plan::Plan p{1, 8, gpus / 8, 1, 1, 1, 1, spec::Recompute::None, true, false, false};
         p.zero_stage = stage;
         spec::JobSpec j = plan::job_for(base, p, gpus, 64);
-        spec::validate(j);
+        spec::validate(stepsim::catalog::shipped().gpus, j);
         const auto [lc, e, summary] = estimate_and_engine(base, j, p, models);
         const double engine = summary.step_time_s;
         EXPECT_NEAR(e.step_time_s / engine, 1.0, 0.04)
@@ -347,10 +348,10 @@ TEST(Planner, InterleavedStagesReduceEachChunkAsItsBackwardEnds) {
       plan::Plan p{2, 2, 4, 1, 1, 1, vp, spec::Recompute::None, true, true, false};
       p.zero_stage = 1;
       spec::JobSpec j = plan::job_for(base, p, 16, 32);
-      spec::validate(j);
+      spec::validate(stepsim::catalog::shipped().gpus, j);
       ASSERT_EQ(j.parallelism.virtual_stages, vp);
       ASSERT_TRUE(j.training.overlap_grad_reduce);
-      const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
+      const plan::LayerCosts lc = plan::probe_layer_costs(stepsim::catalog::shipped(), base, plan::probe_key(p), *compute, *comm);
       const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
       const double engine = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), j, {0}), 0).step_time_s;
       EXPECT_NEAR(e.step_time_s / engine, 1.0, 0.015) << plan::describe(p) << " at " << link_GBps << " GB/s";
@@ -375,8 +376,8 @@ TEST(Planner, EstimateFollowsTheEngineUnderOptimizerOffload) {
     const auto& comm = models.comm;
     const plan::Plan p{2, 2, 4, 1, 1, 1, 1, spec::Recompute::None, true, true, false};
     spec::JobSpec j = plan::job_for(base, p, 16, 32);
-    spec::validate(j);
-    const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
+    spec::validate(stepsim::catalog::shipped().gpus, j);
+    const plan::LayerCosts lc = plan::probe_layer_costs(stepsim::catalog::shipped(), base, plan::probe_key(p), *compute, *comm);
     const double estimate = plan::estimate_plan(j, lc, *compute, *comm).step_time_s;
     const double engine = engine_step(base, p, 16, 32);
     spec::JobSpec plain = base;
@@ -399,8 +400,8 @@ TEST(Planner, EstimateFollowsTheEngineUnderActivationOffload) {
     const auto& compute = models.compute;
     const auto& comm = models.comm;
     spec::JobSpec j = plan::job_for(base, p, 16, 32);
-    spec::validate(j);
-    const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
+    spec::validate(stepsim::catalog::shipped().gpus, j);
+    const plan::LayerCosts lc = plan::probe_layer_costs(stepsim::catalog::shipped(), base, plan::probe_key(p), *compute, *comm);
     return std::make_pair(plan::estimate_plan(j, lc, *compute, *comm).step_time_s, engine_step(base, p, 16, 32));
   };
   const auto none = both(0);
@@ -422,7 +423,7 @@ TEST(Planner, AnalyticMemoryFollowsExpertTensorOne) {
       "parallelism: {tensor: 2, expert: 4, data: 4, sequence_parallel: true}\n"
       "training: {micro_batch_size: 1, global_batch_size: 8, distributed_optimizer: true}\n"
       "cluster: {gpu: H100-SXM, num_gpus: 8, gpus_per_node: 8}\n");
-  spec::validate(base);
+  spec::validate(stepsim::catalog::shipped().gpus, base);
   const CostModels models = cost_models(base);
   const auto& compute = models.compute;
   const auto& comm = models.comm;
@@ -430,10 +431,10 @@ TEST(Planner, AnalyticMemoryFollowsExpertTensorOne) {
     plan::Plan p{2, 1, 4, 1, 4, 1, 1, spec::Recompute::None, true, true, false};
     p.expert_tensor = et;
     spec::JobSpec j = plan::job_for(base, p, 8, 8);
-    spec::validate(j);
+    spec::validate(stepsim::catalog::shipped().gpus, j);
     const workload::Workload w = workload::build_megatron_workload(j);
     const int64_t exact = w.programs[0].static_memory.total() + w.programs[0].activation_peak;
-    const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
+    const plan::LayerCosts lc = plan::probe_layer_costs(stepsim::catalog::shipped(), base, plan::probe_key(p), *compute, *comm);
     const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
     EXPECT_NEAR(static_cast<double>(e.peak_memory_bytes) / static_cast<double>(exact), 1.0, 0.05) << plan::describe(p);
   }
@@ -444,9 +445,9 @@ TEST(Planner, SameResultWithOneOrTwoThreads) {
   plan::PlannerOptions o = small_options(3, 1);
   o.top = 10;
   const plan::ReportContext ctx{"tiny", "H100-SXM", 8, 8, o};
-  const std::string one = plan::plan_json(plan::run_planner(base, o), ctx).dump();
+  const std::string one = plan::plan_json(plan::run_planner(stepsim::catalog::shipped(), base, o), ctx).dump();
   o.threads = 2;
-  const std::string two = plan::plan_json(plan::run_planner(base, o), ctx).dump();
+  const std::string two = plan::plan_json(plan::run_planner(stepsim::catalog::shipped(), base, o), ctx).dump();
   EXPECT_EQ(one, two);
 }
 
@@ -456,7 +457,7 @@ TEST(Planner, PlansNearCapacityRankAfterSafeOnes) {
   const spec::JobSpec base = tiny(8, 8);
   plan::PlannerOptions o = small_options(2, 1);
   o.memory_margin = 0;
-  const plan::PlanResult plain = plan::run_planner(base, o);
+  const plan::PlanResult plain = plan::run_planner(stepsim::catalog::shipped(), base, o);
   ASSERT_GE(plain.plans.size(), 3u);
   for (const auto& p : plain.plans) EXPECT_FALSE(p.memory_at_risk);
   EXPECT_EQ(plain.at_risk, 0);
@@ -469,7 +470,7 @@ TEST(Planner, PlansNearCapacityRankAfterSafeOnes) {
   o.memory_margin = 1.0 - (static_cast<double>(mid) + 0.5) / static_cast<double>(plain.capacity_bytes);  // safe: peak <= mid
   ASSERT_GT(o.memory_margin, 0.0);
   ASSERT_LT(o.memory_margin, 0.99);
-  const plan::PlanResult r = plan::run_planner(base, o);
+  const plan::PlanResult r = plan::run_planner(stepsim::catalog::shipped(), base, o);
   ASSERT_EQ(r.plans.size(), plain.plans.size());
   bool seen_risk = false;
   int risky = 0;
@@ -494,7 +495,7 @@ TEST(Planner, SplitAcrossProcessesGivesTheSameResult) {
   plan::PlannerOptions o = small_options(3, 1);
   o.top = 10;
   const plan::ReportContext ctx{"tiny", "H100-SXM", 8, 8, o};
-  const std::string single = plan::plan_json(plan::run_planner(base, o), ctx).dump();
+  const std::string single = plan::plan_json(plan::run_planner(stepsim::catalog::shipped(), base, o), ctx).dump();
   // Rank 0 and rank 1 run in lockstep on two threads; the allgather exchanges their parts.
   std::vector<std::vector<char>> parts(2);
   std::map<int, std::vector<std::vector<char>>> done;  // generation -> everyone's parts
@@ -518,8 +519,8 @@ TEST(Planner, SplitAcrossProcessesGivesTheSameResult) {
     };
   };
   std::string got[2];
-  std::thread t1([&] { got[1] = plan::plan_json(plan::run_planner(base, o, {1, 2, allgather_for(1)}), ctx).dump(); });
-  got[0] = plan::plan_json(plan::run_planner(base, o, {0, 2, allgather_for(0)}), ctx).dump();
+  std::thread t1([&] { got[1] = plan::plan_json(plan::run_planner(stepsim::catalog::shipped(), base, o, {1, 2, allgather_for(1)}), ctx).dump(); });
+  got[0] = plan::plan_json(plan::run_planner(stepsim::catalog::shipped(), base, o, {0, 2, allgather_for(0)}), ctx).dump();
   t1.join();
   EXPECT_EQ(got[0], single);
   EXPECT_EQ(got[1], single);
@@ -529,7 +530,7 @@ TEST(Planner, JsonCarriesTheIssueKeysBestFirst) {
   const spec::JobSpec base = tiny(8, 8);
   plan::PlannerOptions o = small_options(2, 2);
   o.top = 5;
-  const nlohmann::json j = plan::plan_json(plan::run_planner(base, o), {"tiny", "H100-SXM", 8, 8, o});
+  const nlohmann::json j = plan::plan_json(plan::run_planner(stepsim::catalog::shipped(), base, o), {"tiny", "H100-SXM", 8, 8, o});
   ASSERT_EQ(j["plans"].size(), 5u);
   for (const auto& p : j["plans"]) {
     for (const char* k : {"tensor", "pipeline", "data", "context", "expert", "micro_batch_size", "virtual_stages",
@@ -556,7 +557,7 @@ TEST(Planner, EndToEndObjectivePicksTheEq44Interval) {
   o.e2e.failures_per_node_day = 5;  // high, so the interval (~1e5 steps of ~4 ms) is well below the run
   o.e2e.storage_GBps = 0.1;
   o.price_per_gpu_hour = 2.0;
-  const plan::PlanResult r = plan::run_planner(base, o);
+  const plan::PlanResult r = plan::run_planner(stepsim::catalog::shipped(), base, o);
   ASSERT_FALSE(r.plans.empty());
   const plan::RankedPlan& p = r.plans[0];
   const double lambda = 1 * 5.0 / 86400.0, ub = 230.2, ts = r.checkpoint_save_s, t = p.step_time_s;
@@ -586,12 +587,12 @@ TEST(Planner, NoFeasiblePlanIsAnAnswerWithReasons) {
       " vocab_size: 128256, seq_length: 4096}\n"
       "parallelism: {tensor: 8}\ntraining: {micro_batch_size: 1, global_batch_size: 8}\n"
       "cluster: {gpu: H100-SXM, num_gpus: 8, gpus_per_node: 8}\n");
-  spec::validate(j);
+  spec::validate(stepsim::catalog::shipped().gpus, j);
   plan::PlannerOptions o;
   o.space.gpus = 8;
   o.space.global_batch = 8;
   o.simulate = 2;
-  const plan::PlanResult r = plan::run_planner(j, o);
+  const plan::PlanResult r = plan::run_planner(stepsim::catalog::shipped(), j, o);
   EXPECT_TRUE(r.plans.empty());
   EXPECT_EQ(r.fits, 0);
   EXPECT_EQ(r.removed[static_cast<int>(plan::Rule::Memory)], r.estimated);
@@ -612,10 +613,10 @@ TEST(Planner, HostBoundMoePlansAreFlaggedNotReranked) {
       "training: {micro_batch_size: 1, global_batch_size: 8, precision: bf16}\n"
       "cluster: {gpu: H100-SXM, num_gpus: 8, gpus_per_node: 8}\nsimulation: {calibration_store: none}\n";
   spec::JobSpec base = test::job_from_yaml(yaml);
-  spec::validate(base);
+  spec::validate(stepsim::catalog::shipped().gpus, base);
   plan::PlannerOptions o = small_options(2, 1);
   o.top = 4;
-  const plan::PlanResult r = plan::run_planner(base, o);
+  const plan::PlanResult r = plan::run_planner(stepsim::catalog::shipped(), base, o);
   ASSERT_GE(r.plans.size(), 3u);
   int flagged = 0;
   for (size_t i = 0; i < r.plans.size(); ++i) {
@@ -625,7 +626,7 @@ TEST(Planner, HostBoundMoePlansAreFlaggedNotReranked) {
       continue;
     }
     spec::JobSpec j = plan::job_for(base, p.plan, 8, 8);
-    spec::validate(j);
+    spec::validate(stepsim::catalog::shipped().gpus, j);
     const report::Summary sum = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), j, {0}), 0);
     EXPECT_DOUBLE_EQ(p.host_bound_step_time_s, sum.step_time_host_bound_s) << plan::describe(p.plan);
     EXPECT_DOUBLE_EQ(p.step_time_s, sum.step_time_s);
@@ -640,7 +641,7 @@ TEST(Planner, HostBoundMoePlansAreFlaggedNotReranked) {
   EXPECT_NE(plan::plan_text(r, ctx).find("host-bound up to X s: an engine-timed MoE plan"), std::string::npos);
   EXPECT_DOUBLE_EQ(plan::plan_json(r, ctx)["plans"][0]["host_bound_step_time_s"].get<double>(),
                    r.plans[0].host_bound_step_time_s);
-  const plan::PlanResult dense = plan::run_planner(tiny(8, 8), small_options(2, 1));
+  const plan::PlanResult dense = plan::run_planner(stepsim::catalog::shipped(), tiny(8, 8), small_options(2, 1));
   for (const auto& p : dense.plans) EXPECT_EQ(p.host_bound_step_time_s, 0.0);
   EXPECT_EQ(plan::plan_text(dense, plan::ReportContext{"tiny", "H100-SXM", 8, 8, small_options(2, 1)}).find("host-bound"),
             std::string::npos);
@@ -667,7 +668,7 @@ TEST(Planner, EstimateChainsTheHostsSyncsOverTheStage) {
       "training: {micro_batch_size: 1, global_batch_size: 64, precision: bf16}\n"
       "cluster: {gpu: H100-SXM, num_gpus: 16, gpus_per_node: 8}\nsimulation: {calibration_store: none}\n";
   spec::JobSpec base = test::job_from_yaml(yaml);
-  spec::validate(base);
+  spec::validate(stepsim::catalog::shipped().gpus, base);
   const CostModels models = cost_models(base);
   const auto& compute = models.compute;
   const auto& comm = models.comm;
@@ -676,8 +677,8 @@ TEST(Planner, EstimateChainsTheHostsSyncsOverTheStage) {
                               plan::Plan{2, 4, 1, 2, 2, 1, 2, spec::Recompute::None, true, true, false},
                               plan::Plan{2, 2, 2, 2, 2, 1, 1, spec::Recompute::Full, true, true, false}}) {
     spec::JobSpec j = plan::job_for(base, p, 16, 64);
-    spec::validate(j);
-    const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(p), *compute, *comm);
+    spec::validate(stepsim::catalog::shipped().gpus, j);
+    const plan::LayerCosts lc = plan::probe_layer_costs(stepsim::catalog::shipped(), base, plan::probe_key(p), *compute, *comm);
     EXPECT_TRUE(lc.host_syncs);
     const plan::Estimate e = plan::estimate_plan(j, lc, *compute, *comm);
     const report::Summary engine = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), j, {0}), 0);
@@ -697,9 +698,9 @@ TEST(Planner, EstimateChainsTheHostsSyncsOverTheStage) {
 // alone, as before, left out the backlog the stream carries through the pipeline's cool-down: -3.3 % at every batch
 // (one of the sampled plans of bench_plan_accuracy); now within 1 %.
 TEST(Planner, ZeroStreamBoundsAnMoeStepItsBackwardsCannotHide) {
-  spec::JobSpec base = spec::load_job_file(test::source_dir() + "/examples/mixtral-8x7b-ep8.yaml");
+  spec::JobSpec base = spec::load_job_file(stepsim::catalog::shipped().gpus, test::source_dir() + "/examples/mixtral-8x7b-ep8.yaml");
   base.simulation.calibration_store = "none";
-  spec::validate(base);
+  spec::validate(stepsim::catalog::shipped().gpus, base);
   const CostModels models = cost_models(base);
   for (const int64_t gbs : {64, 32}) {
     plan::Plan p{8, 8, 1, 1, 1, 1, 2, spec::Recompute::Selective, true, false, false};
@@ -707,7 +708,7 @@ TEST(Planner, ZeroStreamBoundsAnMoeStepItsBackwardsCannotHide) {
     p.expert_tensor = 1;
     p.tp_comm_overlap = true;
     spec::JobSpec j = plan::job_for(base, p, 64, gbs);
-    spec::validate(j);
+    spec::validate(stepsim::catalog::shipped().gpus, j);
     const auto [lc, e, engine] = estimate_and_engine(base, j, p, models);
     EXPECT_TRUE(lc.host_syncs);
     EXPECT_GT(engine.breakdown.exposed_comm_s[report::kDp], 0.25 * engine.step_time_s) << "the stream binds";
@@ -732,7 +733,7 @@ TEST(Planner, EstimateFollowsTheEngineUnderEpOverlap) {
       "cluster: {gpu: H100-SXM, num_gpus: 16, gpus_per_node: 4, inter_node: {bandwidth_Gbps: 100, latency_us: 5}}\n"
       "simulation: {host_time_scale: 0}\n";  // the EP overlap under test, not the host (Planner.HostBound...)
   spec::JobSpec base = test::job_from_yaml(yaml);
-  spec::validate(base);
+  spec::validate(stepsim::catalog::shipped().gpus, base);
   const CostModels models = cost_models(base);
   const auto& compute = models.compute;
   const auto& comm = models.comm;
@@ -742,8 +743,8 @@ TEST(Planner, EstimateFollowsTheEngineUnderEpOverlap) {
                        plan::Plan{1, 2, 8, 1, 8, 1, 2, spec::Recompute::None, true, false, false}, zero2}) {
     auto estimate_of = [&](const plan::Plan& x) {
       spec::JobSpec j = plan::job_for(base, x, 16, 64);
-      spec::validate(j);
-      const plan::LayerCosts lc = plan::probe_layer_costs(base, plan::probe_key(x), *compute, *comm);
+      spec::validate(stepsim::catalog::shipped().gpus, j);
+      const plan::LayerCosts lc = plan::probe_layer_costs(stepsim::catalog::shipped(), base, plan::probe_key(x), *compute, *comm);
       EXPECT_EQ(lc.paired_ep_s.size(), x.ep_overlap ? 4u : 0u);
       return plan::estimate_plan(j, lc, *compute, *comm).step_time_s;
     };

@@ -4,13 +4,14 @@
 #include "stepsim/plan/plan_space.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {
 
 spec::JobSpec tiny_job(int gpus, int64_t gbs) {
   spec::JobSpec j = test::job_from_yaml(test::small_gpt_yaml(1, 1, gpus, gbs));
-  spec::validate(j);
+  spec::validate(stepsim::catalog::shipped().gpus, j);
   return j;
 }
 
@@ -33,7 +34,7 @@ plan::SpaceOptions sixteen_gpu_options(bool search_layouts) {
 // per (TP, CP, PP).
 TEST(PlanSpace, EachRuleRemovesTheHandCountedPlans) {
   // The layout variants are counted in LayoutVariantsMultiplyTheLeaves.
-  const plan::PlanSpace s = plan::enumerate_plans(tiny_job(16, 16), sixteen_gpu_options(false));
+  const plan::PlanSpace s = plan::enumerate_plans(stepsim::catalog::shipped().gpus, tiny_job(16, 16), sixteen_gpu_options(false));
   // (TP, CP, PP) with TP x CP x PP dividing 16 = 2^4: exponent triples summing to <= 4: C(7, 3) = 35.
   EXPECT_EQ(s.enumerated, 35 * 36);
   // TP 16 > 8 GPUs per node: only (16, 1, 1).
@@ -71,7 +72,7 @@ TEST(PlanSpace, ExpertDegreeMustDivideExpertsAndDataTimesContext) {
   // 8 experts, 8 GPUs, TP 1..8: EP in {1, 2, 4, 8} must divide DP x CP.
   spec::JobSpec j = test::job_from_yaml(test::small_gpt_yaml(1, 1, 8, 8));
   j.model.moe = spec::MoeSpec{8, 2, 1024, 0, 1, 0, std::nullopt};
-  spec::validate(j);
+  spec::validate(stepsim::catalog::shipped().gpus, j);
   plan::SpaceOptions o;
   o.gpus = 8;
   o.global_batch = 8;
@@ -79,7 +80,7 @@ TEST(PlanSpace, ExpertDegreeMustDivideExpertsAndDataTimesContext) {
   o.virtual_stages = {1};
   o.recomputes = {spec::Recompute::None};
   o.search_layouts = false;
-  const plan::PlanSpace s = plan::enumerate_plans(j, o);
+  const plan::PlanSpace s = plan::enumerate_plans(stepsim::catalog::shipped().gpus, j, o);
   // Triples (TP, CP, PP) with product | 8: C(6, 3) = 20, times 4 EP values x 9 variants.
   EXPECT_EQ(s.enumerated, 20 * 4 * 9);
   // DP x CP = 8 / (TP x PP). EP e fails when e does not divide it: count pairs (triple, e) with e > DP x CP
@@ -100,7 +101,7 @@ TEST(PlanSpace, ExpertDegreeMustDivideExpertsAndDataTimesContext) {
 // settings for an MoE model when TP > 1). The 16-GPU space above has 35 (TP, CP, PP) triples of 2^a 2^b 2^c with
 // a + b + c <= 4; leaves = 36 x sum over triples of (a > 0 ? 2 : 1) x (b > 0 ? 3 or 4 : 1).
 TEST(PlanSpace, LayoutVariantsMultiplyTheLeaves) {
-  const plan::PlanSpace s = plan::enumerate_plans(tiny_job(16, 16), sixteen_gpu_options(true));
+  const plan::PlanSpace s = plan::enumerate_plans(stepsim::catalog::shipped().gpus, tiny_job(16, 16), sixteen_gpu_options(true));
   int64_t leaves = 0;
   for (int a = 0; a <= 4; ++a)
     for (int b = 0; a + b <= 4; ++b)
@@ -173,7 +174,7 @@ TEST(PlanSpace, PlanJobsDoNotInheritTheBaseJobsSplitOrZeroStage) {
   p.micro_batch_size = 1;
   p.distributed_optimizer = false;
   spec::JobSpec j = plan::job_for(base, p, 6, 12);
-  spec::validate(j);
+  spec::validate(stepsim::catalog::shipped().gpus, j);
   EXPECT_FALSE(j.training.distributed_optimizer);
   EXPECT_TRUE(j.parallelism.pipeline_layers.empty());  // 8 layers on 2 stages: even
 }

@@ -11,6 +11,7 @@
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {
@@ -70,7 +71,7 @@ TEST(RankSymmetry, ExamplesMatchEveryRankSimulated) {
   };
   for (const Case& c : {Case{"llama2-7b-8", 1}, Case{"mixtral-8x7b-ep8", 4}, Case{"llama2-70b-1024", 32},
                         Case{"gpt3-175b-h800", 96}}) {
-    const spec::JobSpec job = spec::load_job_file(test::source_dir() + "/examples/" + c.file + ".yaml");
+    const spec::JobSpec job = spec::load_job_file(stepsim::catalog::shipped().gpus, test::source_dir() + "/examples/" + c.file + ".yaml");
     const sim::Simulation all = run(job, true, stage_heads(job));
     const sim::Simulation sym = run(job, false, stage_heads(job));
     EXPECT_EQ(all.result.mirrored_ranks, 0) << c.file;

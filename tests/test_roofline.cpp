@@ -16,6 +16,7 @@
 #include "stepsim/catalog/efficiency_table.hpp"
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace {
 

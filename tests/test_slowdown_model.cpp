@@ -19,6 +19,7 @@
 #include "stepsim/cost/overlap/learned/xgboost_overlap_model.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {
@@ -84,8 +85,8 @@ TEST(SlowdownDataset, ReadsEveryColumnWithUnitsAndMissingMetrics) {
   EXPECT_TRUE(b.algorithm.empty() && b.protocol.empty() && b.channels == 0);
   EXPECT_TRUE(std::isnan(algorithm_code(b.algorithm)));
   EXPECT_EQ(b.slowdown, -0.01);
-  EXPECT_EQ(canonical_gpu(a.gpu), "H800");  // catalog alias
-  EXPECT_EQ(canonical_gpu("MI300X"), "MI300X");
+  EXPECT_EQ(canonical_gpu(stepsim::catalog::shipped().gpus, a.gpu), "H800");  // catalog alias
+  EXPECT_EQ(canonical_gpu(stepsim::catalog::shipped().gpus, "MI300X"), "MI300X");
 }
 
 TEST(SlowdownDataset, WriteThenReadGivesTheSameRows) {
@@ -177,7 +178,7 @@ TEST(SlowdownTraining, FoldsAreSeededBalancedAndCoverEveryRow) {
 TEST(SlowdownTraining, CrossValidationOfAConstantIsExact) {
   std::vector<SlowdownRow> rows(synthetic().rows.begin(), synthetic().rows.begin() + 10);
   for (auto& r : rows) r.slowdown = 0.25;
-  const CrossValidation cv = cross_validate(rows, 5, 1, quick());
+  const CrossValidation cv = cross_validate(stepsim::catalog::shipped().gpus, rows, 5, 1, quick());
   ASSERT_EQ(cv.folds.size(), 5u);
   size_t tested = 0;
   for (const auto& f : cv.folds) {
@@ -205,7 +206,7 @@ HeldOut split_every_fifth() {
 // Never destroyed: freeing a booster from a static destructor at exit can run after libxgboost's own statics are
 // gone (a crash after the test passed).
 const SlowdownModel& synthetic_model() {
-  static const SlowdownModel* m = new SlowdownModel(train_slowdown_model(split_every_fifth().train, quick()));
+  static const SlowdownModel* m = new SlowdownModel(train_slowdown_model(stepsim::catalog::shipped().gpus, split_every_fifth().train, quick()));
   return *m;
 }
 
@@ -219,7 +220,7 @@ TEST(SlowdownModel, LearnsTheSyntheticFormulaOnHeldOutRows) {
   double mean = 0;
   for (const auto& r : h.train) mean += r.slowdown / static_cast<double>(h.train.size());
   for (const auto& r : h.test) measured.push_back(r.slowdown);
-  const SlowdownAccuracy model = slowdown_accuracy(measured, synthetic_model().predict(h.test));
+  const SlowdownAccuracy model = slowdown_accuracy(measured, synthetic_model().predict(stepsim::catalog::shipped().gpus, h.test));
   const SlowdownAccuracy baseline = slowdown_accuracy(measured, std::vector<double>(measured.size(), mean));
   EXPECT_GT(model.within_15, 0.90);
   EXPECT_LT(baseline.within_15, 0.60);
@@ -252,8 +253,8 @@ TEST(SlowdownModel, ImportanceFavoursTheFormulasFeatures) {
 TEST(SlowdownModel, SameSeedSameModelBytes) {
   const HeldOut h = split_every_fifth();
   const std::vector<SlowdownRow> rows(h.train.begin(), h.train.begin() + 100);
-  EXPECT_EQ(train_slowdown_model(rows, quick()).bytes(), train_slowdown_model(rows, quick()).bytes());
-  const CrossValidation a = cross_validate(rows, 4, 3, quick()), b = cross_validate(rows, 4, 3, quick());
+  EXPECT_EQ(train_slowdown_model(stepsim::catalog::shipped().gpus, rows, quick()).bytes(), train_slowdown_model(stepsim::catalog::shipped().gpus, rows, quick()).bytes());
+  const CrossValidation a = cross_validate(stepsim::catalog::shipped().gpus, rows, 4, 3, quick()), b = cross_validate(stepsim::catalog::shipped().gpus, rows, 4, 3, quick());
   EXPECT_EQ(a.predicted, b.predicted);
 }
 
@@ -262,7 +263,7 @@ TEST(SlowdownModel, SaveLoadKeepsPredictionsAndGpus) {
   synthetic_model().save(path);
   const SlowdownModel back = SlowdownModel::load(path);
   EXPECT_EQ(back.gpus(), synthetic_model().gpus());
-  EXPECT_EQ(back.predict(synthetic().rows), synthetic_model().predict(synthetic().rows));
+  EXPECT_EQ(back.predict(stepsim::catalog::shipped().gpus, synthetic().rows), synthetic_model().predict(stepsim::catalog::shipped().gpus, synthetic().rows));
   EXPECT_NE(back.training_note().find("\"rows\":400"), std::string::npos) << back.training_note();
 }
 
@@ -270,7 +271,7 @@ TEST(SlowdownModel, SaveLoadKeepsPredictionsAndGpus) {
 TEST(SlowdownModel, FactoryPredictsLikeTheDatasetRowAndSumsComms) {
   const std::string path = test::temp_dir() + "model-factory.json";
   synthetic_model().save(path);
-  const auto model = load_xgboost_overlap_model(path, "NVIDIA H800");  // an alias of the catalog's H800
+  const auto model = load_xgboost_overlap_model(stepsim::catalog::shipped().gpus, path, "NVIDIA H800");  // an alias of the catalog's H800
 
   SlowdownRow row;
   row.gpu = "H800";
@@ -302,7 +303,7 @@ TEST(SlowdownModel, FactoryPredictsLikeTheDatasetRowAndSumsComms) {
         << feature_names()[i] << ": " << from_row[i] << " vs " << from_sim[i];
   }
   const double one = model->compute_slowdown(c, std::span<const cost::OverlapComm>(&comm, 1));
-  EXPECT_EQ(one, synthetic_model().predict({row}).front());
+  EXPECT_EQ(one, synthetic_model().predict(stepsim::catalog::shipped().gpus, {row}).front());
   // The formula gives 0.05 + 2*0.6*0.75*1*1 + 0.5*0.7*0.75 = 1.1625 for this pair on an H800.
   EXPECT_NEAR(one, 1.1625, 0.15 * 2.1625);
   cost::OverlapComm small = comm;
@@ -316,7 +317,7 @@ TEST(SlowdownModel, FactoryPredictsLikeTheDatasetRowAndSumsComms) {
 
 std::string load_error(const std::string& path, const std::string& gpu = "H800") {
   try {
-    load_xgboost_overlap_model(path, gpu);
+    load_xgboost_overlap_model(stepsim::catalog::shipped().gpus, path, gpu);
   } catch (const InputError& e) {
     return e.what();
   }

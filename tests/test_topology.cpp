@@ -10,6 +10,7 @@
 #include "stepsim/topology/topology.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {
@@ -22,7 +23,7 @@ using hw::Topology;
 spec::ClusterSpec cluster_of(const std::string& yaml, int gpus, int gpus_per_node) {
   static int counter = 0;
   const std::string path = test::write_temp("topology_" + std::to_string(counter++) + ".yaml", yaml);
-  return spec::load_cluster(path, gpus, gpus_per_node, {});
+  return spec::load_cluster(stepsim::catalog::shipped().gpus, path, gpus, gpus_per_node, {});
 }
 
 Topology topology_of(const std::string& yaml, int gpus, int gpus_per_node) {
@@ -113,7 +114,7 @@ TEST(Topology, RailOptimizedNicsJoinTheirRail) {
 
 TEST(Topology, ThreeTierFatTreePodsCoresAndOversubscription) {
   const fs::path file = fs::path(test::source_dir()) / "data/topologies/fat-tree-3-oversub4.yaml";
-  const Topology t = hw::build_topology(spec::load_cluster(file.string(), 4096, 8, {}));
+  const Topology t = hw::build_topology(spec::load_cluster(stepsim::catalog::shipped().gpus, file.string(), 4096, 8, {}));
   // 4096 NICs / 32 = 128 leaves in 4 pods of 32; ceil(32 / 4) = 8 spines per pod, 8 cores:
   // 4096 GPUs + 512 NVSwitches + 4096 NICs + 128 + 32 + 8 = 8872 vertices.
   EXPECT_EQ(t.vertex_count(), 8872);
@@ -147,7 +148,7 @@ TEST(Topology, MeshAndTorusHopCounts) {
 
 TEST(Topology, PcieNodeCrossesTheSysLinkBetweenSockets) {
   const fs::path file = fs::path(test::source_dir()) / "data/topologies/a40-pcie-numa.yaml";
-  const Topology t = hw::build_topology(spec::load_cluster(file.string(), 8, 4, {}));
+  const Topology t = hw::build_topology(spec::load_cluster(stepsim::catalog::shipped().gpus, file.string(), 8, 4, {}));
   // GPU g on PCIe switch g; switches 0,1 on cpu0 and 2,3 on cpu1.
   EXPECT_EQ(path_names(t, 0, 1), (std::vector<std::string>{"node0/gpu0->node0/pcie0", "node0/pcie0->node0/cpu0",
                                                            "node0/cpu0->node0/pcie1", "node0/pcie1->node0/gpu1"}));
@@ -316,7 +317,7 @@ TEST(Topology, ExampleTopologiesLoadAndBuild) {
     if (p.extension() != ".yaml") continue;
     const YAML::Node y = YAML::LoadFile(p.string());
     const int gpus = y["num_gpus"].as<int>(), per_node = y["gpus_per_node"].as<int>();
-    const Topology t = hw::build_topology(spec::load_cluster(p.string(), gpus, per_node, {}));
+    const Topology t = hw::build_topology(spec::load_cluster(stepsim::catalog::shipped().gpus, p.string(), gpus, per_node, {}));
     EXPECT_GT(t.vertex_count(), gpus) << p;
     EXPECT_EQ(t.num_ranks(), gpus) << p;
     Router r(t);

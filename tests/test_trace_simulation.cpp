@@ -12,6 +12,7 @@
 #include "stepsim/ingest/trace/trace_workload.hpp"
 #include "stepsim/ingest/trace/workload_dir.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::trace {
 namespace {

@@ -15,11 +15,12 @@
 
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::test {
 
 inline spec::JobSpec job_from_yaml(const std::string& yaml) {
-  return spec::job_from_node(spec::parse_yaml(yaml, "test.yaml"), "test.yaml");
+  return spec::job_from_node(stepsim::catalog::shipped().gpus, spec::parse_yaml(yaml, "test.yaml"), "test.yaml");
 }
 
 // The InputError message a job is refused with, "" when it loads: tests look for the key and the rule in it.

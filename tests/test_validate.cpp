@@ -16,6 +16,7 @@
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/catalog/efficiency_table.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::validate {
 namespace {
@@ -54,7 +55,7 @@ TEST(Validate, FlopConventionsFollowTheReadmeClosedForms) {
   const double B = 512, s = 2048, l = 24, h = 2304, V = 51200;
   const double hw = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
   EXPECT_NEAR(step_flops(n, FlopConvention::Hardware) / hw, 1.0, 1e-12);
-  EXPECT_NEAR(measured_step_time_s(n), hw / (137e12 * 32), 1e-9);  // 3.528 s
+  EXPECT_NEAR(measured_step_time_s(stepsim::catalog::shipped().gpus, n), hw / (137e12 * 32), 1e-9);  // 3.528 s
   // Megatron 2024 counts model FLOPs: 72·B·s·l·h²·(1 + s/6h + V/12lh).
   const PublishedRun& m = row(runs, "MLM24-H100-1.7B");
   EXPECT_EQ(flop_convention(m), FlopConvention::Model);
@@ -62,35 +63,35 @@ TEST(Validate, FlopConventionsFollowTheReadmeClosedForms) {
   const double model = 72 * B2 * s2 * l2 * h2 * h2 * (1 + s2 / (6 * h2) + V2 / (12 * l2 * h2));
   EXPECT_NEAR(step_flops(m, FlopConvention::Model) / model, 1.0, 1e-12);
   std::string how;
-  EXPECT_NEAR(measured_step_time_s(m, &how), model / (408.8e12 * 48), 1e-9);  // 0.452 s
+  EXPECT_NEAR(measured_step_time_s(stepsim::catalog::shipped().gpus, m, &how), model / (408.8e12 * 48), 1e-9);  // 0.452 s
   EXPECT_NE(how.find("model FLOPs"), std::string::npos);
   // A measured step time is used as it is.
-  EXPECT_DOUBLE_EQ(measured_step_time_s(row(runs, "MTNLG-2240")), 60.1);
+  EXPECT_DOUBLE_EQ(measured_step_time_s(stepsim::catalog::shipped().gpus, row(runs, "MTNLG-2240")), 60.1);
 }
 
 TEST(Validate, UnstatedSettingsFollowTheDocumentedRules) {
   const auto runs = read_published_runs(shared_csv());
   // Megatron-LM 2021: no sequence parallelism, fp16 for "16bit", no distributed optimizer.
-  RunJob j = job_for_run(row(runs, "NAR21-T1-05"));
+  RunJob j = job_for_run(stepsim::catalog::shipped().gpus, row(runs, "NAR21-T1-05"));
   EXPECT_FALSE(j.root["parallelism"]["sequence_parallel"].as<bool>());
   EXPECT_EQ(j.root["training"]["precision"].as<std::string>(), "fp16");
   EXPECT_EQ(j.root["training"]["micro_batch_size"].as<int>(), 1);
   EXPECT_FALSE(j.root["training"]["distributed_optimizer"].as<bool>());
   // Llama 3.1: GQA, SwiGLU, RMSNorm; the notes say interleaved, so 4 chunks per stage; the 126 layers on 16 x 4
   // chunks split automatically with embedding and loss counted (1, 2 x 62, 1).
-  j = job_for_run(row(runs, "LLAMA3-T4-1"));
+  j = job_for_run(stepsim::catalog::shipped().gpus, row(runs, "LLAMA3-T4-1"));
   EXPECT_EQ(j.root["model"]["activation"].as<std::string>(), "swiglu");
   EXPECT_EQ(j.root["model"]["num_query_groups"].as<int>(), 8);
   EXPECT_TRUE(j.root["parallelism"]["sequence_parallel"].as<bool>());
   j.root["training"]["recompute"] = "full";
-  const spec::JobSpec job = spec::job_from_node(j.root, "row");
+  const spec::JobSpec job = spec::job_from_node(stepsim::catalog::shipped().gpus, j.root, "row");
   EXPECT_EQ(job.parallelism.virtual_stages, 4);
   EXPECT_EQ(job.parallelism.pipeline_layers.front(), 1);
   EXPECT_EQ(job.parallelism.pipeline_layers.back(), 1);
   EXPECT_EQ(job.parallelism.pipeline_layers[1], 2);
   EXPECT_EQ(job.cluster.gpu, "H100-SXM");
   // Megatron 2024's notes name --tp-comm-overlap.
-  EXPECT_TRUE(job_for_run(row(runs, "MLM24-H100-7.1B")).root["training"]["tp_comm_overlap"].as<bool>());
+  EXPECT_TRUE(job_for_run(stepsim::catalog::shipped().gpus, row(runs, "MLM24-H100-7.1B")).root["training"]["tp_comm_overlap"].as<bool>());
   // Every row names what it assumed.
   EXPECT_FALSE(j.assumptions.empty());
 }
@@ -107,18 +108,18 @@ TEST(Validate, Narayanan2021TableOneInterleavesAsSectionFiveOneStates) {
       {"NAR21-T1-09", 3},   // 105 / 35 = 3
       {"NAR21-T1-10", 2}};  // 128 / 64 = 2
   for (const auto& [id, v] : expected) {
-    const RunJob j = job_for_run(row(runs, id));
+    const RunJob j = job_for_run(stepsim::catalog::shipped().gpus, row(runs, id));
     ASSERT_TRUE(j.root["parallelism"]["virtual_stages"]) << id;
     EXPECT_EQ(j.root["parallelism"]["virtual_stages"].as<int>(), v) << id;
     EXPECT_EQ(j.root["parallelism"]["schedule"].as<std::string>(), "interleaved-1f1b") << id;
     EXPECT_FALSE(j.root["parallelism"]["overlap_p2p_comm"].as<bool>()) << id;
   }
   // No pipeline, nothing to interleave; Table 2's pipelined rows (MT-NLG-like PTD-P) are another table.
-  EXPECT_FALSE(job_for_run(row(runs, "NAR21-T1-04")).root["parallelism"]["virtual_stages"]);
+  EXPECT_FALSE(job_for_run(stepsim::catalog::shipped().gpus, row(runs, "NAR21-T1-04")).root["parallelism"]["virtual_stages"]);
   // The job loads: the chunks divide the layers and the micro-batches are a multiple of the pipeline.
-  RunJob j = job_for_run(row(runs, "NAR21-T1-09"));
+  RunJob j = job_for_run(stepsim::catalog::shipped().gpus, row(runs, "NAR21-T1-09"));
   j.root["training"]["recompute"] = "full";
-  EXPECT_EQ(spec::job_from_node(j.root, "row").parallelism.virtual_stages, 3);
+  EXPECT_EQ(spec::job_from_node(stepsim::catalog::shipped().gpus, j.root, "row").parallelism.virtual_stages, 3);
 }
 
 TEST(Validate, Llama3EightKRowsRunWithoutRecomputeAsThePaperStates) {
@@ -127,7 +128,7 @@ TEST(Validate, Llama3EightKRowsRunWithoutRecomputeAsThePaperStates) {
   // rank 8K tokens' activations, as in the 8K rows.
   const auto runs = read_published_runs(shared_csv());
   for (const char* id : {"LLAMA3-T4-1", "LLAMA3-T4-2", "LLAMA3-T4-3"}) {
-    const RunJob j = job_for_run(row(runs, id));
+    const RunJob j = job_for_run(stepsim::catalog::shipped().gpus, row(runs, id));
     ASSERT_TRUE(j.root["training"]["recompute"]) << id;
     EXPECT_EQ(j.root["training"]["recompute"].as<std::string>(), "none") << id;
     const bool said = std::any_of(j.assumptions.begin(), j.assumptions.end(), [](const std::string& a) {
@@ -136,7 +137,7 @@ TEST(Validate, Llama3EightKRowsRunWithoutRecomputeAsThePaperStates) {
     EXPECT_TRUE(said) << id;
   }
   // Another source's unstated recompute is still left to the least-that-fits rule.
-  EXPECT_FALSE(job_for_run(row(runs, "MLM24-H100-7.1B")).root["training"]["recompute"]);
+  EXPECT_FALSE(job_for_run(stepsim::catalog::shipped().gpus, row(runs, "MLM24-H100-7.1B")).root["training"]["recompute"]);
 }
 
 const char* kHeader =
@@ -149,13 +150,13 @@ const char* kHeader =
 // recipes reduce gradients in bf16.
 TEST(Validate, NvidiaBenchmarkFamiliesAndGradientPrecision) {
   const auto runs = read_published_runs(test::source_dir() + "/bench/validation/nvidia-h100-benchmarks.csv");
-  RunJob j = job_for_run(row(runs, "N2407-NEMOTRON-8B"));
+  RunJob j = job_for_run(stepsim::catalog::shipped().gpus, row(runs, "N2407-NEMOTRON-8B"));
   EXPECT_EQ(j.root["model"]["activation"].as<std::string>(), "gelu");
   EXPECT_EQ(j.root["model"]["normalization"].as<std::string>(), "layernorm");
   EXPECT_EQ(j.root["model"]["hidden_dropout"].as<double>(), 0.0);
   EXPECT_FALSE(j.root["model"]["add_bias_linear"].as<bool>());
   EXPECT_FALSE(j.root["training"]["grad_reduce_in_fp32"].as<bool>());
-  j = job_for_run(row(runs, "N2407-GPT3-175B-512"));
+  j = job_for_run(stepsim::catalog::shipped().gpus, row(runs, "N2407-GPT3-175B-512"));
   EXPECT_EQ(j.root["model"]["hidden_dropout"].as<double>(), 0.1);
   EXPECT_FALSE(j.root["training"]["grad_reduce_in_fp32"].as<bool>());
   // Qwen3-30B-A3B per token, model FLOPs (3 x forward), by hand: attention projections h (H d + 2 kv d) + H d h =
@@ -163,10 +164,10 @@ TEST(Validate, NvidiaBenchmarkFamiliesAndGradientPrecision) {
   // x 2 = 113,770,496 per layer, + attention 4 s H d = 67,108,864; x 48 layers x 3 = 26,046,627,840; logits
   // 3 x 2 h V = 1,866,989,568. Total 27,913,617,408 (with d = 64 it would be 20.4 G).
   const PublishedRun& q = row(runs, "MB2604-QWEN3-30B-A3B");
-  EXPECT_EQ(job_for_run(q).root["model"]["kv_channels"].as<int>(), 128);
+  EXPECT_EQ(job_for_run(stepsim::catalog::shipped().gpus, q).root["model"]["kv_channels"].as<int>(), 128);
   EXPECT_NEAR(step_flops(q, FlopConvention::Model) / double(q.global_batch * q.seq_len), 27913617408.0, 1.0);
   // And the GPT-3 family without a head-dim rule: no kv_channels key.
-  EXPECT_FALSE(job_for_run(row(runs, "N2407-GPT3-5B")).root["model"]["kv_channels"]);
+  EXPECT_FALSE(job_for_run(stepsim::catalog::shipped().gpus, row(runs, "N2407-GPT3-5B")).root["model"]["kv_channels"]);
 }
 
 // bench/validation/README.md: the check set's shapes agree with the published model TFLOP/s (kept in each row's notes
@@ -224,7 +225,7 @@ TEST(Validate, OptimizerStateDtypeColumnKeepsStatesInSixteenBits) {
   const std::string base =
       "a,NeMo_perf_summary_24.07,GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,2,2,2,1,1,,1,16,bf16,,,1.0,,,,,";
   auto static_bytes = [&](const std::string& dtype) {
-    const RunJob j = job_for_run(parse_published_runs(header + base + dtype + "\n", "r.csv").at(0));
+    const RunJob j = job_for_run(stepsim::catalog::shipped().gpus, parse_published_runs(header + base + dtype + "\n", "r.csv").at(0));
     YAML::Emitter e;
     e << j.root;
     const auto w = workload::build_megatron_workload(test::job_from_yaml(e.c_str()));
@@ -235,7 +236,7 @@ TEST(Validate, OptimizerStateDtypeColumnKeepsStatesInSixteenBits) {
   EXPECT_EQ(params, same);
   // By hand: fp32 states 4 + 4 + 4 bytes, bf16 2 + 2 + 2, over DP 2: 3 bytes per parameter less.
   EXPECT_NEAR(fp32 - bf16, params * (12.0 - 6.0) / 2, 2.0);
-  const RunJob j = job_for_run(parse_published_runs(header + base + "bf16\n", "r.csv").at(0));
+  const RunJob j = job_for_run(stepsim::catalog::shipped().gpus, parse_published_runs(header + base + "bf16\n", "r.csv").at(0));
   EXPECT_TRUE(j.root["training"]["precision_aware_optimizer"].as<bool>());
   for (const char* k : {"main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"})
     EXPECT_EQ(j.root["training"][k].as<std::string>(), "bf16") << k;
@@ -265,7 +266,7 @@ TEST(Validate, PipelineLayoutColumnSetsTheSplit) {
   const std::string row =
       "a,S,GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,2,2,2,1,1,,1,16,bf16,,,1.0,,,,,Et|t|t|tL\n";
   const auto runs = parse_published_runs(header + row, "r.csv");
-  const RunJob j = job_for_run(runs.at(0));
+  const RunJob j = job_for_run(stepsim::catalog::shipped().gpus, runs.at(0));
   EXPECT_EQ(j.root["parallelism"]["pipeline_layout"].as<std::string>(), "Et|t|t|tL");
   YAML::Emitter e;
   e << j.root;
@@ -282,7 +283,7 @@ TEST(Validate, RecomputeModulesColumnSetsSelectiveRecomputeOfThoseModules) {
   header.insert(header.size() - 1, ",recompute_modules");
   const std::string body = "GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,2,2,2,1,1,,1,16,bf16,";
   const auto runs = parse_published_runs(header + "a,S," + body + ",,1.0,,,,,core_attn  MLP\n", "r.csv");
-  const RunJob j = job_for_run(runs.at(0));
+  const RunJob j = job_for_run(stepsim::catalog::shipped().gpus, runs.at(0));
   EXPECT_EQ(j.root["training"]["recompute"].as<std::string>(), "selective");
   ASSERT_EQ(j.root["training"]["recompute_modules"].size(), 2u);
   EXPECT_EQ(j.root["training"]["recompute_modules"][1].as<std::string>(), "mlp");
@@ -302,7 +303,7 @@ TEST(Validate, RecomputeModulesColumnSetsSelectiveRecomputeOfThoseModules) {
   }
   const auto bad = parse_published_runs(header + "c,S," + body + ",,1.0,,,,,attention\n", "r.csv");
   YAML::Emitter e2;
-  e2 << job_for_run(bad.at(0)).root;
+  e2 << job_for_run(stepsim::catalog::shipped().gpus, bad.at(0)).root;
   EXPECT_NE(test::job_error(e2.c_str()).find("training.recompute_modules"), std::string::npos)
       << test::job_error(e2.c_str());
 }

@@ -11,6 +11,7 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::plan {
 namespace {
@@ -26,8 +27,8 @@ const char* kJob =
 
 spec::JobSpec scaled(const std::vector<Scale>& scales) {
   const YAML::Node root = spec::parse_yaml(kJob, "job.yaml");
-  const spec::JobSpec base = spec::job_from_node(root, "job.yaml");
-  return spec::job_from_node(apply_scales(root, base, scales), "job.yaml");
+  const spec::JobSpec base = spec::job_from_node(stepsim::catalog::shipped().gpus, root, "job.yaml");
+  return spec::job_from_node(stepsim::catalog::shipped().gpus, apply_scales(root, base, scales), "job.yaml");
 }
 
 TEST(WhatIf, ScalesLandInTheJob) {
@@ -72,7 +73,7 @@ TEST(WhatIf, EndToEndFollowsTheReliabilityClosedForm) {
   s.failures_per_node_day = 0.5;  // many failures, so the terms matter
   s.storage_GBps = 10;
   s.usd_per_gpu_hour = 2;
-  const Outcome o = evaluate(job, s);
+  const Outcome o = evaluate(stepsim::catalog::shipped(), job, s);
   // Independently: T_save = checkpoint bytes / 10 GB/s, u_b = MoFa's 0.3 x 141 + 0.6 x 262 + 0.1 x 307 = 230.2 s,
   // lambda = 1 node x 0.5 / 86400 s; G(I) = (S T + ceil(S / I) T_save) / (1 - lambda (u_b + I T / 2)),
   // minimised over whole I (eq. 43 without u_0).

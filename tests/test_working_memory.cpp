@@ -11,6 +11,7 @@
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/workload/working_memory.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {

@@ -10,6 +10,7 @@
 #include "stepsim/workload/model_dims.hpp"
 #include "stepsim/workload/static_memory.hpp"
 #include "test_util.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim {
 namespace {

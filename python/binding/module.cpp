@@ -17,7 +17,7 @@
 #include "stepsim/api/validate.hpp"
 #include "stepsim/api/whatif.hpp"
 #include "stepsim/ingest/profile/profile_outputs.hpp"
-#include "stepsim/report/memory_report.hpp"
+#include "stepsim/api/memory.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 
@@ -127,7 +127,7 @@ py::object memory(const py::dict& job, const py::dict& opts) {
   json j;
   {
     py::gil_scoped_release release;
-    j = stepsim::report::memory_json(stepsim::workload::build_megatron_workload(stepsim::api::load_job(in)));
+    j = stepsim::api::memory(in).json;
     if (!json_path.empty()) stepsim::api::write_output_file(json_path, j.dump(2) + "\n", "memory JSON");
   }
   return to_python(j);

@@ -295,7 +295,7 @@ CalibrationInput load_calibration_input(const CalibrateOptions& o) {
     c.notes.push_back(std::string("cluster.intra_node.bandwidth_GBps ") + buf + " from the interconnect column at " + where);
   }
   overrides.insert(overrides.end(), o.overrides.begin(), o.overrides.end());
-  in.cluster = spec::load_cluster(o.cluster_path, gpn * max_nodes, gpn, overrides);
+  in.cluster = spec::load_cluster(catalog::shipped().gpus, o.cluster_path, gpn * max_nodes, gpn, overrides);
   in.points = std::move(c.points);
   in.notes = std::move(c.notes);
   return in;

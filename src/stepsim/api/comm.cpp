@@ -7,6 +7,7 @@
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::api {
 namespace {
@@ -53,7 +54,7 @@ CommOutput comm(const CommOptions& o) {
   const std::vector<uint64_t> sizes = parse_size_range(o.sizes, "--sizes");
   CommOutput out;
   out.collective = cn.name;
-  out.cluster = spec::load_cluster(o.cluster_path, o.gpus, o.gpus_per_node, o.overrides);
+  out.cluster = spec::load_cluster(catalog::shipped().gpus, o.cluster_path, o.gpus, o.gpus_per_node, o.overrides);
   const auto model = sim::make_collective_model(catalog::shipped(), model_kind, out.cluster, {o.store, o.nccl_version});
 
   const int n = out.cluster.num_gpus, k = std::min(out.cluster.gpus_per_node, n);

@@ -3,6 +3,7 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "stepsim/input/megatron_args.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::api {
 
@@ -62,7 +63,7 @@ JobTree load_job_tree(const JobInput& in) {
 
 spec::JobSpec load_job(const JobInput& in) {
   const JobTree t = load_job_tree(in);
-  return spec::job_from_node(t.root, t.source, in.overrides);
+  return spec::job_from_node(catalog::shipped().gpus, t.root, t.source, in.overrides);
 }
 
 }  // namespace stepsim::api

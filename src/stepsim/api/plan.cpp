@@ -4,6 +4,7 @@
 
 #include "stepsim/report/command_reports.hpp"
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::api {
 
@@ -41,7 +42,7 @@ PlanOutput plan(const PlanOptions& o, const plan::Distribution& dist) {
   po.space.gpus = gpus;
   po.space.global_batch = gbs;
   po.space.search_layouts = !o.keep_layout;
-  if (!o.fp8_recipes.empty()) po.space.fp8_recipes = plan::parse_fp8_recipes(o.fp8_recipes, base);
+  if (!o.fp8_recipes.empty()) po.space.fp8_recipes = plan::parse_fp8_recipes(catalog::shipped().gpus, o.fp8_recipes, base);
   po.top = o.top;
   po.simulate = o.simulate;
   po.threads = o.threads;
@@ -69,7 +70,7 @@ PlanOutput plan(const PlanOptions& o, const plan::Distribution& dist) {
     throw InputError("--objective " + o.objective + ": must be step or e2e");
   }
   PlanOutput out;
-  out.result = plan::run_planner(base, po, dist);
+  out.result = plan::run_planner(catalog::shipped(), base, po, dist);
   out.context = plan::ReportContext{base.model.name, base.cluster.gpu, gpus, gbs, po};
   out.json = plan::plan_json(out.result, out.context);
   return out;
@@ -82,7 +83,7 @@ MemoryMapOutput memory_map(const JobInput& job, int gpus, int64_t global_batch) 
   out.gpus = gpus > 0 ? gpus : base.cluster.num_gpus;
   out.model = base.model.name;
   out.gpu = base.cluster.gpu;
-  out.map = plan::memory_map(base, out.gpus, global_batch > 0 ? global_batch : base.training.global_batch_size);
+  out.map = plan::memory_map(catalog::shipped().gpus, base, out.gpus, global_batch > 0 ? global_batch : base.training.global_batch_size);
   out.csv = plan::memory_map_csv(out.map);
   return out;
 }

@@ -11,6 +11,7 @@
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/report/text_format.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::api {
 

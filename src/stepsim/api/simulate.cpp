@@ -11,6 +11,7 @@
 #include "stepsim/job/rank_list.hpp"
 #include "stepsim/ingest/trace/trace_workload.hpp"
 #include "stepsim/ingest/trace/workload_dir.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::api {
 

@@ -10,6 +10,7 @@
 #include "stepsim/report/command_reports.hpp"
 #include "stepsim/report/summary.hpp"
 #include "stepsim/validate/published_run.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::api {
 namespace {
@@ -70,7 +71,7 @@ ValidateOutput validate(const ValidateOptions& o) {
   vo.threads = o.jobs;
   vo.progress = o.progress;
   ValidateOutput out;
-  out.result = validate::validate_runs(runs, vo);
+  out.result = validate::validate_runs(catalog::shipped(), runs, vo);
   out.json = to_json(out.result);
   return out;
 }

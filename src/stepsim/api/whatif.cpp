@@ -6,6 +6,7 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "stepsim/report/text_format.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::api {
 namespace {
@@ -41,12 +42,12 @@ WhatIfOutput whatif(const WhatIfOptions& o) {
   check("--price", o.settings.usd_per_gpu_hour, 0, 1e6, "USD per GPU-hour");
   const JobTree tree = load_job_tree(o.job);
   WhatIfOutput out;
-  out.before_job = spec::job_from_node(tree.root, tree.source);
+  out.before_job = spec::job_from_node(catalog::shipped().gpus, tree.root, tree.source);
   for (const std::string& s : o.scales) out.scales.push_back(plan::parse_scale(s));
   const spec::JobSpec after_job =
-      spec::job_from_node(plan::apply_scales(tree.root, out.before_job, out.scales), tree.source + " (scaled)");
-  out.before = plan::evaluate(out.before_job, o.settings);
-  out.after = plan::evaluate(after_job, o.settings);
+      spec::job_from_node(catalog::shipped().gpus, plan::apply_scales(tree.root, out.before_job, out.scales), tree.source + " (scaled)");
+  out.before = plan::evaluate(catalog::shipped(), out.before_job, o.settings);
+  out.after = plan::evaluate(catalog::shipped(), after_job, o.settings);
 
   nlohmann::json& j = out.json;
   j["scales"] = nlohmann::json::array();

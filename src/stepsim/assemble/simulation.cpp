@@ -66,7 +66,7 @@ std::unique_ptr<cost::OverlapModel> make_overlap_model(const catalog::Catalog& c
       if (job.simulation.overlap_file.empty())
         throw InputError("simulation.overlap_file: is required with overlap_model xgboost");
       std::string why;
-      auto learned = overlap::load_xgboost_overlap_model_if_trained(job.simulation.overlap_file, job.cluster.gpu, &why);
+      auto learned = overlap::load_xgboost_overlap_model_if_trained(catalog.gpus, job.simulation.overlap_file, job.cluster.gpu, &why);
       if (learned) return learned;
       // Never leave a job without an overlap model: the coefficients cover every generation Echo measured.
       if (note) *note = why + "; the coefficient overlap model (data/overlap.yaml) is used instead";

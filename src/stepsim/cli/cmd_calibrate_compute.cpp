@@ -12,6 +12,7 @@
 #include "stepsim/api/calibrate_compute.hpp"
 #include "stepsim/validate/compute_fit.hpp"
 #include "stepsim/validate/published_run.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::cli {
 namespace {
@@ -29,7 +30,7 @@ int run_calibrate_compute(const CalibrateComputeOptions& o) {
   validate::ValidationOptions vo;
   vo.overrides = o.overrides;
   vo.exclude_ids = o.exclude;
-  const validate::ComputeFit fit = validate::fit_compute(runs, vo);
+  const validate::ComputeFit fit = validate::fit_compute(catalog::shipped(), runs, vo);
   char buf[256];
   std::cout << "sustained tensor-core clock k and attention-kernel scale s per architecture (step = a + b/k + c/(k s) "
                "per run, minimising mean |log error|; s fitted where attention kernels are >= "

@@ -3,10 +3,8 @@
 #include <memory>
 
 #include "stepsim/cli/commands.hpp"
-#include "stepsim/cli/load_job.hpp"
-#include "stepsim/report/memory_report.hpp"
+#include "stepsim/api/memory.hpp"
 #include "stepsim/io/input_error.hpp"
-#include "stepsim/workload/megatron_builder.hpp"
 
 namespace stepsim::cli {
 
@@ -18,11 +16,9 @@ struct MemoryOptions {
 };
 
 int run_memory(const MemoryOptions& o) {
-  const workload::Workload w = workload::build_megatron_workload(load_job(o.job));
-  std::cout << report::memory_text(w);
-  if (!o.json_path.empty()) {
-    write_output_file(o.json_path, report::memory_json(w).dump(2) + "\n", "memory JSON");
-  }
+  const api::MemoryOutput m = api::memory(o.job);
+  std::cout << m.text;
+  if (!o.json_path.empty()) write_output_file(o.json_path, m.json.dump(2) + "\n", "memory JSON");
   return 0;
 }
 

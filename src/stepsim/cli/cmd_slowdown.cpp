@@ -11,6 +11,7 @@
 #include "stepsim/cost/overlap/learned/slowdown_report.hpp"
 #include "stepsim/cost/overlap/learned/slowdown_training.hpp"
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::cli {
 namespace {
@@ -49,8 +50,8 @@ void check_options(const TrainOptions& o, size_t rows) {
 int run_train(const TrainOptions& o) {
   const overlap::SlowdownDataset ds = overlap::read_slowdown_csv(o.data);
   check_options(o, ds.rows.size());
-  const overlap::CrossValidation cv = overlap::cross_validate(ds.rows, o.folds, o.seed, o.booster);
-  const overlap::SlowdownModel model = overlap::train_slowdown_model(ds.rows, o.booster);
+  const overlap::CrossValidation cv = overlap::cross_validate(catalog::shipped().gpus, ds.rows, o.folds, o.seed, o.booster);
+  const overlap::SlowdownModel model = overlap::train_slowdown_model(catalog::shipped().gpus, ds.rows, o.booster);
 
   std::printf("# slowdown model: XGBoost regression, %d rounds, max depth %d, eta %g, seed %llu; %s: %zu rows, GPUs %s\n",
               o.booster.rounds, o.booster.max_depth, o.booster.eta, static_cast<unsigned long long>(o.seed),
@@ -84,15 +85,15 @@ int run_train(const TrainOptions& o) {
 int run_eval(const EvalOptions& o) {
   const overlap::SlowdownModel model = overlap::SlowdownModel::load(o.model);
   const overlap::SlowdownDataset ds = overlap::read_slowdown_csv(o.data);
-  const std::vector<double> predicted = model.predict(ds.rows);
+  const std::vector<double> predicted = model.predict(catalog::shipped().gpus, ds.rows);
   size_t unseen = 0;
-  for (const auto& r : ds.rows) unseen += std::isnan(overlap::gpu_code(model.gpus(), r.gpu));
+  for (const auto& r : ds.rows) unseen += std::isnan(overlap::gpu_code(catalog::shipped().gpus, model.gpus(), r.gpu));
 
   std::printf("# slowdown model %s (GPUs %s; training %s) on %s: %zu rows\n", o.model.c_str(),
               gpu_list(model.gpus()).c_str(), model.training_note().c_str(), o.data.c_str(), ds.rows.size());
   if (unseen) std::printf("# %zu rows on GPUs the model was not trained on: their gpu feature is missing\n", unseen);
   std::printf("# within X%%: predicted 1+s within X%% of measured 1+s; RMSE of the slowdown s (Echo Table 6)\n");
-  const auto by_gpu = overlap::accuracy_by_gpu(ds.rows, predicted);
+  const auto by_gpu = overlap::accuracy_by_gpu(catalog::shipped().gpus, ds.rows, predicted);
   std::cout << overlap::accuracy_table("gpu", by_gpu);
   const auto imp = overlap::ranked_importance(model.importance());
   std::printf("# feature importance: share of the total split gain (Echo Fig. 11)\n");

@@ -19,6 +19,7 @@
 
 #include "stepsim/ingest/trace/import_output.hpp"
 #include "stepsim/ingest/trace/trace_import.hpp"
+#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::cli {
 namespace {

@@ -14,7 +14,6 @@
 #include "stepsim/input/megatron_args.hpp"
 #include "stepsim/job/pipeline_split.hpp"
 #include "stepsim/io/yaml_reader.hpp"
-#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::spec {
 
@@ -366,7 +365,7 @@ StrictSection cluster_section(const YAML::Node& node, const std::string& job_sou
   return s;
 }
 
-ClusterSpec read_cluster(StrictSection s) {
+ClusterSpec read_cluster(const hw::GpuCatalog& gpus, StrictSection s) {
   ClusterSpec c;
   c.gpu = s.get_string("gpu", c.gpu);
   c.num_gpus = static_cast<int>(s.require_int("num_gpus", 1, 1 << 20));
@@ -374,7 +373,7 @@ ClusterSpec read_cluster(StrictSection s) {
   // The GPU's own NVLink (or PCIe) rate from the catalog: an A100 node is not an H100 node.
   double gpu_link_GBps = 0;
   try {
-    gpu_link_GBps = catalog::shipped().gpu(c.gpu).intra_node_GBps;
+    gpu_link_GBps = gpus.find(c.gpu).intra_node_GBps;
   } catch (const InputError& e) {
     throw InputError(s.source() + ": " + e.what());  // the file that names the GPU
   }
@@ -423,7 +422,7 @@ SimulationSpec read_simulation(StrictSection s) {
 
 }  // namespace
 
-JobSpec job_from_node(const YAML::Node& root, const std::string& source) {
+JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const std::string& source) {
   if (!root || !root.IsMap()) throw InputError(source + ": a job must be a mapping with model, parallelism, training, cluster");
   StrictSection top(root, "", source);
   JobSpec job;
@@ -434,16 +433,17 @@ JobSpec job_from_node(const YAML::Node& root, const std::string& source) {
   job.model = read_model(StrictSection(top.child("model"), "model", source));
   job.parallelism = read_parallelism(StrictSection(top.child("parallelism"), "parallelism", source));
   job.training = read_training(StrictSection(top.child("training"), "training", source));
-  job.cluster = read_cluster(cluster_section(top.child("cluster"), source));
+  job.cluster = read_cluster(gpus, cluster_section(top.child("cluster"), source));
   job.simulation = read_simulation(StrictSection(top.child("simulation"), "simulation", source));
   top.finish();
-  validate(job);
+  validate(gpus, job);
   return job;
 }
 
-JobSpec job_from_node(const YAML::Node& root, const std::string& source, const std::vector<std::string>& overrides) {
+JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const std::string& source,
+                      const std::vector<std::string>& overrides) {
   try {
-    return job_from_node(root, source);
+    return job_from_node(gpus, root, source);
   } catch (const InputError& e) {
     const std::string msg = e.what();
     constexpr std::string_view kUnknown = ": unknown key ";
@@ -458,8 +458,8 @@ JobSpec job_from_node(const YAML::Node& root, const std::string& source, const s
   }
 }
 
-JobSpec load_job_file(const std::string& path, const std::vector<std::string>& overrides) {
-  return job_from_node(load_job_tree(path, overrides), path, overrides);
+JobSpec load_job_file(const hw::GpuCatalog& gpus, const std::string& path, const std::vector<std::string>& overrides) {
+  return job_from_node(gpus, load_job_tree(path, overrides), path, overrides);
 }
 
 YAML::Node load_job_tree(const std::string& path, const std::vector<std::string>& overrides) {
@@ -477,9 +477,9 @@ YAML::Node load_job_tree(const std::string& path, const std::vector<std::string>
   return root;
 }
 
-JobSpec load_megatron_job(const std::string& args, const std::string& cluster_path,
+JobSpec load_megatron_job(const hw::GpuCatalog& gpus, const std::string& args, const std::string& cluster_path,
                           const std::vector<std::string>& overrides) {
-  return job_from_node(load_megatron_tree(args, cluster_path, overrides), "megatron-args", overrides);
+  return job_from_node(gpus, load_megatron_tree(args, cluster_path, overrides), "megatron-args", overrides);
 }
 
 YAML::Node load_megatron_tree(const std::string& args, const std::string& cluster_path,
@@ -495,7 +495,7 @@ YAML::Node load_megatron_tree(const std::string& args, const std::string& cluste
 
 namespace stepsim::spec {
 
-ClusterSpec load_cluster(const std::string& cluster_path, int num_gpus, int gpus_per_node,
+ClusterSpec load_cluster(const hw::GpuCatalog& gpus, const std::string& cluster_path, int num_gpus, int gpus_per_node,
                          const std::vector<std::string>& overrides) {
   YAML::Node root(YAML::NodeType::Map);
   if (!cluster_path.empty()) {
@@ -510,7 +510,7 @@ ClusterSpec load_cluster(const std::string& cluster_path, int num_gpus, int gpus
   for (auto it = root.begin(); it != root.end(); ++it) {
     if (it->first.Scalar() != "cluster") throw InputError("--set " + it->first.Scalar() + ": only cluster.* keys apply here");
   }
-  ClusterSpec c = read_cluster(cluster_section(root["cluster"], cluster_path.empty() ? std::string("cluster") : cluster_path));
+  ClusterSpec c = read_cluster(gpus, cluster_section(root["cluster"], cluster_path.empty() ? std::string("cluster") : cluster_path));
   if (c.gpus_per_node > c.num_gpus) c.gpus_per_node = c.num_gpus;
   if (c.num_gpus % c.gpus_per_node != 0) {
     throw InputError("--gpus " + std::to_string(c.num_gpus) + ": must be a multiple of --gpus-per-node " +

@@ -7,7 +7,6 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "stepsim/job/pipeline_split.hpp"
-#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::spec {
 
@@ -38,7 +37,7 @@ const char* ep_overlap_refusal(const JobSpec& job) {
   return nullptr;
 }
 
-void validate(JobSpec& job) {
+void validate(const hw::GpuCatalog& gpus, JobSpec& job) {
   const std::string& src = job.source;
   auto fail = [&](const std::string& key, const std::string& rule) {
     throw InputError(src + ": key " + key + ": " + rule);
@@ -72,7 +71,7 @@ void validate(JobSpec& job) {
   // --- cluster
   const hw::GpuSpec* found = nullptr;
   try {
-    found = &catalog::shipped().gpu(c.gpu);
+    found = &gpus.find(c.gpu);
   } catch (const InputError& e) {
     throw InputError(src + ": " + e.what());
   }

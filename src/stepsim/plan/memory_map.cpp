@@ -24,13 +24,13 @@ std::string rule_of(const std::string& msg, const std::string& source) {
 
 }  // namespace
 
-MemoryMap memory_map(const spec::JobSpec& base, int gpus, int64_t global_batch) {
+MemoryMap memory_map(const hw::GpuCatalog& catalog_gpus, const spec::JobSpec& base, int gpus, int64_t global_batch) {
   const int gpn = base.cluster.gpus_per_node;
   if (gpus < 1 || (gpus > gpn && gpus % gpn != 0)) {
     throw InputError("--gpus " + std::to_string(gpus) + ": must be a multiple of cluster.gpus_per_node " + std::to_string(gpn));
   }
   MemoryMap m;
-  m.capacity_bytes = static_cast<int64_t>(catalog::shipped().gpu(base.cluster.gpu).memory_bytes);
+  m.capacity_bytes = static_cast<int64_t>(catalog_gpus.find(base.cluster.gpu).memory_bytes);
   const auto& par = base.parallelism;
   const auto& tr = base.training;
   for (int t = 1; t <= std::min(gpus, gpn); ++t) {
@@ -69,7 +69,7 @@ MemoryMap memory_map(const spec::JobSpec& base, int gpus, int64_t global_batch) 
           throw InputError("PP " + std::to_string(p) + " divides neither the layers " +
                            std::to_string(job.model.num_layers) + " nor the layers + 2");
         }
-        spec::validate(job);
+        spec::validate(catalog_gpus, job);
         const workload::Workload w = workload::build_megatron_workload(job);
         for (const workload::Program& prog : w.programs) {
           const int64_t peak = prog.static_memory.total() + prog.activation_peak;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::plan {
@@ -29,7 +30,7 @@ struct MemoryMap {
 };
 
 // TP over the divisors of gpus up to a node, PP over the divisors of gpus up to the layer count.
-MemoryMap memory_map(const spec::JobSpec& base, int gpus, int64_t global_batch);
+MemoryMap memory_map(const hw::GpuCatalog& catalog_gpus, const spec::JobSpec& base, int gpus, int64_t global_batch);
 
 std::string memory_map_text(const MemoryMap& m);
 // tensor,pipeline,data,status,peak_memory_bytes,capacity_bytes,headroom_bytes,reason

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "stepsim/catalog/catalog.hpp"
 #include "stepsim/cost/collective/collective_model.hpp"
 #include "stepsim/cost/compute/compute_model.hpp"
 #include "stepsim/plan/plan_space.hpp"
@@ -65,8 +66,8 @@ struct LayerCosts {
 };
 
 // Builds and times the probe for `key` (base: a validated job).
-LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& key, const cost::ComputeModel& compute,
-                             const cost::CollectiveModel& comm);
+LayerCosts probe_layer_costs(const catalog::Catalog& cat, const spec::JobSpec& base, const ProbeKey& key,
+                             const cost::ComputeModel& compute, const cost::CollectiveModel& comm);
 
 // Times of MoFa Table 6 for the slowest stage: compute, TP (CP, EP) communication, pipeline (bubble + sends),
 // exposed DP communication and the optimizer update.

@@ -207,7 +207,7 @@ std::string describe(const Plan& p) {
   return s.str();
 }
 
-PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
+PlanSpace enumerate_plans(const hw::GpuCatalog& gpus, const spec::JobSpec& base, const SpaceOptions& o) {
   PlanSpace out;
   const spec::ModelSpec& m = base.model;
   const int n = o.gpus;
@@ -298,7 +298,7 @@ PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o) {
                       continue;
                     }
                     try {
-                      spec::validate(j);
+                      spec::validate(gpus, j);
                     } catch (const InputError&) {
                       drop(Rule::Megatron, 1);
                       continue;

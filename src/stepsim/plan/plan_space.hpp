@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::plan {
@@ -114,7 +115,7 @@ inline constexpr std::array<OptimizerVariant, 9> kOptimizerVariantList{{
 constexpr int kOptimizerVariants = static_cast<int>(kOptimizerVariantList.size());
 
 // Walks the space for `base` (a validated job: model, cluster, precision) on o.gpus GPUs.
-PlanSpace enumerate_plans(const spec::JobSpec& base, const SpaceOptions& o);
+PlanSpace enumerate_plans(const hw::GpuCatalog& gpus, const spec::JobSpec& base, const SpaceOptions& o);
 
 // Layers of each model chunk: {} when pipeline x virtual_stages divides the layers evenly; else Megatron's
 // split that counts the embedding and the loss as one layer each (first and last chunk one layer fewer),

@@ -98,14 +98,15 @@ std::string count_text(int64_t n) {
 
 }  // namespace
 
-std::vector<spec::Fp8Recipe> parse_fp8_recipes(const std::string& list, const spec::JobSpec& job) {
+std::vector<spec::Fp8Recipe> parse_fp8_recipes(const hw::GpuCatalog& gpus, const std::string& list,
+                                               const spec::JobSpec& job) {
   constexpr spec::Fp8Recipe kAll[] = {spec::Fp8Recipe::Delayed, spec::Fp8Recipe::Current, spec::Fp8Recipe::Blockwise,
                                       spec::Fp8Recipe::Mxfp8};
   if (job.training.precision != spec::Precision::Fp8) {
     throw InputError("--fp8-recipes: the job is not fp8 (training.precision " +
                      std::string(spec::name_of(job.training.precision)) + ")");
   }
-  const bool blackwell = catalog::shipped().gpu(job.cluster.gpu).arch == hw::GpuArch::Blackwell;
+  const bool blackwell = gpus.find(job.cluster.gpu).arch == hw::GpuArch::Blackwell;
   std::vector<spec::Fp8Recipe> out;
   std::stringstream in(list);
   std::string name;
@@ -130,7 +131,8 @@ std::vector<spec::Fp8Recipe> parse_fp8_recipes(const std::string& list, const sp
   return out;
 }
 
-PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const Distribution& dist) {
+PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, const PlannerOptions& o,
+                       const Distribution& dist) {
   const int n = o.space.gpus;
   const int gpn = base.cluster.gpus_per_node;
   if (n < 1) throw InputError("--gpus " + std::to_string(n) + ": must be at least 1");
@@ -139,21 +141,21 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
   }
   if (o.space.global_batch < 1) throw InputError("--global-batch: must be at least 1");
   const int threads = o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const hw::GpuSpec& gpu = catalog::shipped().gpu(base.cluster.gpu);
+  const hw::GpuSpec& gpu = cat.gpu(base.cluster.gpu);
 
   PlanResult r;
   r.capacity_bytes = static_cast<int64_t>(gpu.memory_bytes);
   r.nodes = (n + gpn - 1) / gpn;
-  PlanSpace space = enumerate_plans(base, o.space);
+  PlanSpace space = enumerate_plans(cat.gpus, base, o.space);
   r.removed = space.removed;
   r.enumerated = space.enumerated;
   const int64_t count = static_cast<int64_t>(space.plans.size());
   r.estimated = count;
 
   // Cost models, one set per worker (models may cache internally).
-  const auto compute = sim::make_compute_model(catalog::shipped(), base);
+  const auto compute = sim::make_compute_model(cat, base);
   std::vector<std::unique_ptr<cost::CollectiveModel>> comms;
-  for (int w = 0; w < threads; ++w) comms.push_back(sim::make_collective_model(catalog::shipped(), base));
+  for (int w = 0; w < threads; ++w) comms.push_back(sim::make_collective_model(cat, base));
 
   // Probes this process needs, built once each.
   std::map<ProbeKey, size_t> probe_index;
@@ -167,7 +169,7 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
   parallel_for(static_cast<int64_t>(keys.size()), threads, [&](int64_t i, int w) {
     spec::JobSpec pb = base;
     pb.cluster.num_gpus = n;
-    probes[i] = probe_layer_costs(pb, keys[i], *compute, *comms[w]);
+    probes[i] = probe_layer_costs(cat, pb, keys[i], *compute, *comms[w]);
   });
 
   // Progress counts this process's share (its candidates, its engine runs).
@@ -256,8 +258,8 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
         static_cast<int64_t>(batch), threads, dist, [&](int64_t k, int) {
           RankedPlan rp = fitting[next + static_cast<size_t>(k)];
           spec::JobSpec job = job_for(base, rp.plan, n, o.space.global_batch);
-          spec::validate(job);
-          const sim::Simulation s = sim::run_simulation(catalog::shipped(), job, {0});
+          spec::validate(cat.gpus, job);
+          const sim::Simulation s = sim::run_simulation(cat, job, {0});
           if (o.progress) o.progress("simulating the best plans", ++engine_runs, static_cast<int64_t>(want));
           const report::Summary sum = report::summarize(s, 0);
           rp.simulated = true;
@@ -346,7 +348,7 @@ PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const
   // to the coefficients for the engine-timed rows.
   if (base.simulation.overlap_model != spec::OverlapModel::None) {
     std::string fallback;
-    sim::make_overlap_model(catalog::shipped(), base, &fallback);
+    sim::make_overlap_model(cat, base, &fallback);
     if (!fallback.empty()) notes.push_back("engine-timed rows: " + fallback);
   }
   if (base.model.moe) {

@@ -87,10 +87,12 @@ struct Distribution {
   std::function<std::vector<std::vector<char>>(const std::vector<char>& mine)> allgather;
 };
 
-PlanResult run_planner(const spec::JobSpec& base, const PlannerOptions& o, const Distribution& dist = {});
+PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, const PlannerOptions& o,
+                       const Distribution& dist = {});
 
 // `--fp8-recipes`: a comma-separated list of delayed | current | blockwise | mxfp8, or "all" (the recipes the job's GPU
 // runs: mxfp8 on Blackwell only). Throws InputError naming the flag.
-std::vector<spec::Fp8Recipe> parse_fp8_recipes(const std::string& list, const spec::JobSpec& job);
+std::vector<spec::Fp8Recipe> parse_fp8_recipes(const hw::GpuCatalog& gpus, const std::string& list,
+                                               const spec::JobSpec& job);
 
 }  // namespace stepsim::plan

@@ -145,8 +145,8 @@ YAML::Node apply_scales(const YAML::Node& root, const spec::JobSpec& base, const
   return out;
 }
 
-Outcome evaluate(const spec::JobSpec& job, const WhatIfSettings& s) {
-  const sim::Simulation sim = sim::run_simulation(catalog::shipped(), job, {0});
+Outcome evaluate(const catalog::Catalog& cat, const spec::JobSpec& job, const WhatIfSettings& s) {
+  const sim::Simulation sim = sim::run_simulation(cat, job, {0});
   const report::Summary sum = report::summarize(sim, 0);
   Outcome o;
   o.step_time_s = sum.step_time_s;

@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "stepsim/catalog/catalog.hpp"
 #include "stepsim/plan/reliability.hpp"
 #include "stepsim/job/job_spec.hpp"
 
@@ -51,6 +52,6 @@ struct Outcome {
 };
 
 // Simulates one step of `job` and turns it into a run of `s.steps` steps.
-Outcome evaluate(const spec::JobSpec& job, const WhatIfSettings& s);
+Outcome evaluate(const catalog::Catalog& cat, const spec::JobSpec& job, const WhatIfSettings& s);
 
 }  // namespace stepsim::plan

@@ -5,12 +5,10 @@
 
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/report/summary.hpp"
-#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::report {
 
-nlohmann::json memory_json(const workload::Workload& w) {
-  const auto& gpu = catalog::shipped().gpu(w.job.cluster.gpu);
+nlohmann::json memory_json(const workload::Workload& w, const hw::GpuSpec& gpu) {
   const int64_t cap = static_cast<int64_t>(gpu.memory_bytes);
   nlohmann::json stages = nlohmann::json::array();
   int64_t worst = 0;
@@ -37,8 +35,8 @@ nlohmann::json memory_json(const workload::Workload& w) {
           {"per_stage", stages}};
 }
 
-std::string memory_text(const workload::Workload& w) {
-  const nlohmann::json j = memory_json(w);
+std::string memory_text(const workload::Workload& w, const hw::GpuSpec& gpu) {
+  const nlohmann::json j = memory_json(w, gpu);
   std::ostringstream o;
   char line[256];
   const auto& par = w.job.parallelism;

@@ -5,11 +5,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/workload/program.hpp"
 
 namespace stepsim::report {
 
-nlohmann::json memory_json(const workload::Workload& w);
-std::string memory_text(const workload::Workload& w);
+// Each stage's peak against `gpu`'s memory (the job's GPU in the catalog).
+nlohmann::json memory_json(const workload::Workload& w, const hw::GpuSpec& gpu);
+std::string memory_text(const workload::Workload& w, const hw::GpuSpec& gpu);
 
 }  // namespace stepsim::report

@@ -6,7 +6,6 @@
 
 #include "stepsim/catalog/efficiency_table.hpp"
 #include "stepsim/validate/run_job.hpp"
-#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::validate {
 namespace {
@@ -78,7 +77,7 @@ ClockAndScale fit_clock_and_scale(const std::vector<RunResponse>& runs, bool fit
 
 double fit_sustained_clock(const std::vector<RunResponse>& runs) { return fit(runs, false, "").sustained_clock; }
 
-ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOptions& o) {
+ComputeFit fit_compute(const catalog::Catalog& cat, const std::vector<PublishedRun>& runs, const ValidationOptions& o) {
   ComputeFit out;
   ValidationOptions hi = o, lo = o, att = o;
   hi.overrides.push_back("simulation.sustained_clock=1.0");
@@ -87,9 +86,9 @@ ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOp
   lo.overrides.push_back("simulation.attention_scale=1.0");
   att.overrides.push_back("simulation.sustained_clock=1.0");
   att.overrides.push_back("simulation.attention_scale=0.5");
-  const ValidationResult r1 = validate_runs(runs, hi);
-  const ValidationResult r2 = validate_runs(runs, lo);
-  const ValidationResult r3 = validate_runs(runs, att);
+  const ValidationResult r1 = validate_runs(cat, runs, hi);
+  const ValidationResult r2 = validate_runs(cat, runs, lo);
+  const ValidationResult r3 = validate_runs(cat, runs, att);
   out.failed = r1.failed;
   std::map<std::string, const PublishedRun*> by_id;
   for (const auto& r : runs) by_id[r.id] = &r;
@@ -104,7 +103,7 @@ ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOp
     if (!half_clock || !half_attention) continue;
     RunResponse rr;
     rr.id = x.id;
-    rr.arch = hw::name_of(gpu_of(*by_id.at(x.id)).arch);
+    rr.arch = hw::name_of(gpu_of(cat.gpus, *by_id.at(x.id)).arch);
     rr.kind = x.kind;
     rr.measured = x.measured_step_time_s;
     // T(1, 1) = a + b + c, T(0.5, 1) = a + 2b + 2c, T(1, 0.5) = a + b + 2c. Clamped at 0: an overlap can make a
@@ -119,7 +118,7 @@ ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOp
     ArchFit f;
     f.arch = arch;
     f.runs = static_cast<int>(rs.size());
-    const double current = catalog::shipped().efficiency.resolve_arch(arch).sustained_clock;
+    const double current = cat.efficiency.resolve_arch(arch).sustained_clock;
     double attention = 0, total = 0;
     for (const auto& r : rs) {
       attention += r.c;

@@ -59,7 +59,7 @@ double fit_sustained_clock(const std::vector<RunResponse>& runs);
 
 // Simulates every run three times (see above) and fits each architecture; mape_before is at the current
 // calibration's clock (data/efficiency.yaml) and attention scale 1.
-ComputeFit fit_compute(const std::vector<PublishedRun>& runs, const ValidationOptions& o);
+ComputeFit fit_compute(const catalog::Catalog& cat, const std::vector<PublishedRun>& runs, const ValidationOptions& o);
 
 // The band of each kind among `errors` (signed, after the fit; kinds[i] is errors[i]'s): a kind with at least
 // hw::kMinRunsForKindQuantiles runs gets its own 10th and 90th percentile, one with fewer the architecture's band

@@ -9,7 +9,6 @@
 
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/io/input_error.hpp"
-#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::validate {
 namespace {
@@ -139,9 +138,9 @@ int64_t microbatches_per_pipeline(const PublishedRun& r) {
 
 }  // namespace
 
-const hw::GpuSpec& gpu_of(const PublishedRun& r) {
+const hw::GpuSpec& gpu_of(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   try {
-    return catalog::shipped().gpu(gpu_name(r.gpu));
+    return gpus.find(gpu_name(r.gpu));
   } catch (const InputError& e) {
     throw InputError("column gpu: " + std::string(e.what()));
   }
@@ -170,15 +169,15 @@ double step_flops(const PublishedRun& r, FlopConvention c) {
   return per_seq * static_cast<double>(r.global_batch);
 }
 
-double mfu_peak_tflops(const PublishedRun& r) {
-  const hw::GpuSpec& g = gpu_of(r);
+double mfu_peak_tflops(const hw::GpuCatalog& gpus, const PublishedRun& r) {
+  const hw::GpuSpec& g = gpu_of(gpus, r);
   return g.peak_flops(r.precision == "fp32" ? spec::Precision::Fp32 : spec::Precision::Bf16) / 1e12;
 }
 
 namespace {
 
 // The step time the row's measurement gives, unchecked.
-double measured_step_time_raw(const PublishedRun& r, std::string* how) {
+double measured_step_time_raw(const hw::GpuCatalog& catalog_gpus, const PublishedRun& r, std::string* how) {
   auto say = [&](const std::string& s) {
     if (how) *how = s;
   };
@@ -194,8 +193,8 @@ double measured_step_time_raw(const PublishedRun& r, std::string* how) {
     return step_flops(r, c) / (*r.tflops_per_gpu * 1e12 * gpus);
   }
   if (r.mfu) {
-    say(std::string("mfu x ") + std::to_string(static_cast<int>(mfu_peak_tflops(r))) + " TFLOP/s, " + conv);
-    return step_flops(r, c) / (*r.mfu * mfu_peak_tflops(r) * 1e12 * gpus);
+    say(std::string("mfu x ") + std::to_string(static_cast<int>(mfu_peak_tflops(catalog_gpus, r))) + " TFLOP/s, " + conv);
+    return step_flops(r, c) / (*r.mfu * mfu_peak_tflops(catalog_gpus, r) * 1e12 * gpus);
   }
   say("tokens_per_s_per_gpu");
   return static_cast<double>(r.global_batch) * static_cast<double>(r.seq_len) / (*r.tokens_per_s_per_gpu * gpus);
@@ -203,8 +202,8 @@ double measured_step_time_raw(const PublishedRun& r, std::string* how) {
 
 }  // namespace
 
-double measured_step_time_s(const PublishedRun& r, std::string* how) {
-  const double t = measured_step_time_raw(r, how);
+double measured_step_time_s(const hw::GpuCatalog& catalog_gpus, const PublishedRun& r, std::string* how) {
+  const double t = measured_step_time_raw(catalog_gpus, r, how);
   if (!std::isfinite(t) || !(t > 0)) {
     throw InputError("line " + std::to_string(r.line) + ": row " + r.id + ": the measurement gives no finite positive "
                      "step time (" + std::to_string(t) + " s)");
@@ -213,12 +212,12 @@ double measured_step_time_s(const PublishedRun& r, std::string* how) {
 }
 
 
-RunJob job_for_run(const PublishedRun& r) {
+RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   RunJob out;
   auto assume = [&](const std::string& s) { out.assumptions.push_back(s); };
   const bool old = is_2021_megatron(r);
   const Family f = family_of(r);
-  const hw::GpuSpec& gpu = gpu_of(r);
+  const hw::GpuSpec& gpu = gpu_of(gpus, r);
   YAML::Node root(YAML::NodeType::Map);
 
   YAML::Node m(YAML::NodeType::Map);

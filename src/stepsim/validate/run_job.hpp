@@ -29,21 +29,21 @@ double step_flops(const PublishedRun& r, FlopConvention c);
 
 // Peak dense TFLOP/s the source's MFU refers to (the row's precision on its GPU; fp8 rows' MFU is taken against
 // the bf16 peak, as NeMo and Megatron report it).
-double mfu_peak_tflops(const PublishedRun& r);
+double mfu_peak_tflops(const hw::GpuCatalog& gpus, const PublishedRun& r);
 
 // The catalog GPU of the row's `gpu` cell, without a trailing parenthesis ("H100-SXM5-80GB (700W)" -> H100-SXM).
 // InputError "column gpu: ..." when the catalog does not know it.
-const hw::GpuSpec& gpu_of(const PublishedRun& r);
+const hw::GpuSpec& gpu_of(const hw::GpuCatalog& gpus, const PublishedRun& r);
 
 // Measured step time: step_time_s if given, else from tflops_per_gpu (with the source's convention), else from
 // mfu, else from tokens_per_s_per_gpu. `how` says which.
-double measured_step_time_s(const PublishedRun& r, std::string* how = nullptr);
+double measured_step_time_s(const hw::GpuCatalog& gpus, const PublishedRun& r, std::string* how = nullptr);
 
 struct RunJob {
   YAML::Node root;                    // a complete job tree (model, parallelism, training, cluster)
   std::vector<std::string> assumptions;  // what was not in the row, and what was used
   std::vector<std::string> stated;       // the row's optional recipe columns that were given ("column: value")
 };
-RunJob job_for_run(const PublishedRun& r);
+RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r);
 
 }  // namespace stepsim::validate

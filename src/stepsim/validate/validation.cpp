@@ -22,7 +22,8 @@ struct Simulated {
   std::string job_yaml;
 };
 
-Simulated simulate_row(const PublishedRun& run, const RunJob& rj, const ValidationOptions& o) {
+Simulated simulate_row(const catalog::Catalog& cat, const PublishedRun& run, const RunJob& rj,
+                       const ValidationOptions& o) {
   const std::string source = "row " + run.id;
   // Recompute not stated: the least that fits, as the run's authors had to choose.
   std::vector<std::string> choices;
@@ -36,8 +37,8 @@ Simulated simulate_row(const PublishedRun& run, const RunJob& rj, const Validati
     YAML::Node root = YAML::Clone(rj.root);
     root["training"]["recompute"] = choices[i];
     spec::apply_overrides(root, o.overrides);
-    const spec::JobSpec job = spec::job_from_node(root, source, o.overrides);
-    const sim::Simulation s = sim::run_simulation(catalog::shipped(), job, {0});
+    const spec::JobSpec job = spec::job_from_node(cat.gpus, root, source, o.overrides);
+    const sim::Simulation s = sim::run_simulation(cat, job, {0});
     out.summary = report::summarize(s, 0);
     out.kind = sim::calibration_kind(job);
     out.recompute = spec::name_of(job.training.recompute);
@@ -72,7 +73,8 @@ double quantile(std::vector<double> v, double q) {
   return v[i] + (pos - static_cast<double>(i)) * (v[j] - v[i]);
 }
 
-ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const ValidationOptions& o) {
+ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<PublishedRun>& runs,
+                               const ValidationOptions& o) {
   ValidationResult res;
   auto listed = [](const std::vector<std::string>& ids, const std::string& id) {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
@@ -104,11 +106,11 @@ ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const Vali
         row.id = run.id;
         row.source = run.source;
         row.line = run.line;
-        row.measured_step_time_s = measured_step_time_s(run, &row.measured_from);
-        const RunJob rj = job_for_run(run);
+        row.measured_step_time_s = measured_step_time_s(cat.gpus, run, &row.measured_from);
+        const RunJob rj = job_for_run(cat.gpus, run);
         row.assumptions = rj.assumptions;
         row.stated = rj.stated;
-        const Simulated sim = simulate_row(run, rj, o);
+        const Simulated sim = simulate_row(cat, run, rj, o);
         if (!rj.root["training"]["recompute"]) {
           row.assumptions.push_back("recompute not stated: " + sim.recompute + " (least that fits)");
         }
@@ -122,7 +124,7 @@ ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const Vali
         row.breakdown = sim.summary.breakdown;
         row.kind = sim.kind;
         row.notes = sim.summary.notes;
-        row.arch = hw::name_of(gpu_of(run).arch);
+        row.arch = hw::name_of(gpu_of(cat.gpus, run).arch);
         row.interval_s = sim.summary.step_time_interval_s;
         row.error = (row.predicted_step_time_s - row.measured_step_time_s) / row.measured_step_time_s;
         done[i] = std::move(row);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/catalog/catalog.hpp"
 #include "stepsim/io/progress.hpp"
 #include "stepsim/report/breakdown.hpp"
 #include "stepsim/validate/published_run.hpp"
@@ -82,6 +83,7 @@ double quantile(std::vector<double> v, double q);
 
 // Simulates each row (rows the simulator refuses go to `failed` with the reason). A row whose recompute is not
 // stated runs with the least recompute that fits the GPU memory (none, selective, full), as its authors must have.
-ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const ValidationOptions& o = {});
+ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<PublishedRun>& runs,
+                               const ValidationOptions& o = {});
 
 }  // namespace stepsim::validate

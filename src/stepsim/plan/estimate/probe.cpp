@@ -43,9 +43,9 @@ struct ProbeShape {
   bool host_lead = false;  // costs from the second micro-batch
   int microbatches = 1;
 };
-ProbeShape probe_shape(const spec::JobSpec& base, const ProbeKey& k) {
+ProbeShape probe_shape(const catalog::Catalog& cat, const spec::JobSpec& base, const ProbeKey& k) {
   ProbeShape s;
-  s.host_scale = sim::host_time_scale(catalog::shipped(), base);
+  s.host_scale = sim::host_time_scale(cat, base);
   s.replay_host = s.host_scale > 0 && base.model.moe.has_value();
   s.host_lead = !k.ep_overlap && s.replay_host;
   s.microbatches = k.ep_overlap || s.host_lead ? 2 : 1;
@@ -89,9 +89,9 @@ void add_paired_exposure(LayerCosts& out, const workload::Program& prog, const s
 
 }  // namespace
 
-LayerCosts probe_layer_costs(const spec::JobSpec& base, const ProbeKey& k, const cost::ComputeModel& compute,
-                             const cost::CollectiveModel& comm) {
-  const ProbeShape shape = probe_shape(base, k);
+LayerCosts probe_layer_costs(const catalog::Catalog& cat, const spec::JobSpec& base, const ProbeKey& k,
+                             const cost::ComputeModel& compute, const cost::CollectiveModel& comm) {
+  const ProbeShape shape = probe_shape(cat, base, k);
   const spec::JobSpec job = probe_job(base, k, shape);
   const workload::Workload w = build_probe(job, shape, compute);
   const workload::Program& prog = w.programs[0];

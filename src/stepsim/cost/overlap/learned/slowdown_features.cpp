@@ -5,7 +5,6 @@
 
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/io/input_error.hpp"
-#include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::overlap {
 namespace {
@@ -34,16 +33,16 @@ const std::array<const char*, kNumFeatures>& feature_names() {
   return k;
 }
 
-std::string canonical_gpu(const std::string& name) {
+std::string canonical_gpu(const hw::GpuCatalog& catalog_gpus, const std::string& name) {
   try {
-    return catalog::shipped().gpu(name).name;
+    return catalog_gpus.find(name).name;
   } catch (const InputError&) {
     return name;  // a GPU the catalog does not list is still a valid category of its own
   }
 }
 
-float gpu_code(const std::vector<std::string>& gpus, const std::string& name) {
-  const auto it = std::find(gpus.begin(), gpus.end(), canonical_gpu(name));
+float gpu_code(const hw::GpuCatalog& catalog_gpus, const std::vector<std::string>& gpus, const std::string& name) {
+  const auto it = std::find(gpus.begin(), gpus.end(), canonical_gpu(catalog_gpus, name));
   return it == gpus.end() ? NAN : static_cast<float>(it - gpus.begin());
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/cost/overlap/overlap_model.hpp"
 #include "stepsim/cost/overlap/learned/slowdown_dataset.hpp"
 
@@ -20,7 +21,7 @@ const std::array<const char*, kNumFeatures>& feature_names();
 
 // GPU type: the stepsim catalog name when the catalog knows the name (so "NVIDIA H100 80GB HBM3" and "H100" are
 // one GPU), else the name as written.
-std::string canonical_gpu(const std::string& name);
+std::string canonical_gpu(const hw::GpuCatalog& catalog_gpus, const std::string& name);
 
 // Codes. kernel_type: workload::ComputeCategory's index, 9 for any other word. collective: workload::CollType's
 // index, 6 for sendrecv. algorithm: cost::Algorithm's index, NaN for "" (unknown). protocol: LL 0, LL128 1,
@@ -35,6 +36,6 @@ FeatureVector features_of(const SlowdownRow& row, float gpu_code);
 FeatureVector features_of(const cost::OverlapCompute& compute, const cost::OverlapComm& comm, float gpu_code);
 
 // Index of canonical_gpu(name) in `gpus` (sorted canonical names), NaN when absent.
-float gpu_code(const std::vector<std::string>& gpus, const std::string& name);
+float gpu_code(const hw::GpuCatalog& catalog_gpus, const std::vector<std::string>& gpus, const std::string& name);
 
 }  // namespace stepsim::overlap

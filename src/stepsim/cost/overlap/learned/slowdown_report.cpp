@@ -25,11 +25,12 @@ double share(const FeatureImportance& e, double total) { return total > 0 ? e.to
 
 }  // namespace
 
-std::vector<LabelledAccuracy> accuracy_by_gpu(const std::vector<SlowdownRow>& rows, const std::vector<double>& predicted) {
+std::vector<LabelledAccuracy> accuracy_by_gpu(const hw::GpuCatalog& catalog_gpus, const std::vector<SlowdownRow>& rows,
+                                              const std::vector<double>& predicted) {
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> groups;
   std::vector<double> measured;
   for (size_t i = 0; i < rows.size(); ++i) {
-    auto& g = groups[canonical_gpu(rows[i].gpu)];
+    auto& g = groups[canonical_gpu(catalog_gpus, rows[i].gpu)];
     g.first.push_back(rows[i].slowdown);
     g.second.push_back(predicted[i]);
     measured.push_back(rows[i].slowdown);

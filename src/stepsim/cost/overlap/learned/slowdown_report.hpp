@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/cost/overlap/learned/slowdown_dataset.hpp"
 #include "stepsim/cost/overlap/learned/slowdown_metrics.hpp"
 #include "stepsim/cost/overlap/learned/xgboost_booster.hpp"
@@ -16,7 +17,8 @@ namespace stepsim::overlap {
 using LabelledAccuracy = std::pair<std::string, SlowdownAccuracy>;
 
 // Accuracy per group (gpu, fold, ...) and over all rows, grouped by the canonical GPU name, sorted; "all" last.
-std::vector<LabelledAccuracy> accuracy_by_gpu(const std::vector<SlowdownRow>& rows, const std::vector<double>& predicted);
+std::vector<LabelledAccuracy> accuracy_by_gpu(const hw::GpuCatalog& catalog_gpus, const std::vector<SlowdownRow>& rows,
+                                              const std::vector<double>& predicted);
 
 // One line per entry: label, rows, within 5%, 10%, 15% (percent, 2 decimals), RMSE (4 decimals).
 std::string accuracy_table(const std::string& label_header, const std::vector<LabelledAccuracy>& rows);

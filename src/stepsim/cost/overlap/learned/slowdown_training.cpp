@@ -22,15 +22,16 @@ std::vector<int> assign_folds(size_t rows, int folds, uint64_t seed) {
   return fold_of;
 }
 
-SlowdownModel train_slowdown_model(const std::vector<SlowdownRow>& rows, const BoosterParams& p) {
+SlowdownModel train_slowdown_model(const hw::GpuCatalog& catalog_gpus, const std::vector<SlowdownRow>& rows,
+                                   const BoosterParams& p) {
   std::vector<std::string> gpus;
-  for (const SlowdownRow& r : rows) gpus.push_back(canonical_gpu(r.gpu));
+  for (const SlowdownRow& r : rows) gpus.push_back(canonical_gpu(catalog_gpus, r.gpu));
   std::sort(gpus.begin(), gpus.end());
   gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
   std::vector<FeatureVector> x;
   std::vector<float> y;
   for (const SlowdownRow& r : rows) {
-    x.push_back(features_of(r, gpu_code(gpus, r.gpu)));
+    x.push_back(features_of(r, gpu_code(catalog_gpus, gpus, r.gpu)));
     y.push_back(static_cast<float>(r.slowdown));
   }
   const nlohmann::json note = {{"rows", rows.size()}, {"rounds", p.rounds}, {"max_depth", p.max_depth},
@@ -38,7 +39,8 @@ SlowdownModel train_slowdown_model(const std::vector<SlowdownRow>& rows, const B
   return SlowdownModel(Booster::train(x, y, p), std::move(gpus), note.dump());
 }
 
-CrossValidation cross_validate(const std::vector<SlowdownRow>& rows, int folds, uint64_t seed, const BoosterParams& p) {
+CrossValidation cross_validate(const hw::GpuCatalog& catalog_gpus, const std::vector<SlowdownRow>& rows, int folds,
+                               uint64_t seed, const BoosterParams& p) {
   CrossValidation cv;
   cv.fold_of = assign_folds(rows.size(), folds, seed);
   cv.predicted.assign(rows.size(), 0.0);
@@ -53,7 +55,7 @@ CrossValidation cross_validate(const std::vector<SlowdownRow>& rows, int folds, 
         train.push_back(rows[i]);
       }
     }
-    const std::vector<double> pred = train_slowdown_model(train, p).predict(test);
+    const std::vector<double> pred = train_slowdown_model(catalog_gpus, train, p).predict(catalog_gpus, test);
     std::vector<double> measured;
     for (size_t j = 0; j < test.size(); ++j) {
       cv.predicted[test_index[j]] = pred[j];

@@ -16,7 +16,8 @@ namespace stepsim::overlap {
 std::vector<int> assign_folds(size_t rows, int folds, uint64_t seed);
 
 // One model on all `rows` (non-empty).
-SlowdownModel train_slowdown_model(const std::vector<SlowdownRow>& rows, const BoosterParams& p);
+SlowdownModel train_slowdown_model(const hw::GpuCatalog& catalog_gpus, const std::vector<SlowdownRow>& rows,
+                                   const BoosterParams& p);
 
 struct FoldResult {
   int fold = 0;
@@ -31,6 +32,7 @@ struct CrossValidation {
   SlowdownAccuracy overall;          // over every row's held-out prediction
 };
 
-CrossValidation cross_validate(const std::vector<SlowdownRow>& rows, int folds, uint64_t seed, const BoosterParams& p);
+CrossValidation cross_validate(const hw::GpuCatalog& catalog_gpus, const std::vector<SlowdownRow>& rows, int folds,
+                               uint64_t seed, const BoosterParams& p);
 
 }  // namespace stepsim::overlap

@@ -105,10 +105,10 @@ std::string SlowdownModel::bytes() const { return booster_.save_json(); }
 
 std::string SlowdownModel::training_note() const { return booster_.attr("stepsim_training").value_or("{}"); }
 
-std::vector<double> SlowdownModel::predict(const std::vector<SlowdownRow>& rows) const {
+std::vector<double> SlowdownModel::predict(const hw::GpuCatalog& catalog_gpus, const std::vector<SlowdownRow>& rows) const {
   std::vector<FeatureVector> x;
   x.reserve(rows.size());
-  for (const SlowdownRow& r : rows) x.push_back(features_of(r, gpu_code(gpus_, r.gpu)));
+  for (const SlowdownRow& r : rows) x.push_back(features_of(r, gpu_code(catalog_gpus, gpus_, r.gpu)));
   const std::vector<float> p = booster_.predict(x);
   std::vector<double> out(p.size());
   for (size_t i = 0; i < p.size(); ++i) out[i] = std::max(0.0, static_cast<double>(p[i]));
@@ -120,23 +120,25 @@ double SlowdownModel::predict(const cost::OverlapCompute& compute, const cost::O
   return std::max(0.0, static_cast<double>(p.front()));
 }
 
-std::unique_ptr<cost::OverlapModel> load_xgboost_overlap_model_if_trained(const std::string& path,
+std::unique_ptr<cost::OverlapModel> load_xgboost_overlap_model_if_trained(const hw::GpuCatalog& catalog_gpus,
+                                                                          const std::string& path,
                                                                           const std::string& gpu_name, std::string* why) {
   SlowdownModel m = SlowdownModel::load(path);
-  const float gpu = gpu_code(m.gpus(), gpu_name);
+  const float gpu = gpu_code(catalog_gpus, m.gpus(), gpu_name);
   if (std::isnan(gpu)) {
     std::string known;
     for (const auto& g : m.gpus()) known += (known.empty() ? "" : ", ") + g;
     if (why) *why = path + ": slowdown model was trained on " + (known.empty() ? "no GPU" : known) + ", not on " +
-                    canonical_gpu(gpu_name);
+                    canonical_gpu(catalog_gpus, gpu_name);
     return nullptr;
   }
   return std::make_unique<XgboostOverlapModel>(std::move(m), gpu);
 }
 
-std::unique_ptr<cost::OverlapModel> load_xgboost_overlap_model(const std::string& path, const std::string& gpu_name) {
+std::unique_ptr<cost::OverlapModel> load_xgboost_overlap_model(const hw::GpuCatalog& catalog_gpus, const std::string& path,
+                                                                const std::string& gpu_name) {
   std::string why;
-  auto model = load_xgboost_overlap_model_if_trained(path, gpu_name, &why);
+  auto model = load_xgboost_overlap_model_if_trained(catalog_gpus, path, gpu_name, &why);
   if (!model) throw InputError(why + "; collect its dataset (tools/overlap-dataset) and retrain");
   return model;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/cost/overlap/overlap_model.hpp"
 #include "stepsim/cost/overlap/learned/slowdown_dataset.hpp"
 #include "stepsim/cost/overlap/learned/xgboost_booster.hpp"
@@ -27,7 +28,7 @@ class SlowdownModel {
   std::string bytes() const;                 // what save() writes (deterministic for a given training)
 
   // Predicted slowdown, clamped to >= 0. A row whose GPU the model has not seen gets a missing gpu feature.
-  std::vector<double> predict(const std::vector<SlowdownRow>& rows) const;
+  std::vector<double> predict(const hw::GpuCatalog& catalog_gpus, const std::vector<SlowdownRow>& rows) const;
   double predict(const cost::OverlapCompute& compute, const cost::OverlapComm& comm, float gpu_code) const;
 
   const std::vector<std::string>& gpus() const { return gpus_; }
@@ -41,9 +42,11 @@ class SlowdownModel {
 
 // The simulator's factory: the model at `path` for the job's GPU. InputError naming the path when the file is
 // missing or corrupt, or when the model was not trained on `gpu_name` (catalog names and aliases match).
-std::unique_ptr<cost::OverlapModel> load_xgboost_overlap_model(const std::string& path, const std::string& gpu_name);
+std::unique_ptr<cost::OverlapModel> load_xgboost_overlap_model(const hw::GpuCatalog& catalog_gpus, const std::string& path,
+                                                                const std::string& gpu_name);
 // As above, but a model not trained on `gpu_name` is no error: nullptr, and *why says which GPUs it knows.
-std::unique_ptr<cost::OverlapModel> load_xgboost_overlap_model_if_trained(const std::string& path,
+std::unique_ptr<cost::OverlapModel> load_xgboost_overlap_model_if_trained(const hw::GpuCatalog& catalog_gpus,
+                                                                          const std::string& path,
                                                                           const std::string& gpu_name, std::string* why);
 
 }  // namespace stepsim::overlap
