@@ -1,6 +1,7 @@
 // The shipped constants as one value (src/stepsim/catalog/catalog.hpp): a second catalog reaches the models without
 // touching the process's shipped one, and nothing below the command layer reads the shipped one by itself.
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/catalog/catalog.hpp"
+#include "stepsim/io/data_file.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {
@@ -47,6 +49,43 @@ TEST(Catalog, LoadNamesTheFileOfABadTable) {
   std::ofstream(dir + "/nccl-tuner.yaml") << "base_latency_us: {\n";
   const std::string e = test::error_of([&] { (void)catalog::Catalog::load(dir); });
   EXPECT_NE(e.find(dir + "/nccl-tuner.yaml"), std::string::npos) << e;
+}
+
+// The data files' one strict reader (io/data_file.hpp): what a job file gets (one document, no key twice, limits), and
+// one wording of every mapping and scalar rule, with the line.
+TEST(DataFile, OneSetOfChecksForEveryTable) {
+  auto error_of_file = [](const std::string& name, const std::string& text,
+                          const std::function<void(spec::DataFile&)>& read) {
+    const std::string path = test::write_temp(name, text);
+    return test::error_of([&] {
+      spec::DataFile f(path, "test table");
+      read(f);
+    });
+  };
+  auto top_keys = [](spec::DataFile& f) { f.keys(f.root(), "(top level)", {"alpha", "beta"}, {"gamma"}); };
+  std::string e = error_of_file("dup.yaml", "alpha: 1\nbeta: 2\nalpha: 3\n", top_keys);
+  EXPECT_NE(e.find(":3: key 'alpha' appears twice"), std::string::npos) << e;
+  e = error_of_file("two_docs.yaml", "alpha: 1\nbeta: 2\n---\nalpha: 3\n", top_keys);
+  EXPECT_NE(e.find("second YAML document"), std::string::npos) << e;
+  e = error_of_file("typo.yaml", "alpha: 1\nbeta: 2\ngama: 3\n", top_keys);
+  EXPECT_NE(e.find("(top level).gama: unknown key (line 3); did you mean gamma?; allowed: alpha, beta, gamma"),
+            std::string::npos) << e;
+  e = error_of_file("missing.yaml", "alpha: 1\n", top_keys);
+  EXPECT_NE(e.find("(top level).beta: missing required key (line 1)"), std::string::npos) << e;
+  auto alpha_number = [](spec::DataFile& f) { (void)f.number(f.root()["alpha"], "alpha"); };
+  e = error_of_file("text.yaml", "alpha: lots\n", alpha_number);
+  EXPECT_NE(e.find("text.yaml: alpha: must be a number (line 1)"), std::string::npos) << e;
+  auto alpha_integer = [](spec::DataFile& f) { (void)f.integer(f.root()["alpha"], "alpha"); };
+  e = error_of_file("half.yaml", "\nalpha: 1.5\n", alpha_integer);
+  EXPECT_NE(e.find("alpha: must be an integer (line 2)"), std::string::npos) << e;
+  e = error_of_file("deep.yaml", "alpha: " + std::string(100, '[') + std::string(100, ']') + "\n", alpha_number);
+  EXPECT_NE(e.find("nesting deeper than 64"), std::string::npos) << e;
+  const std::string ok = test::write_temp("ok.yaml", "alpha: 2.5\nbeta: true\n");
+  const spec::DataFile f(ok, "test table");
+  EXPECT_DOUBLE_EQ(f.number(f.root()["alpha"], "alpha"), 2.5);
+  EXPECT_TRUE(f.boolean(f.root()["beta"], "beta"));
+  e = test::error_of([] { const spec::DataFile missing("/nonexistent/stepsim/x.yaml", "test table"); });
+  EXPECT_NE(e.find("/nonexistent/stepsim/x.yaml"), std::string::npos) << e;
 }
 
 // Only the entry points (api/, cli/) ask for the process's shipped catalog; every layer below takes one.

@@ -226,7 +226,7 @@ TEST(GpuCatalog, StrictLoadingNamesFileAndKey) {
   expect_load_error("bad_arch.yaml", one_gpu("arch: hopper", "arch: kepler"), {"arch", "kepler"});
   expect_load_error("top_key.yaml", one_gpu() + "extra: 1\n", {"extra", "unknown key"});
   expect_load_error("empty.yaml", "gpus: []\n", {"gpus", "non-empty"});
-  expect_load_error("syntax.yaml", "gpus: [\n", {"YAML syntax error"});
+  expect_load_error("syntax.yaml", "gpus: [\n", {"malformed YAML"});
   std::string dup = one_gpu();
   dup += dup.substr(dup.find("  - name"));
   expect_load_error("duplicate.yaml", dup, {"gpus[1] (TEST-GPU)", "already used"});

@@ -71,7 +71,7 @@ TEST(NcclTunerTable, StrictLoadingNamesFileAndKey) {
   expect_error("not_number.yaml", with("pat_per_rank_us: 2.8", "pat_per_rank_us: fast"),
                {"refinements.pat_per_rank_us", "number"});
   expect_error("threads.yaml", with("max_threads: {ll: 512", "max_threads: {ll: 16"), {"max_threads.ll", "warp"});
-  expect_error("syntax.yaml", "base_latency_us: {\n", {"YAML syntax error"});
+  expect_error("syntax.yaml", "base_latency_us: {\n", {"malformed YAML"});
   EXPECT_THROW(NcclTunerTable::load("/nonexistent/nccl-tuner.yaml"), InputError);
 }
 

@@ -600,7 +600,7 @@ TEST(EfficiencyTables, StrictLoadingNamesFileAndKey) {
                {"defaults.kernel_floor_us", "number"});
   expect_error("bad_attention.yaml", variant("backward: 0.5", "sideways: 0.5"), {"archs.hopper.attention.sideways"});
   expect_error("no_archs.yaml", "defaults: {}\n", {"archs", "missing"});
-  expect_error("syntax.yaml", "defaults: {\n", {"YAML syntax error"});
+  expect_error("syntax.yaml", "defaults: {\n", {"malformed YAML"});
   EXPECT_THROW(EfficiencyCatalog::load("/nonexistent/efficiency.yaml"), InputError);
 }
 

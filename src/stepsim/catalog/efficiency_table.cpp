@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "stepsim/io/data_file.hpp"
 #include "stepsim/io/input_error.hpp"
 
 namespace stepsim::cost {
@@ -47,11 +48,7 @@ std::string normalize_name(const std::string& s) {  // same rule as the GPU cata
   return out;
 }
 
-std::string line_of(const YAML::Node& n) {
-  if (!n.IsDefined()) return "";
-  const YAML::Mark m = n.Mark();
-  return m.line < 0 ? "" : " (line " + std::to_string(m.line + 1) + ")";
-}
+using spec::line_of;
 
 std::string fmt(double v) {
   std::ostringstream os;
@@ -59,40 +56,19 @@ std::string fmt(double v) {
   return os.str();
 }
 
+// The tables' shapes (partial tables, tiles, shape curves) over the data files' one strict reader.
 class Parser {
  public:
-  explicit Parser(std::string file) : file_(std::move(file)) {}
+  explicit Parser(const spec::DataFile& f) : f_(f) {}
 
-  [[noreturn]] void fail(const std::string& key, const std::string& rule) const {
-    throw InputError(file_ + ": " + key + ": " + rule);
-  }
+  [[noreturn]] void fail(const std::string& key, const std::string& rule) const { f_.fail(key, rule); }
 
-  // Keys of a mapping, rejecting duplicates and keys outside `allowed`.
+  // Keys of a mapping, every one optional, none outside `allowed`.
   std::set<std::string> keys(const YAML::Node& n, const std::string& key, const std::vector<std::string>& allowed) const {
-    if (!n.IsMap()) fail(key, "must be a mapping" + line_of(n));
-    std::set<std::string> seen;
-    for (const auto& kv : n) {
-      const std::string k = kv.first.as<std::string>();
-      if (!seen.insert(k).second) fail(key + "." + k, "duplicate key" + line_of(kv.first));
-      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
-        std::string list;
-        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        fail(key + "." + k, "unknown key" + line_of(kv.first) + "; allowed: " + list);
-      }
-    }
-    return seen;
+    return f_.keys(n, key, {}, allowed);
   }
 
-  double number(const YAML::Node& n, const std::string& key) const {
-    try {
-      if (!n.IsScalar()) throw YAML::BadConversion(n.Mark());
-      const double v = n.as<double>();
-      if (!std::isfinite(v)) fail(key, "must be a finite number" + line_of(n));
-      return v;
-    } catch (const YAML::BadConversion&) {
-      fail(key, "must be a number" + line_of(n));
-    }
-  }
+  double number(const YAML::Node& n, const std::string& key) const { return f_.number(n, key); }
 
   double fraction(const YAML::Node& n, const std::string& key) const {
     const double v = number(n, key);
@@ -254,7 +230,7 @@ class Parser {
   }
 
  private:
-  std::string file_;
+  const spec::DataFile& f_;
 };
 
 template <typename T>
@@ -349,19 +325,12 @@ double EfficiencyTable::attention_shape_factor(double kv_tokens, double head_dim
 }
 
 EfficiencyCatalog EfficiencyCatalog::load(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw InputError(path + ": cannot open the efficiency table file");
-  } catch (const YAML::ParserException& e) {
-    throw InputError(path + ": line " + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
-  }
-  Parser p(path);
+  const spec::DataFile file(path, "efficiency table file");
+  Parser p(file);
   EfficiencyCatalog cat;
   cat.path_ = path;
   try {
-    const YAML::Node& r = root;
+    const YAML::Node& r = file.root();
     if (!r.IsMap()) p.fail("(top level)", "must be a mapping with keys defaults, archs, gpus");
     const auto top = p.keys(r, "(top level)", {"defaults", "archs", "gpus"});
     if (!top.count("defaults")) p.fail("defaults", "missing required key");
@@ -391,7 +360,7 @@ EfficiencyCatalog EfficiencyCatalog::load(const std::string& path) {
       }
     }
   } catch (const YAML::Exception& e) {
-    throw InputError(path + ": " + e.what());
+    throw InputError(path + ": " + e.what());  // what the checks above did not name (odd key types, ...)
   }
   return cat;
 }

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stepsim/io/data_file.hpp"
 #include "stepsim/io/input_error.hpp"
 
 namespace stepsim::hw {
@@ -37,112 +38,11 @@ std::string normalize(std::string_view s) {
   return out;
 }
 
-std::string line_of(const YAML::Node& n) {
-  const YAML::Mark m = n.Mark();
-  if (m.line < 0) return "";
-  return " (line " + std::to_string(m.line + 1) + ")";
-}
-
-[[noreturn]] void fail(const std::string& file, const std::string& key, const std::string& rule) {
-  throw InputError(file + ": " + key + ": " + rule);
-}
-
 std::optional<GpuArch> arch_named(const std::string& name) {
   for (GpuArch a : kGpuArchs)
     if (name == name_of(a)) return a;
   return std::nullopt;
 }
-
-// Reads one `gpus[i]` entry; `key` is the prefix used in messages, e.g. "gpus[3]".
-class EntryReader {
- public:
-  EntryReader(const std::string& file, const YAML::Node& node, std::string key)
-      : file_(file), node_(node), key_(std::move(key)) {}
-
-  void check_keys(const std::set<std::string>& required, const std::set<std::string>& optional) {
-    std::set<std::string> seen;
-    for (const auto& kv : node_) {
-      const std::string k = kv.first.as<std::string>();
-      if (!seen.insert(k).second) fail(file_, key_ + "." + k, "duplicate key" + line_of(kv.first));
-      if (!required.count(k) && !optional.count(k)) {
-        std::string allowed;
-        for (const auto& r : required) allowed += (allowed.empty() ? "" : ", ") + r;
-        for (const auto& o : optional) allowed += ", " + o;
-        fail(file_, key_ + "." + k, "unknown key" + line_of(kv.first) + "; allowed: " + allowed);
-      }
-    }
-    for (const auto& r : required)
-      if (!seen.count(r)) fail(file_, key_ + "." + r, "missing required key" + line_of(node_));
-  }
-
-  // Once the name is known, messages say "gpus[3] (H100-SXM)".
-  void set_label(const std::string& name) { key_ += " (" + name + ")"; }
-
-  std::string str(const std::string& k) {
-    const YAML::Node n = node_[k];
-    if (!n.IsScalar()) fail(file_, key_ + "." + k, "must be a string" + line_of(n));
-    std::string v = n.as<std::string>();
-    if (v.empty()) fail(file_, key_ + "." + k, "must not be empty" + line_of(n));
-    return v;
-  }
-
-  double number(const std::string& k, bool zero_allowed) {
-    const YAML::Node n = node_[k];
-    double v = 0;
-    try {
-      if (!n.IsScalar()) throw YAML::BadConversion(n.Mark());
-      v = n.as<double>();
-    } catch (const YAML::BadConversion&) {
-      fail(file_, key_ + "." + k, "must be a number" + line_of(n));
-    }
-    if (!std::isfinite(v) || v < 0 || (!zero_allowed && v == 0))
-      fail(file_, key_ + "." + k,
-           std::string(zero_allowed ? "must be >= 0 (0 = unsupported)" : "must be > 0") + ", got " +
-               n.Scalar() + line_of(n));
-    return v;
-  }
-
-  int positive_int(const std::string& k) {
-    const YAML::Node n = node_[k];
-    long long v = 0;
-    try {
-      if (!n.IsScalar()) throw YAML::BadConversion(n.Mark());
-      v = n.as<long long>();
-    } catch (const YAML::BadConversion&) {
-      fail(file_, key_ + "." + k, "must be an integer" + line_of(n));
-    }
-    if (v <= 0 || v > 1000000) fail(file_, key_ + "." + k, "must be a positive integer, got " + n.Scalar() + line_of(n));
-    return static_cast<int>(v);
-  }
-
-  bool boolean(const std::string& k) {
-    const YAML::Node n = node_[k];
-    try {
-      if (!n.IsScalar()) throw YAML::BadConversion(n.Mark());
-      return n.as<bool>();
-    } catch (const YAML::BadConversion&) {
-      fail(file_, key_ + "." + k, "must be true or false" + line_of(n));
-    }
-  }
-
-  std::vector<std::string> string_list(const std::string& k) {
-    const YAML::Node n = node_[k];
-    if (!n || n.IsNull()) return {};
-    if (!n.IsSequence()) fail(file_, key_ + "." + k, "must be a list of names" + line_of(n));
-    std::vector<std::string> out;
-    for (size_t i = 0; i < n.size(); ++i) {
-      if (!n[i].IsScalar() || n[i].Scalar().empty())
-        fail(file_, key_ + "." + k + "[" + std::to_string(i) + "]", "must be a non-empty name" + line_of(n[i]));
-      out.push_back(n[i].as<std::string>());
-    }
-    return out;
-  }
-
- private:
-  const std::string& file_;
-  const YAML::Node node_;  // const: operator[] must never insert a missing key
-  std::string key_;
-};
 
 }  // namespace
 
@@ -175,80 +75,82 @@ double GpuSpec::peak_flops(spec::Precision p) const {
 }
 
 GpuCatalog GpuCatalog::load(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw InputError(path + ": cannot open the GPU catalog file");
-  } catch (const YAML::ParserException& e) {
-    throw InputError(path + ": line " + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
-  }
+  const spec::DataFile f(path, "GPU catalog file");
+  const YAML::Node& root = f.root();
+  f.keys(root, "(top level)", {"gpus"});
+  const YAML::Node list = root["gpus"];
+  if (!list.IsSequence() || list.size() == 0) f.fail_at(list, "gpus", "must be a non-empty list of GPUs");
+  static const std::vector<std::string> required{"name",        "arch",        "sm_count",    "fp32_tflops",
+                                                 "tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops",
+                                                 "hbm_bandwidth_GBps",         "memory_GiB",  "nvswitch",
+                                                 "intra_node_GBps",            "source"};
+  static const std::vector<std::string> optional{"aliases", "nvlink_domain_gpus"};
+
   GpuCatalog cat;
   std::map<std::string, std::string> names;  // normalized name or alias -> canonical name (collision check)
   try {
-    if (!root.IsMap()) fail(path, "(top level)", "must be a mapping with the single key 'gpus'");
-    for (const auto& kv : root) {
-      const std::string k = kv.first.as<std::string>();
-      if (k != "gpus") fail(path, k, "unknown key" + line_of(kv.first) + "; allowed: gpus");
-    }
-    const YAML::Node list = static_cast<const YAML::Node&>(root)["gpus"];  // const: no insertion
-    if (!list) fail(path, "gpus", "missing required key");
-    if (!list.IsSequence() || list.size() == 0) fail(path, "gpus", "must be a non-empty list of GPUs" + line_of(list));
-
-    static const std::set<std::string> required{"name",       "arch",       "sm_count",           "fp32_tflops",
-                                                "tf32_tflops", "fp16_tflops", "bf16_tflops",        "fp8_tflops",
-                                                "hbm_bandwidth_GBps",       "memory_GiB",         "nvswitch",
-                                                "intra_node_GBps",          "source"};
-    static const std::set<std::string> optional{"aliases", "nvlink_domain_gpus"};
-
     for (size_t i = 0; i < list.size(); ++i) {
-      const std::string key = "gpus[" + std::to_string(i) + "]";
+      std::string key = "gpus[" + std::to_string(i) + "]";
       const YAML::Node e = list[i];
-      if (!e.IsMap()) fail(path, key, "must be a mapping of GPU fields" + line_of(e));
-      EntryReader r(path, e, key);
+      if (!e.IsMap()) f.fail_at(e, key, "must be a mapping of GPU fields");
       // Label messages with the GPU's name as early as it can be read, e.g. "gpus[3] (H100-SXM).nvlink".
       if (const YAML::Node nm = e["name"]; nm.IsDefined() && nm.IsScalar() && !nm.Scalar().empty())
-        r.set_label(nm.Scalar());
-      r.check_keys(required, optional);
+        key += " (" + nm.Scalar() + ")";
+      f.keys(e, key, required, optional);
+      auto field = [&](const char* k) { return key + "." + k; };
+      // Datasheet figures: >= 0 where 0 means "not supported" (tf32, bf16, fp8), else > 0.
+      auto figure = [&](const char* k, bool zero_allowed) {
+        const double v = f.number(e[k], field(k));
+        if (v < 0 || (!zero_allowed && v == 0))
+          f.fail_at(e[k], field(k),
+                    std::string(zero_allowed ? "must be >= 0 (0 = unsupported)" : "must be > 0") + ", got " +
+                        e[k].Scalar());
+        return v;
+      };
+      auto count = [&](const char* k) {
+        const int64_t v = f.integer(e[k], field(k));
+        if (v <= 0 || v > 1000000) f.fail_at(e[k], field(k), "must be a positive integer, got " + e[k].Scalar());
+        return static_cast<int>(v);
+      };
 
       GpuSpec g;
-      g.name = r.str("name");
-      const std::string arch = r.str("arch");
+      g.name = f.text(e["name"], field("name"));
+      const std::string arch = f.text(e["arch"], field("arch"));
       const std::optional<GpuArch> a = arch_named(arch);
       if (!a)
-        fail(path, key + " (" + g.name + ").arch",
-             "unknown architecture '" + arch + "'; allowed: volta, ampere, ada, hopper, blackwell");
+        f.fail(field("arch"), "unknown architecture '" + arch + "'; allowed: volta, ampere, ada, hopper, blackwell");
       g.arch = *a;
-      g.sm_count = r.positive_int("sm_count");
+      g.sm_count = count("sm_count");
       constexpr double kTera = 1e12;
-      g.fp32_flops = r.number("fp32_tflops", false) * kTera;
-      g.tf32_flops = r.number("tf32_tflops", true) * kTera;
-      g.fp16_flops = r.number("fp16_tflops", false) * kTera;
-      g.bf16_flops = r.number("bf16_tflops", true) * kTera;
-      g.fp8_flops = r.number("fp8_tflops", true) * kTera;
-      g.hbm_bandwidth_Bps = r.number("hbm_bandwidth_GBps", false) * 1e9;
-      g.memory_bytes = static_cast<uint64_t>(std::llround(r.number("memory_GiB", false) * 1073741824.0));
-      g.nvswitch = r.boolean("nvswitch");
-      g.intra_node_GBps = r.number("intra_node_GBps", false);
-      if (e["nvlink_domain_gpus"].IsDefined()) g.nvlink_domain_gpus = r.positive_int("nvlink_domain_gpus");
-      g.source = r.str("source");
+      g.fp32_flops = figure("fp32_tflops", false) * kTera;
+      g.tf32_flops = figure("tf32_tflops", true) * kTera;
+      g.fp16_flops = figure("fp16_tflops", false) * kTera;
+      g.bf16_flops = figure("bf16_tflops", true) * kTera;
+      g.fp8_flops = figure("fp8_tflops", true) * kTera;
+      g.hbm_bandwidth_Bps = figure("hbm_bandwidth_GBps", false) * 1e9;
+      g.memory_bytes = static_cast<uint64_t>(std::llround(figure("memory_GiB", false) * 1073741824.0));
+      g.nvswitch = f.boolean(e["nvswitch"], field("nvswitch"));
+      g.intra_node_GBps = figure("intra_node_GBps", false);
+      if (e["nvlink_domain_gpus"].IsDefined()) g.nvlink_domain_gpus = count("nvlink_domain_gpus");
+      g.source = f.text(e["source"], field("source"));
 
       std::vector<std::string> labels{g.name};
-      for (const auto& a : r.string_list("aliases")) {
-        labels.push_back(a);
-        g.aliases.push_back(normalize(a));
+      if (const YAML::Node al = e["aliases"]; al.IsDefined() && !al.IsNull()) {
+        if (!al.IsSequence()) f.fail_at(al, field("aliases"), "must be a list of names");
+        for (size_t k = 0; k < al.size(); ++k) {
+          const std::string alias = f.text(al[k], field("aliases") + "[" + std::to_string(k) + "]");
+          labels.push_back(alias);
+          g.aliases.push_back(normalize(alias));
+        }
       }
       for (const auto& l : labels) {
         auto [it, inserted] = names.emplace(normalize(l), g.name);
-        if (!inserted)
-          fail(path, key + " (" + g.name + ")",
-               "name or alias '" + l + "' is already used by GPU '" + it->second + "'");
+        if (!inserted) f.fail(key, "name or alias '" + l + "' is already used by GPU '" + it->second + "'");
       }
       cat.gpus_.push_back(std::move(g));
     }
   } catch (const YAML::Exception& e) {
-    // Anything yaml-cpp rejects that the checks above did not name (odd key types, ...).
-    throw InputError(path + ": " + e.what());
+    throw InputError(path + ": " + e.what());  // what the checks above did not name (odd key types, ...)
   }
   return cat;
 }

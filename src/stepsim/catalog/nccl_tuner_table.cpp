@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/io/data_file.hpp"
 #include "stepsim/io/input_error.hpp"
 
 namespace stepsim::cost {
@@ -29,38 +30,21 @@ std::string number_text(double v) {
   return os.str();
 }
 
+// The table's shapes (rows per algorithm, protocol or architecture) over the data files' one strict reader.
 class TableParser {
  public:
-  explicit TableParser(std::string file) : file_(std::move(file)) {}
+  explicit TableParser(const spec::DataFile& f) : f_(f) {}
 
-  [[noreturn]] void fail(const std::string& key, const std::string& rule) const {
-    throw InputError(file_ + ": " + key + ": " + rule);
-  }
+  [[noreturn]] void fail(const std::string& key, const std::string& rule) const { f_.fail(key, rule); }
 
   // A mapping holding exactly `keys` (none missing, none other).
   void exact_keys(const YAML::Node& n, const std::string& key, const std::vector<std::string>& keys) const {
-    if (!n.IsMap()) fail(key, "must be a mapping with keys " + list(keys));
-    std::set<std::string> seen;
-    for (const auto& kv : n) {
-      const std::string k = kv.first.as<std::string>();
-      if (!seen.insert(k).second) fail(key + "." + k, "duplicate key");
-      if (std::find(keys.begin(), keys.end(), k) == keys.end())
-        fail(key + "." + k, "unknown key; allowed: " + list(keys));
-    }
-    for (const auto& k : keys)
-      if (!seen.count(k)) fail(key + "." + k, "missing required key");
+    f_.keys(n, key, keys);
   }
 
   double number(const YAML::Node& n, const std::string& key, double hi = 1e6) const {
-    double v = 0;
-    try {
-      if (!n.IsScalar()) throw YAML::BadConversion(n.Mark());
-      v = n.as<double>();
-    } catch (const YAML::BadConversion&) {
-      fail(key, "must be a number");
-    }
-    if (!std::isfinite(v) || v < 0 || v > hi)
-      fail(key, "must be in [0, " + number_text(hi) + "], got " + number_text(v));
+    const double v = f_.number(n, key);
+    if (v < 0 || v > hi) f_.fail_at(n, key, "must be in [0, " + number_text(hi) + "], got " + number_text(v));
     return v;
   }
 
@@ -92,33 +76,21 @@ class TableParser {
   }
 
  private:
-  static std::string list(const std::vector<std::string>& keys) {
-    std::string s;
-    for (const auto& k : keys) s += (s.empty() ? "" : ", ") + k;
-    return s;
-  }
-  std::string file_;
+  const spec::DataFile& f_;
 };
 
 }  // namespace
 
 NcclTunerTable NcclTunerTable::load(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw InputError(path + ": cannot open the NCCL tuner table");
-  } catch (const YAML::ParserException& e) {
-    throw InputError(path + ": line " + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
-  }
-  const TableParser p(path);
+  const spec::DataFile file(path, "NCCL tuner table");
+  const YAML::Node& root = file.root();
+  const TableParser p(file);
   NcclTunerTable t;
   try {
     p.exact_keys(root, "(top level)",
                  {"source", "base_latency_us", "hw_latency_us", "ll_max_bw_GBps", "per_channel_max_GBps",
                   "nvls_efficiency", "tree_correction", "max_threads", "thread_threshold_bytes", "refinements"});
-    if (!root["source"].IsScalar() || root["source"].as<std::string>().empty()) p.fail("source", "must name where the numbers come from");
-    t.source = root["source"].as<std::string>();
+    t.source = file.text(root["source"], "source");
     t.base_latency_us = p.rows<kAlgorithms, kProtocols>(root["base_latency_us"], "base_latency_us", kAlgorithmKeys, 1e4);
     const YAML::Node hw = root["hw_latency_us"];
     p.exact_keys(hw, "hw_latency_us", kLinkKeys);
@@ -168,7 +140,7 @@ NcclTunerTable NcclTunerTable::load(const std::string& path) {
     t.pat_per_rank_us = f("pat_per_rank_us", 1e3);
     t.collnet_direct_per_rank_us = f("collnet_direct_per_rank_us", 1e3);
   } catch (const YAML::Exception& e) {
-    throw InputError(path + ": " + e.what());
+    throw InputError(path + ": " + e.what());  // what the checks above did not name (odd key types, ...)
   }
   return t;
 }
