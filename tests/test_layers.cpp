@@ -89,6 +89,32 @@ std::string folder_of(const std::string& path) {
   return top;
 }
 
+// The first circle of a directed graph, as "a -> b -> a" (each node followed by `suffix`); "" when there is none.
+std::string first_circle(std::map<std::string, std::set<std::string>>& edges, const std::string& suffix) {
+  std::map<std::string, int> state;  // 0 new, 1 on the path, 2 done
+  std::vector<std::string> path;
+  std::string circle;
+  std::function<void(const std::string&)> visit = [&](const std::string& m) {
+    state[m] = 1;
+    path.push_back(m);
+    for (const std::string& n : edges[m]) {
+      if (!circle.empty()) break;
+      if (state[n] == 1) {
+        for (auto it = std::find(path.begin(), path.end(), n); it != path.end(); ++it) circle += *it + suffix + " -> ";
+        circle += n + suffix;
+      } else if (state[n] == 0) {
+        visit(n);
+      }
+    }
+    path.pop_back();
+    state[m] = 2;
+  };
+  for (const auto& [m, _] : edges) {
+    if (state[m] == 0 && circle.empty()) visit(m);
+  }
+  return circle;
+}
+
 TEST(Layers, EveryFolderHasALayer) {
   const fs::path root = fs::path(STEPSIM_SOURCE_DIR) / "src" / "stepsim";
   std::set<std::string> folders;
@@ -146,27 +172,7 @@ TEST(Layers, NoHeaderIncludeCircle) {
     if (i.from.size() > 4 && i.from.compare(i.from.size() - 4, 4, ".hpp") == 0) edges[i.from].insert(i.to);
   }
   ASSERT_GT(edges.size(), 100u);
-  std::map<std::string, int> state;  // 0 new, 1 on the path, 2 done
-  std::vector<std::string> path;
-  std::string circle;
-  std::function<void(const std::string&)> visit = [&](const std::string& m) {
-    state[m] = 1;
-    path.push_back(m);
-    for (const std::string& n : edges[m]) {
-      if (!circle.empty()) break;
-      if (state[n] == 1) {
-        for (auto it = std::find(path.begin(), path.end(), n); it != path.end(); ++it) circle += *it + " -> ";
-        circle += n;
-      } else if (state[n] == 0) {
-        visit(n);
-      }
-    }
-    path.pop_back();
-    state[m] = 2;
-  };
-  for (const auto& [m, _] : edges) {
-    if (state[m] == 0 && circle.empty()) visit(m);
-  }
+  const std::string circle = first_circle(edges, "");
   EXPECT_EQ(circle, "") << "include circle: " << circle;
 }
 
@@ -179,27 +185,7 @@ TEST(Layers, NoFolderCircle) {
     const std::string a = folder_of(i.from), b = folder_of(i.to);
     if (a != b) edges[a].insert(b);
   }
-  std::map<std::string, int> state;  // 0 new, 1 on the path, 2 done
-  std::vector<std::string> path;
-  std::string circle;
-  std::function<void(const std::string&)> visit = [&](const std::string& m) {
-    state[m] = 1;
-    path.push_back(m);
-    for (const std::string& n : edges[m]) {
-      if (!circle.empty()) break;
-      if (state[n] == 1) {
-        for (auto it = std::find(path.begin(), path.end(), n); it != path.end(); ++it) circle += *it + "/ -> ";
-        circle += n + "/";
-      } else if (state[n] == 0) {
-        visit(n);
-      }
-    }
-    path.pop_back();
-    state[m] = 2;
-  };
-  for (const auto& [m, _] : edges) {
-    if (state[m] == 0 && circle.empty()) visit(m);
-  }
+  const std::string circle = first_circle(edges, "/");
   EXPECT_EQ(circle, "") << "folder circle: " << circle;
 }
 
