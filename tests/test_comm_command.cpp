@@ -47,12 +47,12 @@ TEST(CommCommand, EveryCollectiveOnEveryGeneration) {
           ASSERT_EQ(out.rows.size(), 3u) << what;
           double last = 0;
           for (const auto& r : out.rows) {
-            const double us = r["time_us"].get<double>();
+            const double us = r.time_us;
             EXPECT_TRUE(std::isfinite(us) && us > 0) << what;
             EXPECT_GE(us, last) << what;
             last = us;
             if (gpus == 8) {
-              EXPECT_LT(r["busbw_GBps"].get<double>(), 1.2 * link) << what;
+              EXPECT_LT(r.busbw_GBps, 1.2 * link) << what;
             }
           }
         }
@@ -68,9 +68,9 @@ TEST(CommCommand, EveryCollectiveOnEveryGeneration) {
 TEST(CommCommand, ForcedProtocolIsUsedAndKeepsTheEfficienciesApart) {
   auto at_1g = [](const std::string& proto) {
     const api::CommOutput out = run("all_reduce", "H100-SXM", 8, "1G", "nccl", "ring", proto);
-    EXPECT_EQ(out.rows[0]["protocol"].get<std::string>(), proto);
-    EXPECT_EQ(out.rows[0]["algorithm"].get<std::string>(), "ring");
-    return out.rows[0]["time_us"].get<double>();
+    EXPECT_EQ(out.rows[0].protocol, proto);
+    EXPECT_EQ(out.rows[0].algorithm, "ring");
+    return out.rows[0].time_us;
   };
   const double ll = at_1g("LL"), ll128 = at_1g("LL128"), simple = at_1g("Simple");
   EXPECT_GE(ll / simple, 2.0);
@@ -78,10 +78,10 @@ TEST(CommCommand, ForcedProtocolIsUsedAndKeepsTheEfficienciesApart) {
   EXPECT_GE(ll128 / simple, 1 / 0.92);
   EXPECT_LE(ll128 / simple, 1.2);
   // Auto picks the fastest allowed pair: never slower than any forced protocol.
-  const double best = run("all_reduce", "H100-SXM", 8, "1G", "nccl", "ring").rows[0]["time_us"].get<double>();
+  const double best = run("all_reduce", "H100-SXM", 8, "1G", "nccl", "ring").rows[0].time_us;
   EXPECT_LE(best, std::min({ll, ll128, simple}));
   // Case as NCCL_PROTO takes it.
-  EXPECT_EQ(run("all_reduce", "H100-SXM", 8, "1M", "nccl", "auto", "ll128").rows[0]["protocol"], "LL128");
+  EXPECT_EQ(run("all_reduce", "H100-SXM", 8, "1M", "nccl", "auto", "ll128").rows[0].protocol, "LL128");
 }
 
 TEST(CommCommand, ForcedProtocolErrorsNameTheFlagAndTheRule) {
@@ -126,15 +126,15 @@ TEST(CommCommand, TwoNodeTreeBeatsTheNicRateAsNcclDoes) {
   o.store = "none";
   o.overrides = {"cluster.gpu=A100-80GB", "cluster.inter_node.bandwidth_Gbps=50"};
   const api::CommOutput two = api::comm(o);
-  EXPECT_EQ(two.rows[0]["algorithm"], "tree");
-  const double busbw = two.rows[0]["busbw_GBps"].get<double>();
+  EXPECT_EQ(two.rows[0].algorithm, "tree");
+  const double busbw = two.rows[0].busbw_GBps;
   EXPECT_GT(busbw, 50.0);
   EXPECT_NEAR(busbw / 78.33, 1.0, 0.15);
   o.algo = "ring";
-  EXPECT_LT(api::comm(o).rows[0]["busbw_GBps"].get<double>(), 50.0);
+  EXPECT_LT(api::comm(o).rows[0].busbw_GBps, 50.0);
   o.algo = "auto";
   o.gpus = 32;
-  EXPECT_EQ(api::comm(o).rows[0]["algorithm"], "ring");
+  EXPECT_EQ(api::comm(o).rows[0].algorithm, "ring");
 }
 
 }  // namespace

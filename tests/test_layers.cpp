@@ -1,5 +1,5 @@
 // The layers of src/stepsim (docs/ARCHITECTURE.md, "Layers"): a folder includes only folders of lower layers, the
-// shared workload types never include a framework's builder, no file-level include circle exists and no circle between
+// shared workload types never include a framework's builder, the CLI and the Python binding include only api/, no file-level include circle exists and no circle between
 // folders, and the libraries of CMakeLists.txt (one per layer) hold exactly the folders of their layer and link none
 // above it. Read from the source tree itself, so an include that runs up a layer fails here with the file and line that
 // added it.
@@ -154,6 +154,26 @@ TEST(Layers, NoIncludeRunsUpALayer) {
   }
   // An exception that no longer occurs is removed from the list.
   EXPECT_EQ(known_seen, known_exceptions().size());
+}
+
+// The command line and the Python binding are thin: they parse options, call api/ and print what it returns. Their
+// direct includes are api/ (every command as a library call), io/ (the error contract), report/ (progress bars and
+// number formats) and their own folder, so any logic they would need has to live in api/ or below, where both reach it.
+TEST(Layers, TheEntryPointsIncludeOnlyTheApi) {
+  const std::set<std::string> allowed = {"api", "cli", "io", "report"};
+  for (const Include& i : tree_includes()) {
+    if (folder_of(i.from) != "cli") continue;
+    EXPECT_TRUE(allowed.count(folder_of(i.to))) << "src/stepsim/" << i.from << ":" << i.line << " includes stepsim/"
+                                                << i.to << ": the CLI reaches the library through api/ only";
+  }
+  const fs::path binding = fs::path(STEPSIM_SOURCE_DIR) / "python" / "binding";
+  const std::vector<Include> python = includes_of_tree(binding);
+  ASSERT_FALSE(python.empty());  // the binding was read
+  for (const Include& i : python) {
+    EXPECT_TRUE(allowed.count(folder_of(i.to)) && folder_of(i.to) != "cli")
+        << "python/binding/" << i.from << ":" << i.line << " includes stepsim/" << i.to
+        << ": the Python API reaches the library through api/ only";
+  }
 }
 
 // The types every framework's builder shares (workload/*) never include a builder (workload/<framework>/*).

@@ -16,10 +16,8 @@
 #include "stepsim/api/simulate.hpp"
 #include "stepsim/api/validate.hpp"
 #include "stepsim/api/whatif.hpp"
-#include "stepsim/ingest/profile/profile_outputs.hpp"
 #include "stepsim/api/memory.hpp"
 #include "stepsim/io/input_error.hpp"
-#include "stepsim/workload/megatron_builder.hpp"
 
 namespace py = pybind11;
 using nlohmann::json;
@@ -237,7 +235,7 @@ py::object comm(const py::dict& opts) {
   json j;
   {
     py::gil_scoped_release release;
-    j = stepsim::api::comm(o).rows;
+    j = stepsim::api::comm_json(stepsim::api::comm(o));
     if (!json_path.empty()) stepsim::api::write_output_file(json_path, j.dump(2) + "\n", "comm JSON");
   }
   return to_python(j);
@@ -282,13 +280,9 @@ py::object profile_nccl(const py::dict& opts) {
   {
     py::gil_scoped_release release;
     const stepsim::profile::ProfileResult r = stepsim::api::profile_nccl(o);
-    j = stepsim::profile::summary_json(r);
+    j = stepsim::api::profile_summary_json(r);
     if (!summary_path.empty()) stepsim::api::write_output_file(summary_path, j.dump(2) + "\n", "the summary (--summary)");
-    if (!out_path.empty()) {
-      stepsim::api::write_output_file(
-          out_path, [&](std::ostream& f) { stepsim::profile::write_chrome_trace(f, r, o.nvtx); f << "\n"; },
-          "the trace (--out)");
-    }
+    if (!out_path.empty()) stepsim::api::write_profile_trace(out_path, r, o.nvtx);
   }
   return to_python(j);
 }

@@ -205,4 +205,11 @@ std::string store_listing(const std::string& path, const std::vector<hw::Calibra
   return s;
 }
 
+std::string calibration_list(const std::string& store) {
+  const std::string path = store.empty() ? hw::default_calibration_store_path() : store;
+  const auto opened = hw::CalibrationStore::open_existing(path);
+  if (!opened) return "# calibration store " + path + ": no calibrations yet (stepsim calibrate comm writes them)\n";
+  return store_listing(path, opened->all());
+}
+
 }  // namespace stepsim::api

@@ -18,5 +18,8 @@ nlohmann::json calibration_json(const CalibrationInput& in, const cost::NcclProf
                                 const cost::NcclCalibrationResult& r);
 // One line per row; parameters that were not fitted carry a '*'.
 std::string store_listing(const std::string& path, const std::vector<hw::CalibrationRow>& rows);
+// `stepsim calibrate list`: the listing of the store at `store` ("" = the default store), or a line saying it holds no
+// calibrations yet (a store that does not exist is not created).
+std::string calibration_list(const std::string& store);
 
 }  // namespace stepsim::api

@@ -8,6 +8,7 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "stepsim/catalog/catalog.hpp"
+#include "stepsim/report/text_format.hpp"
 
 namespace stepsim::api {
 namespace {
@@ -62,7 +63,6 @@ CommOutput comm(const CommOptions& o) {
   out.nodes = g.nodes;
   out.gpus_per_node = k;
   const double factor = cn.p2p ? 1.0 : workload::bus_factor(cn.coll, n);
-  out.rows = nlohmann::json::array();
   for (uint64_t bytes : sizes) {
     cost::CollectiveEstimate e;
     if (cn.p2p) {
@@ -79,15 +79,39 @@ CommOutput comm(const CommOptions& o) {
     const double us = static_cast<double>(e.ns) / 1e3;
     const double algbw = us > 0 ? static_cast<double>(bytes) / (us * 1e3) : 0.0;  // GB/s = 1e3 B/us
     const double busbw = algbw * factor;
-    out.rows.push_back({{"size_bytes", bytes},
-                        {"time_us", us},
-                        {"algbw_GBps", algbw},
-                        {"busbw_GBps", busbw},
-                        {"algorithm", cost::name_of(e.algorithm)},
-                        {"protocol", cost::name_of(e.protocol)},
-                        {"channels", e.channels}});
+    out.rows.push_back({bytes, us, algbw, busbw, cost::name_of(e.algorithm), cost::name_of(e.protocol), e.channels});
   }
   return out;
+}
+
+nlohmann::json comm_json(const CommOutput& out) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const CommRow& r : out.rows) {
+    rows.push_back({{"size_bytes", r.size_bytes},
+                    {"time_us", r.time_us},
+                    {"algbw_GBps", r.algbw_GBps},
+                    {"busbw_GBps", r.busbw_GBps},
+                    {"algorithm", r.algorithm},
+                    {"protocol", r.protocol},
+                    {"channels", r.channels}});
+  }
+  return rows;
+}
+
+std::string comm_text(const CommOptions& o, const CommOutput& out) {
+  const spec::ClusterSpec& c = out.cluster;
+  std::string t = report::format_text("# stepsim comm: %s, %d GPUs (%d node%s x %d), %s, model %s\n",
+                                      out.collective.c_str(), c.num_gpus, out.nodes, out.nodes == 1 ? "" : "s",
+                                      out.gpus_per_node, c.gpu.c_str(), o.model.c_str());
+  t += report::format_text("# %14s %12s %12s %12s  %-10s %-8s %s\n", "size(B)", "time(us)", "algbw(GB/s)",
+                           "busbw(GB/s)", "algorithm", "protocol", "channels");
+  for (const CommRow& r : out.rows) {
+    const std::string channels = r.channels > 0 ? std::to_string(r.channels) : "-";
+    t += report::format_text("  %14llu %12.2f %12.2f %12.2f  %-10s %-8s %s\n",
+                             static_cast<unsigned long long>(r.size_bytes), r.time_us, r.algbw_GBps, r.busbw_GBps,
+                             r.algorithm.c_str(), r.protocol.c_str(), channels.c_str());
+  }
+  return t;
 }
 
 }  // namespace stepsim::api

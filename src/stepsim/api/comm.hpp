@@ -1,6 +1,7 @@
 #pragma once
 // `stepsim comm` as a library call (the CLI's cmd_comm.cpp and the Python API): one collective over a range of sizes,
 // as nccl-tests prints it, with the algorithm, protocol and channels the model assumed.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,14 +25,27 @@ struct CommOptions {
   std::string nccl_version;            // prefer stored rows of this version
 };
 
+// One message size as nccl-tests prints it, with the algorithm, protocol and channels the model chose (channels 0:
+// the model has no channel notion).
+struct CommRow {
+  uint64_t size_bytes = 0;
+  double time_us = 0, algbw_GBps = 0, busbw_GBps = 0;
+  std::string algorithm, protocol;
+  int channels = 0;
+};
+
 struct CommOutput {
   std::string collective;  // the canonical name (all_to_all -> alltoall)
   spec::ClusterSpec cluster;
   int nodes = 0, gpus_per_node = 0;
-  nlohmann::json rows;  // what --json writes: size_bytes, time_us, algbw_GBps, busbw_GBps, algorithm, protocol, channels
+  std::vector<CommRow> rows;  // one per size, in the order of CommOptions::sizes
 };
 
 // InputError for bad options.
 CommOutput comm(const CommOptions& o);
+// What --json writes: an array of the rows, each with the CommRow fields as keys.
+nlohmann::json comm_json(const CommOutput& out);
+// What `stepsim comm` prints: a header naming the collective, GPUs, nodes, GPU and model, then one line per size.
+std::string comm_text(const CommOptions& o, const CommOutput& out);
 
 }  // namespace stepsim::api

@@ -25,7 +25,7 @@ void check_counts(int gpus, int64_t global_batch) {
 
 }  // namespace
 
-PlanOutput plan(const PlanOptions& o, const plan::Distribution& dist) {
+PlanOutput plan(const PlanOptions& o, const Distribution& dist) {
   check_counts(o.gpus, o.global_batch);
   const spec::JobSpec base = load_job(o.job);
   const int gpus = o.gpus > 0 ? o.gpus : base.cluster.num_gpus;
@@ -102,6 +102,13 @@ std::string plan_report_html(const PlanOptions& o, const PlanOutput& out) {
                               {"settings", m.map.settings}, {"tensors", m.map.tensors},
                               {"pipelines", m.map.pipelines}, {"cells", cells}};
   return report::plan_report_html(out.json, map);
+}
+
+std::string plan_text(const PlanOutput& out) { return plan::plan_text(out.result, out.context); }
+
+std::string memory_map_text(const MemoryMapOutput& m) {
+  return "stepsim plan --memory-map: " + m.model + " on " + std::to_string(m.gpus) + " x " + m.gpu + "\n" +
+         plan::memory_map_text(m.map);
 }
 
 }  // namespace stepsim::api

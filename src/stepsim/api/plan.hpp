@@ -35,8 +35,13 @@ struct PlanOutput {
   nlohmann::json json;  // what --json writes
 };
 
+// How the candidates are split over processes (the CLI fills it under MPI); the default is one process.
+using Distribution = plan::Distribution;
+
 // InputError for bad options or a bad job. Under MPI every process gets the same output.
-PlanOutput plan(const PlanOptions& o, const plan::Distribution& dist = {});
+PlanOutput plan(const PlanOptions& o, const Distribution& dist = {});
+// The ranked plans as `stepsim plan` prints them.
+std::string plan_text(const PlanOutput& out);
 
 // `plan --memory-map`: the map and its CSV (what --csv writes).
 struct MemoryMapOutput {
@@ -46,6 +51,8 @@ struct MemoryMapOutput {
   int gpus = 0;            // the GPU count mapped
 };
 MemoryMapOutput memory_map(const JobInput& job, int gpus, int64_t global_batch);
+// The map as `stepsim plan --memory-map` prints it, under a line naming the model, GPU count and GPU.
+std::string memory_map_text(const MemoryMapOutput& m);
 
 // `plan --report OUT.html`: the ranked plans and the (TP, PP) memory-feasibility map of the same job, GPUs and batch.
 std::string plan_report_html(const PlanOptions& o, const PlanOutput& out);

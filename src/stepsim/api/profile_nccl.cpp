@@ -1,8 +1,10 @@
 #include "stepsim/api/profile_nccl.hpp"
 
+#include "stepsim/api/output_file.hpp"
 #include "stepsim/ingest/profile/nccl_log.hpp"
 #include "stepsim/ingest/profile/nsys_db.hpp"
 #include "stepsim/ingest/profile/parallelism_sizes.hpp"
+#include "stepsim/ingest/profile/profile_outputs.hpp"
 #include "stepsim/ingest/profile/volume_model.hpp"
 #include "stepsim/io/input_error.hpp"
 
@@ -26,5 +28,14 @@ profile::ProfileResult profile_nccl(const ProfileNcclOptions& a) {
     dbs.push_back(profile::read_nsys_db(a.dbs[i], static_cast<int>(i), {.all_kernels = false, .nvtx = a.nvtx}));
   return profile::run_profile(std::move(log), std::move(dbs), opt);
 }
+
+nlohmann::json profile_summary_json(const profile::ProfileResult& r) { return profile::summary_json(r); }
+
+void write_profile_trace(const std::string& path, const profile::ProfileResult& r, bool nvtx) {
+  write_output_file(
+      path, [&](std::ostream& o) { profile::write_chrome_trace(o, r, nvtx); o << "\n"; }, "the trace (--out)");
+}
+
+std::string profile_report_text(const profile::ProfileResult& r) { return profile::report_text(r); }
 
 }  // namespace stepsim::api

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "stepsim/ingest/profile/profile.hpp"
 
 namespace stepsim::api {
@@ -16,7 +18,14 @@ struct ProfileNcclOptions {
   bool sync_clocks = false, nvtx = false;
 };
 
-// InputError for bad options or unreadable inputs. profile::summary_json(result) is what --summary writes.
+// InputError for bad options or unreadable inputs.
 profile::ProfileResult profile_nccl(const ProfileNcclOptions& o);
+
+// What --summary writes.
+nlohmann::json profile_summary_json(const profile::ProfileResult& r);
+// The Chrome trace of the fused collectives (--out), streamed to `path`; with nvtx, the NVTX ranges as a track.
+void write_profile_trace(const std::string& path, const profile::ProfileResult& r, bool nvtx);
+// The report the CLI prints.
+std::string profile_report_text(const profile::ProfileResult& r);
 
 }  // namespace stepsim::api

@@ -48,6 +48,9 @@ struct ReliabilityOutput {
 
 // InputError (naming the CLI's flag) for bad or missing inputs.
 ReliabilityOutput reliability(const ReliabilityOptions& o);
+// What `stepsim reliability` prints: inputs and where each came from, the optimal interval, ETTR, the end-to-end time
+// in parts and, with Monte Carlo runs, its mean and percentiles.
+std::string reliability_text(const ReliabilityOutput& x);
 
 // `reliability --report OUT.html`: ETTR over checkpoint intervals around the optimum (81 log-spaced intervals plus the
 // optimum and the interval used), where the end-to-end time goes, and the Monte-Carlo spread when it ran.

@@ -25,6 +25,10 @@ struct ValidateOutput {
 
 ValidateOutput validate(const ValidateOptions& o);
 
+// What `stepsim validate` prints: a line per run, MAPE and mean signed error per source and overall, the error band
+// per architecture and kind, the rows refused; with verbose, each row's assumptions, breakdown and memory.
+std::string validate_text(const ValidateOutput& out, bool verbose);
+
 // `validate --report OUT.html`: predicted against measured per run, MAPE and mean signed error per source.
 std::string validate_report_html(const ValidateOptions& o, const ValidateOutput& out);
 

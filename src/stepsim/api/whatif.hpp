@@ -25,5 +25,7 @@ struct WhatIfOutput {
 
 // InputError for bad options or a bad job.
 WhatIfOutput whatif(const WhatIfOptions& o);
+// What `stepsim whatif` prints: the run's settings, the scales, and before/after/change per quantity.
+std::string whatif_text(const WhatIfOptions& o, const WhatIfOutput& r);
 
 }  // namespace stepsim::api

@@ -7,7 +7,6 @@
 #include "stepsim/api/calibrate_comm.hpp"
 #include "stepsim/api/calibrate_comm_report.hpp"
 #include "stepsim/cli/commands.hpp"
-#include "stepsim/calibrate/calibration_store.hpp"
 #include "stepsim/io/input_error.hpp"
 
 namespace stepsim::cli {
@@ -29,14 +28,8 @@ int run_calibrate_comm(const api::CalibrateOptions& o) {
   return 0;
 }
 
-int run_calibrate_list(const std::string& store_opt) {
-  const std::string path = store_opt.empty() ? hw::default_calibration_store_path() : store_opt;
-  const auto store = hw::CalibrationStore::open_existing(path);
-  if (!store) {
-    std::cout << "# calibration store " << path << ": no calibrations yet (stepsim calibrate comm writes them)\n";
-    return 0;
-  }
-  std::cout << api::store_listing(path, store->all());
+int run_calibrate_list(const std::string& store) {
+  std::cout << api::calibration_list(store);
   return 0;
 }
 

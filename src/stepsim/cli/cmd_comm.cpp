@@ -1,7 +1,6 @@
 // stepsim comm: one collective over a range of sizes, printed like nccl-tests (size, time, algbw, busbw) plus the
 // algorithm and protocol the model assumed, so users can hold it against their own nccl-tests runs. The work is
 // api::comm (src/stepsim/api/comm.cpp); this file parses options and prints.
-#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -18,20 +17,8 @@ struct CommOptions {
 
 int run_comm(const CommOptions& o) {
   const api::CommOutput out = api::comm(o.api);
-  const spec::ClusterSpec& c = out.cluster;
-  std::printf("# stepsim comm: %s, %d GPUs (%d node%s x %d), %s, model %s\n", out.collective.c_str(), c.num_gpus,
-              out.nodes, out.nodes == 1 ? "" : "s", out.gpus_per_node, c.gpu.c_str(), o.api.model.c_str());
-  std::printf("# %14s %12s %12s %12s  %-10s %-8s %s\n", "size(B)", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
-              "algorithm", "protocol", "channels");
-  for (const auto& r : out.rows) {
-    const int ch = r["channels"].get<int>();
-    const std::string channels = ch > 0 ? std::to_string(ch) : "-";
-    std::printf("  %14llu %12.2f %12.2f %12.2f  %-10s %-8s %s\n",
-                static_cast<unsigned long long>(r["size_bytes"].get<uint64_t>()), r["time_us"].get<double>(),
-                r["algbw_GBps"].get<double>(), r["busbw_GBps"].get<double>(),
-                r["algorithm"].get<std::string>().c_str(), r["protocol"].get<std::string>().c_str(), channels.c_str());
-  }
-  if (!o.json_path.empty()) write_output_file(o.json_path, out.rows.dump(2) + "\n", "comm JSON");
+  std::cout << api::comm_text(o.api, out);
+  if (!o.json_path.empty()) write_output_file(o.json_path, api::comm_json(out).dump(2) + "\n", "comm JSON");
   return 0;
 }
 

@@ -8,8 +8,6 @@
 
 #include "stepsim/api/plan.hpp"
 #include "stepsim/cli/commands.hpp"
-#include "stepsim/plan/memory_map.hpp"
-#include "stepsim/plan/plan_report.hpp"
 #include "stepsim/report/progress_bar.hpp"
 #include "stepsim/io/input_error.hpp"
 
@@ -46,8 +44,8 @@ struct MpiSession {
   ~MpiSession() {
     if (active) MPI_Finalize();
   }
-  plan::Distribution distribution() const {
-    plan::Distribution d{rank, size, nullptr};
+  api::Distribution distribution() const {
+    api::Distribution d{rank, size, nullptr};
     if (size > 1) {
       d.allgather = [n = size](const std::vector<char>& mine) {
         int len = static_cast<int>(mine.size());
@@ -74,8 +72,7 @@ int run_plan(PlanOptions& o) {
                        "(plan --report draws the map beside the ranked plans)");
     }
     const api::MemoryMapOutput m = api::memory_map(a.job, a.gpus, a.global_batch);
-    std::cout << "stepsim plan --memory-map: " << m.model << " on " << m.gpus << " x " << m.gpu << "\n"
-              << plan::memory_map_text(m.map);
+    std::cout << api::memory_map_text(m);
     if (!o.csv_path.empty()) write_output_file(o.csv_path, m.csv, "memory map CSV");
     return 0;
   }
@@ -86,7 +83,7 @@ int run_plan(PlanOptions& o) {
   if (o.o_storage->count() > 0) a.storage_GBps = o.storage_GBps;
   if (o.o_init->count() > 0) a.init_time_s = o.init_time_s;
 
-  plan::Distribution dist;
+  api::Distribution dist;
 #ifdef STEPSIM_MPI
   MpiSession mpi;
   dist = mpi.distribution();
@@ -96,7 +93,7 @@ int run_plan(PlanOptions& o) {
   const api::PlanOutput out = api::plan(a, dist);
   bar.clear();
   if (dist.rank != 0) return 0;  // every process holds the same result; one prints it
-  std::cout << plan::plan_text(out.result, out.context);
+  std::cout << api::plan_text(out);
   if (!o.json_path.empty()) write_output_file(o.json_path, out.json.dump(2) + "\n", "plan JSON");
   if (!o.report_path.empty()) write_output_file(o.report_path, api::plan_report_html(a, out), "--report");
   return 0;

@@ -5,11 +5,8 @@
 #include <iostream>
 #include <memory>
 
-#include "stepsim/api/output_file.hpp"
 #include "stepsim/api/profile_nccl.hpp"
 #include "stepsim/cli/commands.hpp"
-#include "stepsim/ingest/profile/profile.hpp"
-#include "stepsim/ingest/profile/profile_outputs.hpp"
 
 namespace stepsim::cli {
 namespace {
@@ -21,12 +18,9 @@ struct ProfileArgs : api::ProfileNcclOptions {
 
 int run(const ProfileArgs& a) {
   const profile::ProfileResult r = api::profile_nccl(a);
-  if (!a.summary.empty()) write_output_file(a.summary, profile::summary_json(r).dump(2) + "\n", "the summary (--summary)");
-  if (!a.out.empty()) {
-    api::write_output_file(
-        a.out, [&](std::ostream& o) { profile::write_chrome_trace(o, r, a.nvtx); o << "\n"; }, "the trace (--out)");
-  }
-  if (!a.quiet) std::cout << profile::report_text(r);
+  if (!a.summary.empty()) write_output_file(a.summary, api::profile_summary_json(r).dump(2) + "\n", "the summary (--summary)");
+  if (!a.out.empty()) api::write_profile_trace(a.out, r, a.nvtx);
+  if (!a.quiet) std::cout << api::profile_report_text(r);
   return 0;
 }
 

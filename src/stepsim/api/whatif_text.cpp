@@ -1,0 +1,52 @@
+#include <cstdio>
+#include <sstream>
+
+#include "stepsim/api/whatif.hpp"
+#include "stepsim/report/text_format.hpp"
+
+namespace stepsim::api {
+namespace {
+
+std::string duration(double s) {
+  return s >= 86400 * 2 ? report::format_number("%.2f days", s / 86400) : s >= 7200 ? report::format_number("%.2f h", s / 3600) : report::format_number("%.1f s", s);
+}
+
+std::string change(double before, double after) {
+  return before > 0 ? report::format_number("%+.1f %%", (after / before - 1) * 100) : "";
+}
+
+}  // namespace
+
+std::string whatif_text(const WhatIfOptions& o, const WhatIfOutput& r) {
+  const spec::JobSpec& before_job = r.before_job;
+  const plan::Outcome &b = r.before, &a = r.after;
+
+  std::ostringstream out;
+  out << "stepsim whatif: " << before_job.model.name << " on " << before_job.cluster.num_gpus << " x "
+      << before_job.cluster.gpu << ", " << o.settings.steps << " steps, " << o.settings.failures_per_node_day
+      << " failures per node-day, checkpoints at " << o.settings.storage_GBps << " GB/s\n";
+  for (const std::string& s : o.scales) out << "  --scale " << s << "\n";
+  auto row = [&](const std::string& name, const std::string& vb, const std::string& va, const std::string& c) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-22s %18s %18s %10s\n", name.c_str(), vb.c_str(), va.c_str(), c.c_str());
+    out << line;
+  };
+  row("", "before", "after", "change");
+  row("GPUs", std::to_string(b.gpus), std::to_string(a.gpus), change(b.gpus, a.gpus));
+  row("step time", report::format_number("%.4f s", b.step_time_s), report::format_number("%.4f s", a.step_time_s), change(b.step_time_s, a.step_time_s));
+  row("tokens/s", report::format_number("%.0f", b.tokens_per_s), report::format_number("%.0f", a.tokens_per_s), change(b.tokens_per_s, a.tokens_per_s));
+  row("TFLOP/s per GPU", report::format_number("%.1f", b.tflops_per_gpu), report::format_number("%.1f", a.tflops_per_gpu),
+      change(b.tflops_per_gpu, a.tflops_per_gpu));
+  row("MFU", report::format_number("%.1f %%", b.mfu * 100), report::format_number("%.1f %%", a.mfu * 100), change(b.mfu, a.mfu));
+  row("fits in memory", b.oom ? "no (OOM)" : "yes", a.oom ? "no (OOM)" : "yes", "");
+  row("checkpoint interval", report::format_number("%.0f steps", static_cast<double>(b.interval_steps)),
+      report::format_number("%.0f steps", static_cast<double>(a.interval_steps)), "");
+  row("ETTR", report::format_number("%.2f %%", b.ettr * 100), report::format_number("%.2f %%", a.ettr * 100), "");
+  row("end-to-end time", duration(b.e2e_s), duration(a.e2e_s), change(b.e2e_s, a.e2e_s));
+  row("GPU-hours", report::format_number("%.0f", b.gpu_hours), report::format_number("%.0f", a.gpu_hours), change(b.gpu_hours, a.gpu_hours));
+  if (o.settings.usd_per_gpu_hour > 0)
+    row("cost", report::format_number("%.0f USD", b.cost_usd), report::format_number("%.0f USD", a.cost_usd), change(b.cost_usd, a.cost_usd));
+  return out.str();
+}
+
+}  // namespace stepsim::api
