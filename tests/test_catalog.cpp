@@ -84,6 +84,13 @@ TEST(DataFile, OneSetOfChecksForEveryTable) {
   const spec::DataFile f(ok, "test table");
   EXPECT_DOUBLE_EQ(f.number(f.root()["alpha"], "alpha"), 2.5);
   EXPECT_TRUE(f.boolean(f.root()["beta"], "beta"));
+  // Booleans as a job file takes them (one parse, io/yaml_reader.hpp's parse_bool): on/no are read, maybe is refused.
+  const std::string words = test::write_temp("words.yaml", "alpha: on\nbeta: no\ngamma: maybe\n");
+  const spec::DataFile w(words, "test table");
+  EXPECT_TRUE(w.boolean(w.root()["alpha"], "alpha"));
+  EXPECT_FALSE(w.boolean(w.root()["beta"], "beta"));
+  e = test::error_of([&] { (void)w.boolean(w.root()["gamma"], "gamma"); });
+  EXPECT_NE(e.find("words.yaml: gamma: must be true or false (line 3)"), std::string::npos) << e;
   e = test::error_of([] { const spec::DataFile missing("/nonexistent/stepsim/x.yaml", "test table"); });
   EXPECT_NE(e.find("/nonexistent/stepsim/x.yaml"), std::string::npos) << e;
 }

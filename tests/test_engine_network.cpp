@@ -64,7 +64,7 @@ class DoubleNetwork final : public ContendedNetwork {
 SimResult run(const std::string& yaml, ContendedNetwork* net) {
   auto job = test::job_from_yaml(yaml);
   workload::Workload w = workload::build_megatron_workload(job);
-  const auto compute = cost::make_roofline_model(stepsim::catalog::shipped().gpus.find(job.cluster.gpu), job.training.precision, stepsim::catalog::shipped().efficiency.resolve(stepsim::catalog::shipped().gpus.find(job.cluster.gpu)));
+  const auto compute = cost::make_roofline_model(stepsim::catalog::shipped().gpus.find(job.cluster.gpu), job.training.precision, test::shipped_efficiency(job.cluster.gpu));
   assign_compute_durations(w, *compute);
   const auto comm = make_collective_model(stepsim::catalog::shipped(), job);
   EngineOptions opt;

@@ -161,7 +161,7 @@ TEST(FlowEngine, ContentionOnlyAppearsWhereGroupsShareLinks) {
     const int64_t contended = run_simulation(stepsim::catalog::shipped(), job, {0}).result.step_ns;
     workload::Workload w = workload::build_megatron_workload(job);
     const auto compute =
-        cost::make_roofline_model(stepsim::catalog::shipped().gpus.find(job.cluster.gpu), job.training.precision, stepsim::catalog::shipped().efficiency.resolve(stepsim::catalog::shipped().gpus.find(job.cluster.gpu)));
+        cost::make_roofline_model(stepsim::catalog::shipped().gpus.find(job.cluster.gpu), job.training.precision, test::shipped_efficiency(job.cluster.gpu));
     assign_compute_durations(w, *compute);
     const auto flow_alone = make_collective_model(stepsim::catalog::shipped(), job);
     const int64_t alone = simulate(w, *flow_alone, EngineOptions{}).step_ns;

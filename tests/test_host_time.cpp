@@ -34,7 +34,7 @@ TEST(HostTime, CudaGraphsSaveOneLaunchGapPerKernel) {
       ++kernels;
   ASSERT_GT(kernels, 100);
   const double gap_ns =
-      stepsim::catalog::shipped().efficiency.resolve(stepsim::catalog::shipped().gpus.find("H100-SXM")).launch_gap_us * 1e3;
+      test::shipped_efficiency("H100-SXM").launch_gap_us * 1e3;
   EXPECT_EQ(eager.result.step_ns - graphed.result.step_ns, kernels * static_cast<int64_t>(gap_ns));
 }
 

@@ -48,7 +48,7 @@ struct CostModels {
   std::unique_ptr<cost::CollectiveModel> comm;
 };
 CostModels cost_models(const spec::JobSpec& base) {
-  return {cost::make_roofline_model(stepsim::catalog::shipped().gpus.find(base.cluster.gpu), base.training.precision, stepsim::catalog::shipped().efficiency.resolve(stepsim::catalog::shipped().gpus.find(base.cluster.gpu))),
+  return {cost::make_roofline_model(stepsim::catalog::shipped().gpus.find(base.cluster.gpu), base.training.precision, test::shipped_efficiency(base.cluster.gpu)),
           sim::make_collective_model(stepsim::catalog::shipped(), base)};
 }
 

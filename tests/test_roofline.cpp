@@ -273,7 +273,7 @@ TEST(Roofline, H200MemoryClassesFollowItsMeasuredKernels) {
   // on these: norms by 7 %, AdamW by 8 %, the loss by 17 %, the atomics by 23 % (geometric means).
   const GpuSpec& h200 = stepsim::catalog::shipped().gpus.find("H200");
   const EfficiencyTable table = stepsim::catalog::shipped().efficiency.resolve(h200);
-  const EfficiencyTable hopper = stepsim::catalog::shipped().efficiency.resolve(stepsim::catalog::shipped().gpus.find("H100-SXM"));
+  const EfficiencyTable hopper = stepsim::test::shipped_efficiency("H100-SXM");
   const double bw = h200.hbm_bandwidth_Bps;
   // Norms and AdamW: the kernel's fewest bytes at the class's fraction over its measured time, rows by name prefix.
   const auto membound = measurements("h200-sxm", "membound.csv");

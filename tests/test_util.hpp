@@ -128,6 +128,11 @@ inline std::string write_temp(const std::string& name, const std::string& text) 
   return path;
 }
 
+// The shipped efficiency table of a GPU by name, for tests that build a compute model by hand.
+inline cost::EfficiencyTable shipped_efficiency(const std::string& gpu) {
+  return catalog::shipped().efficiency.resolve(catalog::shipped().gpus.find(gpu));
+}
+
 inline std::string source_dir() { return STEPSIM_SOURCE_DIR; }
 // A file of the real traces and logs under ../shared/data/real.
 inline std::string real(const std::string& rel) { return std::string(STEPSIM_SHARED_DIR) + "/data/real/" + rel; }

@@ -69,12 +69,9 @@ int64_t DataFile::integer(const YAML::Node& n, const std::string& key) const {
 }
 
 bool DataFile::boolean(const YAML::Node& n, const std::string& key) const {
-  if (n.IsScalar()) {
-    const std::string& v = n.Scalar();
-    if (v == "true" || v == "True" || v == "TRUE") return true;
-    if (v == "false" || v == "False" || v == "FALSE") return false;
-  }
-  fail_at(n, key, "must be true or false");
+  bool b = false;
+  if (!n.IsScalar() || !parse_bool(n.Scalar(), b)) fail_at(n, key, "must be true or false");
+  return b;
 }
 
 std::string DataFile::text(const YAML::Node& n, const std::string& key) const {

@@ -163,15 +163,27 @@ double StrictSection::get_double(const std::string& key, double def, double min,
   return x;
 }
 
+bool parse_bool(const std::string& s, bool& out) {
+  if (s == "true" || s == "True" || s == "TRUE" || s == "yes" || s == "on") {
+    out = true;
+    return true;
+  }
+  if (s == "false" || s == "False" || s == "FALSE" || s == "no" || s == "off") {
+    out = false;
+    return true;
+  }
+  return false;
+}
+
 bool StrictSection::get_bool(const std::string& key, bool def) {
   if (!has(key)) {
     used_.insert(key);
     return def;
   }
   const std::string v = scalar(key);
-  if (v == "true" || v == "True" || v == "TRUE" || v == "yes" || v == "on") return true;
-  if (v == "false" || v == "False" || v == "FALSE" || v == "no" || v == "off") return false;
-  fail(key, "must be true or false, got '" + v + "'");
+  bool b = false;
+  if (!parse_bool(v, b)) fail(key, "must be true or false, got '" + v + "'");
+  return b;
 }
 
 std::string StrictSection::get_string(const std::string& key, const std::string& def) {

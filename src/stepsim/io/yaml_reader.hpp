@@ -70,6 +70,8 @@ std::string did_you_mean(const std::string& key, const std::set<std::string>& kn
 // Parses a whole string as a signed integer / finite double; false on any junk.
 bool parse_int64(const std::string& s, int64_t& out);
 bool parse_double(const std::string& s, double& out);
+// A YAML boolean as users write it: true/True/TRUE/yes/on or false/False/FALSE/no/off; false on anything else.
+bool parse_bool(const std::string& s, bool& out);
 
 template <class E>
 E StrictSection::get_enum(const std::string& key, E def, const std::vector<std::pair<std::string, E>>& choices) {

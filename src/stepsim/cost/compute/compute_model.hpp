@@ -23,8 +23,4 @@ class ComputeModel {
 std::unique_ptr<ComputeModel> make_roofline_model(const hw::GpuSpec& gpu, spec::Precision precision,
                                                   const EfficiencyTable& table);
 
-// Roofline model with an explicit table (make_roofline_model uses the builtin catalog's table for the GPU).
-std::unique_ptr<ComputeModel> make_roofline_model(const hw::GpuSpec& gpu, spec::Precision precision,
-                                                  const EfficiencyTable& table);
-
 }  // namespace stepsim::cost

@@ -1,0 +1,55 @@
+// libFuzzer target for the catalog's data files (data/gpus.yaml, efficiency.yaml, nccl-tuner.yaml, nccl.yaml), which a
+// user's STEPSIM_DATA_DIR copy replaces: each input is read by all four readers. A reader either returns a table or
+// throws an InputError whose message starts with the file's path; any other exception, a crash or a hang is a bug. A
+// GPU catalog that loads must give every GPU a name and memory, and find it by that name.
+#include <unistd.h>
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+#include "stepsim/catalog/catalog.hpp"
+#include "stepsim/io/input_error.hpp"
+
+#include "fuzz_support.hpp"
+
+using fuzz_support::require;
+using namespace stepsim;
+
+namespace {
+
+// The readers take a path: one file per fuzzing process, rewritten for each input.
+const std::string& input_path() {
+  static const std::string path = "/tmp/stepsim-fuzz-data-" + std::to_string(::getpid()) + ".yaml";
+  return path;
+}
+
+template <class Read>
+void expect_table_or_input_error(const Read& read) {
+  try {
+    read(input_path());
+  } catch (const InputError& e) {
+    require(std::string(e.what()).rfind(input_path(), 0) == 0);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > (1u << 20)) return 0;
+  {
+    std::ofstream out(input_path(), std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  }
+  expect_table_or_input_error([](const std::string& p) {
+    const hw::GpuCatalog gpus = hw::GpuCatalog::load(p);
+    for (const hw::GpuSpec& g : gpus.gpus()) {
+      require(!g.name.empty() && g.memory_bytes > 0 && g.bf16_flops >= 0);
+      require(&gpus.find(g.name) == &g || gpus.find(g.name).name == g.name);
+    }
+  });
+  expect_table_or_input_error([](const std::string& p) { (void)cost::EfficiencyCatalog::load(p); });
+  expect_table_or_input_error([](const std::string& p) { (void)cost::NcclTunerTable::load(p); });
+  expect_table_or_input_error([](const std::string& p) { (void)cost::NcclProfiles::load(p, catalog::shipped().gpus); });
+  return 0;
+}
