@@ -7,6 +7,7 @@
 #include <string>
 
 #include "stepsim/cost/collective/flow_collectives.hpp"
+#include "stepsim/cost/compute/power_limit.hpp"
 #include "stepsim/cost/compute/host_issue.hpp"
 #include "stepsim/calibrate/nccl_calibration.hpp"
 #include "stepsim/cost/collective/nccl_model.hpp"
@@ -131,6 +132,21 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
     cal.source += note;
   }
   table.sustained_clock = cal.sustained_clock;
+  // A power limit below the board's default lowers the tensor-core clock the calibration (at the default) saw; a
+  // clock the job sets itself is the clock at its own power.
+  if (job.cluster.power_limit_W > 0) {
+    char note[160];
+    if (job.simulation.sustained_clock > 0) {
+      std::snprintf(note, sizeof note, "; %.0f W power limit not applied (simulation.sustained_clock is the clock at it)",
+                    job.cluster.power_limit_W);
+    } else {
+      const double f = cost::power_limited_clock(job.cluster.power_limit_W, gpu.tdp_W, table.power_static_share);
+      table.sustained_clock *= f;
+      std::snprintf(note, sizeof note, "; %.0f W power limit (default %.0f W): tensor-core clock x%.3f",
+                    job.cluster.power_limit_W, gpu.tdp_W, f);
+    }
+    cal.source += note;
+  }
   if (job.training.cuda_graphs) table.launch_gap_us = 0;  // graph replay: no host issue between kernels
   if (job.cluster.host_to_device_GBps > 0) table.host_to_device_GBps = job.cluster.host_to_device_GBps;
   if (job.cluster.cpu_optimizer_GBps > 0) table.cpu_optimizer_GBps = job.cluster.cpu_optimizer_GBps;

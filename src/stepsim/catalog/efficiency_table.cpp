@@ -25,7 +25,7 @@ struct EfficiencyCatalog::Partial {
   std::optional<std::vector<ShapePoint>> attention_sequence, attention_head_dim;
   std::array<std::optional<double>, static_cast<int>(MemoryClass::kCount)> memory;
   std::optional<double> kernel_floor_us, launch_gap_us, host_time_scale, host_to_device_GBps, cpu_optimizer_GBps;
-  std::optional<double> sustained_clock;
+  std::optional<double> sustained_clock, power_static_share;
   std::optional<std::array<double, 2>> prediction_interval;
   std::optional<hw::KindIntervals> prediction_interval_by_kind;
 };
@@ -129,7 +129,7 @@ class Parser {
     const auto present = keys(n, key,
                               {"gemm_waves", "gemm_precision_scale", "grouped_gemm_scale", "attention",
                                "memory_efficiency", "kernel_floor_us", "launch_gap_us", "host_time_scale", "host_to_device_GBps", "cpu_optimizer_GBps", "sustained_clock",
-                               "prediction_interval", "prediction_interval_by_kind"});
+                               "power_static_share", "prediction_interval", "prediction_interval_by_kind"});
     if (present.count("gemm_waves")) {
       const YAML::Node w = n["gemm_waves"];
       const std::string k = key + ".gemm_waves";
@@ -216,6 +216,11 @@ class Parser {
       t.prediction_interval_by_kind = out;
     }
     if (present.count("sustained_clock")) t.sustained_clock = fraction(n["sustained_clock"], key + ".sustained_clock");
+    if (present.count("power_static_share")) {
+      const double v = number(n["power_static_share"], key + ".power_static_share");
+      if (!(v >= 0 && v < 0.9)) fail(key + ".power_static_share", "must be in [0, 0.9), got " + fmt(v));
+      t.power_static_share = v;
+    }
     if (present.count("host_to_device_GBps")) {
       const double v = number(n["host_to_device_GBps"], key + ".host_to_device_GBps");
       if (!(v > 0)) fail(key + ".host_to_device_GBps", "must be > 0 GB/s, got " + fmt(v));
@@ -258,6 +263,7 @@ Partial merge(const Partial& base, const Partial& over) {
   take(r.host_to_device_GBps, over.host_to_device_GBps);
   take(r.cpu_optimizer_GBps, over.cpu_optimizer_GBps);
   take(r.sustained_clock, over.sustained_clock);
+  take(r.power_static_share, over.power_static_share);
   take(r.prediction_interval, over.prediction_interval);
   take(r.prediction_interval_by_kind, over.prediction_interval_by_kind);
   return r;
@@ -301,6 +307,7 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   need(p.cpu_optimizer_GBps.has_value(), "cpu_optimizer_GBps");
   t.cpu_optimizer_GBps = *p.cpu_optimizer_GBps;
   t.sustained_clock = p.sustained_clock.value_or(1.0);
+  t.power_static_share = p.power_static_share.value_or(0.0);  // optional: absent = all power scales with the clock
   t.prediction_interval = p.prediction_interval;
   t.prediction_interval_by_kind = p.prediction_interval_by_kind.value_or(hw::KindIntervals{});
   return t;

@@ -52,6 +52,9 @@ struct EfficiencyTable {
   // shapes vs the microbenchmark's best): multiplies the GEMM and attention efficiencies. Fitted per architecture by
   // `stepsim calibrate compute` on measured runs; 1 = the microbenchmark curves as they are.
   double sustained_clock = 1.0;
+  // Share of the board's default power that does not scale with the SM clock under a GEMM load (leakage, HBM, board):
+  // the power model's one constant (cost/compute/power_limit.hpp).
+  double power_static_share = 0;
   // Signed relative errors (predicted - measured) / measured bounding 80% of the calibration runs of this
   // architecture (10th and 90th percentile), for the step-time prediction interval; absent = not calibrated.
   std::optional<std::array<double, 2>> prediction_interval;

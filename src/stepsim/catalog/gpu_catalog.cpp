@@ -84,7 +84,7 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
                                                  "tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops",
                                                  "hbm_bandwidth_GBps",         "memory_GiB",  "nvswitch",
                                                  "intra_node_GBps",            "source"};
-  static const std::vector<std::string> optional{"aliases", "nvlink_domain_gpus"};
+  static const std::vector<std::string> optional{"aliases", "nvlink_domain_gpus", "tdp_W"};
 
   GpuCatalog cat;
   std::map<std::string, std::string> names;  // normalized name or alias -> canonical name (collision check)
@@ -132,6 +132,7 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
       g.nvswitch = f.boolean(e["nvswitch"], field("nvswitch"));
       g.intra_node_GBps = figure("intra_node_GBps", false);
       if (e["nvlink_domain_gpus"].IsDefined()) g.nvlink_domain_gpus = count("nvlink_domain_gpus");
+      if (e["tdp_W"].IsDefined()) g.tdp_W = figure("tdp_W", false);
       g.source = f.text(e["source"], field("source"));
 
       std::vector<std::string> labels{g.name};
@@ -155,16 +156,21 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
   return cat;
 }
 
-const GpuSpec& GpuCatalog::find(const std::string& name) const {
+const GpuSpec* GpuCatalog::try_find(const std::string& name) const {
   const std::string key = normalize(name);
   for (const auto& g : gpus_) {
-    if (normalize(g.name) == key) return g;
+    if (normalize(g.name) == key) return &g;
   }
   for (const auto& g : gpus_) {
     for (const auto& a : g.aliases) {
-      if (a == key) return g;
+      if (a == key) return &g;
     }
   }
+  return nullptr;
+}
+
+const GpuSpec& GpuCatalog::find(const std::string& name) const {
+  if (const GpuSpec* g = try_find(name)) return *g;
   std::string known;
   for (const auto& g : gpus_) known += (known.empty() ? "" : ", ") + g.name;
   throw InputError("unknown GPU '" + name + "' (key cluster.gpu); known: " + known);

@@ -30,6 +30,9 @@ struct GpuSpec {
   double intra_node_GBps = 0;  // link to the node's other GPUs, GB/s per direction (NVLink, else PCIe)
   // GPUs one NVLink domain spans when it is larger than a host (GB200 NVL72: 72); 0 = the node is the domain.
   int nvlink_domain_gpus = 0;
+  // The board's default (maximum) power, W: the power model's reference for cluster.power_limit_W. 0 = not in the
+  // catalog entry (a power limit is then refused).
+  double tdp_W = 0;
   std::string source;        // where the figures come from
   std::vector<std::string> aliases;  // other names users write (normalized: lower case, '-' separators)
 
@@ -44,6 +47,8 @@ class GpuCatalog {
 
   // Throws InputError "unknown GPU 'X' (key cluster.gpu); known: ..." when absent.
   const GpuSpec& find(const std::string& name) const;
+  // The GPU whose name or alias is `name` (same matching as find), or nullptr.
+  const GpuSpec* try_find(const std::string& name) const;
   const std::vector<GpuSpec>& gpus() const { return gpus_; }
 
  private:

@@ -70,6 +70,7 @@ class NcclProfiles {
   double net_latency_scale(const std::string& transport) const;
 
  private:
+  static NcclProfiles load_profiles(const std::string& path, const hw::GpuCatalog& catalog);
   std::vector<NcclProfile> profiles_;
   std::map<std::string, double> net_latency_scale_;
 };

@@ -27,8 +27,18 @@ NcclParams read_params(spec::StrictSection& s, const NcclParams& base) {
 }  // namespace
 
 NcclProfiles NcclProfiles::load(const std::string& path, const hw::GpuCatalog& catalog) {
+  try {
+    return load_profiles(path, catalog);
+  } catch (const YAML::Exception& e) {
+    throw InputError(path + ": " + e.what());  // what the checks did not name (odd key types, ...)
+  }
+}
+
+NcclProfiles NcclProfiles::load_profiles(const std::string& path, const hw::GpuCatalog& catalog) {
   const YAML::Node root = spec::parse_yaml(spec::read_text_file(path, "NCCL profile file"), path);
-  if (!root.IsMap() || !root["profiles"].IsSequence()) throw InputError(path + ": profiles: must be a list");
+  if (!root.IsMap() || !root["profiles"].IsDefined() || !root["profiles"].IsSequence()) {
+    throw InputError(path + ": profiles: must be a list");
+  }
   for (const auto& kv : root) {
     const std::string k = kv.first.as<std::string>();
     if (k != "profiles" && k != "transports")
@@ -58,7 +68,9 @@ NcclProfiles NcclProfiles::load(const std::string& path, const hw::GpuCatalog& c
     if (!gpus.IsSequence() || gpus.size() == 0) s.fail("gpus", "must be a non-empty list of GPU catalog names");
     for (const auto& g : gpus) {
       if (!g.IsScalar()) s.fail("gpus", "must be a list of names");
-      const std::string name = catalog.find(g.Scalar()).name;
+      const hw::GpuSpec* gpu = catalog.try_find(g.Scalar());
+      if (!gpu) s.fail("gpus", "unknown GPU '" + g.Scalar() + "' (not in the GPU catalog)");
+      const std::string name = gpu->name;
       if (!seen_gpus.insert(name).second) s.fail("gpus", "GPU " + name + " already has a profile");
       p.gpus.push_back(name);
     }

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/catalog/gpu_name.hpp"
 #include "stepsim/input/hf_config.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/io/input_file.hpp"
@@ -367,16 +368,38 @@ StrictSection cluster_section(const YAML::Node& node, const std::string& job_sou
 
 ClusterSpec read_cluster(const hw::GpuCatalog& gpus, StrictSection s) {
   ClusterSpec c;
-  c.gpu = s.get_string("gpu", c.gpu);
-  c.num_gpus = static_cast<int>(s.require_int("num_gpus", 1, 1 << 20));
-  c.gpus_per_node = static_cast<int>(s.get_int("gpus_per_node", 8, 1, 1 << 16));
-  // The GPU's own NVLink (or PCIe) rate from the catalog: an A100 node is not an H100 node.
-  double gpu_link_GBps = 0;
+  // The GPU as written ("H100-SXM 96GB HBM2e, 500W") becomes the catalog's name; a power figure in it is the limit.
+  const std::string written = s.get_string("gpu", c.gpu);
+  hw::ResolvedGpu gpu;
   try {
-    gpu_link_GBps = gpus.find(c.gpu).intra_node_GBps;
+    gpu = hw::resolve_gpu_name(gpus, written);
   } catch (const InputError& e) {
     throw InputError(s.source() + ": " + e.what());  // the file that names the GPU
   }
+  c.gpu = gpu.gpu->name;
+  c.gpu_notes = gpu.notes;
+  c.power_limit_W = s.get_double("power_limit_W", 0.0, 1.0, 1e5);
+  if (gpu.power_limit_W) {
+    if (c.power_limit_W > 0 && c.power_limit_W != *gpu.power_limit_W) {
+      s.fail("power_limit_W", "is " + std::to_string(static_cast<int>(c.power_limit_W)) + " W but cluster.gpu '" +
+                                  written + "' says " + std::to_string(static_cast<int>(*gpu.power_limit_W)) + " W");
+    }
+    c.power_limit_W = *gpu.power_limit_W;
+  }
+  if (c.power_limit_W > 0) {
+    const double tdp = gpu.gpu->tdp_W;
+    if (tdp <= 0) s.fail("power_limit_W", "GPU " + c.gpu + " has no tdp_W in the GPU catalog to limit from");
+    if (c.power_limit_W > tdp || c.power_limit_W < 0.25 * tdp) {
+      s.fail("power_limit_W", std::to_string(static_cast<int>(c.power_limit_W)) + " W: must be between a quarter of " +
+                                  c.gpu + "'s " + std::to_string(static_cast<int>(tdp)) + " W and " +
+                                  std::to_string(static_cast<int>(tdp)) + " W");
+    }
+    if (c.power_limit_W == tdp) c.power_limit_W = 0;  // the default power: nothing to model
+  }
+  c.num_gpus = static_cast<int>(s.require_int("num_gpus", 1, 1 << 20));
+  c.gpus_per_node = static_cast<int>(s.get_int("gpus_per_node", 8, 1, 1 << 16));
+  // The GPU's own NVLink (or PCIe) rate from the catalog: an A100 node is not an H100 node.
+  const double gpu_link_GBps = gpu.gpu->intra_node_GBps;
   if (s.has("intra_node")) {
     c.intra_node =
         read_link(StrictSection(s.child("intra_node"), s.key_path("intra_node"), s.source()), false, gpu_link_GBps);

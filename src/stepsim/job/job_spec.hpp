@@ -276,7 +276,10 @@ struct LinkSpec {
 };
 
 struct ClusterSpec {
-  std::string gpu = "H100-SXM";
+  std::string gpu = "H100-SXM";  // the catalog's name (cluster.gpu as written is resolved by catalog/gpu_name.hpp)
+  std::vector<std::string> gpu_notes;  // how cluster.gpu was read, where the name left something open
+  // Per-GPU power limit, W (cluster.power_limit_W, or a power figure in cluster.gpu); 0 = the board's default power.
+  double power_limit_W = 0;
   int num_gpus = 0;
   int gpus_per_node = 8;
   LinkSpec intra_node{450.0, 1.0, ""};

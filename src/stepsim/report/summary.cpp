@@ -96,6 +96,8 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   j["step_time_s"] = s.step_time_s;
   if (!s.notes.empty()) j["notes"] = s.notes;
   if (!job.model.hf_assumptions.empty()) j["assumptions"] = job.model.hf_assumptions;
+  if (!job.cluster.gpu_notes.empty()) j["gpu_notes"] = job.cluster.gpu_notes;
+  if (job.cluster.power_limit_W > 0) j["power_limit_W"] = job.cluster.power_limit_W;
   if (s.step_time_interval_s) {
     j["step_time_interval_s"] = {(*s.step_time_interval_s)[0], (*s.step_time_interval_s)[1]};
     if (s.interval_runs > 0) j["step_time_interval_basis"] = {{"kind", s.interval_kind}, {"runs", s.interval_runs}};
@@ -163,6 +165,8 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
     o << "  layers per model chunk: " << spec::describe_layers(p.pipeline_layers) << " (" << p.pipeline_split_rule << ")\n";
   }
   for (const std::string& a : job.model.hf_assumptions) o << "  assumed (Hugging Face config): " << a << "\n";
+  if (job.cluster.power_limit_W > 0) o << "  power limit " << job.cluster.power_limit_W << " W per GPU\n";
+  for (const std::string& n : job.cluster.gpu_notes) o << "  read: " << n << "\n";
   o << "\n";
   // A job that does not fit is said first: the step time below is what it would take if it ran.
   if (s.oom) {

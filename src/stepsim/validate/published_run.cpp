@@ -195,6 +195,8 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
         r.fail("recompute_modules", "applies to selective recompute only, but recompute is '" + run.recompute + "'");
       }
     }
+    run.zero_stage = r.small("zero_stage", 0, 3);
+    run.framework = r.choice("framework", {"megatron", "torchtitan", "composer", "deepspeed", "jax"});
     runs.push_back(std::move(run));
   }
   if (runs.empty()) throw InputError(source + ": no rows");

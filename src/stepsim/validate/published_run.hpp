@@ -53,6 +53,11 @@ struct PublishedRun {
   // Megatron-Core's --recompute-modules of the run's recipe (selective recompute of these modules only; the names
   // the job checks: core_attn, mlp, moe, moe_act, shared_experts, layernorm, mla_up_proj). Empty = not stated.
   std::vector<std::string> recompute_modules;
+  // How data parallelism shards (0 = replicated, 1 = optimizer states: the distributed optimizer or ZeRO-1, 2 = and
+  // gradients: SHARD_GRAD_OP or ZeRO-2, 3 = and parameters: FSDP FULL_SHARD, FSDP2 fully_shard, ZeRO-3); wins over
+  // what dist_optimizer's text says. Unset = not stated.
+  std::optional<int> zero_stage;
+  std::string framework;  // megatron | torchtitan | composer | deepspeed | jax; "" = not stated
 };
 
 // Reads a published-runs CSV (header names as in the shared file; column order free; unknown columns ignored).

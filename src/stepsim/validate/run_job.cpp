@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/catalog/gpu_name.hpp"
 #include "stepsim/io/input_error.hpp"
 
 namespace stepsim::validate {
@@ -90,13 +91,6 @@ Family family_of(const PublishedRun& r) {
   return f;
 }
 
-std::string gpu_name(const std::string& g) {
-  // "H100-SXM5-80GB (700W)" -> "H100-SXM5-80GB": the parenthesis describes the system, not the part.
-  std::string s = g.substr(0, g.find('('));
-  while (!s.empty() && s.back() == ' ') s.pop_back();
-  return s;
-}
-
 // Per-token forward FLOPs of one layer's linear weights (x 2 for multiply-add), its MLP counted for MoE layers as
 // the top-k routed experts plus shared experts.
 double layer_linear_flops(const PublishedRun& r, const Family& f, bool moe_layer) {
@@ -138,13 +132,16 @@ int64_t microbatches_per_pipeline(const PublishedRun& r) {
 
 }  // namespace
 
-const hw::GpuSpec& gpu_of(const hw::GpuCatalog& gpus, const PublishedRun& r) {
+// The row's GPU as its source wrote it ("H100-SXM 96GB HBM2e, 500W (Meta Grand Teton)"): catalog/gpu_name.hpp.
+hw::ResolvedGpu resolved_gpu(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   try {
-    return gpus.find(gpu_name(r.gpu));
+    return hw::resolve_gpu_name(gpus, r.gpu);
   } catch (const InputError& e) {
     throw InputError("column gpu: " + std::string(e.what()));
   }
 }
+
+const hw::GpuSpec& gpu_of(const hw::GpuCatalog& gpus, const PublishedRun& r) { return *resolved_gpu(gpus, r).gpu; }
 
 bool is_2021_megatron(const PublishedRun& r) {
   return starts_with_any(r.source, {"narayanan2021", "mtnlg", "bloom"}) || starts_with_any(r.id, {"nar21", "mtnlg", "bloom"});
@@ -217,7 +214,9 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   auto assume = [&](const std::string& s) { out.assumptions.push_back(s); };
   const bool old = is_2021_megatron(r);
   const Family f = family_of(r);
-  const hw::GpuSpec& gpu = gpu_of(gpus, r);
+  const hw::ResolvedGpu resolved = resolved_gpu(gpus, r);
+  const hw::GpuSpec& gpu = *resolved.gpu;
+  for (const std::string& n : resolved.notes) assume(n);
   YAML::Node root(YAML::NodeType::Map);
 
   YAML::Node m(YAML::NodeType::Map);
@@ -391,7 +390,20 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   } else {
     assume(std::string("dist_optimizer not stated: ") + (dist ? "distributed optimizer" : "none"));
   }
+  if (r.zero_stage) {  // the row's own column says how data parallelism shards
+    if (*r.zero_stage >= 2) {
+      t["zero_stage"] = *r.zero_stage;
+      dist = false;
+    } else {
+      t.remove("zero_stage");
+      dist = *r.zero_stage == 1;
+    }
+  }
   if (!t["zero_stage"]) t["distributed_optimizer"] = dist;
+  if (!r.framework.empty() && r.framework != "megatron") {
+    assume("framework " + r.framework + ": its kernels, sharding schedule and overlaps are costed as Megatron-Core's "
+           "(the framework profiles are issue 43 item 2)");
+  }
   // DeepSpeed's pipeline engine with ZeRO-1 all-reduces the gradients (runtime/pipe/engine.py _exec_reduce_grads:
   // buffered_allreduce_fallback; the BF16_Optimizer's fp32 ones for bf16) and all-gathers the updated partitions.
   if (dist && r.pp > 1 && contains(dopt, "deepspeed") && !t["zero_stage"]) {
@@ -436,6 +448,7 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
 
   YAML::Node c(YAML::NodeType::Map);
   c["gpu"] = gpu.name;
+  if (resolved.power_limit_W) c["power_limit_W"] = *resolved.power_limit_W;
   c["num_gpus"] = r.num_gpus;
   const int gpn = std::min(r.gpus_per_node.value_or(8), r.num_gpus);
   c["gpus_per_node"] = gpn;
@@ -466,6 +479,8 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
     state("recompute_modules", list);
   }
   if (!r.optimizer_state_dtype.empty()) state("optimizer_state_dtype", r.optimizer_state_dtype);
+  if (r.zero_stage) state("zero_stage", std::to_string(*r.zero_stage));
+  if (!r.framework.empty()) state("framework", r.framework);
   return out;
 }
 

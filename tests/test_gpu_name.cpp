@@ -1,0 +1,149 @@
+// GPU names as users and tools write them (catalog/gpu_name.hpp) and the power model a power limit in them switches
+// on (cost/compute/power_limit.hpp), with the numbers worked by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <regex>
+#include <set>
+
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/catalog/gpu_name.hpp"
+#include "stepsim/cost/compute/power_limit.hpp"
+#include "stepsim/validate/published_run.hpp"
+#include "test_util.hpp"
+
+namespace stepsim {
+namespace {
+
+const hw::GpuCatalog& gpus() { return catalog::shipped().gpus; }
+
+// Every GPU name of the development files, as the sources wrote them, to what it says.
+TEST(GpuName, TheDevelopmentFilesNamesResolveToWhatTheySay) {
+  struct Case {
+    const char* written;
+    const char* gpu;
+    double power_W;  // 0: none in the name
+  };
+  const Case cases[] = {
+      {"H100-SXM 96GB HBM2e, 500W (Meta Grand Teton)", "H100-SXM-96GB", 500},
+      {"A800-SXM4-80GB (DGX A800)", "A800", 0},
+      {"A100-SXM4-80GB (MosaicML platform)", "A100-80GB", 0},
+      {"A100-SXM4-40GB (MosaicML platform)", "A100-40GB", 0},
+      {"H100-80GB (system not stated)", "H100-SXM", 0},
+      {"H100-SXM-80GB", "H100-SXM", 0},
+      {"H800-SXM5-80GB", "H800", 0},
+      {"NVIDIA H100 80GB HBM3", "H100-SXM", 0},
+      {"h100_sxm", "H100-SXM", 0},
+      {"H100-SXM5-80GB (700W)", "H100-SXM", 700},
+      {"B200-SXM 180GB (DGX-B200)", "B200", 0},
+      {"GB200 NVL72 (DGX-GB200)", "GB200", 0},
+  };
+  for (const Case& c : cases) {
+    const hw::ResolvedGpu r = hw::resolve_gpu_name(gpus(), c.written);
+    EXPECT_EQ(r.gpu->name, c.gpu) << c.written;
+    EXPECT_EQ(r.power_limit_W.value_or(0), c.power_W) << c.written;
+  }
+  // And every row of both files: the memory a name states is the memory of the GPU it resolves to.
+  const std::regex memory(R"((\d+)\s*GB)");
+  std::set<std::string> seen;
+  for (const char* file : {"published_runs.csv", "published_runs_2.csv"}) {  // Blackwell's: issue 44 (GB300)
+    for (const auto& run : validate::read_published_runs(std::string(STEPSIM_SHARED_DIR) + "/data/published-runs/" + file)) {
+      if (!seen.insert(run.gpu).second) continue;
+      const hw::ResolvedGpu r = hw::resolve_gpu_name(gpus(), run.gpu);
+      std::smatch m;
+      const std::string outside = run.gpu.substr(0, run.gpu.find('('));
+      if (std::regex_search(outside, m, memory)) {
+        EXPECT_NEAR(static_cast<double>(r.gpu->memory_bytes) / 1073741824.0, std::stod(m[1].str()), 0.5) << run.gpu;
+      }
+    }
+  }
+  EXPECT_GE(seen.size(), 9u);
+}
+
+TEST(GpuName, WhatTheNameLeavesOpenIsSaid) {
+  // The bare "A100" is the 80 GB card; the 40 GB one exists, so the reading is said.
+  hw::ResolvedGpu r = hw::resolve_gpu_name(gpus(), "A100");
+  EXPECT_EQ(r.gpu->name, "A100-80GB");
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("memory and form factor not stated, read as A100-80GB (80 GiB, SXM)"), std::string::npos)
+      << r.notes[0];
+  EXPECT_NE(r.notes[0].find("A100-40GB (40 GiB, SXM)"), std::string::npos) << r.notes[0];
+  // The catalog's own name leaves nothing open.
+  EXPECT_TRUE(hw::resolve_gpu_name(gpus(), "H100-SXM").notes.empty());
+  EXPECT_TRUE(hw::resolve_gpu_name(gpus(), "A100-80GB").notes.empty());
+  // A memory no catalog H100 has: refused, naming the H100s there are.
+  std::string e = test::error_of([] { hw::resolve_gpu_name(gpus(), "H100 SXM 72GB"); });
+  EXPECT_NE(e.find("unknown GPU 'H100 SXM 72GB' (key cluster.gpu): no catalog GPU of model h100"), std::string::npos) << e;
+  EXPECT_NE(e.find("H100-SXM (80 GiB, SXM)"), std::string::npos) << e;
+  EXPECT_NE(e.find("H100-SXM-96GB (96 GiB, SXM)"), std::string::npos) << e;
+  e = test::error_of([] { hw::resolve_gpu_name(gpus(), "X9000"); });
+  EXPECT_EQ(e.rfind("unknown GPU 'X9000' (key cluster.gpu); known: A100-40GB", 0), 0u) << e;
+}
+
+// f(P) = ((P - s TDP) / ((1 - s) TDP))^(1/3): 500 W of an H100's 700 W with s = 0.2 leaves
+// (500 - 140) / 560 = 0.642857, whose cube root is 0.86305 (0.86305^3 = 0.64286).
+TEST(PowerLimit, TheClockFollowsTheCubeRootOfTheDynamicPower) {
+  EXPECT_NEAR(cost::power_limited_clock(500, 700, 0.2), 0.86305, 1e-5);
+  EXPECT_NEAR(cost::power_limited_clock(300, 400, 0.2), std::cbrt(220.0 / 320.0), 1e-12);  // A100 at 300 W
+  EXPECT_EQ(cost::power_limited_clock(700, 700, 0.2), 1.0);
+  EXPECT_EQ(cost::power_limited_clock(0, 700, 0.2), 1.0);   // no limit
+  EXPECT_NEAR(cost::power_limited_clock(500, 700, 0.0), std::cbrt(5.0 / 7.0), 1e-15);
+}
+
+// A power limit slows what the tensor cores do by 1/f and leaves memory-bound kernels as they were.
+TEST(PowerLimit, AGemmSlowsByTheClockAndAMemoryKernelDoesNot) {
+  const std::string base = test::with_simulation(test::small_gpt_yaml(1, 1, 8, 8), "calibration_store: none");
+  spec::JobSpec full = test::job_from_yaml(base);
+  full.training.cuda_graphs = true;  // no eager launch gap in the durations compared
+  spec::JobSpec capped = full;
+  capped.cluster.power_limit_W = 500;
+  sim::ComputeCalibration cal;
+  const auto at_tdp = sim::make_compute_model(catalog::shipped(), full);
+  const auto at_500 = sim::make_compute_model(catalog::shipped(), capped, &cal);
+  EXPECT_NE(cal.source.find("500 W power limit (default 700 W): tensor-core clock x0.863"), std::string::npos)
+      << cal.source;
+  workload::Op gemm;
+  gemm.category = workload::ComputeCategory::Gemm;
+  gemm.gemm_m = gemm.gemm_n = gemm.gemm_k = 8192;
+  gemm.flops = 2.0 * 8192 * 8192 * 8192;
+  gemm.bytes = 2ull * 3 * 8192 * 8192;
+  // 8192^3 in 128x256 tiles: 16 waves, each with its wave overhead, and one launch (test_roofline.cpp).
+  const cost::EfficiencyTable t = test::shipped_efficiency("H100-SXM");
+  const double overhead_ns = (16 * t.gemm_waves.wave_overhead_us + t.gemm_waves.launch_us) * 1e3;
+  const double tiles_tdp = static_cast<double>(at_tdp->duration_ns(gemm)) - overhead_ns;
+  const double tiles_500 = static_cast<double>(at_500->duration_ns(gemm)) - overhead_ns;
+  EXPECT_NEAR(tiles_500 / tiles_tdp, 1 / cost::power_limited_clock(500, 700, 0.2), 2e-6);
+  workload::Op copy;
+  copy.category = workload::ComputeCategory::Elementwise;
+  copy.bytes = uint64_t{1} << 30;
+  EXPECT_EQ(at_500->duration_ns(copy), at_tdp->duration_ns(copy));
+}
+
+TEST(PowerLimit, TheJobSaysItOnceAndRefusesWhatCannotBe) {
+  const std::string base = test::small_gpt_yaml(1, 1, 8, 8);
+  // From the name, with the GPU it names.
+  spec::JobSpec j = test::job_from_yaml(std::regex_replace(base, std::regex("gpu: H100-SXM"),
+                                                           "gpu: \"H100-SXM 96GB HBM2e, 500W\""));
+  EXPECT_EQ(j.cluster.gpu, "H100-SXM-96GB");
+  EXPECT_EQ(j.cluster.power_limit_W, 500);
+  ASSERT_EQ(j.cluster.gpu_notes.size(), 1u);
+  EXPECT_NE(j.cluster.gpu_notes[0].find("500 W read as the GPU's power limit"), std::string::npos);
+  // The key and the name disagree; a limit above the board's power; one below a quarter of it.
+  auto error_with = [&](const std::string& gpu, const std::string& limit) {
+    const std::string y =
+        std::regex_replace(base, std::regex("gpu: H100-SXM"), "gpu: \"" + gpu + "\", power_limit_W: " + limit);
+    return test::job_error(y);
+  };
+  EXPECT_NE(error_with("H100-SXM 500W", "600").find("is 600 W but cluster.gpu 'H100-SXM 500W' says 500 W"),
+            std::string::npos);
+  EXPECT_NE(error_with("H100-SXM", "800").find("800 W: must be between a quarter of H100-SXM's 700 W and 700 W"),
+            std::string::npos);
+  EXPECT_NE(error_with("H100-SXM", "150").find("150 W: must be between"), std::string::npos);
+  // At the board's own power there is nothing to model.
+  EXPECT_EQ(test::job_from_yaml(std::regex_replace(base, std::regex("gpu: H100-SXM"), "gpu: H100-SXM, power_limit_W: 700"))
+                .cluster.power_limit_W,
+            0);
+}
+
+}  // namespace
+}  // namespace stepsim
