@@ -37,6 +37,10 @@ TEST(GpuName, TheDevelopmentFilesNamesResolveToWhatTheySay) {
       {"H100-SXM5-80GB (700W)", "H100-SXM", 700},
       {"B200-SXM 180GB (DGX-B200)", "B200", 0},
       {"GB200 NVL72 (DGX-GB200)", "GB200", 0},
+      {"NVIDIA H100 PCIe", "H100-PCIE", 0},
+      {"H100 NVL 94GB", "H100-NVL", 0},
+      {"GH200 96GB", "GH200", 0},
+      {"NVIDIA H20", "H20", 0},
   };
   for (const Case& c : cases) {
     const hw::ResolvedGpu r = hw::resolve_gpu_name(gpus(), c.written);
@@ -68,6 +72,14 @@ TEST(GpuName, WhatTheNameLeavesOpenIsSaid) {
   EXPECT_NE(r.notes[0].find("memory and form factor not stated, read as A100-80GB (80 GiB, SXM)"), std::string::npos)
       << r.notes[0];
   EXPECT_NE(r.notes[0].find("A100-40GB (40 GiB, SXM)"), std::string::npos) << r.notes[0];
+  // "H100-80GB" fits the SXM and the PCIe card: the bare "H100" decides, and says so.
+  r = hw::resolve_gpu_name(gpus(), "H100-80GB");
+  EXPECT_EQ(r.gpu->name, "H100-SXM");
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("form factor not stated, read as H100-SXM (80 GiB, SXM); the name also fits H100-PCIE "
+                            "(80 GiB, PCIe)"),
+            std::string::npos)
+      << r.notes[0];
   // The catalog's own name leaves nothing open.
   EXPECT_TRUE(hw::resolve_gpu_name(gpus(), "H100-SXM").notes.empty());
   EXPECT_TRUE(hw::resolve_gpu_name(gpus(), "A100-80GB").notes.empty());
@@ -139,6 +151,8 @@ TEST(PowerLimit, TheJobSaysItOnceAndRefusesWhatCannotBe) {
   EXPECT_NE(error_with("H100-SXM", "800").find("800 W: must be between a quarter of H100-SXM's 700 W and 700 W"),
             std::string::npos);
   EXPECT_NE(error_with("H100-SXM", "150").find("150 W: must be between"), std::string::npos);
+  // GH200's module power is shared with its CPU: no board power to limit from.
+  EXPECT_NE(error_with("GH200", "500").find("GPU GH200 has no tdp_W in the GPU catalog"), std::string::npos);
   // At the board's own power there is nothing to model.
   EXPECT_EQ(test::job_from_yaml(std::regex_replace(base, std::regex("gpu: H100-SXM"), "gpu: H100-SXM, power_limit_W: 700"))
                 .cluster.power_limit_W,
