@@ -84,13 +84,18 @@ TEST(ApiCommands, SlowdownTrainingRefusesFoldsOutsideTheRows) {
   EXPECT_FALSE(std::filesystem::exists(o.out));
 }
 
-// Issue 48 item 5: a negative rank or step is refused by the CLI, not read as "the default".
-TEST(ApiCommands, CompareRefusesANegativeRankOrStep) {
+// Issue 48 item 5: a negative rank, step or count is refused by the CLI, not read as "the default" (or, for an
+// unsigned count, as 2^64 - 1).
+TEST(ApiCommands, NegativeRanksStepsAndCountsAreRefused) {
   const std::string t = test::source_dir() + "/examples/llama2-7b-8.yaml";  // never read: the flags fail first
-  for (const char* flag : {"--rank -1", "--step -3"}) {
+  for (const char* flag : {"--rank -1", "--step -3", "--top -1"}) {
     const auto r = test::run_cli(std::string("compare ") + t + " " + t + " " + flag);
     EXPECT_EQ(r.code, 2) << flag << ": " << r.output;
+    EXPECT_NE(r.output.find("must be at least 0"), std::string::npos) << flag << ": " << r.output;
   }
+  const auto r = test::run_cli("validate " + t + " --jobs -1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--jobs: must be at least 0, got -1"), std::string::npos) << r.output;
 }
 
 }  // namespace

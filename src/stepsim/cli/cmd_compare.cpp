@@ -38,7 +38,9 @@ Action add_compare(CLI::App& app) {
       ->check(whole_number_at_least(0));
   cmd->add_option("--json", a->json_path, "write the comparison as JSON here")->check(output_file());
   cmd->add_option("--out", a->out_path, "write the side-by-side Chrome trace here")->check(output_file());
-  cmd->add_option("--top", a->opt.top, "kernel names listed, largest error first")->capture_default_str();
+  cmd->add_option("--top", a->opt.top, "kernel names listed, largest error first")
+      ->capture_default_str()
+      ->check(whole_number_at_least(0));
   return [cmd, a]() { return cmd->parsed() ? run_compare(*a) : -1; };
 }
 

@@ -49,7 +49,8 @@ Action add_validate(CLI::App& app) {
                   "write each row's simulated job here as ID.yaml (re-run one with `stepsim simulate DIR/ID.yaml`; characters other than letters, digits, - and _ in ID become _)")
       ->check(output_folder());
   cmd->add_flag("--verbose", o->verbose, "print each row's assumptions and rank 0's breakdown");
-  cmd->add_option("--jobs", o->jobs, "rows simulated at once (default: one per hardware thread); the output does not depend on it");
+  cmd->add_option("--jobs", o->jobs, "rows simulated at once (default: one per hardware thread); the output does not depend on it")
+      ->check(whole_number_at_least(0));
   return [cmd, o]() { return cmd->parsed() ? run_validate(*o) : -1; };
 }
 

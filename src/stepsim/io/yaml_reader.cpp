@@ -254,9 +254,16 @@ void StrictSection::finish() const {
 }
 
 // yaml-cpp keeps both entries of a repeated key and reads the first; a user who wrote the key twice meant one of
-// them, so it is an error naming the line of the second.
-static void reject_duplicate_keys(const YAML::Node& node, const std::string& source, int depth = 0) {
+// them, so it is an error naming the line of the second. The walk also counts the nodes as every later reader sees
+// them, aliases expanded, against a budget of two nodes per byte of the text (without aliases no two nodes take less
+// than a byte): nested aliases that would expand a small file into millions of nodes (an "alias bomb") are refused
+// here, in time linear in the file, instead of hanging whichever reader walks the tree next.
+static void reject_duplicate_keys(const YAML::Node& node, const std::string& source, int64_t& budget, int depth = 0) {
   if (depth > 64) return;  // parse_yaml refused deeper nesting already
+  if (--budget < 0) {
+    throw InputError(source + ": malformed YAML: its aliases expand it past two nodes per byte of its text (an " +
+                     "alias bomb?); write the values out");
+  }
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (auto it = node.begin(); it != node.end(); ++it) {
@@ -264,10 +271,10 @@ static void reject_duplicate_keys(const YAML::Node& node, const std::string& sou
         throw InputError(source + ":" + std::to_string(it->first.Mark().line + 1) + ": key '" + it->first.Scalar() +
                          "' appears twice in one mapping");
       }
-      reject_duplicate_keys(it->second, source, depth + 1);
+      reject_duplicate_keys(it->second, source, budget, depth + 1);
     }
   } else if (node.IsSequence()) {
-    for (const auto& child : node) reject_duplicate_keys(child, source, depth + 1);
+    for (const auto& child : node) reject_duplicate_keys(child, source, budget, depth + 1);
   }
 }
 
@@ -309,7 +316,8 @@ YAML::Node parse_yaml(const std::string& text, const std::string& source) {
     if (const int line = second_document_line(text); line > 0) {
       throw InputError(source + ":" + std::to_string(line) + ": a second YAML document; a job or cluster file holds one");
     }
-    reject_duplicate_keys(root, source);
+    int64_t budget = 2 * static_cast<int64_t>(text.size()) + 64;  // "{a,b}": a key and a null value in two bytes
+    reject_duplicate_keys(root, source, budget);
     return root;
   } catch (const YAML::Exception& e) {
     std::string msg = e.msg;
