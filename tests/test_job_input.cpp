@@ -246,6 +246,19 @@ TEST(JobInput, AnAliasBombIsRefusedAtOnce) {
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find(path + ": malformed YAML: its aliases expand it past two nodes per byte of its text"),
             std::string::npos) << r.output;
+  // The same bomb as one --set value (a flow sequence of the nine anchored lists).
+  std::string flow = "[&a0 [x, x, x, x, x, x, x, x, x]";
+  for (int i = 1; i <= 9; ++i) {
+    flow += ", &a" + std::to_string(i) + " [*a" + std::to_string(i - 1);
+    for (int k = 1; k < 9; ++k) flow += ", *a" + std::to_string(i - 1);
+    flow += "]";
+  }
+  flow += "]";
+  const std::string ok_job = test::write_temp("alias_ok.yaml", small_gpt_yaml(1, 1, 8, 8));
+  r = run_cli("simulate " + ok_job + " --set 'model.name=" + flow + "'");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--set model.name: malformed YAML: its aliases expand it past two nodes per byte"),
+            std::string::npos) << r.output;
   const std::string job = small_gpt_yaml(1, 1, 8, 8, "", "", ", sustained_clock: &c 0.8, attention_scale: *c");
   EXPECT_EQ(test::job_error(job), "");
   EXPECT_DOUBLE_EQ(test::job_from_yaml(job).simulation.attention_scale, 0.8);

@@ -44,6 +44,7 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
     } catch (const YAML::Exception&) {
       v = YAML::Node(value);
     }
+    spec::check_yaml_tree(v, value.size(), "--set " + key);
     if (!root || !root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
     YAML::Node cur = root;
     for (size_t i = 0; i + 1 < parts.size(); ++i) {

@@ -278,6 +278,11 @@ static void reject_duplicate_keys(const YAML::Node& node, const std::string& sou
   }
 }
 
+void check_yaml_tree(const YAML::Node& root, size_t text_bytes, const std::string& source) {
+  int64_t budget = 2 * static_cast<int64_t>(text_bytes) + 64;  // "{a,b}": a key and a null value in two bytes
+  reject_duplicate_keys(root, source, budget);
+}
+
 // The 1-based line of a document start marker (`---` alone or followed by a space) that comes after content, 0 if
 // none. Comment lines and blank lines are no content; a marker before any content opens the first document.
 static int second_document_line(const std::string& text) {
@@ -316,8 +321,7 @@ YAML::Node parse_yaml(const std::string& text, const std::string& source) {
     if (const int line = second_document_line(text); line > 0) {
       throw InputError(source + ":" + std::to_string(line) + ": a second YAML document; a job or cluster file holds one");
     }
-    int64_t budget = 2 * static_cast<int64_t>(text.size()) + 64;  // "{a,b}": a key and a null value in two bytes
-    reject_duplicate_keys(root, source, budget);
+    check_yaml_tree(root, text.size(), source);
     return root;
   } catch (const YAML::Exception& e) {
     std::string msg = e.msg;

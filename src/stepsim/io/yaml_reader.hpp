@@ -14,6 +14,9 @@ namespace stepsim::spec {
 
 // Parses YAML text; syntax errors become InputError "<source>:<line>:<col>: malformed YAML: ...".
 YAML::Node parse_yaml(const std::string& text, const std::string& source);
+// The checks parse_yaml makes on a tree read from `text_bytes` of text: no key twice in one mapping, and no more than
+// two nodes per byte once aliases are expanded (an alias bomb). For YAML read some other way (a --set value).
+void check_yaml_tree(const YAML::Node& root, size_t text_bytes, const std::string& source);
 
 class StrictSection {
  public:
