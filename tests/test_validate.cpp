@@ -258,6 +258,46 @@ TEST(Validate, OptimizerStateDtypeColumnKeepsStatesInSixteenBits) {
   EXPECT_NE(r.output.find("    from the row: optimizer_state_dtype: bf16\n"), std::string::npos) << r.output;
 }
 
+// The zero_stage and framework columns of published_runs_2.csv (issue 43 item 2d): the stated sharding is what is
+// simulated (3 = parameters sharded too, even where dist_optimizer's text names no ZeRO stage), and a framework other
+// than Megatron is said, not silently costed as Megatron-Core.
+TEST(Validate, ZeroStageAndFrameworkColumnsAreRead) {
+  std::string header = kHeader;
+  header.insert(header.size() - 1, ",zero_stage,framework");
+  const std::string base =
+      "a,S,GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,1,1,8,1,1,,1,16,bf16,,FSDP2 fully_shard,"
+      "1.0,,,,,";
+  auto job = [&](const std::string& cells) {
+    return job_for_run(stepsim::catalog::shipped().gpus, parse_published_runs(header + base + cells + "\n", "r.csv").at(0));
+  };
+  RunJob j = job("3,torchtitan");
+  EXPECT_EQ(j.root["training"]["zero_stage"].as<int>(), 3);
+  EXPECT_FALSE(j.root["training"]["distributed_optimizer"]);
+  bool said = false;
+  for (const std::string& a : j.assumptions) said = said || a.find("framework torchtitan: its kernels") == 0;
+  EXPECT_TRUE(said);
+  EXPECT_NE(std::find(j.stated.begin(), j.stated.end(), "zero_stage: 3"), j.stated.end());
+  j = job("1,megatron");
+  EXPECT_FALSE(j.root["training"]["zero_stage"]);
+  EXPECT_TRUE(j.root["training"]["distributed_optimizer"].as<bool>());
+  for (const std::string& a : j.assumptions) EXPECT_EQ(a.find("framework"), std::string::npos) << a;
+  j = job("0,");
+  EXPECT_FALSE(j.root["training"]["distributed_optimizer"].as<bool>());
+  try {
+    job("4,megatron");
+    ADD_FAILURE() << "zero_stage 4 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("r.csv:2: column zero_stage"), std::string::npos) << e.what();
+  }
+  try {
+    job("3,fairseq");
+    ADD_FAILURE() << "framework fairseq accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("column framework: 'fairseq' is not megatron, torchtitan, composer"),
+              std::string::npos) << e.what();
+  }
+}
+
 // An optional pipeline_layout column (a recipe's --pipeline-model-parallel-layout) replaces the interleaving rules:
 // 4 layers, PP 2, "Et|t|t|tL" -> VP 2 with one layer per chunk.
 TEST(Validate, PipelineLayoutColumnSetsTheSplit) {

@@ -40,7 +40,9 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
                     {"stated", x.stated},
                     {"notes", x.notes},
                     {"arch", x.arch},
-                    {"kind", x.kind}});
+                    {"kind", x.kind},
+                    {"framework", x.framework},
+                    {"gpu", x.gpu}});
     if (x.interval_s) {
       rows.back()["predicted_interval_s"] = {(*x.interval_s)[0], (*x.interval_s)[1]};
       rows.back()["measured_inside_interval"] = x.covered();
@@ -57,8 +59,13 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
   for (const auto& [name, s] : r.by_source) {
     sources[name] = {{"rows", s.rows}, {"mape", s.mape}, {"mean_signed_error", s.mean_signed_error}};
   }
+  nlohmann::json frameworks = nlohmann::json::array();
+  for (const auto& [key, s] : r.by_framework_gpu) {
+    frameworks.push_back({{"framework", key.first}, {"gpu", key.second}, {"rows", s.rows}, {"mape", s.mape},
+                          {"mean_signed_error", s.mean_signed_error}});
+  }
   return {{"rows", rows}, {"mape", r.mape}, {"mean_signed_error", r.mean_signed_error}, {"by_source", sources},
-          {"by_kind", bands}, {"failed", failed}};
+          {"by_framework_gpu", frameworks}, {"by_kind", bands}, {"failed", failed}};
 }
 
 }  // namespace
@@ -93,6 +100,13 @@ std::string validation_markdown(const validate::ValidationResult& r, const Valid
   for (const auto& [name, s] : r.by_source) {
     std::snprintf(buf, sizeof buf, "| %s | %d | %.1f %% | %+.1f %% |\n", name.c_str(), s.rows, 100 * s.mape,
                   100 * s.mean_signed_error);
+    os << buf;
+  }
+  os << "\nBy framework and GPU (the GPU as the catalog resolved the row's name, with its power limit):\n\n"
+     << "| framework | GPU | runs | MAPE | mean signed error |\n| --- | --- | ---: | ---: | ---: |\n";
+  for (const auto& [key, s] : r.by_framework_gpu) {
+    std::snprintf(buf, sizeof buf, "| %s | %s | %d | %.1f %% | %+.1f %% |\n", key.first.c_str(), key.second.c_str(),
+                  s.rows, 100 * s.mape, 100 * s.mean_signed_error);
     os << buf;
   }
   os << "\nBy GPU architecture and kind of job: the spread of the errors (10th to 90th percentile) and how many measured "

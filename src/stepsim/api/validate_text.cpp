@@ -46,6 +46,12 @@ std::string validate_text(const ValidateOutput& out, bool verbose) {
   std::snprintf(buf, sizeof buf, "  %-30s %4zu  %6.1f%%  %+6.1f%%\n", "all", r.rows.size(), 100 * r.mape,
                 100 * r.mean_signed_error);
   os << buf;
+  os << "\nby framework and GPU                                rows     MAPE  mean signed error\n";
+  for (const auto& [key, s] : r.by_framework_gpu) {
+    std::snprintf(buf, sizeof buf, "  %-12s %-37s %4d  %6.1f%%  %+6.1f%%\n", key.first.c_str(), key.second.c_str(),
+                  s.rows, 100 * s.mape, 100 * s.mean_signed_error);
+    os << buf;
+  }
   os << "\nby architecture and kind         rows  errors 10th..90th percentile  measured inside the 80% interval\n";
   for (const auto& b : r.bands) {
     std::snprintf(buf, sizeof buf, "  %-30s %4d  %+6.1f%% .. %+6.1f%%              %d of %d\n",

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/io/yaml_reader.hpp"
 
 namespace stepsim::hw {
 namespace {
@@ -24,9 +25,7 @@ bool number_with_suffix(const std::string& w, const std::set<std::string>& suffi
   size_t i = 0;
   while (i < w.size() && (std::isdigit(static_cast<unsigned char>(w[i])) || w[i] == '.')) ++i;
   if (i == 0 || !suffixes.count(w.substr(i))) return false;
-  char* end = nullptr;
-  value = std::strtod(w.substr(0, i).c_str(), &end);
-  return end && *end == '\0' && std::isfinite(value) && value > 0;
+  return spec::parse_double(w.substr(0, i), value) && value > 0;
 }
 
 std::vector<std::string> words_of(const std::string& text) {

@@ -143,6 +143,12 @@ hw::ResolvedGpu resolved_gpu(const hw::GpuCatalog& gpus, const PublishedRun& r) 
 
 const hw::GpuSpec& gpu_of(const hw::GpuCatalog& gpus, const PublishedRun& r) { return *resolved_gpu(gpus, r).gpu; }
 
+std::string gpu_label(const hw::GpuCatalog& gpus, const PublishedRun& r) {
+  const hw::ResolvedGpu g = resolved_gpu(gpus, r);
+  if (!g.power_limit_W || *g.power_limit_W >= g.gpu->tdp_W) return g.gpu->name;
+  return g.gpu->name + " at " + std::to_string(static_cast<int>(std::lround(*g.power_limit_W))) + " W";
+}
+
 bool is_2021_megatron(const PublishedRun& r) {
   return starts_with_any(r.source, {"narayanan2021", "mtnlg", "bloom"}) || starts_with_any(r.id, {"nar21", "mtnlg", "bloom"});
 }

@@ -34,6 +34,8 @@ double mfu_peak_tflops(const hw::GpuCatalog& gpus, const PublishedRun& r);
 // The catalog GPU of the row's `gpu` cell, without a trailing parenthesis ("H100-SXM5-80GB (700W)" -> H100-SXM).
 // InputError "column gpu: ..." when the catalog does not know it.
 const hw::GpuSpec& gpu_of(const hw::GpuCatalog& gpus, const PublishedRun& r);
+// The catalog GPU of the row with the power limit its name states ("H100-SXM-96GB at 500 W"), for tables by GPU.
+std::string gpu_label(const hw::GpuCatalog& gpus, const PublishedRun& r);
 
 // Measured step time: step_time_s if given, else from tflops_per_gpu (with the source's convention), else from
 // mfu, else from tokens_per_s_per_gpu. `how` says which.

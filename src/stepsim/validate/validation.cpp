@@ -125,6 +125,8 @@ ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<Pu
         row.kind = sim.kind;
         row.notes = sim.summary.notes;
         row.arch = hw::name_of(gpu_of(cat.gpus, run).arch);
+        row.framework = run.framework.empty() ? "not stated" : run.framework;
+        row.gpu = gpu_label(cat.gpus, run);
         row.interval_s = sim.summary.step_time_interval_s;
         row.error = (row.predicted_step_time_s - row.measured_step_time_s) / row.measured_step_time_s;
         done[i] = std::move(row);
@@ -147,6 +149,7 @@ ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<Pu
     if (failed[i]) res.failed.push_back(*failed[i]);
     if (!done[i]) continue;
     add_stats(res.by_source[done[i]->source], done[i]->error);
+    add_stats(res.by_framework_gpu[{done[i]->framework, done[i]->gpu}], done[i]->error);
     add_stats(all, done[i]->error);
 
     res.rows.push_back(std::move(*done[i]));
@@ -169,6 +172,7 @@ ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<Pu
     res.bands.push_back(b);
   }
   for (auto& [name, s] : res.by_source) finish_stats(s);
+  for (auto& [key, s] : res.by_framework_gpu) finish_stats(s);
   finish_stats(all);
   res.mape = all.mape;
   res.mean_signed_error = all.mean_signed_error;

@@ -32,6 +32,8 @@ struct RowResult {
   std::vector<std::string> stated;  // the row's optional recipe columns (RunJob::stated)
   std::vector<std::string> notes;   // what `simulate` would print as notes for the row's job (e.g. host-bound MoE)
   std::string arch;                 // the GPU's architecture (ampere, hopper, ...)
+  std::string framework;            // the row's framework column ("not stated" when blank)
+  std::string gpu;                  // the catalog GPU the row's name resolved to, with its power limit ("H100-SXM-96GB at 500 W")
   std::string kind;                 // "dense" or "moe": which calibration band the prediction carries
   // The prediction's 80% interval as `simulate` gives it (seconds); absent where the architecture has no residuals.
   std::optional<std::array<double, 2>> interval_s;
@@ -67,6 +69,7 @@ struct ValidationResult {
   std::vector<KindBand> bands;  // by architecture, then kind
   std::vector<FailedRow> failed;
   std::map<std::string, SourceStats> by_source;
+  std::map<std::pair<std::string, std::string>, SourceStats> by_framework_gpu;  // (framework, gpu)
   double mape = 0, mean_signed_error = 0;
 };
 
