@@ -7,10 +7,12 @@
 
 #include <nlohmann/json.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "stepsim/ingest/trace/execution_trace.hpp"
 #include "stepsim/ingest/trace/trace_import.hpp"
+#include "stepsim/ingest/trace/traced_program_json.hpp"
 #include "test_util.hpp"
 
 namespace stepsim::trace {
@@ -112,6 +114,22 @@ void expect_exit2(const std::string& args, const std::string& file, const std::s
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   EXPECT_NE(r.output.find(file), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(words), std::string::npos) << r.output;
+}
+
+// Issue 48 item 7: the writers of rank files keep to the limit `simulate --workload` reads (a 503 MB trace made a
+// 197 MB rank file that simulate then refused). The rule with a small limit, and the shared limit itself.
+TEST(TraceImport, RankFilesAboveTheWorkloadLimitAreNotWritten) {
+  EXPECT_EQ(kMaxRankFileBytes, uintmax_t{128} << 20);
+  check_rank_file_size("rank0.json", 1000, 1000);  // at the limit: fine
+  const std::string e = test::error_of([] { check_rank_file_size("out/rank3.json", uintmax_t{3} << 20, 2 << 20); });
+  EXPECT_EQ(e.rfind("out/rank3.json: the rank's program would be 3 MiB, more than the 2 MiB a rank file of `simulate "
+                    "--workload` may hold", 0),
+            0u)
+      << e;
+  const std::string path = test::temp_dir() + "rank-too-big.json";
+  EXPECT_NE(test::error_of([&] { write_rank_file(path, std::string(kMaxRankFileBytes + 1, ' ')); }).find("129 MiB"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 TEST(TraceImport, BadInputExitsTwo) {

@@ -535,7 +535,7 @@ void write_chakra_import(const ChakraImport& c, const std::string& dir) {
                                           {"other_nodes_skipped", r.other_nodes_skipped},
                                           {"comm_groups", c.comm_groups.empty() ? nlohmann::json(nullptr)
                                                                                 : nlohmann::json(c.comm_groups)}}}});
-    trace::write_output_text(dir + "/rank" + std::to_string(r.rank.rank) + ".json", prog.dump() + "\n");
+    trace::write_rank_file(dir + "/rank" + std::to_string(r.rank.rank) + ".json", prog.dump() + "\n");
     ranks.push_back({{"rank", r.rank.rank}, {"kernels", r.compute_ops}, {"nccl_kernels", r.comm_ops},
                      {"compute_busy_s", r.compute_s}, {"step_time_s", nullptr}, {"nodes", r.nodes},
                      {"cpu_nodes_skipped", r.cpu_nodes_skipped}, {"other_nodes_skipped", r.other_nodes_skipped}});

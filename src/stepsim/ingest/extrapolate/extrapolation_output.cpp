@@ -65,7 +65,7 @@ void write_extrapolation(const Extrapolation& x, const spec::JobSpec& job, const
     }
     const json prog = trace::traced_program_json(
         r, opt.trace, {{"execution_trace", opt.et.empty() ? json(nullptr) : json(opt.et)}, {"extrapolated", true}});
-    write_text(dir + "/rank" + std::to_string(x.roles[i]) + ".json", prog.dump() + "\n");
+    trace::write_rank_file(dir + "/rank" + std::to_string(x.roles[i]) + ".json", prog.dump() + "\n");
     summary_ranks.push_back({{"rank", x.roles[i]}, {"kernels", compute}, {"nccl_kernels", comm},
                              {"compute_busy_s", busy_ns * 1e-9}, {"step_time_s", nullptr}});
   }

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "stepsim/ingest/trace/traced_program_json.hpp"
 #include "stepsim/io/input_error.hpp"
 
 namespace stepsim::trace {
@@ -117,8 +118,18 @@ void write_import(const std::vector<RankImport>& ranks, const std::string& dir) 
     out.flush();
     if (!out) throw InputError(path + ": cannot write");
   };
-  for (const RankImport& r : ranks)
-    write(dir + "/rank" + std::to_string(r.rank) + ".json", [&](std::ostream& o) { write_rank_program(r, o); });
+  for (const RankImport& r : ranks) {
+    const std::string path = dir + "/rank" + std::to_string(r.rank) + ".json";
+    uintmax_t bytes = 0;
+    write(path, [&](std::ofstream& o) {
+      write_rank_program(r, o);
+      bytes = static_cast<uintmax_t>(o.tellp());
+    });
+    if (bytes > kMaxRankFileBytes) {  // streamed, so measured once written: removed rather than left to be refused
+      std::filesystem::remove(path, ec);
+      check_rank_file_size(path, bytes);
+    }
+  }
   write(dir + "/summary.json", [&](std::ostream& o) { o << summary_json(ranks).dump(2) << "\n"; });
 }
 

@@ -70,4 +70,17 @@ void write_output_text(const std::string& path, const std::string& text, const s
   if (!out) throw InputError(path + ": cannot write (" + option + ")");
 }
 
+void check_rank_file_size(const std::string& path, uintmax_t bytes, uintmax_t limit) {
+  if (bytes <= limit) return;
+  const uintmax_t mib = (bytes + (uintmax_t{1} << 20) - 1) >> 20;  // rounded up: never "128 MiB, more than 128 MiB"
+  throw InputError(path + ": the rank's program would be " + std::to_string(mib) + " MiB, more than the " +
+                   std::to_string(limit >> 20) + " MiB a rank file of `simulate --workload` may hold; trace fewer " +
+                   "steps (torch.profiler's schedule with active=1) or a smaller part of the run");
+}
+
+void write_rank_file(const std::string& path, const std::string& text) {
+  check_rank_file_size(path, text.size());
+  write_output_text(path, text);
+}
+
 }  // namespace stepsim::trace

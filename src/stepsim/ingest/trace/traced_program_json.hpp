@@ -2,6 +2,7 @@
 // Writing TracedRank ops as a `stepsim-trace-program` file with explicit `after` dependencies (docs/TRACES.md): the
 // form in which `stepsim trace extrapolate` and the Chakra import (`stepsim trace import` of .et files) hand a
 // program to `stepsim simulate --workload`, which reads it back with read_traced_rank (workload_dir.hpp).
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,13 @@ nlohmann::json traced_program_json(const TracedRank& r, const std::string& sourc
                                    const nlohmann::json& extra = nlohmann::json::object());
 // Writes text to a file of the output folder; InputError naming the path (and `option`) when it cannot.
 void write_output_text(const std::string& path, const std::string& text, const std::string& option = "--out");
+
+// The largest rank file `simulate --workload` reads (workload_dir.cpp says why). Every writer of rank files (trace
+// import of Kineto or Chakra traces, trace extrapolate) refuses a larger one rather than write what the reader refuses.
+constexpr uintmax_t kMaxRankFileBytes = uintmax_t{128} << 20;
+// InputError naming `path` and the limit when `bytes` is above `limit`.
+void check_rank_file_size(const std::string& path, uintmax_t bytes, uintmax_t limit = kMaxRankFileBytes);
+// write_output_text for a rank file: above the limit nothing is written and the command stops.
+void write_rank_file(const std::string& path, const std::string& text);
 
 }  // namespace stepsim::trace

@@ -13,6 +13,7 @@
 #include "stepsim/io/input_file.hpp"
 #include "stepsim/ingest/trace/trace_program.hpp"
 #include "stepsim/ingest/trace/tracer_workload.hpp"
+#include "stepsim/ingest/trace/traced_program_json.hpp"
 #include "stepsim/ingest/trace/workload_json.hpp"
 
 namespace stepsim::trace {
@@ -25,7 +26,7 @@ namespace {
 // A rank's program is parsed into a JSON tree, then built and simulated: a 130 MB file of 740,000 compute ops peaked at
 // 1.51 GB (`stepsim simulate --workload`, 4 ranks, Release), 230 MB at 2.70 GB; 128 MiB keeps any input under 2 GB.
 // GPT-3 175B's step on one rank is about 120,000 kernels (20 MB).
-constexpr uintmax_t kMaxFileBytes = uintmax_t{128} << 20;
+constexpr uintmax_t kMaxFileBytes = kMaxRankFileBytes;  // traced_program_json.hpp: the writers keep to it too
 constexpr int64_t kMaxOpNs = 100'000'000'000;           // 100 s per op; x the ops of 2 GiB (< 5.4e7) < 2^63 ns
 constexpr int64_t kMaxStartNs = int64_t{1} << 56;       // trace timestamps (~2.3 years of ns): start + duration fits
 
