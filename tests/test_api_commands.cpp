@@ -75,6 +75,21 @@ TEST(ApiCommands, TraceImportOfRealKinetoTracesGivesOneProgramPerRank) {
   EXPECT_NE(test::error_of([&] { api::trace_import(o); }).find("--comm-groups"), std::string::npos);
 }
 
+// Issue 48 item 6: --name is a prefix, not a path; refused before the job is simulated, and nothing is written.
+TEST(ApiCommands, ChakraExportNameCannotLeaveTheOutputFolder) {
+  api::ExportChakraOptions o;
+  o.job.job_path = test::source_dir() + "/examples/llama2-7b-8.yaml";
+  o.files.dir = test::temp_dir() + "api-chakra-out";
+  for (const char* name : {"../../x", "a/b", ".hidden", ""}) {
+    o.files.name = name;
+    EXPECT_NE(test::error_of([&] { api::export_chakra(o); }).find("--name '" + std::string(name) + "': must be a file-name prefix"),
+              std::string::npos)
+        << name;
+  }
+  EXPECT_FALSE(std::filesystem::exists(o.files.dir));
+  EXPECT_NO_THROW(chakra::check_export_name("llama2-7b.v1_run"));
+}
+
 TEST(ApiCommands, SlowdownTrainingRefusesFoldsOutsideTheRows) {
   api::SlowdownTrainOptions o;
   o.data = test::source_dir() + "/tests/data/slowdown/synthetic.csv";

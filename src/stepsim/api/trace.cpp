@@ -73,6 +73,7 @@ std::string trace_import_text(const TraceImportOptions& o, const TraceImportOutp
 }
 
 ExportChakraOutput export_chakra(const ExportChakraOptions& o) {
+  chakra::check_export_name(o.files.name);  // before the simulation that times the programs
   ExportChakraOutput out{load_job(o.job), {}};
   const workload::Workload w = sim::timed_workload(catalog::shipped(), out.job);
   out.summary = chakra::export_chakra(w, o.files);

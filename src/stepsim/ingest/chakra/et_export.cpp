@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <utility>
@@ -217,7 +218,19 @@ class RankWriter {
 
 }  // namespace
 
+void check_export_name(const std::string& name) {
+  const bool ok = !name.empty() && name.size() <= 200 && name[0] != '.' &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+                  });
+  if (!ok) {
+    throw InputError("--name '" + name + "': must be a file-name prefix of letters, digits, '.', '_' and '-' (not " +
+                     "starting with '.'; at most 200 characters): the files go into --out");
+  }
+}
+
 ExportSummary export_chakra(const workload::Workload& w, const ExportOptions& opt) {
+  check_export_name(opt.name);
   std::error_code ec;
   std::filesystem::create_directories(opt.dir, ec);
   if (ec) throw InputError(opt.dir + ": cannot create the output folder (--out): " + ec.message());

@@ -34,6 +34,9 @@ struct ExportSummary {
 
 // The workload's compute ops must be timed (sim::timed_workload). InputError naming the path when DIR cannot be written.
 ExportSummary export_chakra(const workload::Workload& w, const ExportOptions& opt);
+// The file-name prefix is a name, not a path: letters, digits, '.', '_' and '-', not starting with '.', so that every
+// file lands in the output folder (`--name ../../x` would write elsewhere). InputError naming --name otherwise.
+void check_export_name(const std::string& name);
 
 // Chakra's collective type for a stepsim collective (SendRecv has none: it is written as a send and a receive).
 int chakra_comm_type(workload::CollType c);
