@@ -1,5 +1,6 @@
 #include "stepsim/catalog/gpu_name.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -93,8 +94,7 @@ EntryParts entry_parts(const GpuSpec& g) {
 
 double memory_GiB_of(const GpuSpec& g) { return static_cast<double>(g.memory_bytes) / 1073741824.0; }
 
-bool matches(const GpuSpec& g, const NameParts& q) {
-  const EntryParts e = entry_parts(g);
+bool matches(const GpuSpec& g, const EntryParts& e, const NameParts& q) {
   if (!e.models.count(q.model)) return false;
   if (!q.form.empty() && !e.forms.empty() && !e.forms.count(q.form)) return false;
   return !q.memory_GiB || std::fabs(*q.memory_GiB - memory_GiB_of(g)) <= 1.0;
@@ -123,11 +123,9 @@ std::string all_names(const GpuCatalog& catalog) {
 
 // The catalog GPU a bare model name means ("H100" -> H100-SXM): the one that lists the bare name as its name or alias.
 const GpuSpec* plain_name_gpu(const std::vector<const GpuSpec*>& candidates, const std::string& model) {
+  auto is_bare = [&](const std::string& label) { return words_of(label).size() == 1 && parts_of(label).model == model; };
   for (const GpuSpec* g : candidates) {
-    if (parts_of(g->name).model == model && parts_of(g->name).form.empty() && words_of(g->name).size() == 1) return g;
-    for (const std::string& a : g->aliases) {
-      if (words_of(a).size() == 1 && parts_of(a).model == model) return g;
-    }
+    if (is_bare(g->name) || std::any_of(g->aliases.begin(), g->aliases.end(), is_bare)) return g;
   }
   return nullptr;
 }
@@ -140,8 +138,9 @@ ResolvedGpu resolve_gpu_name(const GpuCatalog& catalog, const std::string& text)
   r.power_limit_W = q.power_W;
   std::vector<const GpuSpec*> same_model, candidates;
   for (const GpuSpec& g : catalog.gpus()) {
-    if (entry_parts(g).models.count(q.model)) same_model.push_back(&g);
-    if (!q.model.empty() && matches(g, q)) candidates.push_back(&g);
+    const EntryParts e = entry_parts(g);
+    if (e.models.count(q.model)) same_model.push_back(&g);
+    if (!q.model.empty() && matches(g, e, q)) candidates.push_back(&g);
   }
   // A name or alias written out in full is the catalog's own answer; an alias that is the bare model ("A100") is
   // said when the catalog has other GPUs of that model.
