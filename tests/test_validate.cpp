@@ -270,13 +270,19 @@ TEST(Validate, ZeroStageAndFrameworkColumnsAreRead) {
   auto job = [&](const std::string& cells) {
     return job_for_run(stepsim::catalog::shipped().gpus, parse_published_runs(header + base + cells + "\n", "r.csv").at(0));
   };
-  RunJob j = job("3,torchtitan");
+  RunJob j = job("3,deepspeed");
   EXPECT_EQ(j.root["training"]["zero_stage"].as<int>(), 3);
   EXPECT_FALSE(j.root["training"]["distributed_optimizer"]);
   bool said = false;
-  for (const std::string& a : j.assumptions) said = said || a.find("framework torchtitan: its kernels") == 0;
+  for (const std::string& a : j.assumptions) said = said || a.find("framework deepspeed: its kernels") == 0;
   EXPECT_TRUE(said);
   EXPECT_NE(std::find(j.stated.begin(), j.stated.end(), "zero_stage: 3"), j.stated.end());
+  // torchtitan has its profile: eager unless the notes name compile (the row's notes are empty).
+  j = job("3,torchtitan");
+  EXPECT_EQ(j.root["training"]["framework"].as<std::string>(), "torchtitan");
+  EXPECT_FALSE(j.root["training"]["compile"].as<bool>());
+  EXPECT_EQ(j.root["training"]["zero_stage"].as<int>(), 3);
+  EXPECT_FALSE(j.root["training"]["attention_backend"]);  // a Megatron-Core key the torchtitan job would refuse
   j = job("1,megatron");
   EXPECT_FALSE(j.root["training"]["zero_stage"]);
   EXPECT_TRUE(j.root["training"]["distributed_optimizer"].as<bool>());
@@ -446,6 +452,38 @@ TEST(Validate, CommandReportsRowsErrorsAndFailures) {
   const auto b = test::run_cli("validate " + broken);
   EXPECT_EQ(b.code, 2) << b.output;
   EXPECT_NE(b.output.find("broken.csv:2"), std::string::npos) << b.output;
+}
+
+// The torchtitan rows of the development file as torchtitan ran them (docs/VALIDATION-RULES.md): compiled where the
+// notes name compile or async TP (which torchtitan refuses without compile), and FSDP2 under pipeline parallelism
+// costed as ZeRO-1 (one gather and one reduce-scatter per step).
+TEST(Validate, TorchtitanRowsAreCompiledWhereTheirNotesSayAndShardAsUnderPipelining) {
+  const auto runs = read_published_runs(test::source_dir() + "/../shared/data/published-runs/published_runs_2.csv");
+  auto job = [&](const std::string& id) {
+    for (const PublishedRun& r : runs) {
+      if (r.id == id) return job_for_run(stepsim::catalog::shipped().gpus, r);
+    }
+    ADD_FAILURE() << id << " not in the file";
+    return RunJob{};
+  };
+  EXPECT_FALSE(job("TT24-T1-8B-8-fsdp-eager").root["training"]["compile"].as<bool>());
+  EXPECT_TRUE(job("TT24-T1-8B-8-fsdp-compile").root["training"]["compile"].as<bool>());
+  EXPECT_TRUE(job("TT24-T4-70B-256-2D-asyncTP").root["training"]["compile"].as<bool>());  // notes: "+ AsyncTP" only
+  const RunJob pp = job("TT24-T5-405B-512-1F1B");
+  EXPECT_FALSE(pp.root["training"]["zero_stage"]);
+  EXPECT_TRUE(pp.root["training"]["distributed_optimizer"].as<bool>());
+  EXPECT_EQ(job("TT24-T4-70B-256-2D").root["training"]["zero_stage"].as<int>(), 3);
+  // Float8 without "compile" in the notes is compiled (torchtitan's float8.py); an unstated interleaving is torchtitan's
+  // two stages per rank.
+  const RunJob il = job("TT24-T5-405B-512-interleaved");
+  EXPECT_TRUE(il.root["training"]["compile"].as<bool>());
+  EXPECT_EQ(il.root["parallelism"]["virtual_stages"].as<int>(), 2);
+  for (const PublishedRun& r : runs) {  // every torchtitan row loads as a torchtitan job
+    if (r.framework != "torchtitan") continue;
+    const RunJob j = job_for_run(stepsim::catalog::shipped().gpus, r);
+    const spec::JobSpec spec = spec::job_from_node(stepsim::catalog::shipped().gpus, j.root, r.id);
+    EXPECT_EQ(spec.training.framework, spec::Framework::Torchtitan) << r.id;
+  }
 }
 
 }  // namespace

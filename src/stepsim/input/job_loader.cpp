@@ -267,8 +267,39 @@ uint8_t read_recompute_modules(StrictSection& s) {
   return bits;
 }
 
+// training keys that name Megatron-Core's or Transformer Engine's options; refused under framework torchtitan.
+constexpr const char* kMegatronOnlyTrainingKeys[] = {
+    "recompute_modules", "recompute_method", "recompute_num_layers", "distribute_saved_activations",
+    "zero1_grad_reduce", "zero3_param_fetch", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
+    "tp_comm_overlap_ag", "tp_comm_overlap_rs", "tp_comm_bulk_dgrad", "tp_comm_bulk_wgrad", "tp_comm_overlap_rs_dgrad",
+    "gradient_accumulation_fusion", "overlap_moe_expert_parallel_comm", "delay_wgrad_compute", "cuda_graphs",
+    "attention_backend", "cross_entropy_fusion", "fp8_bf16_first_layers", "fp8_bf16_last_layers", "fp8_wgrad",
+    "precision_aware_optimizer", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype", "optimizer_offload",
+    "optimizer_offload_fraction", "optimizer_offload_overlap", "activation_offload_layers", "bucket_size"};
+
 TrainingSpec read_training(StrictSection s) {
   TrainingSpec t;
+  if (s.has("framework")) {
+    const std::string fw = s.get_string("framework", "megatron");
+    if (fw == "deepspeed" || fw == "composer") {
+      s.fail("framework", "'" + fw + "' is not modelled yet (megatron, torchtitan); write framework: megatron to cost "
+                          "the job with Megatron-Core's kernels and overlaps");
+    }
+  }
+  t.framework = s.get_enum<Framework>("framework", Framework::MegatronCore,
+                                      {{"megatron", Framework::MegatronCore}, {"torchtitan", Framework::Torchtitan}});
+  t.compile = s.get_bool("compile", false);
+  const bool torchtitan = t.framework == Framework::Torchtitan;
+  if (t.compile && !torchtitan) {
+    s.fail("compile", "is torchtitan's per-block torch.compile (framework: torchtitan); Megatron-Core runs Transformer "
+                      "Engine's fused kernels");
+  }
+  if (torchtitan) {
+    // Megatron-Core's and Transformer Engine's own options: torchtitan has none of them (docs/MODEL.md "Frameworks").
+    for (const char* k : kMegatronOnlyTrainingKeys) {
+      if (s.has(k)) s.fail(k, "is Megatron-Core's; framework torchtitan has no such option (docs/MODEL.md \"Frameworks\")");
+    }
+  }
   t.micro_batch_size = static_cast<int>(s.get_int("micro_batch_size", 1, 1, 1 << 16));
   t.global_batch_size = s.require_int("global_batch_size", 1, int64_t{1} << 30);
   t.precision = s.get_enum<Precision>("precision", Precision::Bf16,
@@ -289,8 +320,9 @@ TrainingSpec read_training(StrictSection s) {
                                              {{"reduce_scatter", false}, {"all_reduce", true}});
   t.zero3_param_fetch = s.get_enum<Zero3Fetch>("zero3_param_fetch", Zero3Fetch::Prefetch,
                                                {{"prefetch", Zero3Fetch::Prefetch}, {"blocking", Zero3Fetch::Blocking}});
-  t.overlap_grad_reduce = s.get_bool("overlap_grad_reduce", false);
-  t.overlap_param_gather = s.get_bool("overlap_param_gather", false);
+  // FSDP2 always reduces gradients and gathers parameters on its own streams beside the computation.
+  t.overlap_grad_reduce = s.get_bool("overlap_grad_reduce", torchtitan);
+  t.overlap_param_gather = s.get_bool("overlap_param_gather", torchtitan && t.zero_stage != 3);
   t.tp_comm_overlap = s.get_bool("tp_comm_overlap", false);
   for (const char* k : {"tp_comm_overlap_ag", "tp_comm_overlap_rs", "tp_comm_bulk_dgrad", "tp_comm_bulk_wgrad",
                         "tp_comm_overlap_rs_dgrad"}) {
@@ -305,7 +337,13 @@ TrainingSpec read_training(StrictSection s) {
   t.overlap_moe_expert_parallel_comm = s.get_bool("overlap_moe_expert_parallel_comm", false);
   t.delay_wgrad_compute = s.get_bool("delay_wgrad_compute", false);
   t.cuda_graphs = s.get_bool("cuda_graphs", false);
-  t.fp8_recipe = s.get_enum<Fp8Recipe>("fp8_recipe", Fp8Recipe::Delayed,
+  // torchtitan's Float8 (torchao Float8Linear, tensorwise dynamic scaling): each cast takes the amax of the tensor it
+  // casts, which is the current-scaling recipe.
+  if (torchtitan && s.has("fp8_recipe") && s.get_string("fp8_recipe", "") != "current") {
+    s.fail("fp8_recipe", "framework torchtitan scales fp8 as torchao's tensorwise dynamic scaling: current only");
+  }
+  const bool fp8 = t.precision == Precision::Fp8;
+  t.fp8_recipe = s.get_enum<Fp8Recipe>("fp8_recipe", torchtitan && fp8 ? Fp8Recipe::Current : Fp8Recipe::Delayed,
                                        {{"delayed", Fp8Recipe::Delayed}, {"current", Fp8Recipe::Current},
                                         {"blockwise", Fp8Recipe::Blockwise}, {"mxfp8", Fp8Recipe::Mxfp8}});
   t.fp8_param_gather = s.get_bool("fp8_param_gather", false);

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/io/input_error.hpp"
@@ -37,6 +38,25 @@ const char* ep_overlap_refusal(const JobSpec& job) {
   return nullptr;
 }
 
+namespace {
+
+// Under framework torchtitan, what its profile (torchtitan's Llama 3 model code) does not cover: the key and why.
+std::pair<const char*, const char*> torchtitan_refusal(const ModelSpec& m, const ParallelismSpec& p) {
+  const char* llama = "torchtitan's profile is its Llama 3 model (RMSNorm, RoPE, SwiGLU, no biases)";
+  if (m.normalization != Normalization::RmsNorm) return {"model.normalization", llama};
+  if (m.position_embedding != PositionEmbedding::Rope) return {"model.position_embedding", llama};
+  if (m.activation != Activation::Swiglu) return {"model.activation", llama};
+  if (m.add_bias_linear) return {"model.add_bias_linear", llama};
+  if (m.moe) return {"model.moe", "torchtitan's MoE models are not modelled yet (framework: megatron costs them)"};
+  if (m.attention == AttentionType::Mla) return {"model.attention", "torchtitan's MLA is not modelled yet"};
+  if (m.mtp_layers > 0) return {"model.mtp_layers", "torchtitan's Llama 3 has no multi-token prediction"};
+  if (p.context > 1 && p.cp_comm_type != CpCommType::P2P)
+    return {"parallelism.cp_comm_type", "torchtitan's context parallelism is PyTorch's ring attention: p2p only"};
+  return {nullptr, nullptr};
+}
+
+}  // namespace
+
 void validate(const hw::GpuCatalog& gpus, JobSpec& job) {
   const std::string& src = job.source;
   auto fail = [&](const std::string& key, const std::string& rule) {
@@ -47,6 +67,9 @@ void validate(const hw::GpuCatalog& gpus, JobSpec& job) {
   TrainingSpec& t = job.training;
   ClusterSpec& c = job.cluster;
 
+  if (t.framework == Framework::Torchtitan) {
+    if (const auto [key, why] = torchtitan_refusal(m, p); key) fail(key, why);
+  }
   // --- model
   if (m.num_query_groups == 0) m.num_query_groups = m.num_attention_heads;
   if (m.num_attention_heads % m.num_query_groups != 0) {

@@ -63,6 +63,13 @@ const char* name_of(Fp8Recipe r) {
   }
   return "?";
 }
+const char* name_of(Framework f) {
+  switch (f) {
+    case Framework::MegatronCore: return "megatron";
+    case Framework::Torchtitan: return "torchtitan";
+  }
+  return "?";
+}
 const char* name_of(CpCommType c) {
   switch (c) {
     case CpCommType::P2P: return "p2p";

@@ -34,6 +34,10 @@ enum class CrossEntropyFusion { None, Native, Te };
 // the tensor being cast: one more read), blockwise (1x128 / 128x128 blocks, Hopper), mxfp8 (32-element blocks with
 // e8m0 scales, Blackwell only).
 enum class Fp8Recipe { Delayed, Current, Blockwise, Mxfp8 };
+// The training framework (training.framework): which kernels a layer launches, what selective recompute means and how
+// FSDP talks (docs/MODEL.md "Frameworks"). Megatron-Core with Transformer Engine, or torchtitan (PyTorch-native:
+// FSDP2, eager or per-block torch.compile, op-level selective activation checkpointing).
+enum class Framework : uint8_t { MegatronCore, Torchtitan };
 
 // Multi-head latent attention (DeepSeek-V2/V3). q_lora_rank == 0 means queries are not compressed.
 struct MlaSpec {
@@ -172,6 +176,9 @@ enum class RecomputeModule : uint8_t { CoreAttn, Mlp, Moe, MoeAct, SharedExperts
 constexpr uint8_t module_bit(RecomputeModule m) { return static_cast<uint8_t>(1u << static_cast<unsigned>(m)); }
 
 struct TrainingSpec {
+  Framework framework = Framework::MegatronCore;
+  // torchtitan only: each TransformerBlock under torch.compile (Inductor fuses its elementwise ops); eager otherwise.
+  bool compile = false;
   int micro_batch_size = 1;
   int64_t global_batch_size = 0;
   Precision precision = Precision::Bf16;
@@ -187,8 +194,12 @@ struct TrainingSpec {
   // Selective recompute only: a bit per RecomputeModule; Megatron-Core's default is core_attn alone.
   uint8_t recompute_modules = module_bit(RecomputeModule::CoreAttn);
   bool recomputes(RecomputeModule m) const {
-    return recompute == Recompute::Selective && (recompute_modules & module_bit(m)) != 0;
+    return recompute == Recompute::Selective && framework == Framework::MegatronCore &&
+           (recompute_modules & module_bit(m)) != 0;
   }
+  // torchtitan's selective recompute (selective_ac_option 'op'): per block, every second matmul and every elementwise
+  // op re-run in backward; the other matmuls' and attention's outputs kept (docs/MODEL.md "Frameworks").
+  bool op_level_sac() const { return recompute == Recompute::Selective && framework == Framework::Torchtitan; }
   bool distributed_optimizer = false;
   // ZeRO stage (DeepSpeed / FSDP): 1 shards the optimizer states (= distributed_optimizer), 2 also the gradients,
   // 3 also the parameters, all-gathered per layer before forward and backward. validate() sets
@@ -342,6 +353,7 @@ const char* name_of(OverlapModel m);
 const char* name_of(AttentionBackend b);
 const char* name_of(Fp8Recipe r);
 const char* name_of(CpCommType c);
+const char* name_of(Framework f);  // the job-file name: megatron | torchtitan
 const char* name_of(RecomputeModule m);  // Megatron-Core's name (core_attn, mlp, ...)
 // The module Megatron-Core calls `name`; nullopt for any other name.
 std::optional<RecomputeModule> recompute_module_named(std::string_view name);

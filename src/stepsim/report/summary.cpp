@@ -98,6 +98,9 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   if (!job.model.hf_assumptions.empty()) j["assumptions"] = job.model.hf_assumptions;
   if (!job.cluster.gpu_notes.empty()) j["gpu_notes"] = job.cluster.gpu_notes;
   if (job.cluster.power_limit_W > 0) j["power_limit_W"] = job.cluster.power_limit_W;
+  if (job.training.framework != spec::Framework::MegatronCore) {
+    j["framework"] = {{"name", spec::name_of(job.training.framework)}, {"compile", job.training.compile}};
+  }
   if (s.step_time_interval_s) {
     j["step_time_interval_s"] = {(*s.step_time_interval_s)[0], (*s.step_time_interval_s)[1]};
     if (s.interval_runs > 0) j["step_time_interval_basis"] = {{"kind", s.interval_kind}, {"runs", s.interval_runs}};
@@ -166,6 +169,10 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   }
   for (const std::string& a : job.model.hf_assumptions) o << "  assumed (Hugging Face config): " << a << "\n";
   if (job.cluster.power_limit_W > 0) o << "  power limit " << job.cluster.power_limit_W << " W per GPU\n";
+  if (job.training.framework != spec::Framework::MegatronCore) {
+    o << "  framework " << spec::name_of(job.training.framework)
+      << (job.training.compile ? ", torch.compile per block" : ", eager") << " (docs/MODEL.md §12b)\n";
+  }
   for (const std::string& n : job.cluster.gpu_notes) o << "  read: " << n << "\n";
   o << "\n";
   // A job that does not fit is said first: the step time below is what it would take if it ran.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cctype>
+#include <functional>
 #include <stdexcept>
 
 #include "stepsim/catalog/gpu_catalog.hpp"
@@ -203,6 +204,36 @@ double measured_step_time_raw(const hw::GpuCatalog& catalog_gpus, const Publishe
   return static_cast<double>(r.global_batch) * static_cast<double>(r.seq_len) / (*r.tokens_per_s_per_gpu * gpus);
 }
 
+// A torchtitan row's training section: the framework's profile, torch.compile when the notes name it, and FSDP2 as
+// torchtitan runs it under pipeline parallelism. Keys only Megatron-Core has are dropped (the job would refuse them).
+void torchtitan_training(const PublishedRun& r, YAML::Node& t, const std::function<void(const std::string&)>& assume) {
+  t["framework"] = "torchtitan";
+  // torchtitan refuses async TP without compile (parallelize_llama.py: "Async TP requires --training.compile"), and
+  // its Float8 "is intended to be ran under torch.compile" (float8.py): an fp8 row is compiled unless it says eager.
+  const bool async_tp = contains(r.notes, "asynctp") || contains(r.notes, "async tp");
+  const bool fp8 = t["precision"].as<std::string>() == "fp8";
+  const bool compiled = contains(r.notes, "compile") || async_tp || (fp8 && !contains(r.notes, "eager"));
+  t["compile"] = compiled;
+  assume(compiled ? "torchtitan: torch.compile per TransformerBlock (the notes name compile or async TP, or Float8)"
+                  : "torchtitan: eager (the notes name neither torch.compile, async TP nor Float8)");
+  for (const char* k : {"attention_backend", "cross_entropy_fusion", "overlap_grad_reduce", "overlap_param_gather",
+                        "tp_comm_overlap", "recompute_modules"}) {
+    t.remove(k);
+  }
+  if (async_tp) {
+    assume("torchtitan async TP (SymmetricMemory micro-pipelining) not modelled: TP collectives costed unoverlapped");
+  }
+  // torch.distributed.pipelining (stage.py, backward_maybe_with_nosync) turns off FSDP2's resharding and gradient sync
+  // for all but the last micro-batch's backward, and torchtitan sets reshard_after_forward=False under PP: the
+  // parameters are gathered once per step and the gradients reduce-scattered once, ZeRO-1's communication.
+  if (r.pp > 1 && t["zero_stage"] && t["zero_stage"].as<int>() == 3) {
+    t.remove("zero_stage");
+    t["distributed_optimizer"] = true;
+    assume("torchtitan under PP: FSDP2 gathers parameters once per step and reduce-scatters gradients on the last "
+           "micro-batch (costed as ZeRO-1)");
+  }
+}
+
 }  // namespace
 
 double measured_step_time_s(const hw::GpuCatalog& catalog_gpus, const PublishedRun& r, std::string* how) {
@@ -298,6 +329,11 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   if (r.vp && *r.vp > 1) {
     p["virtual_stages"] = *r.vp;
     p["schedule"] = "interleaved-1f1b";
+  } else if (!r.vp && r.pp > 1 && contains(r.notes, "interleav") && r.framework == "torchtitan") {
+    // torchtitan's generate_split_points (pipelining_utils.py): two stages per rank for a multi-stage schedule.
+    p["virtual_stages"] = 2;
+    p["schedule"] = "interleaved-1f1b";
+    assume("vp not stated, torchtitan interleaved: 2 stages per rank (its generate_split_points)");
   } else if (!r.vp && r.pp > 1 && contains(r.notes, "interleav") && !old) {
     // The source says it interleaved but not how deeply: the deepest of 4 and 2 chunks per stage that keeps two
     // layers a chunk on average (embedding and loss counted) and fits the micro-batches (a multiple of pipeline).
@@ -406,7 +442,7 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
     }
   }
   if (!t["zero_stage"]) t["distributed_optimizer"] = dist;
-  if (!r.framework.empty() && r.framework != "megatron") {
+  if (!r.framework.empty() && r.framework != "megatron" && r.framework != "torchtitan") {
     assume("framework " + r.framework + ": its kernels, sharding schedule and overlaps are costed as Megatron-Core's "
            "(the framework profiles are issue 43 item 2)");
   }
@@ -450,6 +486,7 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   if (r.tp_comm_overlap.value_or(notes_overlap) && r.tp > 1) t["tp_comm_overlap"] = true;
   if (r.overlap_moe_expert_parallel_comm.value_or(false)) t["overlap_moe_expert_parallel_comm"] = true;
   if (r.delay_wgrad_compute.value_or(false)) t["delay_wgrad_compute"] = true;
+  if (r.framework == "torchtitan") torchtitan_training(r, t, assume);
   root["training"] = t;
 
   YAML::Node c(YAML::NodeType::Map);

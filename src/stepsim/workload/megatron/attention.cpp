@@ -3,6 +3,7 @@
 #include "stepsim/workload/megatron/context_parallel.hpp"
 #include "stepsim/workload/megatron/linear.hpp"
 #include "stepsim/workload/megatron/norms.hpp"
+#include "stepsim/workload/megatron/qk_prep.hpp"
 #include "stepsim/workload/megatron/recompute.hpp"
 
 namespace stepsim::workload::megatron {
@@ -160,12 +161,15 @@ Ref attention_fwd(Emitter& em, const Context& cx, Ref in) {
   const int64_t in_saved = norm_kept ? beta * (d.sp ? d.tokens_sp : d.tokens) * d.h : 0;
   const Ref qkv = cx.job().model.attention == spec::AttentionType::Mla
                       ? mla_projections_fwd(em, cx, n, norm_kept, in_saved)
-                      : gathered_gemm(em, cx, "qkv_all_gather", gemm(cx, d.tokens, d.q_width + d.kv_width, d.h),
-                                      "qkv_proj", n, in_saved);
+                      : qk_prep_fwd(em, cx,
+                                    gathered_gemm(em, cx, "qkv_all_gather",
+                                                  gemm(cx, d.tokens, d.q_width + d.kv_width, d.h), "qkv_proj", n,
+                                                  in_saved));
   // Flash attention, causal; stores Q, K, V and the softmax statistics.
   const double flops = causal_attention_flops(d);
   const int64_t attn_bytes = attention_core_bytes(cx);
-  int64_t attn_saved = beta * d.tokens * (d.q_width + d.kv_width) + 4 * d.b * d.heads_loc * d.s_loc;
+  int64_t attn_saved =
+      beta * d.tokens * (d.q_width + d.kv_width) + expanded_kv_bytes(cx) + 4 * d.b * d.heads_loc * d.s_loc;
   // recompute_modules' mla_up_proj discards the up-projections' outputs (K, V and, with a query LoRA, Q) that the
   // attention core would keep; they are re-projected before its backward.
   if (cx.recomputes(spec::RecomputeModule::MlaUpProj)) attn_saved -= mla_up_proj_bytes(cx);
@@ -196,7 +200,8 @@ Ref attention_bwd(Emitter& em, const Context& cx, Ref in) {
   const Ref dkv = core_attention_bwd(em, cx, dg);
   const Ref r = cx.job().model.attention == spec::AttentionType::Mla
                     ? mla_projections_bwd(em, cx, dkv)
-                    : column_parallel_bwd(em, cx, "qkv_proj", d.tokens, d.q_width + d.kv_width, d.h, dkv, d.sp);
+                    : column_parallel_bwd(em, cx, "qkv_proj", d.tokens, d.q_width + d.kv_width, d.h,
+                                          qk_prep_bwd(em, cx, dkv), d.sp);
   return norm_bwd(em, cx, "input_layernorm_bwd", r);
 }
 

@@ -9,10 +9,40 @@ const FrameworkProfile& megatron_core_profile() {
   return p;
 }
 
+// torchtitan's Llama 3 (torchtitan/models/llama/model.py and models/norms.py at 9dec370, Dec 2024), eager: every
+// PyTorch op a kernel that reads its inputs and writes its output; autograd's backward likewise (docs/MODEL.md
+// "Frameworks" counts each op). Compiled: Inductor's fused kernels for the same graph.
+const FrameworkProfile& torchtitan_profile(bool compiled) {
+  static const FrameworkProfile eager = [] {
+    FrameworkProfile p;
+    // RMSNorm in fp32: x.float(), pow, mean, x*rsqrt, type_as, *weight; backward: each op's gradient, the two paths
+    // into x summed, the cast back.
+    p.kernels.norm = {{4, 28}, {8, 76}};
+    p.kernels.norm_fused = false;
+    p.kernels.residual_add = {{3, 0}, {3, 0}};  // h = x + f(x): a plain add; backward sums the two gradients into x
+    p.kernels.swiglu = {{5, 0}, {9, 0}};        // silu(w1 x) then * w3 x; backward: mul's two products, silu's
+    p.kernels.gelu = p.kernels.swiglu;          // (torchtitan's Llama has SwiGLU only; input validation refuses gelu)
+    p.kernels.rotary = {{2, 16}, {2, 16}};      // float(), complex multiply, type_as (and their gradients)
+    p.kernels.repeat_kv = {{1, 0}, {1, 0}};     // expand+reshape copies K/V to every head; backward sums them back
+    return p;
+  }();
+  static const FrameworkProfile fused = [] {
+    FrameworkProfile p = eager;
+    p.kernels.norm = {{2, 0}, {5, 0}};          // one kernel forward; backward dx plus dweight's split reduction
+    p.kernels.norm_fused = true;
+    p.kernels.residual_add = {{2, 0}, {1, 0}};  // fused into the next norm (reads both inputs, writes the sum)
+    p.kernels.swiglu = {{3, 0}, {5, 0}};
+    p.kernels.gelu = p.kernels.swiglu;
+    p.kernels.rotary = {{2, 0}, {2, 0}};
+    return p;
+  }();
+  return compiled ? fused : eager;
+}
+
 Features Features::resolve(const spec::JobSpec& job, bool sequence_parallel, int64_t act_bytes) {
   const auto& tr = job.training;
   Features f;
-  f.profile = megatron_core_profile();
+  f.profile = tr.framework == spec::Framework::Torchtitan ? torchtitan_profile(tr.compile) : megatron_core_profile();
   f.act_bytes = act_bytes;
   const BytesPerParam bpp = bytes_per_param(tr);
   f.grad_bytes = bpp.gradient;
@@ -34,6 +64,9 @@ Features Features::resolve(const spec::JobSpec& job, bool sequence_parallel, int
   f.grad_accum_fusion = tr.gradient_accumulation_fusion;
   f.fp8_wgrad = tr.fp8_wgrad;
   f.distributed_optimizer = tr.distributed_optimizer;
+  f.op_level_sac = tr.op_level_sac();
+  f.fsdp2_copy_out = f.zero3 && tr.framework == spec::Framework::Torchtitan;
+  f.grads_in_param_dtype = tr.framework == spec::Framework::Torchtitan;
   return f;
 }
 

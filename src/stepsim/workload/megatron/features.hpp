@@ -9,8 +9,35 @@
 
 namespace stepsim::workload::megatron {
 
+// Bytes a memory-bound kernel site moves per element of its tensor: `beta` times the activation size plus `fp32` bytes
+// (what an eager op computing in fp32 reads and writes beside the bf16 tensors).
+struct SiteBytes {
+  int beta = 0;
+  int fp32 = 0;
+  int64_t per_element(int64_t act_bytes) const { return beta * act_bytes + fp32; }
+};
+struct SiteTraffic {
+  SiteBytes fwd;
+  SiteBytes bwd;
+};
+
+// The memory-bound kernels of a transformer layer as a framework launches them, per element of the tensor each
+// works on (docs/MODEL.md "Frameworks" derives every figure from the framework's code).
+struct LayerKernels {
+  SiteTraffic norm{{2, 0}, {3, 0}};          // per hidden element: Transformer Engine's fused LayerNorm / RMSNorm
+  SiteTraffic residual_add{{4, 0}, {3, 0}};  // per hidden element: Megatron's fused bias-dropout-add (mask apart)
+  SiteTraffic swiglu{{3, 0}, {5, 0}};        // per element of the FFN's output width (ffn_hidden_size)
+  SiteTraffic gelu{{2, 0}, {3, 0}};          // likewise
+  SiteTraffic rotary{{0, 0}, {0, 0}};        // per element of Q and K (Transformer Engine's RoPE: in calibration)
+  SiteTraffic repeat_kv{{0, 0}, {0, 0}};     // per element of K and V expanded to all query heads (GQA only)
+  // The norm is one fused kernel (timed with the norm kernels' measured efficiency) rather than a chain of plain
+  // elementwise and reduction kernels (timed as elementwise ones).
+  bool norm_fused = true;
+};
+
 // Constants of Megatron-Core with Transformer Engine that are not the job's to choose (docs/MODEL.md).
 struct FrameworkProfile {
+  LayerKernels kernels;
   // Transformer Engine userbuffers (training.tp_comm_overlap): SMs its communication kernels hold beside the GEMM
   // they overlap, and the chunks of the pipelined reduce-scatter. TE's defaults and NeMo's H100 configurations
   // (userbuffers_*_h100_*): ring exchange 1 SM, bulk 2 SMs, pipeline 16 SMs in 4 splits.
@@ -28,6 +55,8 @@ struct FrameworkProfile {
 };
 
 const FrameworkProfile& megatron_core_profile();
+// torchtitan (Llama 3 model code, FSDP2): PyTorch eager kernels, or Inductor's fusions under per-block torch.compile.
+const FrameworkProfile& torchtitan_profile(bool compiled);
 
 struct Features {
   FrameworkProfile profile;
@@ -54,6 +83,13 @@ struct Features {
   bool grad_accum_fusion = true;       // wgrad accumulates into the fp32 main_grad
   bool fp8_wgrad = true;               // --no-fp8-wgrad: TE runs wgrad in the higher precision
   bool distributed_optimizer = false;  // Megatron's ZeRO-1: optimizer states (and their gradients) sharded over DP
+  bool op_level_sac = false;           // torchtitan's selective recompute (TrainingSpec::op_level_sac)
+  // FSDP2 (torchtitan under ZeRO-3): after each all-gather the flat buffer is copied out into the unit's parameters
+  // (split_with_sizes_copy) on the compute stream.
+  bool fsdp2_copy_out = false;
+  // torchtitan: autograd writes each weight gradient in the parameter dtype (no fp32 main_grad buffer); over several
+  // micro-batches AccumulateGrad adds it into .grad.
+  bool grads_in_param_dtype = false;
 
   static Features resolve(const spec::JobSpec& job, bool sequence_parallel, int64_t act_bytes);
 };

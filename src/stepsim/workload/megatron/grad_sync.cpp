@@ -88,7 +88,13 @@ void GradSync::params_ready(Emitter& em, const Context& cx, const std::vector<in
   }
   zero3_gather(em, cx, unit, before);
   if (i + 1 < units.size()) zero3_gather(em, cx, units[i + 1], before);
-  em.wait_at_next(z3_gathers_[unit]);
+  if (!cx.f().fsdp2_copy_out) {
+    em.wait_at_next(z3_gathers_[unit]);
+    return;
+  }
+  // FSDP2 copies the gathered flat buffer out into the unit's parameters on the compute stream before it runs.
+  const int64_t bytes = 2 * cx.f().weight_bytes * (unit_params(cx, unit, false) + unit_params(cx, unit, true));
+  em.compute(cx, memop(ComputeCategory::Elementwise, bytes), "fsdp2_all_gather_copy_out", {z3_gathers_[unit]});
 }
 
 void GradSync::zero3_gather(Emitter& em, const Context& cx, int unit, Ref dep) {

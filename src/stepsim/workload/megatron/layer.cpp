@@ -3,6 +3,7 @@
 #include "stepsim/workload/megatron/attention.hpp"
 #include "stepsim/workload/megatron/mlp.hpp"
 #include "stepsim/workload/megatron/moe.hpp"
+#include "stepsim/workload/megatron/op_sac.hpp"
 #include "stepsim/workload/megatron/recompute.hpp"
 #include "stepsim/workload/working_memory.hpp"
 
@@ -23,6 +24,11 @@ Ref layer_fwd(Emitter& em, const Context& outer, int layer, Ref in) {
     const int64_t split = tr.distribute_saved_activations ? d.t : 1;
     em.alloc_at_next(group_start ? beta * d.tokens_sp * d.h / split : 0);
   }
+  if (cx.f().op_level_sac && cx.at.phase == Phase::Forward) {
+    // The policy's saved tensors are held from the block's start; nothing else the forward computes is stored.
+    cx = cx.not_storing();
+    em.alloc_at_next(op_sac_saved_bytes(cx));
+  }
   const Ref a = attention_fwd(em, cx, in);
   const Ref out = cx.job().model.is_moe_layer(layer) ? moe_fwd(em, cx, a) : mlp_fwd(em, cx, a);
   // The layer's working buffers peak at its end, when all it stores is held (working_memory.hpp).
@@ -40,6 +46,7 @@ Ref layer_bwd(Emitter& em, const Context& outer, int layer, Ref in) {
     }
     in = layer_fwd(em, cx.in(Phase::Recompute), layer, in);
   }
+  if (cx.f().op_level_sac) op_sac_recompute(em, cx, in);
   // The backward's working buffers peak at its start, before any stored activation of the layer is released.
   const size_t first = em.next_op();
   const Ref m = cx.job().model.is_moe_layer(layer) ? moe_bwd(em, cx, in) : mlp_bwd(em, cx, in);

@@ -8,11 +8,15 @@ Ref wgrad(Emitter& em, const Context& cx, int64_t k, int64_t n, int64_t m, const
   const int64_t beta = f.act_bytes;
   Op op = gemm(cx, k, n, m, batch);
   op.comm_sms = comm_sms;
-  const int64_t out_bytes = f.grad_accum_fusion ? 2 * f.grad_bytes : beta;
+  const int64_t out_bytes = f.grad_accum_fusion && !f.grads_in_param_dtype ? 2 * f.grad_bytes : beta;
   op.bytes = static_cast<uint64_t>((beta * (k * m + m * n) + out_bytes * k * n) * batch);
   if (!f.fp8_wgrad) op.keep_bf16 = true;
   Ref r = em.compute(cx.as_wgrad(), op, name, std::move(deps));
-  if (!f.grad_accum_fusion) {
+  if (f.grads_in_param_dtype) {
+    if (cx.shape().microbatches > 1) {
+      r = em.compute(cx, memop(ComputeCategory::Elementwise, 3 * beta * k * n * batch), name + "_accumulate_grad", {r});
+    }
+  } else if (!f.grad_accum_fusion) {
     r = em.compute(cx, memop(ComputeCategory::Elementwise, (beta + 2 * f.grad_bytes) * k * n * batch),
                    name + "_main_grad_add", {r});
   }

@@ -12,7 +12,8 @@ namespace stepsim::workload::megatron {
 // Weight gradient dW (k x n) = X^T dY over m tokens, accumulated into the fp32 main_grad buffer (Megatron's
 // gradient-accumulation fusion): reads X and dY, reads and writes main_grad. Without the fusion the GEMM writes dW in
 // the activation dtype and Megatron's gradient hook adds it into main_grad: a memory-bound kernel reading dW and
-// main_grad and writing main_grad. comm_sms: SMs a communication kernel running beside the GEMM holds.
+// main_grad and writing main_grad. Under torchtitan it writes dW in the parameter dtype, and AccumulateGrad adds it
+// into .grad when there are several micro-batches. comm_sms: SMs a communication kernel running beside the GEMM holds.
 Ref wgrad(Emitter& em, const Context& cx, int64_t k, int64_t n, int64_t m, const std::string& name,
           std::vector<Ref> deps = {}, int batch = 1, uint16_t comm_sms = 0);
 // Backward of a column-parallel linear Y = X W (X: m x k, W: k x n local). `userbuffers` false for Megatron's own

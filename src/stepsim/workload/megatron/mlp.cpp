@@ -8,6 +8,29 @@ namespace stepsim::workload::megatron {
 
 namespace {
 
+bool is_swiglu(const Context& cx) { return cx.job().model.activation == spec::Activation::Swiglu; }
+const SiteTraffic& activation_kernels(const Context& cx) {
+  return is_swiglu(cx) ? cx.f().profile.kernels.swiglu : cx.f().profile.kernels.gelu;
+}
+
+}  // namespace
+
+Ref activation_fwd(Emitter& em, const Context& cx, Ref in, int64_t saved) {
+  const ModelDims& d = cx.d();
+  return em.compute(cx, memop(ComputeCategory::Elementwise,
+                              activation_kernels(cx).fwd.per_element(cx.beta()) * d.tokens * d.ffn / d.t),
+                    is_swiglu(cx) ? "swiglu" : "gelu", {in}, saved);
+}
+
+Ref activation_bwd(Emitter& em, const Context& cx) {
+  const ModelDims& d = cx.d();
+  return em.compute(cx, memop(ComputeCategory::Elementwise,
+                              activation_kernels(cx).bwd.per_element(cx.beta()) * d.tokens * d.ffn / d.t),
+                    is_swiglu(cx) ? "swiglu_bwd" : "gelu_bwd", {});
+}
+
+namespace {
+
 // The dense MLP after its norm: fc1, activation, fc2 and the TP reduction. Under recompute_modules' mlp its forward
 // keeps only fc1's input (the checkpoint) and the whole body, communication included, re-runs before its backward.
 Ref mlp_body_fwd(Emitter& em, const Context& cx, Ref n) {
@@ -17,9 +40,7 @@ Ref mlp_body_fwd(Emitter& em, const Context& cx, Ref n) {
   const bool keep_input = stores_body_input(cx, spec::RecomputeModule::Mlp);
   Ref f1 = gathered_gemm(em, cx, "fc1_all_gather", gemm(cx, d.tokens, d.ffn_in / d.t, d.h), "fc1", n,
                          keep_input ? beta * (d.sp ? d.tokens_sp : d.tokens) * d.h : 0);
-  Ref a = em.compute(cx, memop(ComputeCategory::Elementwise, beta * d.tokens * (d.ffn_in + d.ffn) / d.t),
-                     cx.job().model.activation == spec::Activation::Swiglu ? "swiglu" : "gelu", {f1},
-                     keep ? beta * d.tokens * d.ffn_in / d.t : 0);
+  Ref a = activation_fwd(em, cx, f1, keep ? beta * d.tokens * d.ffn_in / d.t : 0);
   return scattered_gemm(em, cx, gemm(cx, d.tokens, d.h, d.ffn / d.t), "fc2", a, keep ? beta * d.tokens * d.ffn / d.t : 0,
                         d.sp ? "mlp_reduce_scatter" : "mlp_all_reduce");
 }
@@ -34,7 +55,6 @@ Ref mlp_fwd(Emitter& em, const Context& cx, Ref in) {
 
 Ref mlp_bwd(Emitter& em, const Context& cx, Ref in) {
   const ModelDims& d = cx.d();
-  const int64_t beta = cx.beta();
   em.node(cx, Piece::Mlp, true);
   layernorm_recompute(em, cx, "pre_mlp_layernorm_recompute", in);
   const Ref b = bias_dropout_add_bwd(em, cx, "mlp_bias_dropout_add_bwd", in);
@@ -42,8 +62,7 @@ Ref mlp_bwd(Emitter& em, const Context& cx, Ref in) {
   if (cx.recomputes(spec::RecomputeModule::Mlp)) mlp_body_fwd(em, cx.in(Phase::Recompute), b);
   grad_gathered_gemms(em, cx, "fc2_grad_all_gather", gemm(cx, d.tokens, d.ffn / d.t, d.h), "fc2_dgrad", d.ffn / d.t,
                       d.h, "fc2_wgrad", b);
-  Ref a = em.compute(cx, memop(ComputeCategory::Elementwise, beta * d.tokens * (2 * d.ffn_in + d.ffn) / d.t),
-                     cx.job().model.activation == spec::Activation::Swiglu ? "swiglu_bwd" : "gelu_bwd", {});
+  Ref a = activation_bwd(em, cx);
   Ref r = column_parallel_bwd(em, cx, "fc1", d.tokens, d.ffn_in / d.t, d.h, a, d.sp);
   return norm_bwd(em, cx, "pre_mlp_layernorm_bwd", r);
 }

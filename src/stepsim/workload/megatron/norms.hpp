@@ -1,7 +1,8 @@
 #pragma once
 // The memory-bound kernels around every block of a layer: its norm (LayerNorm / RMSNorm, before attention, before the
 // MLP, and the final one) and its fused bias-dropout-add into the residual stream. Each reads and writes the
-// sequence-sharded hidden states (β T_sp h per tensor).
+// sequence-sharded hidden states (β T_sp h per tensor); the bytes per element are the framework's
+// (FrameworkProfile::kernels).
 #include <vector>
 
 #include "stepsim/workload/megatron/emitter.hpp"

@@ -1,0 +1,48 @@
+#include "stepsim/workload/megatron/op_sac.hpp"
+
+#include "stepsim/workload/megatron/mlp.hpp"
+#include "stepsim/workload/megatron/norms.hpp"
+#include "stepsim/workload/megatron/qk_prep.hpp"
+
+namespace stepsim::workload::megatron {
+
+namespace {
+// Widths of K and V within the local K+V projection.
+int64_t k_width(const ModelDims& d) { return d.kv_width * d.d_qk / (d.d_qk + d.d_v); }
+int64_t v_width(const ModelDims& d) { return d.kv_width - k_width(d); }
+}  // namespace
+
+int64_t op_sac_saved_bytes(const Context& cx) {
+  const ModelDims& d = cx.d();
+  const int64_t beta = cx.beta();
+  int64_t bytes = beta * d.tokens_sp * d.h;                                        // the block's input
+  bytes += beta * d.tokens * d.attn_out_width + 4 * d.b * d.heads_loc * d.s_loc;  // SDPA's output, logsumexp
+  if (!cx.f().fp8) bytes += beta * d.tokens * (d.q_width + v_width(d) + d.ffn / d.t + d.h);  // wq, wv, w1, w2
+  if (d.sp) bytes += 2 * beta * d.tokens_sp * d.h;  // the two reduce-scatters' outputs
+  return bytes;
+}
+
+void op_sac_recompute(Emitter& em, const Context& outer, Ref grad) {
+  const Context cx = outer.in(Phase::Recompute);
+  const ModelDims& d = cx.d();
+  const int64_t beta = cx.beta();
+  const bool fp8 = cx.f().fp8;
+  auto gathered = [&](Ref n, const char* name) {
+    return d.sp ? em.coll(cx, CollType::AllGather, GroupKind::Tp, beta * d.tokens * d.h, name, n) : n;
+  };
+  Ref x = gathered(norm_fwd(em, cx, "attention_norm_recompute", grad), "attention_input_all_gather_recompute");
+  const int64_t qkv = fp8 ? d.q_width + d.kv_width : k_width(d);
+  Ref p = em.compute(cx.storing_outputs(), gemm(cx, d.tokens, qkv, d.h), fp8 ? "wqkv_recompute" : "wk_recompute", {x},
+                     beta * d.tokens * qkv);
+  p = qk_prep_fwd(em, cx, p);
+  // Under TP the output projection's reduce-scatter result is saved, so wo need not re-run.
+  if (!d.sp) p = em.compute(cx, gemm(cx, d.tokens, d.h, d.attn_out_width), "wo_recompute", {p});
+  const Ref h = bias_dropout_add_fwd(em, cx, "attention_residual_add_recompute", {p});
+  x = gathered(norm_fwd(em, cx, "ffn_norm_recompute", h), "ffn_input_all_gather_recompute");
+  const int64_t up = (fp8 ? 2 : 1) * d.ffn / d.t;
+  Ref u = em.compute(cx.storing_outputs(), gemm(cx, d.tokens, up, d.h), fp8 ? "w1_w3_recompute" : "w3_recompute", {x},
+                     beta * d.tokens * up);
+  activation_fwd(em, cx, u, beta * d.tokens * d.ffn / d.t);
+}
+
+}  // namespace stepsim::workload::megatron

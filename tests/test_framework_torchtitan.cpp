@@ -1,0 +1,193 @@
+// The torchtitan framework profile (training.framework: torchtitan): PyTorch eager kernels or Inductor's fusions
+// (training.compile), op-level selective activation checkpointing, FSDP2's copy-out and gradients in the parameter
+// dtype, and the refusals of what the profile does not cover. Every byte and FLOP count below is worked by hand from
+// the Llama-style job of llama_yaml(): h 1024, 16 heads of 64 (4 KV groups), ffn 2816, sequence 1024, micro-batch 1
+// (T = 1024 tokens), bf16 (beta 2), TP 1 unless said.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "stepsim/assemble/simulation.hpp"
+#include "stepsim/catalog/catalog.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
+#include "test_util.hpp"
+
+namespace stepsim {
+namespace {
+
+constexpr uint64_t T = 1024, H = 1024, FFN = 2816, KV = 4 * 64, Q = 16 * 64;
+
+std::string llama_yaml(const std::string& training, int tensor = 1, const std::string& precision = "bf16") {
+  return "model: {name: tiny-llama, num_layers: 4, hidden_size: 1024, num_attention_heads: 16, num_query_groups: 4,"
+         " ffn_hidden_size: 2816, activation: swiglu, normalization: rmsnorm, vocab_size: 32000, seq_length: 1024}\n"
+         "parallelism: {tensor: " + std::to_string(tensor) + ", data: 2" +
+         (tensor > 1 ? ", sequence_parallel: true" : "") + "}\n"
+         "training: {micro_batch_size: 1, global_batch_size: 2, precision: " + precision + ", " + training + "}\n"
+         "simulation: {host_time_scale: 0}\n"
+         "cluster: {gpu: H100-SXM, num_gpus: " + std::to_string(2 * tensor) + "}\n";
+}
+
+workload::Workload build(const std::string& yaml) { return workload::build_megatron_workload(test::job_from_yaml(yaml)); }
+
+const workload::Op* find_op(const workload::Program& p, const std::string& name, workload::Phase phase) {
+  for (const workload::Op& op : p.ops) {
+    if (p.name(op) == name && op.phase == phase) return &op;
+  }
+  return nullptr;
+}
+
+uint64_t op_bytes(const std::string& yaml, const std::string& name, workload::Phase phase) {
+  const workload::Workload w = build(yaml);
+  const workload::Op* op = find_op(w.programs[0], name, phase);
+  return op ? op->bytes : 0;
+}
+
+using workload::Phase;
+
+TEST(FrameworkTorchtitan, EagerRmsNormMovesEveryOpsTensorAndCompiledOneKernel) {
+  // Eager forward: x.float() (2+4), pow (4+4), mean (4), x*rsqrt (4+4), type_as (4+2), *weight (2+2) = 36 B per
+  // element. Backward: *weight's two products and the weight's reduction (12), type_as's cast (2+4), x*rsqrt's
+  // product and its reduction for the rsqrt (8+16), mean's expansion (4), pow's self.pow(1) copy, * 2 and * grad
+  // (8+8+12), the two gradients into x summed (12), float()'s cast back (4+2): 92 B. Each a plain PyTorch kernel,
+  // timed as elementwise. Compiled: read x, write y (4 B); backward dx and dweight's reduction (10 B), one fused norm
+  // kernel each. Megatron-Core (Transformer Engine's fused norm): 4 B and 6 B.
+  const uint64_t n = T * H;
+  EXPECT_EQ(op_bytes(llama_yaml("framework: torchtitan"), "input_layernorm", Phase::Forward), 36 * n);
+  EXPECT_EQ(op_bytes(llama_yaml("framework: torchtitan"), "input_layernorm_bwd", Phase::Backward), 92 * n);
+  const workload::Workload eager = build(llama_yaml("framework: torchtitan"));
+  EXPECT_EQ(find_op(eager.programs[0], "input_layernorm", Phase::Forward)->category,
+            workload::ComputeCategory::Elementwise);
+  const workload::Workload fused = build(llama_yaml("framework: torchtitan, compile: true"));
+  EXPECT_EQ(find_op(fused.programs[0], "input_layernorm", Phase::Forward)->category, workload::ComputeCategory::Norm);
+  EXPECT_EQ(op_bytes(llama_yaml("framework: torchtitan, compile: true"), "input_layernorm", Phase::Forward), 4 * n);
+  EXPECT_EQ(op_bytes(llama_yaml("framework: torchtitan, compile: true"), "input_layernorm_bwd", Phase::Backward),
+            10 * n);
+  EXPECT_EQ(op_bytes(llama_yaml("framework: megatron"), "input_layernorm", Phase::Forward), 4 * n);
+  EXPECT_EQ(op_bytes(llama_yaml("framework: megatron"), "input_layernorm_bwd", Phase::Backward), 6 * n);
+}
+
+TEST(FrameworkTorchtitan, EagerSwigluRotaryAndRepeatKvAreTheirOwnKernels) {
+  const std::string eager = llama_yaml("framework: torchtitan");
+  // silu(w1 x) (2+2) then * w3 x (4+2): 10 B per FFN element; backward 18 B.
+  EXPECT_EQ(op_bytes(eager, "swiglu", Phase::Forward), 10 * T * FFN);
+  EXPECT_EQ(op_bytes(eager, "swiglu_bwd", Phase::Backward), 18 * T * FFN);
+  // RoPE on Q (1024 wide) and K (256): float() 2+4, complex multiply 4+4, type_as 4+2 = 20 B per element.
+  EXPECT_EQ(op_bytes(eager, "rotary_embedding", Phase::Forward), 20 * T * (Q + KV));
+  // repeat_kv writes K and V for all 16 heads: 2 B per element of 2 x 1024.
+  EXPECT_EQ(op_bytes(eager, "repeat_kv", Phase::Forward), 2 * T * 2 * Q);
+  EXPECT_EQ(op_bytes(eager, "repeat_kv_bwd", Phase::Backward), 2 * T * 2 * Q);
+  // Megatron-Core has neither kernel (Transformer Engine's RoPE and grouped K/V in its attention).
+  const workload::Workload mc = build(llama_yaml("framework: megatron"));
+  EXPECT_EQ(find_op(mc.programs[0], "rotary_embedding", Phase::Forward), nullptr);
+  EXPECT_EQ(find_op(mc.programs[0], "repeat_kv", Phase::Forward), nullptr);
+  // Without grouping (num_query_groups = heads) torchtitan's repeat_kv returns its input: no kernel.
+  std::string mha = eager;
+  mha.replace(mha.find("num_query_groups: 4"), 19, "num_query_groups: 16");
+  EXPECT_EQ(find_op(build(mha).programs[0], "repeat_kv", Phase::Forward), nullptr);
+}
+
+TEST(FrameworkTorchtitan, OpLevelSacRecomputesEverySecondMatmul) {
+  // Matmuls in call order: wq, wk, wv, wo, w1, w3, w2; the policy recomputes the 2nd, 4th and 6th.
+  const workload::Workload w = build(llama_yaml("framework: torchtitan, compile: true, recompute: selective"));
+  const workload::Program& p = w.programs[0];
+  const workload::Op* wk = find_op(p, "wk_recompute", Phase::Recompute);
+  const workload::Op* wo = find_op(p, "wo_recompute", Phase::Recompute);
+  const workload::Op* w3 = find_op(p, "w3_recompute", Phase::Recompute);
+  ASSERT_TRUE(wk && wo && w3);
+  EXPECT_DOUBLE_EQ(wk->flops, 2.0 * T * KV * H);
+  EXPECT_DOUBLE_EQ(wo->flops, 2.0 * T * H * Q);
+  EXPECT_DOUBLE_EQ(w3->flops, 2.0 * T * FFN * H);
+  // Attention (SDPA) is saved, so never recomputed; every layer recomputes once per micro-batch.
+  size_t recomputed = 0;
+  for (const workload::Op& op : p.ops) {
+    if (op.phase != Phase::Recompute) continue;
+    EXPECT_EQ(p.name(op).find("core_attention"), std::string::npos) << p.name(op);
+    if (p.name(op) == "wk_recompute") ++recomputed;
+  }
+  EXPECT_EQ(recomputed, 4u);
+  // Megatron-Core's selective recompute with flash attention re-runs the attention core instead.
+  const workload::Workload mc = build(llama_yaml("framework: megatron, recompute: selective"));
+  EXPECT_NE(find_op(mc.programs[0], "core_attention_recompute", Phase::Recompute), nullptr);
+  EXPECT_EQ(find_op(mc.programs[0], "wk_recompute", Phase::Recompute), nullptr);
+}
+
+TEST(FrameworkTorchtitan, OpLevelSacUnderFloat8RecomputesEveryProjectionTheBackwardNeeds) {
+  // torchao's Float8Linear calls aten._scaled_mm, which the policy does not save: Q, K, V, w1 and w3 all re-run (w2's
+  // output feeds only the residual add, which the backward does not need).
+  const workload::Workload w = build(llama_yaml("framework: torchtitan, compile: true, recompute: selective", 1, "fp8"));
+  const workload::Program& p = w.programs[0];
+  const workload::Op* qkv = find_op(p, "wqkv_recompute", Phase::Recompute);
+  const workload::Op* up = find_op(p, "w1_w3_recompute", Phase::Recompute);
+  ASSERT_TRUE(qkv && up);
+  EXPECT_DOUBLE_EQ(qkv->flops, 2.0 * T * (Q + 2 * KV) * H);
+  EXPECT_DOUBLE_EQ(up->flops, 2.0 * T * 2 * FFN * H);
+  EXPECT_NE(find_op(p, "wo_recompute", Phase::Recompute), nullptr);
+}
+
+TEST(FrameworkTorchtitan, UnderTensorParallelismTheSavedReduceScatterSparesWo) {
+  // The functional reduce-scatter's output is saved, so wo's matmul (its only consumer) is not re-run; the
+  // sequence-parallel all-gathers are not saved and run again.
+  const workload::Workload w = build(llama_yaml("framework: torchtitan, compile: true, recompute: selective", 2));
+  const workload::Program& p = w.programs[0];
+  EXPECT_EQ(find_op(p, "wo_recompute", Phase::Recompute), nullptr);
+  ASSERT_NE(find_op(p, "wk_recompute", Phase::Recompute), nullptr);
+  EXPECT_DOUBLE_EQ(find_op(p, "wk_recompute", Phase::Recompute)->flops, 2.0 * T * (KV / 2) * H);
+  EXPECT_NE(find_op(p, "attention_input_all_gather_recompute", Phase::Recompute), nullptr);
+}
+
+TEST(FrameworkTorchtitan, Fsdp2CopiesEachGatherOutAndWritesGradientsInBf16) {
+  const workload::Workload w = build(llama_yaml("framework: torchtitan, compile: true, zero_stage: 3"));
+  const workload::Program& p = w.programs[0];
+  // One layer's parameters: wq, wk, wv, wo (1024 x (1024 + 256 + 256 + 1024)), w1, w3, w2 (3 x 1024 x 2816) and two
+  // norms' 1024: read and written once in bf16.
+  const uint64_t layer_params = H * (Q + 2 * KV + Q) + 3 * H * FFN + 2 * H;
+  bool found = false;
+  for (const workload::Op& op : p.ops) {
+    if (p.name(op) != "fsdp2_all_gather_copy_out" || op.layer != 1) continue;
+    EXPECT_EQ(op.bytes, 2 * 2 * layer_params);
+    found = true;
+  }
+  EXPECT_TRUE(found);
+  // The wgrad GEMM writes a bf16 gradient (no fp32 main_grad read and written): 6 B per weight fewer than Megatron's.
+  const uint64_t tt = find_op(p, "fc1_wgrad", Phase::Backward)->bytes;
+  const workload::Workload mc = build(llama_yaml("framework: megatron, zero_stage: 3"));
+  EXPECT_EQ(find_op(mc.programs[0], "fc1_wgrad", Phase::Backward)->bytes - tt, 6 * H * 2 * FFN);
+  EXPECT_EQ(find_op(mc.programs[0], "fsdp2_all_gather_copy_out", Phase::Forward), nullptr);
+}
+
+TEST(FrameworkTorchtitan, EagerIsSlowerThanCompiled) {
+  const auto step = [](const std::string& yaml) {
+    return sim::run_simulation(catalog::shipped(), test::job_from_yaml(yaml), {0}).result.step_ns;
+  };
+  const int64_t eager = step(llama_yaml("framework: torchtitan"));
+  const int64_t compiled = step(llama_yaml("framework: torchtitan, compile: true"));
+  EXPECT_GT(eager, compiled);
+}
+
+TEST(FrameworkTorchtitan, RefusesWhatItsProfileDoesNotHave) {
+  auto error = [](const std::string& training, const std::string& precision = "bf16") {
+    return test::job_error(llama_yaml(training, 1, precision));
+  };
+  EXPECT_NE(error("framework: deepspeed").find("training.framework"), std::string::npos);
+  EXPECT_NE(error("framework: deepspeed").find("not modelled yet"), std::string::npos);
+  EXPECT_NE(error("compile: true").find("framework: torchtitan"), std::string::npos);
+  EXPECT_NE(error("framework: torchtitan, recompute: selective, recompute_modules: [mlp]").find("recompute_modules"),
+            std::string::npos);
+  EXPECT_NE(error("framework: torchtitan, tp_comm_overlap: true").find("Megatron-Core's"), std::string::npos);
+  EXPECT_NE(error("framework: torchtitan, cuda_graphs: true").find("cuda_graphs"), std::string::npos);
+  EXPECT_NE(error("framework: torchtitan, fp8_recipe: delayed", "fp8").find("current only"), std::string::npos);
+  EXPECT_EQ(error("framework: torchtitan, fp8_recipe: current", "fp8"), "");
+  std::string gelu = llama_yaml("framework: torchtitan");
+  gelu.replace(gelu.find("activation: swiglu"), 18, "activation: gelu");
+  EXPECT_NE(test::job_error(gelu).find("Llama 3 model (RMSNorm, RoPE, SwiGLU, no biases)"), std::string::npos);
+  EXPECT_EQ(error("framework: torchtitan, compile: true, recompute: full, zero_stage: 3"), "");
+}
+
+TEST(FrameworkTorchtitan, Float8DefaultsToTensorwiseDynamicScaling) {
+  const spec::JobSpec j = test::job_from_yaml(llama_yaml("framework: torchtitan", 1, "fp8"));
+  EXPECT_EQ(j.training.fp8_recipe, spec::Fp8Recipe::Current);
+  EXPECT_TRUE(j.training.overlap_grad_reduce);  // FSDP2 reduces on its own stream
+}
+
+}  // namespace
+}  // namespace stepsim
