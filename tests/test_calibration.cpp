@@ -1,6 +1,8 @@
 // Calibration: the bounded least squares, the NCCL parameter fit (synthetic points from the model with known
 // parameters, and the real A100 and issue-350 measurements), the SQLite store and `stepsim calibrate`.
 #include <gtest/gtest.h>
+
+#include <csignal>
 #include <sqlite3.h>
 
 #include <cmath>
@@ -357,6 +359,75 @@ TEST(Calibration, ConcurrentFirstWritersAllSucceed) {
     sqlite3_finalize(q);
     sqlite3_close(db);
   }
+}
+
+TEST(Calibration, AWriterKilledInsideACommitPoisonsNoLaterReader) {
+  // Issue 48 item 2: `kill -9` while a write's pages are already in the store left a hot journal that read-only
+  // readers cannot roll back ("attempt to write a readonly database" from every simulate). A reader now opens the
+  // store read-write where it may, so SQLite rolls the interrupted write back and nothing committed is lost. The
+  // writer is killed after a different amount of work each time (its cache of one page spills every insert).
+  const std::string path = temp_path("killed.sqlite");
+  std::filesystem::remove(path);
+  {
+    hw::CalibrationStore s = hw::CalibrationStore::open(path);
+    hw::ComputeCalibrationRow row;
+    row.arch = "hopper";
+    row.sustained_clock = 0.77;
+    row.source = "committed";
+    row.created = "now";
+    s.insert_compute(row);
+  }
+  for (int kill_after = 1; kill_after <= 6; ++kill_after) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      sqlite3* db = nullptr;
+      if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) _exit(3);
+      sqlite3_exec(db, "PRAGMA cache_size = 1; BEGIN IMMEDIATE; CREATE TABLE junk (x BLOB)", nullptr, nullptr, nullptr);
+      for (int i = 0; i < kill_after * 4; ++i) {
+        sqlite3_exec(db, "INSERT INTO junk VALUES (randomblob(65536))", nullptr, nullptr, nullptr);
+      }
+      raise(SIGKILL);  // inside the transaction, its pages partly written to the store
+      _exit(4);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    std::error_code ec;
+    EXPECT_GT(std::filesystem::file_size(path + "-journal", ec), 0u) << "no hot journal left (kill " << kill_after << ")";
+    // The next reader succeeds and sees exactly what was committed.
+    const auto store = hw::CalibrationStore::open_existing(path);
+    ASSERT_TRUE(store.has_value());
+    const auto row = store->lookup_compute("hopper");
+    ASSERT_TRUE(row.has_value());
+    EXPECT_DOUBLE_EQ(row->sustained_clock, 0.77);
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM compute_calibration", -1, &q, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(q), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(q, 0), 1);
+    sqlite3_finalize(q);
+    EXPECT_NE(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM junk", -1, &q, nullptr), SQLITE_OK);  // rolled back
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+  }
+  // And a simulation on that store runs (exit 0) after one more interrupted write.
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    sqlite3* db = nullptr;
+    sqlite3_open(path.c_str(), &db);
+    sqlite3_exec(db, "PRAGMA cache_size = 1; BEGIN IMMEDIATE; CREATE TABLE junk (x BLOB)", nullptr, nullptr, nullptr);
+    for (int i = 0; i < 8; ++i) sqlite3_exec(db, "INSERT INTO junk VALUES (randomblob(65536))", nullptr, nullptr, nullptr);
+    raise(SIGKILL);
+    _exit(4);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  const auto r = test::run_cli_env("STEPSIM_CALIBRATION_DB=" + path,
+                                   "simulate " + test::source_dir() + "/examples/llama2-7b-8.yaml --json /dev/null");
+  EXPECT_EQ(r.code, 0) << r.output;
 }
 
 TEST(Calibration, LookupPicksNodesThenVersionThenNewest) {

@@ -160,24 +160,29 @@ TEST(ComputeCalibration, AJobGetsItsKindsBandFromTheShippedTableAndTheStore) {
   EXPECT_EQ(dc2.interval_kind, "");
 }
 
-TEST(ComputeCalibration, KindBandsInTheEfficiencyFileAreChecked) {
-  const std::string dir = test::temp_dir() + "kind-bands/";
+// The InputError data/efficiency.yaml gives with `anchor` (one line of it) replaced by `replacement`; "" when it
+// loads, "anchor not found" when the shipped file no longer has that line.
+std::string efficiency_error_with(const std::string& dir_name, const std::string& anchor, const std::string& replacement) {
+  const std::string dir = test::temp_dir() + dir_name + "/";
   std::filesystem::create_directories(dir);
-  const std::string base = test::read_file(test::source_dir() + "/data/efficiency.yaml");
-  auto error_with = [&](const std::string& band) {
-    const std::string path = dir + "efficiency.yaml";
-    std::string text = base;
-    const std::string anchor = "    prediction_interval_by_kind: {dense: {interval: [-0.169, 0.077], runs: 20}}";
-    const size_t at = text.find(anchor);
-    if (at == std::string::npos) return std::string("anchor not found");
-    text.replace(at, anchor.size(), "    prediction_interval_by_kind: " + band);
-    std::ofstream(path, std::ios::trunc) << text;
-    try {
-      (void)cost::EfficiencyCatalog::load(path);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
+  std::string text = test::read_file(test::source_dir() + "/data/efficiency.yaml");
+  const size_t at = text.find(anchor);
+  if (at == std::string::npos) return "anchor not found";
+  text.replace(at, anchor.size(), replacement);
+  const std::string path = dir + "efficiency.yaml";
+  std::ofstream(path, std::ios::trunc) << text;
+  try {
+    (void)cost::EfficiencyCatalog::load(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ComputeCalibration, KindBandsInTheEfficiencyFileAreChecked) {
+  auto error_with = [](const std::string& band) {
+    return efficiency_error_with("kind-bands", "    prediction_interval_by_kind: {dense: {interval: [-0.169, 0.077], runs: 20}}",
+                                 "    prediction_interval_by_kind: " + band);
   };
   EXPECT_EQ(error_with("{dense: {interval: [-0.169, 0.077], runs: 20}}"), "");
   EXPECT_NE(error_with("{sparse: {interval: [-0.1, 0.1], runs: 2}}").find("prediction_interval_by_kind.sparse: unknown key"),
@@ -187,6 +192,19 @@ TEST(ComputeCalibration, KindBandsInTheEfficiencyFileAreChecked) {
   EXPECT_NE(error_with("{moe: {interval: [-0.1, 0.1], runs: 0}}").find("prediction_interval_by_kind.moe.runs: must be"),
             std::string::npos);
   EXPECT_NE(error_with("{moe: {interval: [-0.1, 0.1]}}").find("prediction_interval_by_kind.moe.runs: missing"),
+            std::string::npos);
+}
+
+TEST(ComputeCalibration, FrameworkBandsInTheEfficiencyFileAreChecked) {
+  auto error_with = [](const std::string& entry) {
+    return efficiency_error_with("framework-bands", "      torchtitan: {interval: [-0.317, -0.022], runs: 18}",
+                                 "      " + entry);
+  };
+  EXPECT_EQ(error_with("torchtitan: {interval: [-0.317, -0.022], runs: 18}"), "");
+  // Only a framework a job can name has a band (deepspeed is refused in job files).
+  EXPECT_NE(error_with("deepspeed: {interval: [-0.4, 0.1], runs: 3}").find("prediction_interval_by_framework.deepspeed: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_with("torchtitan: {interval: [-0.1, 0.1], runs: 0}").find("prediction_interval_by_framework.torchtitan.runs: must be"),
             std::string::npos);
 }
 

@@ -9,6 +9,7 @@
 
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/catalog/catalog.hpp"
+#include "stepsim/catalog/efficiency_table.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "test_util.hpp"
 
@@ -162,6 +163,31 @@ TEST(FrameworkTorchtitan, EagerIsSlowerThanCompiled) {
   const int64_t eager = step(llama_yaml("framework: torchtitan"));
   const int64_t compiled = step(llama_yaml("framework: torchtitan, compile: true"));
   EXPECT_GT(eager, compiled);
+}
+
+TEST(FrameworkTorchtitan, ItsIntervalIsTheTorchtitanRunsBandHoldingThePrediction) {
+  // data/efficiency.yaml: the calibration runs are Megatron-Core's; a torchtitan job on Hopper takes the band of the 18
+  // torchtitan runs ([-0.317, -0.022]), widened to hold the prediction (high end 0).
+  const cost::EfficiencyTable hopper = catalog::shipped().efficiency.resolve_arch("hopper");
+  ASSERT_EQ(hopper.prediction_interval_by_framework.count("torchtitan"), 1u);
+  const hw::KindInterval band = hopper.prediction_interval_by_framework.at("torchtitan");
+  const std::string yaml =
+      llama_yaml("framework: torchtitan, compile: true") + "simulation: {host_time_scale: 0, calibration_store: none}\n";
+  std::string job = yaml;
+  job.erase(job.find("simulation: {host_time_scale: 0}\n"), std::string("simulation: {host_time_scale: 0}\n").size());
+  sim::ComputeCalibration cal;
+  sim::make_compute_model(catalog::shipped(), test::job_from_yaml(job), &cal);
+  ASSERT_TRUE(cal.interval.has_value());
+  EXPECT_DOUBLE_EQ((*cal.interval)[0], band.low);
+  EXPECT_DOUBLE_EQ((*cal.interval)[1], 0.0);
+  EXPECT_EQ(cal.interval_kind, "torchtitan");
+  EXPECT_EQ(cal.interval_runs, band.runs);
+  // The same model under Megatron-Core keeps the dense band of the calibration runs.
+  std::string mc = job;
+  mc.replace(mc.find("framework: torchtitan, compile: true"), 36, "framework: megatron");
+  sim::ComputeCalibration mcal;
+  sim::make_compute_model(catalog::shipped(), test::job_from_yaml(mc), &mcal);
+  EXPECT_EQ(mcal.interval_kind, "dense");
 }
 
 TEST(FrameworkTorchtitan, RefusesWhatItsProfileDoesNotHave) {

@@ -407,14 +407,14 @@ TEST(Validate, IntervalCoverageAndErrorSpreadByKind) {
 
 TEST(Validate, CommandReportsRowsErrorsAndFailures) {
   // Row a: a small job measured at 2x what stepsim predicts for it (the test reads the prediction back and checks
-  // the error arithmetic); row b: a TP of 3 on 8 GPUs -> failed, exit 1.
+  // the error arithmetic); row b: a TP of 3 on 8 GPUs -> failed, exit 2 (bad input; 1 is for internal errors).
   const std::string rows = std::string(kHeader) +
       "a,S,GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,2,2,2,1,1,,1,16,bf16,full,,1.0,,,,\n"
       "b,T,GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,3,1,,1,1,,1,16,bf16,full,,1.0,,,,\n";
   const std::string csv = test::write_temp("runs.csv", rows);
   const std::string out = test::write_temp("runs.json", "");
   const auto r = test::run_cli("validate " + csv + " --json " + out);
-  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("1 row(s) could not be simulated"), std::string::npos) << r.output;
   std::ifstream in(out);
   const nlohmann::json j = nlohmann::json::parse(in);
@@ -452,6 +452,28 @@ TEST(Validate, CommandReportsRowsErrorsAndFailures) {
   const auto b = test::run_cli("validate " + broken);
   EXPECT_EQ(b.code, 2) << b.output;
   EXPECT_NE(b.output.find("broken.csv:2"), std::string::npos) << b.output;
+}
+
+// data/efficiency.yaml's torchtitan band is what `validate` prints for the development file's torchtitan rows (its
+// table by architecture and framework), to the three decimals shipped.
+TEST(Validate, ShippedFrameworkBandIsWhatTheCommandPrints) {
+  const std::string out = test::temp_dir() + "v2-bands.json";
+  const auto r = test::run_cli_env("STEPSIM_CALIBRATION_DB=/nonexistent/none.sqlite",
+                                   "validate " + test::source_dir() +
+                                       "/../shared/data/published-runs/published_runs_2.csv --json " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto j = nlohmann::json::parse(test::read_file(out));
+  const hw::KindInterval shipped =
+      stepsim::catalog::shipped().efficiency.resolve_arch("hopper").prediction_interval_by_framework.at("torchtitan");
+  bool found = false;
+  for (const auto& b : j["by_framework_arch"]) {
+    if (b["arch"] != "hopper" || b["framework"] != "torchtitan") continue;
+    found = true;
+    EXPECT_EQ(b["rows"].get<int>(), shipped.runs);
+    EXPECT_NEAR(b["error_p10"].get<double>(), shipped.low, 5e-4);
+    EXPECT_NEAR(b["error_p90"].get<double>(), shipped.high, 5e-4);
+  }
+  EXPECT_TRUE(found);
 }
 
 // The torchtitan rows of the development file as torchtitan ran them (docs/VALIDATION-RULES.md): compiled where the

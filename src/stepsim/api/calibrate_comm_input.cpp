@@ -1,4 +1,5 @@
 #include "stepsim/api/calibrate_comm_input.hpp"
+#include "stepsim/io/utf8.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -189,7 +190,7 @@ void add_profile(const std::string& path, Collected& c) {
     for (const char* k : {"size_bytes", "duration_us"}) {
       if (!r.is_object() || !r.contains(k) || !r[k].is_number()) continue;
       const double v = r[k].get<double>();
-      if (!std::isfinite(v) || v <= 0) refuse(std::string(k) + " " + r[k].dump() + " is not positive");
+      if (!std::isfinite(v) || v <= 0) refuse(std::string(k) + " " + io::json_text(r[k]) + " is not positive");
     }
     double bytes = 0, ranks = 0, nodes = 0, per_node = 0, us = 0;
     std::optional<cost::BenchCollective> coll;

@@ -1,4 +1,5 @@
 #include "stepsim/api/simulate.hpp"
+#include "stepsim/io/utf8.hpp"
 
 #include <algorithm>
 
@@ -94,7 +95,7 @@ SimulateOutput simulate(const SimulateOptions& o) {
 }
 
 void write_outputs(const SimulateOptions& o, const SimulateOutput& out) {
-  if (!o.json_path.empty()) write_output_file(o.json_path, out.json.dump(2) + "\n", "summary JSON");
+  if (!o.json_path.empty()) write_output_file(o.json_path, io::json_text(out.json, 2) + "\n", "summary JSON");
   if (!o.trace_path.empty()) report::write_chrome_trace_file(o.trace_path, out.sim);
   if (!o.memory_csv.empty()) report::write_memory_csv_file(o.memory_csv, out.sim);
   if (!o.report_path.empty()) {

@@ -53,6 +53,12 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
     bands.push_back({{"arch", b.arch}, {"kind", b.kind}, {"rows", b.rows}, {"error_p10", b.p10}, {"error_p90", b.p90},
                      {"rows_with_interval", b.with_interval}, {"measured_inside_interval", b.covered}});
   }
+  nlohmann::json framework_bands = nlohmann::json::array();
+  for (const auto& b : r.framework_bands) {
+    framework_bands.push_back({{"arch", b.arch}, {"framework", b.kind}, {"rows", b.rows}, {"error_p10", b.p10},
+                               {"error_p90", b.p90}, {"rows_with_interval", b.with_interval},
+                               {"measured_inside_interval", b.covered}});
+  }
   nlohmann::json failed = nlohmann::json::array();
   for (const auto& f : r.failed) failed.push_back({{"id", f.id}, {"line", f.line}, {"message", f.message}});
   nlohmann::json sources = nlohmann::json::object();
@@ -65,7 +71,8 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
                           {"mean_signed_error", s.mean_signed_error}});
   }
   return {{"rows", rows}, {"mape", r.mape}, {"mean_signed_error", r.mean_signed_error}, {"by_source", sources},
-          {"by_framework_gpu", frameworks}, {"by_kind", bands}, {"failed", failed}};
+          {"by_framework_gpu", frameworks}, {"by_kind", bands}, {"by_framework_arch", framework_bands},
+          {"failed", failed}};
 }
 
 }  // namespace
@@ -114,10 +121,20 @@ std::string validation_markdown(const validate::ValidationResult& r, const Valid
      << "bands are honest; docs/CALIBRATION.md, \"Prediction interval by kind of job\").\n\n"
      << "| architecture | kind | runs | errors, 10th .. 90th percentile | measured inside the 80 % interval |\n"
      << "| --- | --- | ---: | --- | ---: |\n";
-  for (const auto& b : r.bands) {
-    std::snprintf(buf, sizeof buf, "| %s | %s | %d | %+.1f %% .. %+.1f %% | %d of %d |\n", b.arch.c_str(),
-                  b.kind.c_str(), b.rows, 100 * b.p10, 100 * b.p90, b.covered, b.with_interval);
-    os << buf;
+  auto band_rows = [&](const std::vector<validate::KindBand>& bands) {
+    for (const auto& b : bands) {
+      std::snprintf(buf, sizeof buf, "| %s | %s | %d | %+.1f %% .. %+.1f %% | %d of %d |\n", b.arch.c_str(),
+                    b.kind.c_str(), b.rows, 100 * b.p10, 100 * b.p90, b.covered, b.with_interval);
+      os << buf;
+    }
+  };
+  band_rows(r.bands);
+  if (!r.framework_bands.empty()) {
+    os << "\nBy GPU architecture and framework other than Megatron-Core: the same (what data/efficiency.yaml's "
+       << "`prediction_interval_by_framework` ships where a framework has a profile; docs/CALIBRATION.md).\n\n"
+       << "| architecture | framework | runs | errors, 10th .. 90th percentile | measured inside the 80 % interval |\n"
+       << "| --- | --- | ---: | --- | ---: |\n";
+    band_rows(r.framework_bands);
   }
   os << "\n| run | measured (s) | predicted (s) | error | predicted MFU | recompute | measured from |\n"
      << "| --- | ---: | ---: | ---: | ---: | --- | --- |\n";

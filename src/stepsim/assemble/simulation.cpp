@@ -123,6 +123,16 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
       }
     }
   }
+  // A framework other than Megatron-Core is outside the calibration runs (all Megatron-Core): its runs' band if any.
+  if (job.training.framework != spec::Framework::MegatronCore && cal.interval) {
+    const auto it = table.prediction_interval_by_framework.find(spec::name_of(job.training.framework));
+    if (it != table.prediction_interval_by_framework.end()) {
+      // Widened to hold the prediction itself: a band of skewed errors must not exclude the point it is around.
+      cal.interval = std::array<double, 2>{std::min(it->second.low, 0.0), std::max(it->second.high, 0.0)};
+      cal.interval_kind = it->first;
+      cal.interval_runs = it->second.runs;
+    }
+  }
   // The job's attention scale wins over the store's (it is a property of the user's kernels, not of the clock).
   if (job.simulation.attention_scale > 0) cal.attention_scale = job.simulation.attention_scale;
   if (cal.attention_scale != 1.0) {

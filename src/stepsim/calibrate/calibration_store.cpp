@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <set>
 
+#include <unistd.h>
+
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/io/input_error.hpp"
 
@@ -344,7 +346,17 @@ std::optional<ComputeCalibrationRow> CalibrationStore::lookup_compute(const std:
 std::optional<CalibrationStore> CalibrationStore::open_existing(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::nullopt;
-  CalibrationStore store(open_db(path, SQLITE_OPEN_READONLY), path);
+  // A writer killed inside a commit leaves a hot journal beside the store; only a connection that may write can roll
+  // it back (SQLite does so on the first read), so a reader opens read-write (never creating) wherever it may, and
+  // read-only where it may not (the read then fails with the reason, below).
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const bool writable = access(path.c_str(), W_OK) == 0 && access(dir.empty() ? "." : dir.c_str(), W_OK) == 0;
+  if (!writable && std::filesystem::file_size(path + "-journal", ec) > 0 && !ec) {
+    throw InputError(path + ": a write to the calibration store was interrupted (hot journal " + path +
+                     "-journal) and this user may not write the store to roll it back; run any stepsim command as "
+                     "its owner once (e.g. stepsim calibrate list)");
+  }
+  CalibrationStore store(open_db(path, writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY), path);
   if (!check_schema(store.db_, path)) return std::nullopt;  // an empty database holds no calibrations
   return store;
 }

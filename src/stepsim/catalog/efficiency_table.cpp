@@ -28,6 +28,7 @@ struct EfficiencyCatalog::Partial {
   std::optional<double> sustained_clock, power_static_share;
   std::optional<std::array<double, 2>> prediction_interval;
   std::optional<hw::KindIntervals> prediction_interval_by_kind;
+  std::optional<hw::KindIntervals> prediction_interval_by_framework;
 };
 
 namespace {
@@ -129,7 +130,8 @@ class Parser {
     const auto present = keys(n, key,
                               {"gemm_waves", "gemm_precision_scale", "grouped_gemm_scale", "attention",
                                "memory_efficiency", "kernel_floor_us", "launch_gap_us", "host_time_scale", "host_to_device_GBps", "cpu_optimizer_GBps", "sustained_clock",
-                               "power_static_share", "prediction_interval", "prediction_interval_by_kind"});
+                               "power_static_share", "prediction_interval", "prediction_interval_by_kind",
+                               "prediction_interval_by_framework"});
     if (present.count("gemm_waves")) {
       const YAML::Node w = n["gemm_waves"];
       const std::string k = key + ".gemm_waves";
@@ -192,28 +194,34 @@ class Parser {
       if (!(lo > -1 && lo <= hi && hi < 10)) fail(k, "needs -1 < low <= high < 10, got [" + fmt(lo) + ", " + fmt(hi) + "]");
       t.prediction_interval = std::array<double, 2>{lo, hi};
     }
-    if (present.count("prediction_interval_by_kind")) {
-      const YAML::Node by = n["prediction_interval_by_kind"];
-      const std::string k = key + ".prediction_interval_by_kind";
-      std::vector<std::string> kinds(hw::kCalibrationKinds.begin(), hw::kCalibrationKinds.end());
-      const auto have = keys(by, k, kinds);
+    // Bands by kind of job or by framework: {name: {interval: [low, high], runs: N}} for the names allowed.
+    auto read_bands = [&](const char* field, const std::vector<std::string>& names) {
+      const YAML::Node by = n[field];
+      const std::string k = key + "." + field;
       hw::KindIntervals out;
-      for (const std::string& kind : have) {
-        const YAML::Node e = by[kind];
-        const std::string ek = k + "." + kind;
+      for (const std::string& name : keys(by, k, names)) {
+        const YAML::Node e = by[name];
+        const std::string ek = k + "." + name;
         keys(e, ek, {"interval", "runs"});
         const YAML::Node pi = e["interval"];
         if (!pi || !pi.IsSequence() || pi.size() != 2) fail(ek + ".interval", "must be [low, high] signed fractions");
         const double lo = number(pi[0], ek + ".interval[0]"), hi = number(pi[1], ek + ".interval[1]");
         if (!(lo > -1 && lo <= hi && hi < 10))
           fail(ek + ".interval", "needs -1 < low <= high < 10, got [" + fmt(lo) + ", " + fmt(hi) + "]");
-        if (!e["runs"]) fail(ek + ".runs", "missing: the number of calibration runs of this kind");
+        if (!e["runs"]) fail(ek + ".runs", "missing: the number of calibration runs behind the band");
         const double runs = number(e["runs"], ek + ".runs");
         if (!(runs >= 1 && runs <= 1e6 && runs == std::floor(runs)))
           fail(ek + ".runs", "must be a whole number in [1, 1e6], got " + fmt(runs));
-        out[kind] = hw::KindInterval{lo, hi, static_cast<int>(runs)};
+        out[name] = hw::KindInterval{lo, hi, static_cast<int>(runs)};
       }
-      t.prediction_interval_by_kind = out;
+      return out;
+    };
+    if (present.count("prediction_interval_by_kind")) {
+      t.prediction_interval_by_kind =
+          read_bands("prediction_interval_by_kind", {hw::kCalibrationKinds.begin(), hw::kCalibrationKinds.end()});
+    }
+    if (present.count("prediction_interval_by_framework")) {
+      t.prediction_interval_by_framework = read_bands("prediction_interval_by_framework", {"torchtitan"});
     }
     if (present.count("sustained_clock")) t.sustained_clock = fraction(n["sustained_clock"], key + ".sustained_clock");
     if (present.count("power_static_share")) {
@@ -266,6 +274,7 @@ Partial merge(const Partial& base, const Partial& over) {
   take(r.power_static_share, over.power_static_share);
   take(r.prediction_interval, over.prediction_interval);
   take(r.prediction_interval_by_kind, over.prediction_interval_by_kind);
+  take(r.prediction_interval_by_framework, over.prediction_interval_by_framework);
   return r;
 }
 
@@ -310,6 +319,7 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   t.power_static_share = p.power_static_share.value_or(0.0);  // optional: absent = all power scales with the clock
   t.prediction_interval = p.prediction_interval;
   t.prediction_interval_by_kind = p.prediction_interval_by_kind.value_or(hw::KindIntervals{});
+  t.prediction_interval_by_framework = p.prediction_interval_by_framework.value_or(hw::KindIntervals{});
   return t;
 }
 

@@ -61,6 +61,9 @@ struct EfficiencyTable {
   // The same per kind of job ("dense", "moe"), from that kind's calibration runs (hw/prediction_interval.hpp); a
   // kind without an entry takes prediction_interval.
   hw::KindIntervals prediction_interval_by_kind;
+  // The same per training framework other than Megatron-Core ("torchtitan"), from that framework's runs: the
+  // calibration runs are Megatron-Core's, so a job of another framework takes its framework's band where there is one.
+  hw::KindIntervals prediction_interval_by_framework;
 
   // Product of the two attention shape factors (1 where a curve is empty or an argument is <= 0).
   double attention_shape_factor(double kv_tokens, double head_dim) const;

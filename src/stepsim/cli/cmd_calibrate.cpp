@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "stepsim/io/utf8.hpp"
 #include "stepsim/api/calibrate_comm.hpp"
 #include "stepsim/api/calibrate_comm_report.hpp"
 #include "stepsim/cli/commands.hpp"
@@ -24,7 +25,7 @@ int run_calibrate_comm(const api::CalibrateOptions& o) {
   } else {
     std::cout << "# --dry-run: " << out.rows << " row" << s << " not stored\n";
   }
-  if (!o.json_path.empty()) write_output_file(o.json_path, out.json.dump(2) + "\n", "calibration JSON");
+  if (!o.json_path.empty()) write_output_file(o.json_path, io::json_text(out.json, 2) + "\n", "calibration JSON");
   return 0;
 }
 

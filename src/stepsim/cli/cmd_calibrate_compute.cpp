@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "stepsim/io/utf8.hpp"
 #include "stepsim/api/calibrate_compute.hpp"
 #include "stepsim/cli/commands.hpp"
 
@@ -18,7 +19,7 @@ struct CalibrateComputeArgs {
 int run_calibrate_compute(const CalibrateComputeArgs& a) {
   const api::CalibrateComputeOutput out = api::calibrate_compute(a.opt, utc_now_iso());
   std::cout << out.text;
-  if (!a.json_path.empty()) write_output_file(a.json_path, out.json.dump(2) + "\n", "calibration JSON");
+  if (!a.json_path.empty()) write_output_file(a.json_path, io::json_text(out.json, 2) + "\n", "calibration JSON");
   if (out.fit.archs.empty()) return 1;
   if (!out.store_path.empty()) {
     std::cout << "stored in " << out.store_path

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "stepsim/io/utf8.hpp"
 #include "stepsim/api/comm.hpp"
 #include "stepsim/cli/commands.hpp"
 
@@ -18,7 +19,7 @@ struct CommOptions {
 int run_comm(const CommOptions& o) {
   const api::CommOutput out = api::comm(o.api);
   std::cout << api::comm_text(o.api, out);
-  if (!o.json_path.empty()) write_output_file(o.json_path, api::comm_json(out).dump(2) + "\n", "comm JSON");
+  if (!o.json_path.empty()) write_output_file(o.json_path, io::json_text(api::comm_json(out), 2) + "\n", "comm JSON");
   return 0;
 }
 

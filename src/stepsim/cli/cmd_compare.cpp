@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "stepsim/io/utf8.hpp"
 #include "stepsim/api/compare.hpp"
 #include "stepsim/cli/commands.hpp"
 
@@ -17,7 +18,7 @@ struct CompareArgs {
 
 int run_compare(const CompareArgs& a) {
   const api::CompareOutput out = api::compare_traces(a.opt);
-  if (!a.json_path.empty()) write_output_file(a.json_path, out.json.dump(2) + "\n", "comparison JSON");
+  if (!a.json_path.empty()) write_output_file(a.json_path, io::json_text(out.json, 2) + "\n", "comparison JSON");
   if (!a.out_path.empty()) api::write_side_by_side(a.out_path, out);
   std::cout << out.text;
   return 0;

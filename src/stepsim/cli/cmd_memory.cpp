@@ -2,6 +2,7 @@
 #include <iostream>
 #include <memory>
 
+#include "stepsim/io/utf8.hpp"
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/api/memory.hpp"
 #include "stepsim/io/input_error.hpp"
@@ -18,7 +19,7 @@ struct MemoryOptions {
 int run_memory(const MemoryOptions& o) {
   const api::MemoryOutput m = api::memory(o.job);
   std::cout << m.text;
-  if (!o.json_path.empty()) write_output_file(o.json_path, m.json.dump(2) + "\n", "memory JSON");
+  if (!o.json_path.empty()) write_output_file(o.json_path, io::json_text(m.json, 2) + "\n", "memory JSON");
   return 0;
 }
 

@@ -2,6 +2,7 @@
 // candidate, engine runs of the best), or prints the (TP, PP) memory-feasibility map. Under MPI the candidates
 // are split across processes and gathered, with output identical to one process (docs/PLANNER.md).
 #include "stepsim/cli/cmd_plan.hpp"
+#include "stepsim/io/utf8.hpp"
 
 #include <iostream>
 #include <memory>
@@ -94,7 +95,7 @@ int run_plan(PlanOptions& o) {
   bar.clear();
   if (dist.rank != 0) return 0;  // every process holds the same result; one prints it
   std::cout << api::plan_text(out);
-  if (!o.json_path.empty()) write_output_file(o.json_path, out.json.dump(2) + "\n", "plan JSON");
+  if (!o.json_path.empty()) write_output_file(o.json_path, io::json_text(out.json, 2) + "\n", "plan JSON");
   if (!o.report_path.empty()) write_output_file(o.report_path, api::plan_report_html(a, out), "--report");
   return 0;
 }

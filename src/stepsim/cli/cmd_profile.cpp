@@ -1,6 +1,7 @@
 // stepsim profile nccl --log LOG... [--nsys DB.sqlite...] [--parallelism tp=4,pp=2] [--sync-clocks] [--nvtx]
 //                      [--model layers=..,hidden=..] [--model-config config.json] [--out TRACE.json] [--summary SUMMARY.json]
 #include "stepsim/cli/cmd_profile.hpp"
+#include "stepsim/io/utf8.hpp"
 
 #include <iostream>
 #include <memory>
@@ -18,7 +19,7 @@ struct ProfileArgs : api::ProfileNcclOptions {
 
 int run(const ProfileArgs& a) {
   const profile::ProfileResult r = api::profile_nccl(a);
-  if (!a.summary.empty()) write_output_file(a.summary, api::profile_summary_json(r).dump(2) + "\n", "the summary (--summary)");
+  if (!a.summary.empty()) write_output_file(a.summary, io::json_text(api::profile_summary_json(r), 2) + "\n", "the summary (--summary)");
   if (!a.out.empty()) api::write_profile_trace(a.out, r, a.nvtx);
   if (!a.quiet) std::cout << api::profile_report_text(r);
   return 0;

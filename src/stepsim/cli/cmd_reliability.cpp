@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "stepsim/io/utf8.hpp"
 #include "stepsim/api/reliability.hpp"
 #include "stepsim/cli/commands.hpp"
 
@@ -61,7 +62,7 @@ api::ReliabilityOptions library_options(const ReliabilityOptions& o) {
 int run_reliability(const ReliabilityOptions& o) {
   const api::ReliabilityOutput x = api::reliability(library_options(o));
   std::cout << api::reliability_text(x);
-  if (!o.json_path.empty()) write_output_file(o.json_path, x.json.dump(2) + "\n", "reliability JSON");
+  if (!o.json_path.empty()) write_output_file(o.json_path, io::json_text(x.json, 2) + "\n", "reliability JSON");
   if (!o.report_path.empty()) write_output_file(o.report_path, api::reliability_report_html(x), "--report");
   return 0;
 }

@@ -2,6 +2,7 @@
 // every row and save it. stepsim slowdown eval: a saved model's accuracy on a dataset (Echo Table 6) and its
 // feature importance (Echo Fig. 11). docs/SLOWDOWN-MODEL.md.
 #include "stepsim/cli/cmd_slowdown.hpp"
+#include "stepsim/io/utf8.hpp"
 
 #include <iostream>
 #include <memory>
@@ -24,14 +25,14 @@ struct EvalArgs {
 int run_train(const TrainArgs& a) {
   const api::SlowdownTrainOutput out = api::slowdown_train(a.opt);
   std::cout << out.text;
-  if (!a.json.empty()) write_output_file(a.json, out.json.dump(2) + "\n", "slowdown training JSON");
+  if (!a.json.empty()) write_output_file(a.json, io::json_text(out.json, 2) + "\n", "slowdown training JSON");
   return 0;
 }
 
 int run_eval(const EvalArgs& a) {
   const api::SlowdownEvalOutput out = api::slowdown_eval(a.opt);
   std::cout << out.text;
-  if (!a.json.empty()) write_output_file(a.json, out.json.dump(2) + "\n", "slowdown evaluation JSON");
+  if (!a.json.empty()) write_output_file(a.json, io::json_text(out.json, 2) + "\n", "slowdown evaluation JSON");
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "stepsim/io/utf8.hpp"
 #include "stepsim/api/validate.hpp"
 #include "stepsim/cli/commands.hpp"
 #include "stepsim/report/progress_bar.hpp"
@@ -23,14 +24,15 @@ int run_validate(const ValidateOptions& o) {
   const api::ValidateOutput out = api::validate(lo);
   bar.clear();
   std::cout << api::validate_text(out, o.verbose);
-  if (!o.json_path.empty()) write_output_file(o.json_path, out.json.dump(2) + "\n", "validation JSON");
+  if (!o.json_path.empty()) write_output_file(o.json_path, io::json_text(out.json, 2) + "\n", "validation JSON");
   if (!o.report_path.empty()) write_output_file(o.report_path, api::validate_report_html(o, out), "--report");
   if (!o.markdown_path.empty()) {
     write_output_file(o.markdown_path, api::validation_markdown(out.result, o, o.markdown_path), "validation report (--markdown)");
   }
   if (!o.jobs_dir.empty()) api::write_row_jobs(out.result, o.jobs_dir);
-  // A refused row makes the command fail, so scripts that gate on it notice.
-  return out.result.failed.empty() ? 0 : 1;
+  // A refused row is bad input (its reason is printed with its line): exit 2, so scripts that gate on it notice and
+  // exit 1 keeps meaning an internal error.
+  return out.result.failed.empty() ? 0 : 2;
 }
 
 }  // namespace

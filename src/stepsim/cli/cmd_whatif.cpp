@@ -2,6 +2,7 @@
 // of a run with failures and checkpoints, and cost. docs/WHATIF.md. The work is the library's (api/whatif.hpp).
 #include <iostream>
 
+#include "stepsim/io/utf8.hpp"
 #include "stepsim/api/whatif.hpp"
 #include "stepsim/cli/commands.hpp"
 
@@ -15,7 +16,7 @@ struct WhatIfOptions : api::WhatIfOptions {
 int run_whatif(const WhatIfOptions& o) {
   const api::WhatIfOutput r = api::whatif(o);
   std::cout << api::whatif_text(o, r);
-  if (!o.json_path.empty()) write_output_file(o.json_path, r.json.dump(2) + "\n", "what-if JSON");
+  if (!o.json_path.empty()) write_output_file(o.json_path, io::json_text(r.json, 2) + "\n", "what-if JSON");
   return 0;
 }
 

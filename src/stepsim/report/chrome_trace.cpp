@@ -1,4 +1,5 @@
 #include "stepsim/report/chrome_trace.hpp"
+#include "stepsim/io/utf8.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -21,13 +22,14 @@ std::string us(int64_t ns) {
   return buf;
 }
 
+// A JSON string's body: quotes and backslashes escaped, control bytes dropped, ill-formed UTF-8 replaced (io/utf8.hpp).
 std::string escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     if (c == '"' || c == '\\') o += '\\';
     if (static_cast<unsigned char>(c) >= 0x20) o += c;
   }
-  return o;
+  return io::valid_utf8(o);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The shared skeleton of the HTML reports (html_page.hpp).
 #include "stepsim/report/html_page.hpp"
+#include "stepsim/io/utf8.hpp"
 
 #include <cstdio>
 
@@ -57,7 +58,7 @@ std::string html_page(const std::string& title, const std::string& header_html, 
     throw InputError("--report: this build has no chart library: run `npm ci` in report-ui/ (npm from Debian's npm "
                      "package), then re-run cmake and rebuild");
   }
-  std::string d = data.dump();
+  std::string d = io::json_text(data);
   for (size_t p = 0; (p = d.find("</", p)) != std::string::npos; p += 3) d.replace(p, 2, "<\\/");
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>stepsim: " + escape_html(title) +

@@ -154,23 +154,33 @@ ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<Pu
 
     res.rows.push_back(std::move(*done[i]));
   }
-  std::map<std::pair<std::string, std::string>, std::vector<const RowResult*>> groups;
-  for (const RowResult& row : res.rows) groups[{row.arch, row.kind}].push_back(&row);
-  for (const auto& [key, rows] : groups) {
-    KindBand b;
-    b.arch = key.first;
-    b.kind = key.second;
-    b.rows = static_cast<int>(rows.size());
-    std::vector<double> errors;
-    for (const RowResult* row : rows) {
-      errors.push_back(row->error);
-      b.with_interval += row->interval_s.has_value();
-      b.covered += row->covered();
-    }
-    b.p10 = quantile(errors, 0.1);
-    b.p90 = quantile(errors, 0.9);
-    res.bands.push_back(b);
+  using Groups = std::map<std::pair<std::string, std::string>, std::vector<const RowResult*>>;
+  Groups groups, framework_groups;
+  for (const RowResult& row : res.rows) {
+    groups[{row.arch, row.kind}].push_back(&row);
+    if (row.framework != "megatron" && row.framework != "not stated") framework_groups[{row.arch, row.framework}].push_back(&row);
   }
+  auto bands_of = [](const Groups& g) {
+    std::vector<KindBand> out;
+    for (const auto& [key, rows] : g) {
+      KindBand b;
+      b.arch = key.first;
+      b.kind = key.second;
+      b.rows = static_cast<int>(rows.size());
+      std::vector<double> errors;
+      for (const RowResult* row : rows) {
+        errors.push_back(row->error);
+        b.with_interval += row->interval_s.has_value();
+        b.covered += row->covered();
+      }
+      b.p10 = quantile(errors, 0.1);
+      b.p90 = quantile(errors, 0.9);
+      out.push_back(b);
+    }
+    return out;
+  };
+  res.bands = bands_of(groups);
+  res.framework_bands = bands_of(framework_groups);
   for (auto& [name, s] : res.by_source) finish_stats(s);
   for (auto& [key, s] : res.by_framework_gpu) finish_stats(s);
   finish_stats(all);

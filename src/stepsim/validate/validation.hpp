@@ -67,6 +67,9 @@ struct KindBand {
 struct ValidationResult {
   std::vector<RowResult> rows;
   std::vector<KindBand> bands;  // by architecture, then kind
+  // The same by architecture and framework (`kind` holds the framework) for rows of a framework other than
+  // Megatron-Core: what data/efficiency.yaml's prediction_interval_by_framework ships.
+  std::vector<KindBand> framework_bands;
   std::vector<FailedRow> failed;
   std::map<std::string, SourceStats> by_source;
   std::map<std::pair<std::string, std::string>, SourceStats> by_framework_gpu;  // (framework, gpu)

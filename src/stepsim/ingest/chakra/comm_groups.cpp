@@ -1,5 +1,6 @@
 // comm_group.json of a Chakra trace set (format in comm_groups.hpp).
 #include "stepsim/ingest/chakra/comm_groups.hpp"
+#include "stepsim/io/utf8.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -54,7 +55,7 @@ CommGroups read_comm_groups(const std::string& path) {
 std::string comm_groups_json(const std::vector<std::vector<int>>& groups_by_id, int first_id) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (size_t i = 0; i < groups_by_id.size(); ++i) j[std::to_string(first_id + static_cast<int>(i))] = groups_by_id[i];
-  return j.dump() + "\n";
+  return io::json_text(j) + "\n";
 }
 
 }  // namespace stepsim::chakra

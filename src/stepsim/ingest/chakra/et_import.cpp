@@ -1,5 +1,6 @@
 // Chakra execution traces -> trace-driven programs (rules in et_import.hpp; docs/CHAKRA.md).
 #include "stepsim/ingest/chakra/et_import.hpp"
+#include "stepsim/io/utf8.hpp"
 
 #include <zlib.h>
 
@@ -535,12 +536,12 @@ void write_chakra_import(const ChakraImport& c, const std::string& dir) {
                                           {"other_nodes_skipped", r.other_nodes_skipped},
                                           {"comm_groups", c.comm_groups.empty() ? nlohmann::json(nullptr)
                                                                                 : nlohmann::json(c.comm_groups)}}}});
-    trace::write_rank_file(dir + "/rank" + std::to_string(r.rank.rank) + ".json", prog.dump() + "\n");
+    trace::write_rank_file(dir + "/rank" + std::to_string(r.rank.rank) + ".json", io::json_text(prog) + "\n");
     ranks.push_back({{"rank", r.rank.rank}, {"kernels", r.compute_ops}, {"nccl_kernels", r.comm_ops},
                      {"compute_busy_s", r.compute_s}, {"step_time_s", nullptr}, {"nodes", r.nodes},
                      {"cpu_nodes_skipped", r.cpu_nodes_skipped}, {"other_nodes_skipped", r.other_nodes_skipped}});
   }
-  trace::write_output_text(dir + "/summary.json", nlohmann::json{{"ranks", ranks}}.dump(2) + "\n");
+  trace::write_output_text(dir + "/summary.json", io::json_text(nlohmann::json{{"ranks", ranks}}, 2) + "\n");
 }
 
 }  // namespace stepsim::chakra

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "stepsim/io/utf8.hpp"
 #include "stepsim/ingest/extrapolate/extrapolate.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/ingest/trace/traced_program_json.hpp"
@@ -65,14 +66,14 @@ void write_extrapolation(const Extrapolation& x, const spec::JobSpec& job, const
     }
     const json prog = trace::traced_program_json(
         r, opt.trace, {{"execution_trace", opt.et.empty() ? json(nullptr) : json(opt.et)}, {"extrapolated", true}});
-    trace::write_rank_file(dir + "/rank" + std::to_string(x.roles[i]) + ".json", prog.dump() + "\n");
+    trace::write_rank_file(dir + "/rank" + std::to_string(x.roles[i]) + ".json", io::json_text(prog) + "\n");
     summary_ranks.push_back({{"rank", x.roles[i]}, {"kernels", compute}, {"nccl_kernels", comm},
                              {"compute_busy_s", busy_ns * 1e-9}, {"step_time_s", nullptr}});
   }
   // step_time_s stays null: the source's measured step is a single GPU's, not the extrapolated job's.
   const json summary = {{"ranks", summary_ranks},
                         {"source_step_time_s", x.source.measured_step_s ? json(*x.source.measured_step_s) : json(nullptr)}};
-  write_text(dir + "/summary.json", summary.dump(2) + "\n");
+  write_text(dir + "/summary.json", io::json_text(summary, 2) + "\n");
 
   const SourceStep& s = x.source;
   json buckets = json::array();
@@ -131,7 +132,7 @@ void write_extrapolation(const Extrapolation& x, const spec::JobSpec& job, const
         {"kernels_kept", x.kept},
         {"host_gaps", x.plan.host_gaps},
         {"programs", x.roles}}}};
-  write_text(dir + "/extrapolation.json", out.dump(2) + "\n");
+  write_text(dir + "/extrapolation.json", io::json_text(out, 2) + "\n");
 }
 
 std::string report_text(const Extrapolation& x, const Options& opt, const std::string& dir) {

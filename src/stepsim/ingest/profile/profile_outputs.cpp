@@ -1,4 +1,5 @@
 #include "stepsim/ingest/profile/profile_outputs.hpp"
+#include "stepsim/io/utf8.hpp"
 
 #include <cstdio>
 #include <algorithm>
@@ -263,7 +264,7 @@ void write_chrome_trace(std::ostream& out, const ProfileResult& r, bool nvtx) {
   for_each_trace_event(r, nvtx, [&](json&& e) {
     if (!first) out << ',';
     first = false;
-    out << e.dump();
+    out << io::json_text(e);
   });
   out << "]}";
 }

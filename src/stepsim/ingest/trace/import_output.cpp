@@ -1,4 +1,5 @@
 #include "stepsim/ingest/trace/import_output.hpp"
+#include "stepsim/io/utf8.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -130,7 +131,7 @@ void write_import(const std::vector<RankImport>& ranks, const std::string& dir) 
       check_rank_file_size(path, bytes);
     }
   }
-  write(dir + "/summary.json", [&](std::ostream& o) { o << summary_json(ranks).dump(2) << "\n"; });
+  write(dir + "/summary.json", [&](std::ostream& o) { o << io::json_text(summary_json(ranks), 2) << "\n"; });
 }
 
 }  // namespace stepsim::trace
