@@ -143,7 +143,7 @@ TEST(MoeDispatcher, UnfusedPermuteScattersWithAtomics) {
 TEST(MoeDispatcher, UnfusedPermuteFollowsTheH100Measurements) {
   std::ifstream in(hw::data_dir() + "/measurements/h100-sxm/moe_ops.csv");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto csv = cost::parse_csv(text);
+  const auto csv = cost::parse_csv(text, "measurements");
   const int cc = csv.column("case"), co = csv.column("op"), cf = csv.column("fwd_us"), cb = csv.column("fwd_bwd_us");
   ASSERT_TRUE(cc >= 0 && co >= 0 && cf >= 0 && cb >= 0);
   std::map<std::string, double> measured;  // case -> permute + unpermute, forward + backward, seconds

@@ -188,7 +188,7 @@ TEST(Roofline, TinyGemmCostsOneWaveAndALaunch) {
 stepsim::cost::CsvTable measurements(const std::string& dir, const std::string& file) {
   const std::string path = stepsim::hw::data_dir() + "/measurements/" + dir + "/" + file;
   EXPECT_TRUE(std::filesystem::exists(path)) << path;
-  return stepsim::cost::parse_csv(stepsim::test::read_file(path));
+  return stepsim::cost::parse_csv(stepsim::test::read_file(path), path);
 }
 
 // Geometric mean of `model_over_measured(row)` over the rows it gives a value for (nullopt skips a row); `count` gets

@@ -454,6 +454,23 @@ TEST(Validate, CommandReportsRowsErrorsAndFailures) {
   EXPECT_NE(b.output.find("broken.csv:2"), std::string::npos) << b.output;
 }
 
+// Issue 48 item 9: a column named twice in a CSV header was read from one copy and the other silently ignored; every
+// CSV reader now refuses it (io/csv_table.hpp), naming the file, line and column.
+TEST(Validate, AColumnNamedTwiceIsRefused) {
+  std::string header = kHeader;
+  header.insert(header.size() - 1, ",GPU");  // "gpu" again, in other case
+  try {
+    (void)parse_published_runs(header, "r.csv");
+    ADD_FAILURE() << "a duplicated column was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("r.csv:1: column 'GPU' appears twice in the header"), std::string::npos)
+        << e.what();
+  }
+  const std::string csv = test::write_temp("dup-column.csv", header);
+  const auto r = test::run_cli("validate " + csv);
+  EXPECT_EQ(r.code, 2) << r.output;
+}
+
 // data/efficiency.yaml's torchtitan band is what `validate` prints for the development file's torchtitan rows (its
 // table by architecture and framework), to the three decimals shipped.
 TEST(Validate, ShippedFrameworkBandIsWhatTheCommandPrints) {

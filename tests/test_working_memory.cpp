@@ -24,7 +24,7 @@ std::map<std::pair<std::string, int>, Measured> measured() {
   std::map<std::pair<std::string, int>, Measured> out;
   for (const char* file : {"memory.csv", "memory2.csv"}) {
     const cost::CsvTable t =
-        cost::parse_csv(test::read_file(test::source_dir() + "/data/measurements/h100-sxm/" + file));
+        cost::parse_csv(test::read_file(test::source_dir() + "/data/measurements/h100-sxm/" + file), file);
     const int c = t.column("case"), l = t.column("layers"), f = t.column("transient_fwd_bytes"),
               b = t.column("transient_bwd_bytes");
     for (const auto& r : t.rows) {

@@ -11,7 +11,7 @@ namespace stepsim::cost {
 
 KernelRecords parse_kernel_records(std::string_view text, const std::string& path) {
   check_measurement_text(text, path);
-  const CsvTable csv = parse_csv(text);
+  const CsvTable csv = parse_csv(text, path);
   if (csv.header_line == 0) throw InputError(path + ": empty; kernel records are a CSV with a header line");
   const char* required[] = {"collective", "bytes", "ranks", "nodes", "ranks_per_node", "duration_us"};
   int col[6];

@@ -162,7 +162,7 @@ void cross_check(const NcclTestsTable& t, std::vector<NcclTestsIssue>& out) {
 }
 
 NcclTestsFile parse_csv_results(std::string_view text, const std::string& path) {
-  const CsvTable csv = parse_csv(text);
+  const CsvTable csv = parse_csv(text, path);
   auto col = [&](std::initializer_list<const char*> names) {
     for (const char* n : names) {
       if (const int c = csv.column(n); c >= 0) return c;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "stepsim/io/input_error.hpp"
+#include "stepsim/io/printable.hpp"
+
 namespace stepsim::cost {
 namespace {
 
@@ -16,6 +19,18 @@ std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
+}
+
+void require_unique_columns(const std::vector<std::string>& header, const std::string& source, int line) {
+  std::vector<std::string> seen;
+  for (const std::string& name : header) {
+    const std::string key = lower(name);
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      throw InputError(source + ":" + std::to_string(line) + ": column '" + spec::printable(name) +
+                       "' appears twice in the header (one copy would be read and the other ignored)");
+    }
+    seen.push_back(key);
+  }
 }
 
 }  // namespace
@@ -65,7 +80,7 @@ std::optional<std::vector<std::string>> split_csv_line(std::string_view line) {
   return fields;
 }
 
-CsvTable parse_csv(std::string_view text) {
+CsvTable parse_csv(std::string_view text, const std::string& source) {
   CsvTable t;
   int line_no = 0;
   size_t pos = 0;
@@ -83,6 +98,7 @@ CsvTable parse_csv(std::string_view text) {
         continue;
       }
       t.header_line = line_no;
+      require_unique_columns(*fields, source, line_no);
       for (const auto& f : *fields) t.header.push_back(lower(f));
       continue;
     }

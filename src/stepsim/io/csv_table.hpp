@@ -26,7 +26,9 @@ struct CsvTable {
 // outside quotes. nullopt for an unterminated quote (records spanning lines are not supported).
 std::optional<std::vector<std::string>> split_csv_line(std::string_view line);
 
-// Blank lines and lines starting with '#' are skipped; the first other line is the header.
-CsvTable parse_csv(std::string_view text);
+// Blank lines and lines starting with '#' are skipped; the first other line is the header. A header naming a column
+// twice (compared in lower case) is refused (InputError naming `source`, the line and the column): a reader would
+// silently take one of the two.
+CsvTable parse_csv(std::string_view text, const std::string& source);
 
 }  // namespace stepsim::cost

@@ -112,7 +112,7 @@ std::string recompute_of(const std::string& cell) {
 }  // namespace
 
 std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& source) {
-  const cost::CsvTable t = cost::parse_csv(text);
+  const cost::CsvTable t = cost::parse_csv(text, source);
   if (t.header.empty()) throw InputError(source + ": no header line (a published-runs CSV starts with its column names)");
   for (const char* col : {"id", "layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len", "gpu", "num_gpus", "tp",
                           "pp", "global_batch"}) {
