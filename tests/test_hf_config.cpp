@@ -334,6 +334,17 @@ TEST(HfConfig, Qwen2MoeSparseStepAndLeadingDenseLayers) {
                                        "x")["moe"]);
 }
 
+// Issue 48 item 9: a key written twice in one object was read from its last copy, silently; it is refused like a
+// duplicate key of a job file. The same name in two different objects is fine.
+TEST(HfConfig, AKeyWrittenTwiceInOneObjectIsRefused) {
+  expect_error(llama_with("\"rms_norm_eps\": 1e-05, \"rms_norm_eps\": 1e-06"), {"key rms_norm_eps appears twice"});
+  const std::string base = llama_json("", "");
+  expect_error(base.substr(0, base.size() - 1) + ", \"hidden_size\": 8192}", {"key hidden_size appears twice"});
+  EXPECT_NO_THROW(hf_config_to_model_node(llama_with("\"rope_scaling\": {\"factor\": 8.0, \"rope_type\": \"llama3\"}, "
+                                                     "\"text_config\": {\"factor\": 2}"),
+                                          "cfg.json"));
+}
+
 TEST(HfConfig, DeepSeekLayerFreqAboveOne) {
   std::ifstream in(fixture_path("deepseek-v2-lite.json"));
   std::stringstream ss;

@@ -524,8 +524,27 @@ YAML::Node hf_config_to_model_node(const std::string& json_text, const std::stri
     throw InputError(source + ": larger than 16 MiB (" + std::to_string(json_text.size()) + " bytes)");
   check_depth(json_text, source);
   json j;
+  // nlohmann keeps the last of two equal keys in an object silently; a config naming a key twice is refused, as a job
+  // file's duplicate YAML keys are.
+  std::vector<std::vector<std::string>> object_keys;
+  const json::parser_callback_t no_duplicates = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      object_keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      object_keys.pop_back();
+    } else if (event == json::parse_event_t::key && !object_keys.empty()) {
+      const std::string key = parsed.get<std::string>();
+      std::vector<std::string>& seen = object_keys.back();
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+        throw InputError(source + ": key " + printable(key) + " appears twice in one object (JSON readers keep one of "
+                                                              "the two silently; say it once)");
+      }
+      seen.push_back(key);
+    }
+    return true;
+  };
   try {
-    j = json::parse(json_text);
+    j = json::parse(json_text, no_duplicates);
   } catch (const json::parse_error& e) {
     // what() is "[json.exception.parse_error.101] parse error at line L, column C: <detail>".
     std::string detail = e.what();
