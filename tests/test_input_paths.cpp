@@ -35,6 +35,14 @@ TEST(InputPaths, ADirectoryIsNamedAsOneByEveryReader) {
   }
 }
 
+// Issue 48 item 9: the same log given twice (or under two spellings) had its collectives counted twice.
+TEST(InputPaths, AFileGivenTwiceIsRefused) {
+  const std::string again = test::source_dir() + "/../shared/data/real/nccl-logs/../nccl-logs/nvidia-nccl-issue-1193.log";
+  const auto r = test::run_cli("profile nccl --log " + kLog + " --log " + again);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--log: " + again + " is given twice"), std::string::npos) << r.output;
+}
+
 // /dev/zero as the model config used to be read whole: 12.6 GB of RSS and no answer within a minute. Now it is refused
 // before a byte is read, and the command's peak memory stays small.
 TEST(InputPaths, ADeviceIsRefusedBeforeItIsRead) {

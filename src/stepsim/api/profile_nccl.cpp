@@ -1,5 +1,9 @@
 #include "stepsim/api/profile_nccl.hpp"
 
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
 #include "stepsim/api/output_file.hpp"
 #include "stepsim/ingest/profile/nccl_log.hpp"
 #include "stepsim/ingest/profile/nsys_db.hpp"
@@ -10,8 +14,28 @@
 
 namespace stepsim::api {
 
+namespace {
+
+// A file given twice would have its records counted twice (the same path, or two spellings of it).
+void refuse_repeated_files(const std::vector<std::string>& paths, const char* flag) {
+  std::vector<std::filesystem::path> seen;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    const std::filesystem::path canonical = std::filesystem::weakly_canonical(p, ec);
+    const std::filesystem::path key = ec ? std::filesystem::path(p) : canonical;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      throw InputError(std::string(flag) + ": " + p + " is given twice (its records would be counted twice)");
+    }
+    seen.push_back(key);
+  }
+}
+
+}  // namespace
+
 profile::ProfileResult profile_nccl(const ProfileNcclOptions& a) {
   if (a.logs.empty()) throw InputError("--log: give at least one NCCL_DEBUG=INFO log file");
+  refuse_repeated_files(a.logs, "--log");
+  refuse_repeated_files(a.dbs, "--nsys");
   profile::ProfileOptions opt;
   if (!a.parallelism.empty()) opt.parallelism = profile::parse_parallelism(a.parallelism);
   if (!a.model.empty() || !a.model_config.empty()) {
