@@ -52,20 +52,16 @@ std::string validate_text(const ValidateOutput& out, bool verbose) {
                   s.rows, 100 * s.mape, 100 * s.mean_signed_error);
     os << buf;
   }
-  os << "\nby architecture and kind         rows  errors 10th..90th percentile  measured inside the 80% interval\n";
-  for (const auto& b : r.bands) {
-    std::snprintf(buf, sizeof buf, "  %-30s %4d  %+6.1f%% .. %+6.1f%%              %d of %d\n",
-                  (b.arch + " " + b.kind).c_str(), b.rows, 100 * b.p10, 100 * b.p90, b.covered, b.with_interval);
-    os << buf;
-  }
-  if (!r.framework_bands.empty()) {
-    os << "\nby architecture and framework    rows  errors 10th..90th percentile  measured inside the 80% interval\n";
-    for (const auto& b : r.framework_bands) {
+  auto band_table = [&](const char* title, const std::vector<validate::KindBand>& bands) {
+    os << "\n" << title << "rows  errors 10th..90th percentile  measured inside the 80% interval\n";
+    for (const auto& b : bands) {
       std::snprintf(buf, sizeof buf, "  %-30s %4d  %+6.1f%% .. %+6.1f%%              %d of %d\n",
                     (b.arch + " " + b.kind).c_str(), b.rows, 100 * b.p10, 100 * b.p90, b.covered, b.with_interval);
       os << buf;
     }
-  }
+  };
+  band_table("by architecture and kind         ", r.bands);
+  if (!r.framework_bands.empty()) band_table("by architecture and framework    ", r.framework_bands);
   if (!r.failed.empty()) {
     os << "\n" << r.failed.size() << " row(s) could not be simulated:\n";
     for (const auto& f : r.failed) os << "  " << f.id << " (line " << f.line << "): " << f.message << "\n";

@@ -158,7 +158,9 @@ ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<Pu
   Groups groups, framework_groups;
   for (const RowResult& row : res.rows) {
     groups[{row.arch, row.kind}].push_back(&row);
-    if (row.framework != "megatron" && row.framework != "not stated") framework_groups[{row.arch, row.framework}].push_back(&row);
+    if (row.framework != "megatron" && row.framework != "not stated") {
+      framework_groups[{row.arch, row.framework}].push_back(&row);
+    }
   }
   auto bands_of = [](const Groups& g) {
     std::vector<KindBand> out;

@@ -7,8 +7,6 @@
 namespace stepsim::workload::megatron {
 
 namespace {
-// Widths of K and V within the local K+V projection.
-int64_t k_width(const ModelDims& d) { return d.kv_width * d.d_qk / (d.d_qk + d.d_v); }
 int64_t v_width(const ModelDims& d) { return d.kv_width - k_width(d); }
 }  // namespace
 

@@ -5,11 +5,8 @@ namespace stepsim::workload::megatron {
 namespace {
 
 const LayerKernels& prep_kernels(const Context& cx) { return cx.f().profile.kernels; }
-// Elements of Q and K for this micro-batch (K's share of the K+V width by head dimension).
-int64_t qk_elements(const Context& cx) {
-  const ModelDims& d = cx.d();
-  return d.tokens * (d.q_width + d.kv_width * d.d_qk / (d.d_qk + d.d_v));
-}
+// Elements of Q and K for this micro-batch.
+int64_t qk_elements(const Context& cx) { return cx.d().tokens * (cx.d().q_width + k_width(cx.d())); }
 // Elements of K and V once expanded to every local query head; 0 when K/V are not grouped.
 int64_t expanded_kv_elements(const Context& cx) {
   const ModelDims& d = cx.d();
@@ -19,6 +16,8 @@ int64_t expanded_kv_elements(const Context& cx) {
 bool uses_rope(const Context& cx) { return cx.job().model.position_embedding == spec::PositionEmbedding::Rope; }
 
 }  // namespace
+
+int64_t k_width(const ModelDims& d) { return d.kv_width * d.d_qk / (d.d_qk + d.d_v); }
 
 int64_t expanded_kv_bytes(const Context& cx) {
   if (prep_kernels(cx).repeat_kv.fwd.per_element(cx.beta()) == 0 || expanded_kv_elements(cx) == 0) return 0;

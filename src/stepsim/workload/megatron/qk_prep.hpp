@@ -7,6 +7,8 @@
 
 namespace stepsim::workload::megatron {
 
+// K's width within the local K+V projection (by head dimension); V's is the rest.
+int64_t k_width(const ModelDims& d);
 // Bytes the expanded K and V add to what the attention core stores for backward (0 without expansion).
 int64_t expanded_kv_bytes(const Context& cx);
 // Forward after the projection `qkv`; returns the op the attention core waits for.
