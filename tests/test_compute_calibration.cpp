@@ -181,10 +181,10 @@ std::string efficiency_error_with(const std::string& dir_name, const std::string
 
 TEST(ComputeCalibration, KindBandsInTheEfficiencyFileAreChecked) {
   auto error_with = [](const std::string& band) {
-    return efficiency_error_with("kind-bands", "    prediction_interval_by_kind: {dense: {interval: [-0.169, 0.077], runs: 20}}",
+    return efficiency_error_with("kind-bands", "    prediction_interval_by_kind: {dense: {interval: [-0.058, 0.022], runs: 10}}",
                                  "    prediction_interval_by_kind: " + band);
   };
-  EXPECT_EQ(error_with("{dense: {interval: [-0.169, 0.077], runs: 20}}"), "");
+  EXPECT_EQ(error_with("{dense: {interval: [-0.058, 0.022], runs: 10}}"), "");
   EXPECT_NE(error_with("{sparse: {interval: [-0.1, 0.1], runs: 2}}").find("prediction_interval_by_kind.sparse: unknown key"),
             std::string::npos);
   EXPECT_NE(error_with("{moe: {interval: [0.1, -0.1], runs: 2}}").find("prediction_interval_by_kind.moe.interval: needs"),

@@ -525,5 +525,57 @@ TEST(Validate, TorchtitanRowsAreCompiledWhereTheirNotesSayAndShardAsUnderPipelin
   }
 }
 
+// A row whose framework column is blank is DeepSpeed's when its dist_optimizer names DeepSpeed (Megatron-DeepSpeed's
+// ZeRO-1, DeepSpeed's ZeRO-3); a stated framework wins; such rows are costed as Megatron-Core's, with that said.
+TEST(Validate, DeepSpeedRowsAreDeepSpeedsAndSaySo) {
+  const std::string body = ",S,GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,A100-SXM4-80GB,8,8,300,200,1,1,8,1,1,,1,16,bf16,full,";
+  const std::string csv = std::string(kHeader) + "ds" + body + "ZeRO-1 (DeepSpeed BF16_Optimizer),1.0,,,,\n" +
+                          "mg" + body + "yes,1.0,,,,\n";
+  const auto runs = parse_published_runs(csv, "f.csv");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].framework, "deepspeed");
+  EXPECT_TRUE(runs[0].framework_inferred);
+  EXPECT_EQ(runs[1].framework, "");
+  EXPECT_FALSE(runs[1].framework_inferred);
+  EXPECT_TRUE(framework_costed_as_megatron("deepspeed"));
+  EXPECT_TRUE(framework_costed_as_megatron("composer"));
+  EXPECT_FALSE(framework_costed_as_megatron("torchtitan"));
+  EXPECT_FALSE(framework_costed_as_megatron(""));
+  const RunJob job = job_for_run(stepsim::catalog::shipped().gpus, runs[0]);
+  auto said = [&](const std::string& what) {
+    return std::any_of(job.assumptions.begin(), job.assumptions.end(),
+                       [&](const std::string& a) { return a.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(said("framework deepspeed (dist_optimizer names DeepSpeed)"));
+  EXPECT_TRUE(said("costed as Megatron-Core's"));
+}
+
+// `calibrate compute` fits the GPU's clock to the runs of frameworks it models and names the others it left out: a
+// DeepSpeed row measured at 10x its prediction would drag the clock, and does not.
+TEST(Validate, CalibrateComputeLeavesOutFrameworksCostedAsMegatron) {
+  // Layers wide enough to be GPU-bound, so the step measures the clock.
+  const std::string body = ",S,GPT-4L,4,4096,32,32,16384,32000,4096,,,,0.9,A100-SXM4-80GB,8,8,300,200,1,1,8,1,1,,2,16,bf16,full,";
+  const std::string probe = test::write_temp("cc-probe.csv", std::string(kHeader) + "p" + body + "yes,1.0,,,,\n");
+  const std::string pj = test::write_temp("cc-probe.json", "");
+  ASSERT_EQ(test::run_cli("validate " + probe + " --json " + pj).code, 0);
+  const double predicted = nlohmann::json::parse(test::read_file(pj))["rows"][0]["predicted_step_time_s"].get<double>();
+  char rows[512];
+  std::snprintf(rows, sizeof rows, "mg%syes,%.9g,,,,\nds%sZeRO-3 (DeepSpeed),%.9g,,,,\n", body.c_str(), predicted,
+                body.c_str(), 10 * predicted);
+  const std::string csv = test::write_temp("cc.csv", std::string(kHeader) + rows);
+  const std::string out = test::write_temp("cc.json", "");
+  const auto r = test::run_cli("calibrate compute --runs " + csv + " --dry-run --json " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("not used: 1 run of framework deepspeed, costed as Megatron-Core's"), std::string::npos)
+      << r.output;
+  const auto j = nlohmann::json::parse(test::read_file(out));
+  ASSERT_EQ(j["archs"].size(), 1u);
+  EXPECT_EQ(j["archs"][0]["runs"], 1);
+  // The one Megatron row measured at its own prediction: the clock stays the shipped one (to the grid's 0.001).
+  EXPECT_NEAR(j["archs"][0]["sustained_clock"].get<double>(),
+              stepsim::catalog::shipped().efficiency.resolve_arch("ampere").sustained_clock, 1.5e-3);
+  EXPECT_EQ(j["left_out_by_framework"]["deepspeed"], nlohmann::json::array({"ds"}));
+}
+
 }  // namespace
 }  // namespace stepsim::validate

@@ -78,6 +78,13 @@ std::string fit_text(const validate::ComputeFit& fit) {
   t << buf;
   for (const auto& a : fit.archs) t << arch_text(a);
   for (const auto& f : fit.failed) t << "  not used: " << f.id << " (line " << f.line << "): " << f.message << "\n";
+  for (const auto& [framework, ids] : fit.left_out) {
+    t << "  not used: " << ids.size() << " run" << (ids.size() == 1 ? "" : "s") << " of framework " << framework
+      << ", costed as Megatron-Core's (its own engine's costs are not modelled, so they would be fitted into the "
+         "clock):";
+    for (const std::string& id : ids) t << " " << id;
+    t << "\n";
+  }
   return t.str();
 }
 
@@ -93,6 +100,7 @@ CalibrateComputeOutput calibrate_compute(const CalibrateComputeOptions& o, const
   out.text = fit_text(out.fit);
   out.json = {{"archs", nlohmann::json::array()}};
   for (const auto& a : out.fit.archs) out.json["archs"].push_back(arch_json(a));
+  out.json["left_out_by_framework"] = out.fit.left_out;
   if (!o.dry_run && !out.fit.archs.empty()) out.store_path = store_compute_fit(out.fit, o.runs, o.store, created);
   return out;
 }

@@ -116,7 +116,8 @@ std::string validation_markdown(const validate::ValidationResult& r, const Valid
                   s.rows, 100 * s.mape, 100 * s.mean_signed_error);
     os << buf;
   }
-  os << "\nBy GPU architecture and kind of job: the spread of the errors (10th to 90th percentile) and how many measured "
+  os << "\nBy GPU architecture and kind of job, Megatron-Core's runs (those of the framework the calibration is "
+     << "fitted to; other frameworks' below): the spread of the errors (10th to 90th percentile) and how many measured "
      << "steps fall inside the 80 % interval `simulate` gives with the shipped calibration (about 80 % of them when the "
      << "bands are honest; docs/CALIBRATION.md, \"Prediction interval by kind of job\").\n\n"
      << "| architecture | kind | runs | errors, 10th .. 90th percentile | measured inside the 80 % interval |\n"

@@ -60,7 +60,7 @@ std::string validate_text(const ValidateOutput& out, bool verbose) {
       os << buf;
     }
   };
-  band_table("by architecture and kind         ", r.bands);
+  band_table("by arch and kind, Megatron-Core  ", r.bands);
   if (!r.framework_bands.empty()) band_table("by architecture and framework    ", r.framework_bands);
   if (!r.failed.empty()) {
     os << "\n" << r.failed.size() << " row(s) could not be simulated:\n";

@@ -77,8 +77,15 @@ ClockAndScale fit_clock_and_scale(const std::vector<RunResponse>& runs, bool fit
 
 double fit_sustained_clock(const std::vector<RunResponse>& runs) { return fit(runs, false, "").sustained_clock; }
 
-ComputeFit fit_compute(const catalog::Catalog& cat, const std::vector<PublishedRun>& runs, const ValidationOptions& o) {
+ComputeFit fit_compute(const catalog::Catalog& cat, const std::vector<PublishedRun>& all_runs,
+                       const ValidationOptions& o) {
   ComputeFit out;
+  std::vector<PublishedRun> runs;
+  for (const PublishedRun& r : all_runs) {
+    if (framework_costed_as_megatron(r.framework)) out.left_out[r.framework].push_back(r.id);
+    else runs.push_back(r);
+  }
+  if (runs.empty()) return out;
   ValidationOptions hi = o, lo = o, att = o;
   hi.overrides.push_back("simulation.sustained_clock=1.0");
   hi.overrides.push_back("simulation.attention_scale=1.0");

@@ -197,10 +197,23 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
     }
     run.zero_stage = r.small("zero_stage", 0, 3);
     run.framework = r.choice("framework", {"megatron", "torchtitan", "composer", "deepspeed", "jax"});
+    if (run.framework.empty()) {
+      run.framework = framework_of_row(run);
+      run.framework_inferred = !run.framework.empty();
+    }
     runs.push_back(std::move(run));
   }
   if (runs.empty()) throw InputError(source + ": no rows");
   return runs;
+}
+
+std::string framework_of_row(const PublishedRun& run) {
+  if (!run.framework.empty()) return run.framework;
+  return lower_case(run.dist_optimizer).find("deepspeed") != std::string::npos ? "deepspeed" : "";
+}
+
+bool framework_costed_as_megatron(const std::string& framework) {
+  return framework == "deepspeed" || framework == "composer" || framework == "jax";
 }
 
 std::string lower_case(std::string_view s) {

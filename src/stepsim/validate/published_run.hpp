@@ -58,7 +58,18 @@ struct PublishedRun {
   // what dist_optimizer's text says. Unset = not stated.
   std::optional<int> zero_stage;
   std::string framework;  // megatron | torchtitan | composer | deepspeed | jax; "" = not stated
+  // The framework column was blank and dist_optimizer names DeepSpeed (Megatron-DeepSpeed's ZeRO-1, DeepSpeed's
+  // ZeRO-3): the row is DeepSpeed's, whose engine runs the step (framework_of_row).
+  bool framework_inferred = false;
 };
+
+// The framework that ran a row: its framework column, else "deepspeed" when dist_optimizer names DeepSpeed (its
+// engine, pipeline schedule and ZeRO run the step even around Megatron-LM's model code), else "".
+std::string framework_of_row(const PublishedRun& run);
+
+// Frameworks stepsim costs as another's (Megatron-Core's kernels and schedule): their runs say nothing about a GPU's
+// sustained clock, so `calibrate compute` leaves them out, and validate prints the assumption.
+bool framework_costed_as_megatron(const std::string& framework);
 
 // Reads a published-runs CSV (header names as in the shared file; column order free; unknown columns ignored).
 // Throws InputError "<file>:<line>: column <name>: <rule>" for a missing required column, a malformed number or a

@@ -442,7 +442,8 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
     }
   }
   if (!t["zero_stage"]) t["distributed_optimizer"] = dist;
-  if (!r.framework.empty() && r.framework != "megatron" && r.framework != "torchtitan") {
+  if (r.framework_inferred) assume("framework " + r.framework + " (dist_optimizer names DeepSpeed)");
+  if (framework_costed_as_megatron(r.framework)) {
     assume("framework " + r.framework + ": its kernels, sharding schedule and overlaps are costed as Megatron-Core's "
            "(the framework profiles are issue 43 item 2)");
   }
@@ -523,7 +524,7 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   }
   if (!r.optimizer_state_dtype.empty()) state("optimizer_state_dtype", r.optimizer_state_dtype);
   if (r.zero_stage) state("zero_stage", std::to_string(*r.zero_stage));
-  if (!r.framework.empty()) state("framework", r.framework);
+  if (!r.framework.empty() && !r.framework_inferred) state("framework", r.framework);
   return out;
 }
 

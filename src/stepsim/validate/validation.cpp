@@ -157,9 +157,12 @@ ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<Pu
   using Groups = std::map<std::pair<std::string, std::string>, std::vector<const RowResult*>>;
   Groups groups, framework_groups;
   for (const RowResult& row : res.rows) {
-    groups[{row.arch, row.kind}].push_back(&row);
+    // The kind bands describe the calibration's world (Megatron-Core, what data/efficiency.yaml's
+    // prediction_interval_by_kind ships); another framework's rows have bands of their own.
     if (row.framework != "megatron" && row.framework != "not stated") {
       framework_groups[{row.arch, row.framework}].push_back(&row);
+    } else {
+      groups[{row.arch, row.kind}].push_back(&row);
     }
   }
   auto bands_of = [](const Groups& g) {

@@ -66,7 +66,7 @@ struct KindBand {
 
 struct ValidationResult {
   std::vector<RowResult> rows;
-  std::vector<KindBand> bands;  // by architecture, then kind
+  std::vector<KindBand> bands;  // by architecture, then kind: rows of Megatron-Core (framework megatron or not stated)
   // The same by architecture and framework (`kind` holds the framework) for rows of a framework other than
   // Megatron-Core: what data/efficiency.yaml's prediction_interval_by_framework ships.
   std::vector<KindBand> framework_bands;
