@@ -201,8 +201,9 @@ TEST(ComputeCalibration, FrameworkBandsInTheEfficiencyFileAreChecked) {
                                  "      " + entry);
   };
   EXPECT_EQ(error_with("torchtitan: {interval: [-0.317, -0.022], runs: 18}"), "");
-  // Only a framework a job can name has a band (deepspeed is refused in job files).
-  EXPECT_NE(error_with("deepspeed: {interval: [-0.4, 0.1], runs: 3}").find("prediction_interval_by_framework.deepspeed: unknown key"),
+  // Only a framework a job can name has a band (composer is refused in job files).
+  EXPECT_NE(error_with("deepspeed: {interval: [-0.4, 0.1], runs: 3}").find("appears twice"), std::string::npos);
+  EXPECT_NE(error_with("composer: {interval: [-0.4, 0.1], runs: 3}").find("prediction_interval_by_framework.composer: unknown key"),
             std::string::npos);
   EXPECT_NE(error_with("torchtitan: {interval: [-0.1, 0.1], runs: 0}").find("prediction_interval_by_framework.torchtitan.runs: must be"),
             std::string::npos);

@@ -194,8 +194,8 @@ TEST(FrameworkTorchtitan, RefusesWhatItsProfileDoesNotHave) {
   auto error = [](const std::string& training, const std::string& precision = "bf16") {
     return test::job_error(llama_yaml(training, 1, precision));
   };
-  EXPECT_NE(error("framework: deepspeed").find("training.framework"), std::string::npos);
-  EXPECT_NE(error("framework: deepspeed").find("not modelled yet"), std::string::npos);
+  EXPECT_NE(error("framework: composer").find("training.framework"), std::string::npos);
+  EXPECT_NE(error("framework: composer").find("not modelled yet"), std::string::npos);
   EXPECT_NE(error("compile: true").find("framework: torchtitan"), std::string::npos);
   EXPECT_NE(error("framework: torchtitan, recompute: selective, recompute_modules: [mlp]").find("recompute_modules"),
             std::string::npos);

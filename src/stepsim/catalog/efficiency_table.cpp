@@ -221,7 +221,7 @@ class Parser {
           read_bands("prediction_interval_by_kind", {hw::kCalibrationKinds.begin(), hw::kCalibrationKinds.end()});
     }
     if (present.count("prediction_interval_by_framework")) {
-      t.prediction_interval_by_framework = read_bands("prediction_interval_by_framework", {"torchtitan"});
+      t.prediction_interval_by_framework = read_bands("prediction_interval_by_framework", {"torchtitan", "deepspeed"});
     }
     if (present.count("sustained_clock")) t.sustained_clock = fraction(n["sustained_clock"], key + ".sustained_clock");
     if (present.count("power_static_share")) {

@@ -281,23 +281,29 @@ TrainingSpec read_training(StrictSection s) {
   TrainingSpec t;
   if (s.has("framework")) {
     const std::string fw = s.get_string("framework", "megatron");
-    if (fw == "deepspeed" || fw == "composer") {
-      s.fail("framework", "'" + fw + "' is not modelled yet (megatron, torchtitan); write framework: megatron to cost "
-                          "the job with Megatron-Core's kernels and overlaps");
+    if (fw == "composer") {
+      s.fail("framework", "'" + fw + "' is not modelled yet (megatron, torchtitan, deepspeed); write framework: "
+                          "megatron to cost the job with Megatron-Core's kernels and overlaps");
     }
   }
   t.framework = s.get_enum<Framework>("framework", Framework::MegatronCore,
-                                      {{"megatron", Framework::MegatronCore}, {"torchtitan", Framework::Torchtitan}});
+                                      {{"megatron", Framework::MegatronCore}, {"torchtitan", Framework::Torchtitan},
+                                       {"deepspeed", Framework::DeepSpeed}});
   t.compile = s.get_bool("compile", false);
   const bool torchtitan = t.framework == Framework::Torchtitan;
+  const bool deepspeed = t.framework == Framework::DeepSpeed;
   if (t.compile && !torchtitan) {
-    s.fail("compile", "is torchtitan's per-block torch.compile (framework: torchtitan); Megatron-Core runs Transformer "
-                      "Engine's fused kernels");
+    s.fail("compile", std::string("is torchtitan's per-block torch.compile (framework: torchtitan); framework ") +
+                          name_of(t.framework) + " runs its kernels as they are");
   }
-  if (torchtitan) {
-    // Megatron-Core's and Transformer Engine's own options: torchtitan has none of them (docs/MODEL.md "Frameworks").
+  if (torchtitan || deepspeed) {
+    // Megatron-Core's and Transformer Engine's own options: torchtitan and DeepSpeed have none of them (docs/MODEL.md
+    // "Frameworks").
     for (const char* k : kMegatronOnlyTrainingKeys) {
-      if (s.has(k)) s.fail(k, "is Megatron-Core's; framework torchtitan has no such option (docs/MODEL.md \"Frameworks\")");
+      if (s.has(k)) {
+        s.fail(k, std::string("is Megatron-Core's; framework ") + name_of(t.framework) +
+                      " has no such option (docs/MODEL.md \"Frameworks\")");
+      }
     }
   }
   t.micro_batch_size = static_cast<int>(s.get_int("micro_batch_size", 1, 1, 1 << 16));
@@ -320,8 +326,26 @@ TrainingSpec read_training(StrictSection s) {
                                              {{"reduce_scatter", false}, {"all_reduce", true}});
   t.zero3_param_fetch = s.get_enum<Zero3Fetch>("zero3_param_fetch", Zero3Fetch::Prefetch,
                                                {{"prefetch", Zero3Fetch::Prefetch}, {"blocking", Zero3Fetch::Blocking}});
-  // FSDP2 always reduces gradients and gathers parameters on its own streams beside the computation.
-  t.overlap_grad_reduce = s.get_bool("overlap_grad_reduce", torchtitan);
+  if (deepspeed && t.zero_stage != 3) {
+    s.fail("zero_stage", "framework deepspeed is modelled at ZeRO stage 3 (its hooks, gathers and bucketed "
+                         "reduce-scatters; docs/MODEL.md \"Frameworks\"); stages 0-2 are not yet");
+  }
+  if (s.has("reduce_bucket_size") && !deepspeed) {
+    s.fail("reduce_bucket_size", "is DeepSpeed's zero_optimization.reduce_bucket_size (framework: deepspeed); "
+                                 "Megatron-Core's bucket is training.bucket_size");
+  }
+  t.reduce_bucket_size = s.get_int("reduce_bucket_size", t.reduce_bucket_size, 1, int64_t{1} << 40);
+  if (s.has("zero3_hook_us") && !deepspeed) {
+    s.fail("zero3_hook_us", "is the host time of DeepSpeed ZeRO-3's module hooks (framework: deepspeed)");
+  }
+  t.zero3_hook_us = s.get_double("zero3_hook_us", t.zero3_hook_us, 0, 1e6);
+  if (deepspeed && t.precision == Precision::Fp8) {
+    s.fail("precision", "fp8 is not modelled under framework deepspeed (its profile runs the model in bf16, fp16 or "
+                        "fp32)");
+  }
+  // FSDP2 always reduces gradients and gathers parameters on its own streams beside the computation; DeepSpeed's
+  // ZeRO-3 likewise (overlap_comm, on by default at stage 3).
+  t.overlap_grad_reduce = s.get_bool("overlap_grad_reduce", torchtitan || deepspeed);
   t.overlap_param_gather = s.get_bool("overlap_param_gather", torchtitan && t.zero_stage != 3);
   t.tp_comm_overlap = s.get_bool("tp_comm_overlap", false);
   for (const char* k : {"tp_comm_overlap_ag", "tp_comm_overlap_rs", "tp_comm_bulk_dgrad", "tp_comm_bulk_wgrad",

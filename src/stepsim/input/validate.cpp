@@ -55,6 +55,25 @@ std::pair<const char*, const char*> torchtitan_refusal(const ModelSpec& m, const
   return {nullptr, nullptr};
 }
 
+// Under framework deepspeed, what its profile (DeepSpeed ZeRO-3 around Hugging Face's LlamaForCausalLM, data
+// parallelism only) does not cover: the key and why.
+std::pair<const char*, const char*> deepspeed_refusal(const ModelSpec& m, const ParallelismSpec& p) {
+  const char* llama = "DeepSpeed's profile is Hugging Face's Llama model (RMSNorm, RoPE, SwiGLU, no biases)";
+  if (m.normalization != Normalization::RmsNorm) return {"model.normalization", llama};
+  if (m.position_embedding != PositionEmbedding::Rope) return {"model.position_embedding", llama};
+  if (m.activation != Activation::Swiglu) return {"model.activation", llama};
+  if (m.add_bias_linear) return {"model.add_bias_linear", llama};
+  if (m.moe) return {"model.moe", "DeepSpeed's MoE (a hook per expert) is not modelled yet"};
+  if (m.attention == AttentionType::Mla) return {"model.attention", "DeepSpeed's profile has no MLA"};
+  if (m.mtp_layers > 0) return {"model.mtp_layers", "Hugging Face's Llama has no multi-token prediction"};
+  const char* dp_only = "DeepSpeed's profile is ZeRO-3 data parallelism around a Hugging Face model (no tensor, "
+                        "pipeline, context or expert parallelism in it)";
+  if (p.tensor > 1) return {"parallelism.tensor", dp_only};
+  if (p.pipeline > 1) return {"parallelism.pipeline", dp_only};
+  if (p.context > 1) return {"parallelism.context", dp_only};
+  return {nullptr, nullptr};
+}
+
 }  // namespace
 
 void validate(const hw::GpuCatalog& gpus, JobSpec& job) {
@@ -69,6 +88,9 @@ void validate(const hw::GpuCatalog& gpus, JobSpec& job) {
 
   if (t.framework == Framework::Torchtitan) {
     if (const auto [key, why] = torchtitan_refusal(m, p); key) fail(key, why);
+  }
+  if (t.framework == Framework::DeepSpeed) {
+    if (const auto [key, why] = deepspeed_refusal(m, p); key) fail(key, why);
   }
   // --- model
   if (m.num_query_groups == 0) m.num_query_groups = m.num_attention_heads;

@@ -67,6 +67,7 @@ const char* name_of(Framework f) {
   switch (f) {
     case Framework::MegatronCore: return "megatron";
     case Framework::Torchtitan: return "torchtitan";
+    case Framework::DeepSpeed: return "deepspeed";
   }
   return "?";
 }

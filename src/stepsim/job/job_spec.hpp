@@ -35,9 +35,10 @@ enum class CrossEntropyFusion { None, Native, Te };
 // e8m0 scales, Blackwell only).
 enum class Fp8Recipe { Delayed, Current, Blockwise, Mxfp8 };
 // The training framework (training.framework): which kernels a layer launches, what selective recompute means and how
-// FSDP talks (docs/MODEL.md "Frameworks"). Megatron-Core with Transformer Engine, or torchtitan (PyTorch-native:
-// FSDP2, eager or per-block torch.compile, op-level selective activation checkpointing).
-enum class Framework : uint8_t { MegatronCore, Torchtitan };
+// FSDP talks (docs/MODEL.md "Frameworks"). Megatron-Core with Transformer Engine, torchtitan (PyTorch-native:
+// FSDP2, eager or per-block torch.compile, op-level selective activation checkpointing), or DeepSpeed ZeRO-3 around a
+// Hugging Face Llama model (eager PyTorch, a Python hook per module).
+enum class Framework : uint8_t { MegatronCore, Torchtitan, DeepSpeed };
 
 // Multi-head latent attention (DeepSeek-V2/V3). q_lora_rank == 0 means queries are not compressed.
 struct MlaSpec {
@@ -214,6 +215,16 @@ struct TrainingSpec {
   // before 0.4.3 (2021): one all-gather per parameter tensor, each waited for by the host
   // (torch.cuda.synchronize), so nothing overlaps compute, and re-gathered for full recompute's forward.
   Zero3Fetch zero3_param_fetch = Zero3Fetch::Prefetch;
+  // DeepSpeed only: zero_optimization.reduce_bucket_size, in elements (DeepSpeed's default 500,000,000). ZeRO-3
+  // reduce-scatters the gradients a bucket at a time, in backward order; a tensor larger than the bucket goes alone.
+  int64_t reduce_bucket_size = 500'000'000;
+  // DeepSpeed only: the host time of ZeRO-3's Python hooks per module and pass (fetch, prefetch and release around
+  // the module; in backward each parameter's gradient hook too), us, which the GPU waits for. Not measured (no GPU
+  // host here): fitted, the profile's one free number, to the three DeepSpeed ZeRO-3 runs of
+  // shared/data/published-runs/published_runs_2.csv (FlagPerf, Llama-2 7B on 8 A800s or H800s, DeepSpeed 0.11.1),
+  // which ran 0.09-0.20 s per step slower than their GPU work on GPUs 2.7x apart: host time. docs/MODEL.md §12c
+  // shows the fit; a faster or slower host sets its own.
+  double zero3_hook_us = 210;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool tp_comm_overlap = false;
@@ -353,7 +364,7 @@ const char* name_of(OverlapModel m);
 const char* name_of(AttentionBackend b);
 const char* name_of(Fp8Recipe r);
 const char* name_of(CpCommType c);
-const char* name_of(Framework f);  // the job-file name: megatron | torchtitan
+const char* name_of(Framework f);  // the job-file name: megatron | torchtitan | deepspeed
 const char* name_of(RecomputeModule m);  // Megatron-Core's name (core_attn, mlp, ...)
 // The module Megatron-Core calls `name`; nullopt for any other name.
 std::optional<RecomputeModule> recompute_module_named(std::string_view name);

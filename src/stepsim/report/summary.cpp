@@ -169,9 +169,13 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   }
   for (const std::string& a : job.model.hf_assumptions) o << "  assumed (Hugging Face config): " << a << "\n";
   if (job.cluster.power_limit_W > 0) o << "  power limit " << job.cluster.power_limit_W << " W per GPU\n";
-  if (job.training.framework != spec::Framework::MegatronCore) {
-    o << "  framework " << spec::name_of(job.training.framework)
-      << (job.training.compile ? ", torch.compile per block" : ", eager") << " (docs/MODEL.md §12b)\n";
+  if (job.training.framework == spec::Framework::Torchtitan) {
+    o << "  framework torchtitan" << (job.training.compile ? ", torch.compile per block" : ", eager")
+      << " (docs/MODEL.md §12b)\n";
+  } else if (job.training.framework == spec::Framework::DeepSpeed) {
+    o << "  framework deepspeed, ZeRO-3 around Hugging Face's Llama, eager; gradients reduce-scattered in buckets of "
+      << job.training.reduce_bucket_size << " elements; module hooks " << job.training.zero3_hook_us
+      << " us each per pass (docs/MODEL.md §12c)\n";
   }
   for (const std::string& n : job.cluster.gpu_notes) o << "  read: " << n << "\n";
   o << "\n";

@@ -82,7 +82,7 @@ ComputeFit fit_compute(const catalog::Catalog& cat, const std::vector<PublishedR
   ComputeFit out;
   std::vector<PublishedRun> runs;
   for (const PublishedRun& r : all_runs) {
-    if (framework_costed_as_megatron(r.framework)) out.left_out[r.framework].push_back(r.id);
+    if (framework_costed_as_megatron(r.framework)) out.left_out[r.framework].push_back(r.id);  // profiled or not
     else runs.push_back(r);
   }
   if (runs.empty()) return out;

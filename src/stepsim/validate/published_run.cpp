@@ -216,6 +216,14 @@ bool framework_costed_as_megatron(const std::string& framework) {
   return framework == "deepspeed" || framework == "composer" || framework == "jax";
 }
 
+bool deepspeed_plan(const PublishedRun& run) {
+  if (run.framework != "deepspeed" || run.framework_inferred) return false;
+  const std::string dopt = lower_case(run.dist_optimizer);
+  const bool zero3 = run.zero_stage ? *run.zero_stage == 3
+                                    : dopt.find("zero-3") != std::string::npos || dopt.find("zero3") != std::string::npos;
+  return zero3 && run.tp == 1 && run.pp == 1 && run.cp == 1 && run.moe_experts == 0;
+}
+
 std::string lower_case(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -70,6 +70,10 @@ std::string framework_of_row(const PublishedRun& run);
 // Frameworks stepsim costs as another's (Megatron-Core's kernels and schedule): their runs say nothing about a GPU's
 // sustained clock, so `calibrate compute` leaves them out, and validate prints the assumption.
 bool framework_costed_as_megatron(const std::string& framework);
+// A row whose plan the DeepSpeed profile (training.framework: deepspeed) covers: stated DeepSpeed, ZeRO-3, data
+// parallelism only, dense (the Hugging Face model under DeepSpeed's engine; run_job.cpp also asks for a Llama-style
+// model). Megatron-DeepSpeed's rows (inferred DeepSpeed, with Megatron-LM's model and parallelism) are not.
+bool deepspeed_plan(const PublishedRun& run);
 
 // Reads a published-runs CSV (header names as in the shared file; column order free; unknown columns ignored).
 // Throws InputError "<file>:<line>: column <name>: <rule>" for a missing required column, a malformed number or a

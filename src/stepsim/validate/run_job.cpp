@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cctype>
+#include <cstdlib>
 #include <functional>
 #include <stdexcept>
 
@@ -234,6 +235,27 @@ void torchtitan_training(const PublishedRun& r, YAML::Node& t, const std::functi
   }
 }
 
+// A DeepSpeed ZeRO-3 row of a Hugging Face model: the DeepSpeed profile, with the reduce bucket its notes quote from
+// the run's ds_config ("reduce bucket 1e7"), else DeepSpeed's default. Keys only Megatron-Core has are dropped.
+void deepspeed_training(const PublishedRun& r, YAML::Node& t, const std::function<void(const std::string&)>& assume) {
+  t["framework"] = "deepspeed";
+  for (const char* k : {"attention_backend", "cross_entropy_fusion", "overlap_grad_reduce", "overlap_param_gather",
+                        "tp_comm_overlap", "recompute_modules", "distributed_optimizer"}) {
+    t.remove(k);
+  }
+  const std::string notes = lower_case(r.notes);
+  const size_t at = notes.find("reduce bucket ");
+  if (at != std::string::npos) {
+    const double v = std::strtod(notes.c_str() + at + 14, nullptr);
+    if (v >= 1 && v <= 1e12) {
+      t["reduce_bucket_size"] = static_cast<int64_t>(v);
+      assume("DeepSpeed ZeRO-3: reduce_bucket_size " + std::to_string(static_cast<int64_t>(v)) + " (the notes)");
+      return;
+    }
+  }
+  assume("DeepSpeed ZeRO-3: reduce_bucket_size not stated: DeepSpeed's default, 500000000");
+}
+
 }  // namespace
 
 double measured_step_time_s(const hw::GpuCatalog& catalog_gpus, const PublishedRun& r, std::string* how) {
@@ -443,7 +465,8 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   }
   if (!t["zero_stage"]) t["distributed_optimizer"] = dist;
   if (r.framework_inferred) assume("framework " + r.framework + " (dist_optimizer names DeepSpeed)");
-  if (framework_costed_as_megatron(r.framework)) {
+  const bool deepspeed_profile = deepspeed_plan(r) && f.gated && f.rmsnorm && f.rope && !f.bias && !f.mla;
+  if (framework_costed_as_megatron(r.framework) && !deepspeed_profile) {
     assume("framework " + r.framework + ": its kernels, sharding schedule and overlaps are costed as Megatron-Core's "
            "(the framework profiles are issue 43 item 2)");
   }
@@ -488,6 +511,7 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   if (r.overlap_moe_expert_parallel_comm.value_or(false)) t["overlap_moe_expert_parallel_comm"] = true;
   if (r.delay_wgrad_compute.value_or(false)) t["delay_wgrad_compute"] = true;
   if (r.framework == "torchtitan") torchtitan_training(r, t, assume);
+  if (deepspeed_profile) deepspeed_training(r, t, assume);
   root["training"] = t;
 
   YAML::Node c(YAML::NodeType::Map);

@@ -39,10 +39,22 @@ const FrameworkProfile& torchtitan_profile(bool compiled) {
   return compiled ? fused : eager;
 }
 
+const FrameworkProfile& deepspeed_profile() {
+  static const FrameworkProfile p = [] {
+    FrameworkProfile d = torchtitan_profile(false);
+    d.zero3_module_hook_us = spec::TrainingSpec{}.zero3_hook_us;
+    return d;
+  }();
+  return p;
+}
+
 Features Features::resolve(const spec::JobSpec& job, bool sequence_parallel, int64_t act_bytes) {
   const auto& tr = job.training;
   Features f;
-  f.profile = tr.framework == spec::Framework::Torchtitan ? torchtitan_profile(tr.compile) : megatron_core_profile();
+  const bool deepspeed = tr.framework == spec::Framework::DeepSpeed;
+  f.profile = tr.framework == spec::Framework::Torchtitan ? torchtitan_profile(tr.compile)
+              : deepspeed                                  ? deepspeed_profile()
+                                                           : megatron_core_profile();
   f.act_bytes = act_bytes;
   const BytesPerParam bpp = bytes_per_param(tr);
   f.grad_bytes = bpp.gradient;
@@ -66,7 +78,14 @@ Features Features::resolve(const spec::JobSpec& job, bool sequence_parallel, int
   f.distributed_optimizer = tr.distributed_optimizer;
   f.op_level_sac = tr.op_level_sac();
   f.fsdp2_copy_out = f.zero3 && tr.framework == spec::Framework::Torchtitan;
-  f.grads_in_param_dtype = tr.framework == spec::Framework::Torchtitan;
+  f.grads_in_param_dtype = tr.framework != spec::Framework::MegatronCore;
+  if (deepspeed) {
+    // ZeRO-3 reduce-scatters in its communication dtype, the parameters' unless the config sets
+    // communication_data_type (DeepSpeedEngine.communication_data_type), then copies into the fp32 partition.
+    f.grad_bytes = f.weight_bytes;
+    f.reduce_bucket = tr.reduce_bucket_size;
+    f.profile.zero3_module_hook_us = tr.zero3_hook_us;
+  }
   return f;
 }
 

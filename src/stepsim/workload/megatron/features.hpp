@@ -52,11 +52,23 @@ struct FrameworkProfile {
   double moe_host_sync_us = 100;
   // ZeRO-3 blocking fetch: host time of one per-rank copy_ after a gathered tensor, us (grad_sync.cpp).
   double zero3_host_copy_us = 7.3;
+  // DeepSpeed ZeRO-3: the host time of its Python hooks per module and pass (fetch, prefetch and release before and
+  // after the module; in backward also each parameter's gradient hook), us, during which the GPU waits (0 = no such
+  // hooks). Modules per unit of Hugging Face's LlamaForCausalLM: a decoder layer and its 13 submodules (self_attn,
+  // q/k/v/o_proj, rotary_emb, mlp, gate/up/down_proj, act_fn, two RMSNorms); the embedding (embed_tokens, LlamaModel,
+  // LlamaForCausalLM); the head (norm, lm_head). training.zero3_hook_us gives it (job_spec.hpp says how it was fitted).
+  double zero3_module_hook_us = 0;
+  int layer_modules = 14;
+  int embedding_modules = 3;
+  int head_modules = 2;
 };
 
 const FrameworkProfile& megatron_core_profile();
 // torchtitan (Llama 3 model code, FSDP2): PyTorch eager kernels, or Inductor's fusions under per-block torch.compile.
 const FrameworkProfile& torchtitan_profile(bool compiled);
+// DeepSpeed ZeRO-3 around Hugging Face's Llama: PyTorch eager kernels (the same ops as torchtitan's eager Llama) and
+// ZeRO-3's per-module hooks.
+const FrameworkProfile& deepspeed_profile();
 
 struct Features {
   FrameworkProfile profile;
@@ -90,6 +102,9 @@ struct Features {
   // torchtitan: autograd writes each weight gradient in the parameter dtype (no fp32 main_grad buffer); over several
   // micro-batches AccumulateGrad adds it into .grad.
   bool grads_in_param_dtype = false;
+  // DeepSpeed ZeRO-3: gradients reduce-scattered in buckets of this many elements in backward order (0: one
+  // reduce-scatter per unit, as FSDP).
+  int64_t reduce_bucket = 0;
 
   static Features resolve(const spec::JobSpec& job, bool sequence_parallel, int64_t act_bytes);
 };

@@ -1,9 +1,11 @@
 #include "stepsim/workload/megatron/grad_sync.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "stepsim/workload/dp_buckets.hpp"
+#include "stepsim/workload/megatron/qk_prep.hpp"
 #include "stepsim/workload/megatron/recompute.hpp"
 #include "stepsim/workload/megatron/unit_params.hpp"
 
@@ -88,6 +90,10 @@ void GradSync::params_ready(Emitter& em, const Context& cx, const std::vector<in
   }
   zero3_gather(em, cx, unit, before);
   if (i + 1 < units.size()) zero3_gather(em, cx, units[i + 1], before);
+  if (cx.f().profile.zero3_module_hook_us > 0) {
+    deepspeed_module_hooks(em, cx, unit, z3_gathers_[unit]);
+    return;
+  }
   if (!cx.f().fsdp2_copy_out) {
     em.wait_at_next(z3_gathers_[unit]);
     return;
@@ -135,9 +141,70 @@ Ref GradSync::zero3_blocking_gather(Emitter& em, const Context& cx, int unit, Re
   return last;
 }
 
+namespace {
+
+// A unit's parameter tensors as Hugging Face's Llama holds them, in the order backward completes their gradients:
+// the fused tensors of unit_tensors split into q/k/v_proj and gate/up_proj, the last module's first.
+std::vector<int64_t> hf_llama_tensors(const Context& cx, int unit) {
+  const std::vector<int64_t> fused = unit_tensors(cx, unit);
+  std::vector<int64_t> out;
+  const ModelDims& d = cx.d();
+  const bool layer = unit != kEmbeddingUnit && unit != kHeadUnit && fused.size() >= 4;
+  for (size_t i = 0; i < fused.size(); ++i) {
+    if (layer && i == 0) {  // linear_qkv -> q_proj, k_proj, v_proj
+      const int64_t k = d.h * k_width(d);
+      out.insert(out.end(), {d.h * d.q_width, k, fused[0] - d.h * d.q_width - k});
+    } else if (layer && i == 2 && d.ffn_in != d.ffn / d.t) {  // linear_fc1 of a gated MLP -> gate_proj, up_proj
+      out.insert(out.end(), {fused[2] / 2, fused[2] - fused[2] / 2});
+    } else if (fused[i] > 0) {
+      out.push_back(fused[i]);
+    }
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+// DeepSpeed ZeRO-3's hooks around each module of the unit (fetch and prefetch before it, release after it; in backward
+// each parameter's gradient hook too): Python on the host that waits for the gathers it fetched (at most two fetch
+// events outstanding, PartitionedParameterCoordinator.fetch_sub_module) and for the reductions it issued (likewise,
+// __reduce_and_partition_ipg_grads), so the GPU runs no kernel of the module meanwhile: one op on the compute stream,
+// after the unit's gather.
+void GradSync::deepspeed_module_hooks(Emitter& em, const Context& cx, int unit, Ref gathered) const {
+  const FrameworkProfile& p = cx.f().profile;
+  const int modules = unit == kEmbeddingUnit ? p.embedding_modules : unit == kHeadUnit ? p.head_modules : p.layer_modules;
+  Op hooks;
+  hooks.category = ComputeCategory::Host;
+  hooks.duration_ns = std::llround(modules * p.zero3_module_hook_us * 1e3);
+  em.compute(cx, hooks, "zero3_module_hooks", {gathered});
+}
+
+// DeepSpeed ZeRO-3's gradient buckets (stage3.py reduce_independent_p_g_buckets_and_remove_grads): each parameter's
+// gradient joins the bucket in backward order; a parameter that would overflow reduce_bucket_size elements first
+// reduce-scatters what the bucket holds, and one larger than the bucket goes alone; the backward's end flushes the
+// rest (independent_gradient_partition_epilogue). Every micro-batch, in the communication dtype.
+void GradSync::deepspeed_bucket_grads(Emitter& em, const Context& cx, int unit) {
+  const Features& f = cx.f();
+  const Ref dep = em.last(Stream::Compute);
+  auto flush = [&] {
+    if (ipg_elements_ == 0) return;
+    em.coll(cx, CollType::ReduceScatter, GroupKind::Dp, ipg_elements_ * f.grad_bytes, "sharded_grad_reduce_scatter",
+            dep);
+    ipg_elements_ = 0;
+  };
+  for (const int64_t n : hf_llama_tensors(cx, unit)) {
+    if (ipg_elements_ + n > f.reduce_bucket) flush();
+    ipg_elements_ += n;
+  }
+  if (unit == kEmbeddingUnit) flush();
+}
+
 void GradSync::unit_backward_done(Emitter& em, const Context& cx, int unit) {
   const Features& f = cx.f();
-  if (f.shard_grads) {
+  if (f.shard_grads && f.reduce_bucket > 0) {
+    deepspeed_bucket_grads(em, cx, unit);
+  } else if (f.shard_grads) {
     const Ref dep = em.last(Stream::Compute);
     em.coll(cx, CollType::ReduceScatter, GroupKind::Dp, unit_params(cx, unit, false) * f.grad_bytes,
             "sharded_grad_reduce_scatter", dep);

@@ -52,12 +52,15 @@ class GradSync {
   Ref reduce_bucket(Emitter& em, const Context& cx, const Bucket& b) const;
   void zero3_gather(Emitter& em, const Context& cx, int unit, Ref dep);
   Ref zero3_blocking_gather(Emitter& em, const Context& cx, int unit, Ref dep) const;
+  void deepspeed_module_hooks(Emitter& em, const Context& cx, int unit, Ref gathered) const;
+  void deepspeed_bucket_grads(Emitter& em, const Context& cx, int unit);
 
   std::vector<Bucket> buckets_;     // reduction order
   std::vector<Ref> gathers_;        // the overlapped parameter all-gather of each bucket
   std::vector<bool> chunk_started_;
   std::unordered_map<int, Ref> z3_gathers_;  // unit -> its all-gather in the current pass
   int64_t sp_params_ = 0;  // parameters replicated over TP under SP, whose gradients Megatron all-reduces over TP
+  int64_t ipg_elements_ = 0;  // DeepSpeed ZeRO-3: gradient elements in the bucket not yet reduce-scattered
 };
 
 }  // namespace stepsim::workload::megatron
