@@ -38,6 +38,24 @@ TEST(PlanCli, BadInputExitsTwoWithOneLine) {
 }
 
 // A zero or negative count is refused, never read as "the job's own" (issue 48 item 5).
+// The planner searches Megatron-Core's options; a job of another framework is refused by name, not searched over
+// options that framework does not have (plan and its memory map alike).
+TEST(PlanCli, AnotherFrameworksJobIsRefused) {
+  const std::string job = test::write_temp(
+      "plan-ds.yaml",
+      "model: {name: tiny-llama, num_layers: 2, hidden_size: 1024, num_attention_heads: 16, ffn_hidden_size: 2816,"
+      " activation: swiglu, normalization: rmsnorm, vocab_size: 32000, seq_length: 1024}\n"
+      "parallelism: {data: 8}\n"
+      "training: {micro_batch_size: 1, global_batch_size: 8, framework: deepspeed, zero_stage: 3}\n"
+      "cluster: {gpu: H100-SXM, num_gpus: 8}\n");
+  for (const std::string& cmd : {"plan " + job, "plan " + job + " --memory-map"}) {
+    const auto r = test::run_cli(cmd);
+    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("key training.framework: deepspeed: plan searches Megatron-Core's plans"), std::string::npos)
+        << r.output;
+  }
+}
+
 TEST(PlanCli, ZeroOrNegativeCountsAreRefused) {
   const std::string job = tiny_job();
   for (const std::string flag : {"--gpus", "--global-batch"}) {

@@ -23,11 +23,21 @@ void check_counts(int gpus, int64_t global_batch) {
     throw InputError("--global-batch " + std::to_string(global_batch) + ": must be a positive number of sequences");
 }
 
+// The planner's space is Megatron-Core's (its optimizer variants, recompute modules, layouts); another framework's job
+// would be searched over options that framework does not have.
+void check_framework(const spec::JobSpec& job) {
+  if (job.training.framework == spec::Framework::MegatronCore) return;
+  throw InputError(job.source + ": key training.framework: " + spec::name_of(job.training.framework) +
+                   ": plan searches Megatron-Core's plans (its distributed optimizer, ZeRO stages, recompute modules "
+                   "and layouts); another framework's own space is not searched yet: simulate the plans you consider");
+}
+
 }  // namespace
 
 PlanOutput plan(const PlanOptions& o, const Distribution& dist) {
   check_counts(o.gpus, o.global_batch);
   const spec::JobSpec base = load_job(o.job);
+  check_framework(base);
   const int gpus = o.gpus > 0 ? o.gpus : base.cluster.num_gpus;
   const int64_t gbs = o.global_batch > 0 ? o.global_batch : base.training.global_batch_size;
   if (o.top < 1) throw InputError("--top " + std::to_string(o.top) + ": must be at least 1");
@@ -79,6 +89,7 @@ PlanOutput plan(const PlanOptions& o, const Distribution& dist) {
 MemoryMapOutput memory_map(const JobInput& job, int gpus, int64_t global_batch) {
   check_counts(gpus, global_batch);
   const spec::JobSpec base = load_job(job);
+  check_framework(base);
   MemoryMapOutput out;
   out.gpus = gpus > 0 ? gpus : base.cluster.num_gpus;
   out.model = base.model.name;
