@@ -7,7 +7,9 @@
 #include <set>
 
 #include "stepsim/assemble/simulation.hpp"
+#include "stepsim/catalog/catalog.hpp"
 #include "stepsim/catalog/gpu_name.hpp"
+#include "stepsim/report/summary.hpp"
 #include "stepsim/cost/compute/power_limit.hpp"
 #include "stepsim/validate/published_run.hpp"
 #include "test_util.hpp"
@@ -157,6 +159,53 @@ TEST(PowerLimit, TheJobSaysItOnceAndRefusesWhatCannotBe) {
   EXPECT_EQ(test::job_from_yaml(std::regex_replace(base, std::regex("gpu: H100-SXM"), "gpu: H100-SXM, power_limit_W: 700"))
                 .cluster.power_limit_W,
             0);
+}
+
+// cluster.gpu as a mapping (issue 43 item 1): a catalog GPU with its figures replaced, applied wherever the job's GPU
+// is looked up, and said in the summary's notes.
+TEST(GpuOverride, AMappingChangesTheCatalogsFiguresAndSaysSo) {
+  const std::string base = test::small_gpt_yaml(1, 1, 8, 8);
+  auto with = [&](const std::string& gpu) {
+    return std::regex_replace(base, std::regex("gpu: H100-SXM"), "gpu: " + gpu);
+  };
+  const spec::JobSpec j = test::job_from_yaml(
+      with("{base: H100-SXM, memory_GiB: 96, memory_bandwidth_TBps: 2.0, sm_count: 114, nvlink_GBps: 200, "
+           "power_limit_W: 500}"));
+  EXPECT_EQ(j.cluster.gpu, "H100-SXM");
+  EXPECT_EQ(j.cluster.power_limit_W, 500);
+  // The job's own cluster.intra_node wins; without one the link is the GPU's, now 200 GB/s.
+  EXPECT_DOUBLE_EQ(j.cluster.intra_node.bandwidth_GBps, 450);
+  EXPECT_DOUBLE_EQ(test::job_from_yaml(std::regex_replace(with("{base: H100-SXM, nvlink_GBps: 200}"),
+                                                          std::regex("intra_node: \\{[^}]*\\}, "), ""))
+                       .cluster.intra_node.bandwidth_GBps,
+                   200);
+  ASSERT_FALSE(j.cluster.gpu_notes.empty());
+  EXPECT_EQ(j.cluster.gpu_notes.back(),
+            "cluster.gpu: H100-SXM with 96 GiB of memory, 2 TB/s of memory bandwidth, 114 SMs, 200 GB/s NVLink per "
+            "direction (the catalog's figures otherwise)");
+  const hw::GpuSpec& catalog_gpu = stepsim::catalog::shipped().gpus.find("H100-SXM");
+  const hw::GpuSpec g = hw::effective_gpu(stepsim::catalog::shipped().gpus, j.cluster);
+  EXPECT_EQ(g.memory_bytes, 96ull << 30);
+  EXPECT_DOUBLE_EQ(g.hbm_bandwidth_Bps, 2.0e12);
+  EXPECT_EQ(g.sm_count, 114);
+  // The per-SM rate is the die's: 114 of 132 SMs give 114/132 of every tensor-core rate.
+  EXPECT_DOUBLE_EQ(g.bf16_flops, catalog_gpu.bf16_flops * 114 / 132);
+  EXPECT_DOUBLE_EQ(g.fp8_flops, catalog_gpu.fp8_flops * 114 / 132);
+  EXPECT_DOUBLE_EQ(g.intra_node_GBps, 200);
+  // The simulation sees it: the summary's capacity is 96 GiB, and the step is slower than the catalog GPU's.
+  const report::Summary over = report::summarize(sim::run_simulation(stepsim::catalog::shipped(), j, {0}), 0);
+  const report::Summary plain =
+      report::summarize(sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(base), {0}), 0);
+  EXPECT_EQ(over.capacity_bytes, static_cast<int64_t>(96ull << 30));
+  EXPECT_GT(over.step_time_s, plain.step_time_s);
+  // What cannot be: no base, nothing changed, an unknown key, a power limit that disagrees.
+  EXPECT_NE(test::job_error(with("{memory_GiB: 96}")).find("cluster.gpu.base"), std::string::npos);
+  EXPECT_NE(test::job_error(with("{base: H100-SXM}")).find("changes at least one of"), std::string::npos);
+  EXPECT_NE(test::job_error(with("{base: H100-SXM, clock_MHz: 1500}")).find("clock_MHz"), std::string::npos);
+  EXPECT_NE(test::job_error(with("{base: H100-SXM, power_limit_W: 500}, power_limit_W: 600"))
+                .find("is 600 W but cluster.gpu's power_limit_W says 500 W"),
+            std::string::npos);
+  EXPECT_NE(test::job_error(with("{base: H100-SXM, sm_count: 0}")).find("sm_count"), std::string::npos);
 }
 
 }  // namespace

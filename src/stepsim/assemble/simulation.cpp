@@ -30,7 +30,7 @@ std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Cata
     case spec::CommModel::AlphaBeta: return cost::make_alpha_beta_model(cluster);
     case spec::CommModel::Nccl: {
       if (settings.calibration_store == "none") return cost::make_nccl_model(catalog, cluster);
-      const hw::GpuSpec& gpu = catalog.gpus.find(cluster.gpu);
+      const hw::GpuSpec& gpu = hw::effective_gpu(catalog.gpus, cluster);
       const cost::NcclProfile& profile = catalog.nccl.find(gpu);
       const std::string store = settings.calibration_store.empty() ? hw::default_calibration_store_path()
                                                                    : settings.calibration_store;
@@ -55,7 +55,7 @@ std::unique_ptr<cost::OverlapModel> make_overlap_model(const catalog::Catalog& c
     case spec::OverlapModel::None: return nullptr;
     case spec::OverlapModel::SmShare: {
       cost::SmShareParams p;
-      p.sm_count = catalog.gpus.find(job.cluster.gpu).sm_count;
+      p.sm_count = hw::effective_gpu(catalog.gpus, job.cluster).sm_count;
       return cost::make_sm_share_overlap_model(p);
     }
     case spec::OverlapModel::Coefficients: {
@@ -86,7 +86,7 @@ std::string calibration_kind(const spec::JobSpec& job) {
 // the calibration store (unless simulation.calibration_store is "none"); data/efficiency.yaml.
 std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& catalog, const spec::JobSpec& job,
                                                        ComputeCalibration* calibration) {
-  const hw::GpuSpec& gpu = catalog.gpus.find(job.cluster.gpu);
+  const hw::GpuSpec& gpu = hw::effective_gpu(catalog.gpus, job.cluster);
   cost::EfficiencyTable table = catalog.efficiency.resolve(gpu);
   ComputeCalibration cal;
   cal.sustained_clock = table.sustained_clock;
@@ -169,7 +169,7 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
 double host_time_scale(const catalog::Catalog& catalog, const spec::JobSpec& job) {
   if (job.training.cuda_graphs) return 0;  // graph replay: the host issues a whole graph at once
   if (job.simulation.host_time_scale >= 0) return job.simulation.host_time_scale;
-  return catalog.efficiency.resolve(catalog.gpus.find(job.cluster.gpu)).host_time_scale;
+  return catalog.efficiency.resolve(hw::effective_gpu(catalog.gpus, job.cluster)).host_time_scale;
 }
 
 workload::Workload timed_workload(const catalog::Catalog& catalog, const spec::JobSpec& job,
@@ -194,7 +194,7 @@ Simulation run_simulation(const catalog::Catalog& catalog, const spec::JobSpec& 
   }
   // A multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is one node to NCCL. A job whose node is smaller sends
   // every group larger than that node over the NICs: say so.
-  const hw::GpuSpec& gpu = catalog.gpus.find(job.cluster.gpu);
+  const hw::GpuSpec& gpu = hw::effective_gpu(catalog.gpus, job.cluster);
   if (job.cluster.gpus_per_node < gpu.nvlink_domain_gpus && job.cluster.num_gpus > job.cluster.gpus_per_node) {
     s.notes.push_back(gpu.name + " with cluster.gpus_per_node " + std::to_string(job.cluster.gpus_per_node) +
                       ": traffic between these nodes goes over the NICs. Its NVLink domain spans " +
@@ -210,7 +210,7 @@ Simulation run_workload(const catalog::Catalog& catalog, workload::Workload w, c
   Simulation s;
   s.workload = std::move(w);
   const spec::JobSpec& job = s.workload.job;
-  const hw::GpuSpec& gpu = catalog.gpus.find(job.cluster.gpu);
+  const hw::GpuSpec& gpu = hw::effective_gpu(catalog.gpus, job.cluster);
   s.gpu = gpu;
   const auto comm = make_collective_model(catalog, job);
   std::string overlap_note;

@@ -185,4 +185,19 @@ std::string data_dir() {
 #endif
 }
 
+GpuSpec effective_gpu(const GpuCatalog& catalog, const spec::ClusterSpec& cluster) {
+  GpuSpec g = catalog.find(cluster.gpu);
+  const spec::GpuOverride& o = cluster.gpu_override;
+  if (o.memory_GiB > 0) g.memory_bytes = static_cast<uint64_t>(o.memory_GiB * 1024.0 * 1024.0 * 1024.0);
+  if (o.memory_bandwidth_TBps > 0) g.hbm_bandwidth_Bps = o.memory_bandwidth_TBps * 1e12;
+  if (o.sm_count > 0 && g.sm_count > 0) {
+    // The per-SM rates are the die's; fewer or more SMs scale every rate (an H100 PCIe has 114 of the SXM's 132).
+    const double f = static_cast<double>(o.sm_count) / g.sm_count;
+    for (double* rate : {&g.fp32_flops, &g.tf32_flops, &g.fp16_flops, &g.bf16_flops, &g.fp8_flops}) *rate *= f;
+    g.sm_count = o.sm_count;
+  }
+  if (o.nvlink_GBps > 0) g.intra_node_GBps = o.nvlink_GBps;
+  return g;
+}
+
 }  // namespace stepsim::hw

@@ -55,6 +55,11 @@ class GpuCatalog {
   std::vector<GpuSpec> gpus_;
 };
 
+// The job's GPU: the catalog's entry for cluster.gpu with cluster.gpu's inline figures applied (memory, HBM bandwidth,
+// SMs with the rates scaled per SM, NVLink). Every lookup of a job's GPU goes through it.
+GpuSpec effective_gpu(const GpuCatalog& catalog, const spec::ClusterSpec& cluster);
+
+
 // Directory with the data files: $STEPSIM_DATA_DIR if set, else the source tree's data/ (compiled in).
 std::string data_dir();
 

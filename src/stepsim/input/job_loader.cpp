@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -432,7 +433,12 @@ StrictSection cluster_section(const YAML::Node& node, const std::string& job_sou
 ClusterSpec read_cluster(const hw::GpuCatalog& gpus, StrictSection s) {
   ClusterSpec c;
   // The GPU as written ("H100-SXM 96GB HBM2e, 500W") becomes the catalog's name; a power figure in it is the limit.
-  const std::string written = s.get_string("gpu", c.gpu);
+  // Written as a mapping, it is a catalog GPU (`base`, read the same way) with some of its figures replaced.
+  const bool mapping = s.has("gpu") && s.child("gpu").IsMap();
+  std::optional<StrictSection> g;
+  if (mapping) g.emplace(s.child("gpu"), s.key_path("gpu"), s.source());
+  const std::string written = mapping ? g->get_string("base", "") : s.get_string("gpu", c.gpu);
+  if (mapping && written.empty()) g->fail("base", "names the catalog GPU the others change (e.g. base: H100-SXM)");
   hw::ResolvedGpu gpu;
   try {
     gpu = hw::resolve_gpu_name(gpus, written);
@@ -441,7 +447,43 @@ ClusterSpec read_cluster(const hw::GpuCatalog& gpus, StrictSection s) {
   }
   c.gpu = gpu.gpu->name;
   c.gpu_notes = gpu.notes;
+  double inline_power_W = 0;
+  if (mapping) {
+    GpuOverride& o = c.gpu_override;
+    o.memory_GiB = g->get_double("memory_GiB", 0, 1, 4096);
+    o.memory_bandwidth_TBps = g->get_double("memory_bandwidth_TBps", 0, 0.1, 100);
+    o.sm_count = static_cast<int>(g->get_int("sm_count", 0, 1, 4096));
+    o.nvlink_GBps = g->get_double("nvlink_GBps", 0, 1, 100000);
+    inline_power_W = g->get_double("power_limit_W", 0, 1, 1e5);
+    g->finish();
+    if (!o.any() && inline_power_W == 0) {
+      g->fail("base", "a mapping changes at least one of memory_GiB, memory_bandwidth_TBps, sm_count, nvlink_GBps, "
+                      "power_limit_W (else write gpu: " + written + ")");
+    }
+    if (o.any()) {
+      std::vector<std::string> parts;
+      auto part = [&](double v, const char* what) {
+        std::ostringstream p;
+        p << v << what;
+        parts.push_back(p.str());
+      };
+      if (o.memory_GiB > 0) part(o.memory_GiB, " GiB of memory");
+      if (o.memory_bandwidth_TBps > 0) part(o.memory_bandwidth_TBps, " TB/s of memory bandwidth");
+      if (o.sm_count > 0) part(o.sm_count, " SMs");
+      if (o.nvlink_GBps > 0) part(o.nvlink_GBps, " GB/s NVLink per direction");
+      std::string note = "cluster.gpu: " + c.gpu + " with ";
+      for (size_t i = 0; i < parts.size(); ++i) note += (i ? ", " : "") + parts[i];
+      c.gpu_notes.push_back(note + " (the catalog's figures otherwise)");
+    }
+  }
   c.power_limit_W = s.get_double("power_limit_W", 0.0, 1.0, 1e5);
+  if (inline_power_W > 0) {
+    if (c.power_limit_W > 0 && c.power_limit_W != inline_power_W) {
+      s.fail("power_limit_W", "is " + std::to_string(static_cast<int>(c.power_limit_W)) + " W but cluster.gpu's "
+                              "power_limit_W says " + std::to_string(static_cast<int>(inline_power_W)) + " W");
+    }
+    c.power_limit_W = inline_power_W;
+  }
   if (gpu.power_limit_W) {
     if (c.power_limit_W > 0 && c.power_limit_W != *gpu.power_limit_W) {
       s.fail("power_limit_W", "is " + std::to_string(static_cast<int>(c.power_limit_W)) + " W but cluster.gpu '" +
@@ -462,7 +504,7 @@ ClusterSpec read_cluster(const hw::GpuCatalog& gpus, StrictSection s) {
   c.num_gpus = static_cast<int>(s.require_int("num_gpus", 1, 1 << 20));
   c.gpus_per_node = static_cast<int>(s.get_int("gpus_per_node", 8, 1, 1 << 16));
   // The GPU's own NVLink (or PCIe) rate from the catalog: an A100 node is not an H100 node.
-  const double gpu_link_GBps = gpu.gpu->intra_node_GBps;
+  const double gpu_link_GBps = c.gpu_override.nvlink_GBps > 0 ? c.gpu_override.nvlink_GBps : gpu.gpu->intra_node_GBps;
   if (s.has("intra_node")) {
     c.intra_node =
         read_link(StrictSection(s.child("intra_node"), s.key_path("intra_node"), s.source()), false, gpu_link_GBps);

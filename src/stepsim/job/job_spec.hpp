@@ -297,8 +297,19 @@ struct LinkSpec {
   std::string transport = "ib";
 };
 
+// cluster.gpu written as a mapping: the catalog GPU `base` with some of its figures replaced (0 = the catalog's).
+// catalog/gpu_catalog.hpp's effective_gpu applies them wherever the job's GPU is looked up.
+struct GpuOverride {
+  double memory_GiB = 0;             // HBM capacity (a 96 GB H100 variant)
+  double memory_bandwidth_TBps = 0;  // HBM bandwidth
+  int sm_count = 0;                  // SMs; the tensor-core and vector rates scale with them (the per-SM rate is kept)
+  double nvlink_GBps = 0;            // NVLink (or the intra-node link) per direction: the default of cluster.intra_node
+  bool any() const { return memory_GiB > 0 || memory_bandwidth_TBps > 0 || sm_count > 0 || nvlink_GBps > 0; }
+};
+
 struct ClusterSpec {
   std::string gpu = "H100-SXM";  // the catalog's name (cluster.gpu as written is resolved by catalog/gpu_name.hpp)
+  GpuOverride gpu_override;
   std::vector<std::string> gpu_notes;  // how cluster.gpu was read, where the name left something open
   // Per-GPU power limit, W (cluster.power_limit_W, or a power figure in cluster.gpu); 0 = the board's default power.
   double power_limit_W = 0;

@@ -30,7 +30,7 @@ MemoryMap memory_map(const hw::GpuCatalog& catalog_gpus, const spec::JobSpec& ba
     throw InputError("--gpus " + std::to_string(gpus) + ": must be a multiple of cluster.gpus_per_node " + std::to_string(gpn));
   }
   MemoryMap m;
-  m.capacity_bytes = static_cast<int64_t>(catalog_gpus.find(base.cluster.gpu).memory_bytes);
+  m.capacity_bytes = static_cast<int64_t>(hw::effective_gpu(catalog_gpus, base.cluster).memory_bytes);
   const auto& par = base.parallelism;
   const auto& tr = base.training;
   for (int t = 1; t <= std::min(gpus, gpn); ++t) {

@@ -141,7 +141,7 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
   }
   if (o.space.global_batch < 1) throw InputError("--global-batch: must be at least 1");
   const int threads = o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const hw::GpuSpec& gpu = cat.gpu(base.cluster.gpu);
+  const hw::GpuSpec gpu = hw::effective_gpu(cat.gpus, base.cluster);
 
   PlanResult r;
   r.capacity_bytes = static_cast<int64_t>(gpu.memory_bytes);

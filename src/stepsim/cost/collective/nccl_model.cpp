@@ -107,7 +107,7 @@ double time_us(const NcclTerms& t, const NcclParams& p) {
 
 NcclHardware nccl_hardware(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster, int channels,
                            double nvls_efficiency) {
-  const hw::GpuSpec& gpu = catalog.gpus.find(cluster.gpu);
+  const hw::GpuSpec& gpu = hw::effective_gpu(catalog.gpus, cluster);
   NcclHardware h;
   TunerTopology& t = h.tuner;
   t.cc = gpu.arch == hw::GpuArch::Volta       ? CompCap::Volta
@@ -382,7 +382,7 @@ std::unique_ptr<CollectiveModel> make_nccl_model(const catalog::Catalog& catalog
 }
 
 std::unique_ptr<CollectiveModel> make_nccl_model(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster) {
-  const NcclProfile& p = catalog.nccl.find(catalog.gpus.find(cluster.gpu));
+  const NcclProfile& p = catalog.nccl.find(hw::effective_gpu(catalog.gpus, cluster));
   NcclParamTable table(p.params);
   for (const auto& row : p.bands) table.add(row);
   return make_nccl_model(catalog, cluster, p, std::move(table));
