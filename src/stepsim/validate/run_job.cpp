@@ -82,6 +82,13 @@ Family family_of(const PublishedRun& r) {
              n.find("mixtral") != std::string::npos || n.find("qwen") != std::string::npos ||
              n.find("deepseek") != std::string::npos || n.find("gemma") != std::string::npos) {
     llama_like("Llama (SwiGLU, RMSNorm, RoPE, no biases, untied embeddings)");
+  } else if (n.rfind("mpt", 0) == 0) {
+    // MosaicML's MPT (llm-foundry's MPTConfig: no_bias True in the published models, resid_pdrop and emb_pdrop 0.0
+    // by default): GeLU FFN 4h, LayerNorm, no biases, tied embeddings, no dropout. The benchmark rows' notes say
+    // learned absolute positions (their parameter counts grow with the sequence), which the GPT default gives.
+    f.bias = false;
+    f.dropout = false;
+    f.name = "MPT (GeLU, LayerNorm, learned positions, no biases, tied embeddings, no dropout)";
   } else if (n.find("bloom") != std::string::npos) {
     f.rope = true;  // ALiBi: no position-embedding table, like RoPE for time and memory
     f.name = "BLOOM (GeLU, LayerNorm, ALiBi, biases, tied embeddings)";
