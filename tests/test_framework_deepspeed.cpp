@@ -4,6 +4,7 @@
 // worked by hand from ds_yaml(): 2 layers, h 1024, 16 heads of 64 (4 KV groups), ffn 2816, vocab 32000, DP 2.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -114,21 +115,19 @@ TEST(FrameworkDeepSpeed, WhatTheProfileDoesNotCoverIsRefused) {
   refused(ds_yaml("", ", tensor: 2"), "parallelism.tensor");
   refused(ds_yaml("tp_comm_overlap: true"), "tp_comm_overlap: is Megatron-Core's; framework deepspeed");
   refused(ds_yaml("compile: true"), "compile");
-  std::string fp8 = ds_yaml("");
-  fp8.replace(fp8.find("precision: bf16"), 15, "precision: fp8");
-  refused(fp8, "precision");
-  std::string stage2 = ds_yaml("");
-  stage2.replace(stage2.find("zero_stage: 3"), 13, "zero_stage: 2");
-  refused(stage2, "stages 0-2 are not yet");
-  std::string megatron = ds_yaml("reduce_bucket_size: 10");
-  megatron.replace(megatron.find("framework: deepspeed"), 20, "framework: megatron");
-  refused(megatron, "reduce_bucket_size: is DeepSpeed's");
-  std::string hook = ds_yaml("zero3_hook_us: 5");
-  hook.replace(hook.find("framework: deepspeed"), 20, "framework: megatron");
-  refused(hook, "zero3_hook_us");
-  std::string bias = ds_yaml("");
-  bias.replace(bias.find("activation: swiglu"), 18, "activation: swiglu, add_bias_linear: true");
-  refused(bias, "model.add_bias_linear");
+  // The same job with one piece of its text replaced, and what the refusal names.
+  const std::vector<std::array<std::string, 4>> edits = {
+      {"", "precision: bf16", "precision: fp8", "precision"},
+      {"", "zero_stage: 3", "zero_stage: 2", "stages 0-2 are not yet"},
+      {"reduce_bucket_size: 10", "framework: deepspeed", "framework: megatron", "reduce_bucket_size: is DeepSpeed's"},
+      {"zero3_hook_us: 5", "framework: deepspeed", "framework: megatron", "zero3_hook_us"},
+      {"", "activation: swiglu", "activation: swiglu, add_bias_linear: true", "model.add_bias_linear"},
+  };
+  for (const auto& [training, from, to, what] : edits) {
+    std::string yaml = ds_yaml(training);
+    yaml.replace(yaml.find(from), from.size(), to);
+    refused(yaml, what);
+  }
 }
 
 }  // namespace

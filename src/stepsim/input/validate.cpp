@@ -40,13 +40,19 @@ const char* ep_overlap_refusal(const JobSpec& job) {
 
 namespace {
 
+// The key of a model that is not a Llama (RMSNorm, RoPE, SwiGLU, no biases), or nullptr: what a framework profile of
+// Llama model code does not cover.
+const char* not_llama(const ModelSpec& m) {
+  if (m.normalization != Normalization::RmsNorm) return "model.normalization";
+  if (m.position_embedding != PositionEmbedding::Rope) return "model.position_embedding";
+  if (m.activation != Activation::Swiglu) return "model.activation";
+  if (m.add_bias_linear) return "model.add_bias_linear";
+  return nullptr;
+}
+
 // Under framework torchtitan, what its profile (torchtitan's Llama 3 model code) does not cover: the key and why.
 std::pair<const char*, const char*> torchtitan_refusal(const ModelSpec& m, const ParallelismSpec& p) {
-  const char* llama = "torchtitan's profile is its Llama 3 model (RMSNorm, RoPE, SwiGLU, no biases)";
-  if (m.normalization != Normalization::RmsNorm) return {"model.normalization", llama};
-  if (m.position_embedding != PositionEmbedding::Rope) return {"model.position_embedding", llama};
-  if (m.activation != Activation::Swiglu) return {"model.activation", llama};
-  if (m.add_bias_linear) return {"model.add_bias_linear", llama};
+  if (const char* key = not_llama(m)) return {key, "torchtitan's profile is its Llama 3 model (RMSNorm, RoPE, SwiGLU, no biases)"};
   if (m.moe) return {"model.moe", "torchtitan's MoE models are not modelled yet (framework: megatron costs them)"};
   if (m.attention == AttentionType::Mla) return {"model.attention", "torchtitan's MLA is not modelled yet"};
   if (m.mtp_layers > 0) return {"model.mtp_layers", "torchtitan's Llama 3 has no multi-token prediction"};
@@ -58,11 +64,9 @@ std::pair<const char*, const char*> torchtitan_refusal(const ModelSpec& m, const
 // Under framework deepspeed, what its profile (DeepSpeed ZeRO-3 around Hugging Face's LlamaForCausalLM, data
 // parallelism only) does not cover: the key and why.
 std::pair<const char*, const char*> deepspeed_refusal(const ModelSpec& m, const ParallelismSpec& p) {
-  const char* llama = "DeepSpeed's profile is Hugging Face's Llama model (RMSNorm, RoPE, SwiGLU, no biases)";
-  if (m.normalization != Normalization::RmsNorm) return {"model.normalization", llama};
-  if (m.position_embedding != PositionEmbedding::Rope) return {"model.position_embedding", llama};
-  if (m.activation != Activation::Swiglu) return {"model.activation", llama};
-  if (m.add_bias_linear) return {"model.add_bias_linear", llama};
+  if (const char* key = not_llama(m)) {
+    return {key, "DeepSpeed's profile is Hugging Face's Llama model (RMSNorm, RoPE, SwiGLU, no biases)"};
+  }
   if (m.moe) return {"model.moe", "DeepSpeed's MoE (a hook per expert) is not modelled yet"};
   if (m.attention == AttentionType::Mla) return {"model.attention", "DeepSpeed's profile has no MLA"};
   if (m.mtp_layers > 0) return {"model.mtp_layers", "Hugging Face's Llama has no multi-token prediction"};
