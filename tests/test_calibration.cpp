@@ -285,6 +285,23 @@ TEST(Calibration, StoreRoundTrip) {
   EXPECT_FALSE(hw::CalibrationStore::open_existing(temp_path("absent.sqlite")).has_value());
 }
 
+// A directory or a device is refused by name (it was "disk I/O error", or /dev/zero read as an empty store), opened
+// for writing or for reading alike; the CLI exits 2.
+TEST(Calibration, StoreMustBeARegularFile) {
+  const std::string dir = test::temp_dir() + "store-dir";
+  std::filesystem::create_directories(dir);
+  for (const std::string& path : {dir, std::string("/dev/zero")}) {
+    const std::string what = path == dir ? "(this is a directory)" : "(this is not a regular file)";
+    std::string e = test::error_of([&] { (void)hw::CalibrationStore::open(path); });
+    EXPECT_EQ(e, path + ": the calibration store must be a regular file " + what);
+    e = test::error_of([&] { (void)hw::CalibrationStore::open_existing(path); });
+    EXPECT_EQ(e, path + ": the calibration store must be a regular file " + what);
+  }
+  const auto r = test::run_cli_env("STEPSIM_CALIBRATION_DB=" + dir, "calibrate list");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("must be a regular file"), std::string::npos) << r.output;
+}
+
 TEST(Calibration, StoreRejectsForeignFiles) {
   const std::string text = temp_path("not-sqlite.sqlite");
   std::ofstream(text) << std::string(4096, 'x') << "\n";

@@ -168,6 +168,13 @@ bool check_schema(sqlite3* db, const std::string& path) {
 }
 
 sqlite3* open_db(const std::string& path, int flags) {
+  // A directory or a device (/dev/zero) is not a store: SQLite would answer "disk I/O error" or read zeros as one.
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    throw InputError(path + ": the calibration store must be a regular file (this is " +
+                     (std::filesystem::is_directory(st) ? "a directory" : "not a regular file") + ")");
+  }
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     const std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
