@@ -242,6 +242,15 @@ TEST(NcclTestsReader, MeasurementsOutsidePhysicalRangesAreRefusedWithTheLine) {
     const std::string m = message([](const std::string& x) { return read_nccl_tests(x); }, f);
     EXPECT_EQ(m, f + ":3: column time_us: '" + cell + "' is not a measurement (must be a finite number of at least 0)");
   }
+  // A negative message size likewise, in the CSV and the text format (it was skipped as a garbled line).
+  const std::string neg = test::write_temp("neg-size.csv", "collective,message_size_bytes,time_us\n"
+                                                           "all_reduce,1048576,20.5\nall_reduce,-2097152,30\n");
+  EXPECT_EQ(message([](const std::string& x) { return read_nccl_tests(x); }, neg),
+            neg + ":3: column message_size_bytes: '-2097152' is not a measurement (must be a finite number of at least 0)");
+  std::string neg_row = good;
+  neg_row.replace(neg_row.find("2097152"), 7, "-2097152");
+  EXPECT_EQ(error_of(good + neg_row, "neg.txt"),
+            "neg.txt:2: column size: '-2097152' is not a measurement (must be a finite number of at least 0)");
   const std::string zero = test::write_temp("zero-gpus.csv", "collective,message_size_bytes,time_us,num_gpus\n"
                                                              "all_reduce,1048576,20.5,0\n");
   EXPECT_EQ(message([](const std::string& x) { return read_nccl_tests(x); }, zero),

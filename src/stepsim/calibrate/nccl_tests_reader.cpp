@@ -192,6 +192,7 @@ NcclTestsFile parse_csv_results(std::string_view text, const std::string& path) 
     const auto coll = parse_bench_collective(v[c_coll]);
     int ranks = 0, nodes = 0;
     refuse_impossible_number(path, row.line, "time_us", v[c_time], 0);
+    refuse_impossible_number(path, row.line, "message_size_bytes", v[c_size], 0);
     if (c_gpus >= 0) refuse_impossible_number(path, row.line, "num_gpus", v[c_gpus], 1);
     if (c_nodes >= 0) refuse_impossible_number(path, row.line, "num_nodes", v[c_nodes], 1);
     if (!coll || !parse_u64(v[c_size], r.bytes) || !parse_number(v[c_time], r.time_us, &r.time_tol) ||

@@ -256,7 +256,9 @@ class TextParser {
   }
 
  private:
+  // A number first (a negative one too: row() refuses it as an impossible size, rather than the line vanishing).
   static bool starts_like_row(std::string_view t) {
+    if (t.size() > 1 && t.front() == '-') t.remove_prefix(1);
     if (t.empty() || !std::isdigit(static_cast<unsigned char>(t.front()))) return false;
     return std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; });
   }
@@ -293,6 +295,11 @@ class TextParser {
   void row(const Tokens& tok, std::string_view s, int no) {
     if (s.find("NCCL ") != std::string_view::npos) return garbled(no);  // a row cut by a log line
     const std::optional<ColumnLayout> L = layout_ ? layout_ : default_layout(tok);
+    // A negative size or time in a row that is otherwise one is an impossible measurement, not a garbled line.
+    if (L && tok.size() == L->tokens) {
+      refuse_impossible_number(f_.path, no, "size", std::string(tok[L->size]), 0);
+      refuse_impossible_number(f_.path, no, "time", std::string(tok[L->time]), 0);
+    }
     std::optional<NcclTestsRow> r = L ? parse_row(tok, *L, no) : std::nullopt;
     if (!r) return garbled(no);
     check_collective_measurement(f_.path, no, r->bytes, r->time_us);
