@@ -29,10 +29,11 @@ std::string ds_yaml(const std::string& training, const std::string& parallelism 
 
 workload::Workload build(const std::string& yaml) { return workload::build_megatron_workload(test::job_from_yaml(yaml)); }
 
-std::vector<const workload::Op*> ops_named(const workload::Program& p, const std::string& name) {
-  std::vector<const workload::Op*> out;
+// Copies: the workload a test builds in the same expression is gone by the time they are read.
+std::vector<workload::Op> ops_named(const workload::Program& p, const std::string& name) {
+  std::vector<workload::Op> out;
   for (const workload::Op& op : p.ops) {
-    if (p.name(op) == name) out.push_back(&op);
+    if (p.name(op) == name) out.push_back(op);
   }
   return out;
 }
@@ -46,16 +47,16 @@ TEST(FrameworkDeepSpeed, EachUnitAndPassWaitsForItsModulesHooks) {
   ASSERT_EQ(hooks.size(), 8u);
   int64_t total = 0;
   std::vector<int64_t> durations;
-  for (const workload::Op* op : hooks) {
-    EXPECT_EQ(op->category, workload::ComputeCategory::Host);
-    total += op->duration_ns;
-    durations.push_back(op->duration_ns);
+  for (const workload::Op& op : hooks) {
+    EXPECT_EQ(op.category, workload::ComputeCategory::Host);
+    total += op.duration_ns;
+    durations.push_back(op.duration_ns);
   }
   EXPECT_EQ(total, 2 * (300 + 1400 + 1400 + 200) * 1000);
   EXPECT_EQ(durations.front(), 300'000);  // the embedding's forward comes first
   // The profile's fitted value when the job sets none: 210 us per module and pass (docs/MODEL.md §12c).
   const auto fitted = ops_named(build(ds_yaml("")).programs[0], "zero3_module_hooks");
-  EXPECT_EQ(fitted.front()->duration_ns, 3 * 210'000);
+  EXPECT_EQ(fitted.front().duration_ns, 3 * 210'000);
   // No hooks at 0 (FSDP-style ZeRO-3 then).
   EXPECT_TRUE(ops_named(build(ds_yaml("zero3_hook_us: 0")).programs[0], "zero3_module_hooks").empty());
 }
@@ -70,14 +71,14 @@ TEST(FrameworkDeepSpeed, GradientsAreReduceScatteredInBucketsInBackwardOrder) {
   {
     const auto rs = ops_named(build(ds_yaml("reduce_bucket_size: 1000000000")).programs[0], "sharded_grad_reduce_scatter");
     ASSERT_EQ(rs.size(), 1u);
-    EXPECT_EQ(rs[0]->bytes, static_cast<uint64_t>(2 * (head + 2 * layer + embedding)));
+    EXPECT_EQ(rs[0].bytes, static_cast<uint64_t>(2 * (head + 2 * layer + embedding)));
   }
   // A bucket of one element: every tensor alone: the head, 9 per layer, the embedding.
   {
     const auto rs = ops_named(build(ds_yaml("reduce_bucket_size: 1")).programs[0], "sharded_grad_reduce_scatter");
     ASSERT_EQ(rs.size(), 1u + 2 * 9 + 1);
-    EXPECT_EQ(rs[0]->bytes, static_cast<uint64_t>(2 * head));
-    EXPECT_EQ(rs.back()->bytes, static_cast<uint64_t>(2 * embedding));
+    EXPECT_EQ(rs[0].bytes, static_cast<uint64_t>(2 * head));
+    EXPECT_EQ(rs.back().bytes, static_cast<uint64_t>(2 * embedding));
   }
   // A bucket of one layer's elements: the head (larger than the bucket) goes alone, flushed when layer 2's first
   // tensor arrives; layer 2's tensors then fill the bucket exactly, flushed when layer 1's first arrives; layer 1's
@@ -86,10 +87,10 @@ TEST(FrameworkDeepSpeed, GradientsAreReduceScatteredInBucketsInBackwardOrder) {
     const auto rs = ops_named(build(ds_yaml("reduce_bucket_size: " + std::to_string(layer))).programs[0],
                               "sharded_grad_reduce_scatter");
     ASSERT_EQ(rs.size(), 4u);
-    EXPECT_EQ(rs[0]->bytes, static_cast<uint64_t>(2 * head));
-    EXPECT_EQ(rs[1]->bytes, static_cast<uint64_t>(2 * layer));
-    EXPECT_EQ(rs[2]->bytes, static_cast<uint64_t>(2 * layer));
-    EXPECT_EQ(rs[3]->bytes, static_cast<uint64_t>(2 * embedding));
+    EXPECT_EQ(rs[0].bytes, static_cast<uint64_t>(2 * head));
+    EXPECT_EQ(rs[1].bytes, static_cast<uint64_t>(2 * layer));
+    EXPECT_EQ(rs[2].bytes, static_cast<uint64_t>(2 * layer));
+    EXPECT_EQ(rs[3].bytes, static_cast<uint64_t>(2 * embedding));
   }
 }
 
@@ -99,8 +100,8 @@ TEST(FrameworkDeepSpeed, KernelsAreHuggingFacesEagerOnes) {
   const workload::Workload w = build(ds_yaml(""));
   const auto norm = ops_named(w.programs[0], "input_layernorm");
   ASSERT_FALSE(norm.empty());
-  EXPECT_EQ(norm[0]->bytes, static_cast<uint64_t>(36 * 1024 * H));
-  EXPECT_EQ(norm[0]->category, workload::ComputeCategory::Elementwise);
+  EXPECT_EQ(norm[0].bytes, static_cast<uint64_t>(36 * 1024 * H));
+  EXPECT_EQ(norm[0].category, workload::ComputeCategory::Elementwise);
 }
 
 TEST(FrameworkDeepSpeed, WhatTheProfileDoesNotCoverIsRefused) {
