@@ -254,6 +254,24 @@ TEST(ProfileNcclLog, VersionsInterleavingAndGarbage) {
   EXPECT_EQ(log.lines, 8);
 }
 
+// Issue 48 item 9: a communicator of 2^31 - 1 ranks is no log of a real job: the line is counted as garbled (with the
+// others a log reader skips and names), not read as a call or an init.
+TEST(ProfileNcclLog, ImpossibleRankCountsAreGarbled) {
+  const std::string text =
+      "h:1:2 [0] NCCL INFO AllGather: opCount 0 sendbuff 0x1 recvbuff 0x2 count 64 datatype 9 op 0 root 0 comm 0x44 "
+      "[nranks=2147483647] stream 0x32\n"
+      "h:1:2 [0] NCCL INFO ncclCommInitRankConfig comm 0x44 rank 0 nranks 2147483647 cudaDev 0 busId 3b000 - Init "
+      "COMPLETE\n"
+      "h:1:2 [0] NCCL INFO ncclCommInitRankConfig comm 0x45 rank 0 nranks 1048576 cudaDev 0 busId 3b000 - Init "
+      "COMPLETE\n";
+  NcclLog log;
+  parse_nccl_log_text(text, "big.log", log);
+  EXPECT_TRUE(log.calls.empty());
+  EXPECT_EQ(log.garbled_lines, 2);
+  ASSERT_EQ(log.inits.size(), 1u);  // 2^20 ranks: the largest job stepsim simulates
+  EXPECT_EQ(log.inits[0].nranks, 1 << 20);
+}
+
 // Issue 15 item 4: NCCL versions that print a bracketed index before the collective's name.
 TEST(ProfileNcclLog, BracketedIndexBeforeTheCallName) {
   const std::string text =

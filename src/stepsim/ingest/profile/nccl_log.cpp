@@ -15,6 +15,8 @@ namespace {
 
 constexpr size_t kMaxGarbledExamples = 8;
 constexpr size_t kMaxRanksPerChannelLine = 1 << 16;
+// The most ranks a communicator of a job stepsim simulates can have (a million GPUs); a larger nranks is no log of one.
+constexpr int kMaxNcclRanks = 1 << 20;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -128,7 +130,7 @@ struct Parser {
     for (size_t i = 1; i < t.size() && ok; ++i) {
       const std::string_view k = t[i];
       if (k.starts_with("[nranks=") && k.back() == ']') {
-        ok = parse_int(k.substr(8, k.size() - 9), c.nranks) && c.nranks > 0;
+        ok = parse_int(k.substr(8, k.size() - 9), c.nranks) && c.nranks > 0 && c.nranks <= kMaxNcclRanks;
         continue;
       }
       if (i + 1 >= t.size()) break;
@@ -195,7 +197,7 @@ struct Parser {
       const std::string_view k = t[i], v = t[i + 1];
       if (k == "comm") ok = have_comm = parse_ptr(v, ci.comm);
       else if (k == "rank") ok = have_rank = parse_int(v, ci.rank) && ci.rank >= 0;
-      else if (k == "nranks") ok = have_n = parse_int(v, ci.nranks) && ci.nranks > 0;
+      else if (k == "nranks") ok = have_n = parse_int(v, ci.nranks) && ci.nranks > 0 && ci.nranks <= kMaxNcclRanks;
       else if (k == "busId") ci.bus_id = std::string(v.substr(0, 64));
       else if (k == "commId") ok = parse_ptr(v, ci.comm_id);
       else continue;
