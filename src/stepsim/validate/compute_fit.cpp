@@ -82,7 +82,8 @@ ComputeFit fit_compute(const catalog::Catalog& cat, const std::vector<PublishedR
   ComputeFit out;
   std::vector<PublishedRun> runs;
   for (const PublishedRun& r : all_runs) {
-    if (framework_costed_as_megatron(r.framework)) out.left_out[r.framework].push_back(r.id);  // profiled or not
+    // A DeepSpeed row the DeepSpeed profile costs is left out too: its hook time is fitted to those rows.
+    if (framework_costed_as_megatron(r.framework)) out.left_out[r.framework].push_back(r.id);
     else runs.push_back(r);
   }
   if (runs.empty()) return out;

@@ -39,21 +39,12 @@ const FrameworkProfile& torchtitan_profile(bool compiled) {
   return compiled ? fused : eager;
 }
 
-const FrameworkProfile& deepspeed_profile() {
-  static const FrameworkProfile p = [] {
-    FrameworkProfile d = torchtitan_profile(false);
-    d.zero3_module_hook_us = spec::TrainingSpec{}.zero3_hook_us;
-    return d;
-  }();
-  return p;
-}
-
 Features Features::resolve(const spec::JobSpec& job, bool sequence_parallel, int64_t act_bytes) {
   const auto& tr = job.training;
   Features f;
   const bool deepspeed = tr.framework == spec::Framework::DeepSpeed;
   f.profile = tr.framework == spec::Framework::Torchtitan ? torchtitan_profile(tr.compile)
-              : deepspeed                                  ? deepspeed_profile()
+              : deepspeed                                  ? torchtitan_profile(false)  // HF's eager Llama: the same ops
                                                            : megatron_core_profile();
   f.act_bytes = act_bytes;
   const BytesPerParam bpp = bytes_per_param(tr);

@@ -66,9 +66,6 @@ struct FrameworkProfile {
 const FrameworkProfile& megatron_core_profile();
 // torchtitan (Llama 3 model code, FSDP2): PyTorch eager kernels, or Inductor's fusions under per-block torch.compile.
 const FrameworkProfile& torchtitan_profile(bool compiled);
-// DeepSpeed ZeRO-3 around Hugging Face's Llama: PyTorch eager kernels (the same ops as torchtitan's eager Llama) and
-// ZeRO-3's per-module hooks.
-const FrameworkProfile& deepspeed_profile();
 
 struct Features {
   FrameworkProfile profile;
