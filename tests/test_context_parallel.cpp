@@ -55,6 +55,48 @@ TEST(ContextParallel, RingPassesKvBlocksAndDkvAround) {
   EXPECT_NEAR(double(cb.volume[report::kCp]), 8.0 * 10 * double(block), 1.0);  // bus factor 1: a send/recv
 }
 
+TEST(ContextParallel, PyTorchsRingGathersKvOnceAndMergesAndAccumulatesInFp32) {
+  // torchtitan's CP (training.framework: torchtitan): the same job on 4 context ranks, K/V repeated to all 16 heads
+  // before SDPA. Per rank: T = 1024 tokens; out = q = T x 16 x 64 = 1,048,576 elements; K and V expanded
+  // kv = T x 16 x 128 = 2,097,152 elements (4x the projected 4 groups). Hand-counted from the templated ring attention
+  // (pytorch_ring.cpp has the per-element bytes: K/V concat 4, merge 38, cast back 6, accumulate 10, partial
+  // accumulate 13, dK/dV concat 8, zeros 4).
+  std::string yaml = cp_job("p2p");
+  yaml.replace(yaml.find("training: {"), 11, "training: {framework: torchtitan, ");
+  yaml.replace(yaml.find("ffn_hidden_size"), 15, "activation: swiglu, normalization: rmsnorm, ffn_hidden_size");
+  const workload::Workload w = workload::build_megatron_workload(test::job_from_yaml(yaml));
+  const workload::Program& p = w.programs[0];
+  const uint64_t out = 1024ull * 16 * 64, kv = 1024ull * 16 * 128;
+  std::map<std::string, std::vector<uint64_t>> bytes;  // layer 0, first micro-batch, in order
+  for (const auto& op : p.ops) {
+    if (op.layer != 0 || op.microbatch != 0) continue;
+    const std::string& n = p.name(op);
+    if (n.rfind("cp_", 0) != 0 && n.rfind("core_attention", 0) != 0) continue;
+    bytes[n + (op.phase == workload::Phase::Forward ? "" : "/bwd")].push_back(op.bytes);
+  }
+  // One all-gather of every rank's K/V per pass (torchtitan's default rotate method), no K/V ring passes.
+  EXPECT_EQ(bytes["cp_kv_all_gather"], std::vector<uint64_t>{2 * kv * 4});
+  EXPECT_EQ(bytes["cp_kv_all_gather/bwd"], std::vector<uint64_t>{2 * kv * 4});
+  EXPECT_TRUE(bytes["cp_kv_ring_exchange"].empty());
+  // Forward: step 0 concatenates K/V for the rotation; steps 1-2 also merge; step 3 (the last) merges only.
+  EXPECT_EQ(bytes["cp_ring_merge"], (std::vector<uint64_t>{4 * kv, 4 * kv + 38 * out, 4 * kv + 38 * out, 38 * out}));
+  EXPECT_EQ(bytes["cp_ring_output_cast"], std::vector<uint64_t>{6 * out});
+  // Backward: fp32 zeros for dQ, dK, dV; step 0 adds its dK/dV whole (10), later steps into the first half (13); every
+  // step concatenates the fp32 dK/dV (8) and passes them on in fp32, adds dQ (10), and all but the last concatenate
+  // K/V (4).
+  EXPECT_EQ(bytes["cp_ring_grad_zeros/bwd"], std::vector<uint64_t>{4 * (out + kv)});
+  EXPECT_EQ(bytes["cp_ring_grad_accumulate/bwd"],
+            (std::vector<uint64_t>{(4 + 10 + 8) * kv + 10 * out, (4 + 13 + 8) * kv + 10 * out,
+                                   (4 + 13 + 8) * kv + 10 * out, (13 + 8) * kv + 10 * out}));
+  EXPECT_EQ(bytes["cp_dkv_ring_exchange/bwd"], std::vector<uint64_t>(4, 4 * kv));
+  EXPECT_EQ(bytes["cp_ring_grad_cast/bwd"], std::vector<uint64_t>{6 * (out + kv)});
+  EXPECT_EQ(bytes["core_attention_ring_step"].size(), 3u);
+  EXPECT_EQ(bytes["core_attention_ring_bwd/bwd"].size(), 4u);
+  // Megatron-Core's ring (Transformer Engine) has none of this bookkeeping.
+  const workload::Workload mc = workload::build_megatron_workload(test::job_from_yaml(cp_job("p2p")));
+  for (const auto& op : mc.programs[0].ops) EXPECT_NE(mc.programs[0].name(op).rfind("cp_ring_", 0), 0u);
+}
+
 TEST(ContextParallel, RingStepWaitsForItsKvBlock) {
   // c = 2 over two single-GPU nodes joined by a 1 Gb/s link: the exchange (8 MiB) takes far longer than a step.
   const spec::JobSpec job = test::job_from_yaml(

@@ -50,8 +50,9 @@ TEST(FrameworkTorchtitan, EagerRmsNormMovesEveryOpsTensorAndCompiledOneKernel) {
   // element. Backward: *weight's two products and the weight's reduction (12), type_as's cast (2+4), x*rsqrt's
   // product and its reduction for the rsqrt (8+16), mean's expansion (4), pow's self.pow(1) copy, * 2 and * grad
   // (8+8+12), the two gradients into x summed (12), float()'s cast back (4+2): 92 B. Each a plain PyTorch kernel,
-  // timed as elementwise. Compiled: read x, write y (4 B); backward dx and dweight's reduction (10 B), one fused norm
-  // kernel each. Megatron-Core (Transformer Engine's fused norm): 4 B and 6 B.
+  // timed as elementwise. Compiled: read x, write y (4 B); backward one pass reading x and dy and writing dx (6 B)
+  // with dweight's partial sums beside it: Inductor's kernels, timed as elementwise (they stream near that rate:
+  // test_torch_native_measured.cpp). Megatron-Core (Transformer Engine's fused norm): 4 B and 6 B.
   const uint64_t n = T * H;
   EXPECT_EQ(op_bytes(llama_yaml("framework: torchtitan"), "input_layernorm", Phase::Forward), 36 * n);
   EXPECT_EQ(op_bytes(llama_yaml("framework: torchtitan"), "input_layernorm_bwd", Phase::Backward), 92 * n);
@@ -59,10 +60,15 @@ TEST(FrameworkTorchtitan, EagerRmsNormMovesEveryOpsTensorAndCompiledOneKernel) {
   EXPECT_EQ(find_op(eager.programs[0], "input_layernorm", Phase::Forward)->category,
             workload::ComputeCategory::Elementwise);
   const workload::Workload fused = build(llama_yaml("framework: torchtitan, compile: true"));
-  EXPECT_EQ(find_op(fused.programs[0], "input_layernorm", Phase::Forward)->category, workload::ComputeCategory::Norm);
+  EXPECT_EQ(find_op(fused.programs[0], "input_layernorm", Phase::Forward)->category,
+            workload::ComputeCategory::Elementwise);
   EXPECT_EQ(op_bytes(llama_yaml("framework: torchtitan, compile: true"), "input_layernorm", Phase::Forward), 4 * n);
   EXPECT_EQ(op_bytes(llama_yaml("framework: torchtitan, compile: true"), "input_layernorm_bwd", Phase::Backward),
-            10 * n);
+            6 * n);
+  // The final norm is outside the compiled blocks: eager bytes either way.
+  EXPECT_EQ(op_bytes(llama_yaml("framework: torchtitan, compile: true"), "final_layernorm", Phase::Forward), 36 * n);
+  EXPECT_EQ(op_bytes(llama_yaml("framework: torchtitan, compile: true"), "final_layernorm_bwd", Phase::Backward),
+            92 * n);
   EXPECT_EQ(op_bytes(llama_yaml("framework: megatron"), "input_layernorm", Phase::Forward), 4 * n);
   EXPECT_EQ(op_bytes(llama_yaml("framework: megatron"), "input_layernorm_bwd", Phase::Backward), 6 * n);
 }
@@ -74,6 +80,10 @@ TEST(FrameworkTorchtitan, EagerSwigluRotaryAndRepeatKvAreTheirOwnKernels) {
   EXPECT_EQ(op_bytes(eager, "swiglu_bwd", Phase::Backward), 18 * T * FFN);
   // RoPE on Q (1024 wide) and K (256): float() 2+4, complex multiply 4+4, type_as 4+2 = 20 B per element.
   EXPECT_EQ(op_bytes(eager, "rotary_embedding", Phase::Forward), 20 * T * (Q + KV));
+  // Compiled, the same bytes: Inductor generates no code for the complex multiply, which stays PyTorch's kernel
+  // between two fused casts (measured: compiled RoPE takes 0.79x the eager time on an H200).
+  EXPECT_EQ(op_bytes(llama_yaml("framework: torchtitan, compile: true"), "rotary_embedding", Phase::Forward),
+            20 * T * (Q + KV));
   // repeat_kv writes K and V for all 16 heads: 2 B per element of 2 x 1024.
   EXPECT_EQ(op_bytes(eager, "repeat_kv", Phase::Forward), 2 * T * 2 * Q);
   EXPECT_EQ(op_bytes(eager, "repeat_kv_bwd", Phase::Backward), 2 * T * 2 * Q);

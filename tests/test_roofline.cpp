@@ -184,12 +184,7 @@ TEST(Roofline, TinyGemmCostsOneWaveAndALaunch) {
   EXPECT_GT(model->duration_ns(gemm(4096, 4096, 4096)), 10 * model->duration_ns(gemm(64, 64, 64)));
 }
 
-// One measurement file of data/measurements/<dir> (bench/gpu/*.py's CSVs), parsed; an absent file fails the test.
-stepsim::cost::CsvTable measurements(const std::string& dir, const std::string& file) {
-  const std::string path = stepsim::hw::data_dir() + "/measurements/" + dir + "/" + file;
-  EXPECT_TRUE(std::filesystem::exists(path)) << path;
-  return stepsim::cost::parse_csv(stepsim::test::read_file(path), path);
-}
+using stepsim::test::measurements;
 
 // Geometric mean of `model_over_measured(row)` over the rows it gives a value for (nullopt skips a row); `count` gets
 // how many it took.

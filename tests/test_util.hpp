@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -16,6 +17,8 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "stepsim/catalog/catalog.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/io/csv_table.hpp"
 
 namespace stepsim::test {
 
@@ -116,6 +119,13 @@ inline std::string read_file(const std::string& path) {
 // A folder of this test process's own: ctest runs each test suite in its own process, two at a time, and tests
 // that wrote the same fixed name under TempDir() read each other's files. (The tests of one suite share it, one
 // after the other: a test that asserts a file is absent must use a name no other test writes.)
+// One measurement file of data/measurements/<dir> (bench/gpu/*.py's CSVs), parsed; an absent file fails the test.
+inline cost::CsvTable measurements(const std::string& dir, const std::string& file) {
+  const std::string path = hw::data_dir() + "/measurements/" + dir + "/" + file;
+  if (!std::filesystem::exists(path)) throw std::runtime_error("missing measurement file " + path);
+  return cost::parse_csv(read_file(path), path);
+}
+
 inline std::string temp_dir() {
   const std::string dir = std::string(::testing::TempDir()) + "stepsim-" + std::to_string(::getpid()) + "/";
   std::filesystem::create_directories(dir);

@@ -1,21 +1,11 @@
 #include "stepsim/workload/megatron/context_parallel.hpp"
 
-#include <algorithm>
+#include "stepsim/workload/megatron/pytorch_ring.hpp"
+#include "stepsim/workload/megatron/ring_steps.hpp"
 
 namespace stepsim::workload::megatron {
 
 namespace {
-
-// Ring attention's c steps as built: n ops, step i covering blocks(i) of the c blocks (1 each up to kMaxRingSteps).
-// Above kMaxRingSteps ranks, g = ceil(c / kMaxRingSteps) consecutive steps are built as one op (g blocks' work, g
-// blocks moved at once): the same bandwidth and overlap, a bounded op count (a 1,024-rank ring would otherwise issue
-// 3,000 ops per layer).
-constexpr int kMaxRingSteps = 16;
-struct RingSteps {
-  int c = 1, n = 1;
-  int blocks(int i) const { return c / n + (i < c % n ? 1 : 0); }
-};
-RingSteps ring_steps(int c) { return RingSteps{c, std::min(c, kMaxRingSteps)}; }
 
 // The transfer that brings ring step i+1 its K/V blocks (none after the last step): it waits for step i's blocks to
 // have arrived (`kv`) and for step i-1 to have freed the buffer it fills (`before`).
@@ -75,6 +65,7 @@ Ref ring_attention_bwd(Emitter& em, const Context& cx, Ref dout, double flops, i
 }  // namespace
 
 Ref cp_attention_fwd(Emitter& em, const Context& cx, Ref qkv, double flops, int64_t bytes, int64_t saved) {
+  if (cx.f().profile.pytorch_ring) return pytorch_ring_fwd(em, cx, qkv, flops, bytes, saved);
   const ModelDims& d = cx.d();
   const int64_t beta = cx.beta();
   const int64_t kv_block = beta * d.tokens * d.kv_width;  // this rank's K and V
@@ -112,6 +103,7 @@ Ref cp_attention_fwd(Emitter& em, const Context& cx, Ref qkv, double flops, int6
 
 // Flash-attention backward: 5 matmuls of the forward's 2, i.e. 2.5x its FLOPs, twice its operand traffic.
 Ref cp_attention_bwd(Emitter& em, const Context& cx, Ref dout, double flops, int64_t bytes) {
+  if (cx.f().profile.pytorch_ring) return pytorch_ring_bwd(em, cx, dout, flops, bytes);
   const ModelDims& d = cx.d();
   const int64_t beta = cx.beta();
   const int64_t kv_block = beta * d.tokens * d.kv_width;

@@ -32,7 +32,7 @@ Ref head_fwd(Emitter& em, const Context& cx, Ref in) {
   const ModelDims& d = cx.d();
   const int64_t beta = cx.beta();
   const int64_t vloc = d.vocab_pad / d.t;
-  const Ref n = norm_fwd(em, cx, "final_layernorm", in);
+  const Ref n = norm_fwd(em, cx, "final_layernorm", in, NormSite::Final);
   Ref x = d.sp ? em.coll(cx, CollType::AllGather, GroupKind::Tp, beta * d.tokens * d.h, "output_all_gather", n) : n;
   // Transformer Engine keeps the output layer in bf16 under fp8.
   const Context out = cx.keeping_bf16();
@@ -79,7 +79,7 @@ Ref head_bwd(Emitter& em, const Context& cx, Ref in) {
   if (!te) em.working_buffer(em.next_op() - 1, beta * d.tokens * vloc);
   // Megatron's own ColumnParallelLinear, in bf16: TE's userbuffers do not cover it.
   Ref r = column_parallel_bwd(em, cx.keeping_bf16(), "output_layer", d.tokens, vloc, d.h, c, d.sp, false);
-  return norm_bwd(em, cx, "final_layernorm_bwd", r);
+  return norm_bwd(em, cx, "final_layernorm_bwd", r, NormSite::Final);
 }
 
 }  // namespace stepsim::workload::megatron

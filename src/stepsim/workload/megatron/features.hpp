@@ -38,6 +38,8 @@ struct LayerKernels {
 // Constants of Megatron-Core with Transformer Engine that are not the job's to choose (docs/MODEL.md).
 struct FrameworkProfile {
   LayerKernels kernels;
+  // The kernels outside the transformer layers (the final norm): torch.compile per block leaves them eager.
+  LayerKernels head_kernels;
   // Transformer Engine userbuffers (training.tp_comm_overlap): SMs its communication kernels hold beside the GEMM
   // they overlap, and the chunks of the pipelined reduce-scatter. TE's defaults and NeMo's H100 configurations
   // (userbuffers_*_h100_*): ring exchange 1 SM, bulk 2 SMs, pipeline 16 SMs in 4 splits.
@@ -58,6 +60,10 @@ struct FrameworkProfile {
   // q/k/v/o_proj, rotary_emb, mlp, gate/up/down_proj, act_fn, two RMSNorms); the embedding (embed_tokens, LlamaModel,
   // LlamaForCausalLM); the head (norm, lm_head). training.zero3_hook_us gives it (job_spec.hpp says how it was fitted).
   double zero3_module_hook_us = 0;
+  // Context parallelism as PyTorch runs it (torch.distributed.tensor.experimental, torchtitan's CP; pytorch_ring.cpp):
+  // K/V all-gathered once per pass, each later step's output merged in fp32, dQ/dK/dV accumulated in fp32 and dK/dV
+  // rotated in fp32. Off: Transformer Engine's double-buffered ring.
+  bool pytorch_ring = false;
   int layer_modules = 14;
   int embedding_modules = 3;
   int head_modules = 2;

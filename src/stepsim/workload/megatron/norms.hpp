@@ -9,10 +9,13 @@
 
 namespace stepsim::workload::megatron {
 
+// Where a norm runs: inside a transformer layer, or after the last one (the final norm, which a framework compiling
+// per block leaves eager: FrameworkProfile::head_kernels).
+enum class NormSite { Layer, Final };
 // Reads the input, writes the output; stores the output for the next GEMM's weight gradient.
-Ref norm_fwd(Emitter& em, const Context& cx, const char* name, Ref in);
+Ref norm_fwd(Emitter& em, const Context& cx, const char* name, Ref in, NormSite site = NormSite::Layer);
 // Reads the output gradient, the input and writes the input gradient.
-Ref norm_bwd(Emitter& em, const Context& cx, const char* name, Ref in);
+Ref norm_bwd(Emitter& em, const Context& cx, const char* name, Ref in, NormSite site = NormSite::Layer);
 // Reads the block's output and the residual, writes the sum (and its dropout mask, stored when hidden_dropout > 0).
 Ref bias_dropout_add_fwd(Emitter& em, const Context& cx, const char* name, std::vector<Ref> deps);
 Ref bias_dropout_add_bwd(Emitter& em, const Context& cx, const char* name, Ref in);

@@ -24,6 +24,11 @@ int64_t expanded_kv_bytes(const Context& cx) {
   return cx.beta() * (expanded_kv_elements(cx) - cx.d().tokens * cx.d().kv_width);
 }
 
+int64_t attention_kv_elements(const Context& cx) {
+  const bool repeated = prep_kernels(cx).repeat_kv.fwd.per_element(cx.beta()) > 0 && expanded_kv_elements(cx) > 0;
+  return repeated ? expanded_kv_elements(cx) : cx.d().tokens * cx.d().kv_width;
+}
+
 Ref qk_prep_fwd(Emitter& em, const Context& cx, Ref qkv) {
   Ref r = qkv;
   const int64_t rope = prep_kernels(cx).rotary.fwd.per_element(cx.beta()) * qk_elements(cx);

@@ -11,6 +11,9 @@ namespace stepsim::workload::megatron {
 int64_t k_width(const ModelDims& d);
 // Bytes the expanded K and V add to what the attention core stores for backward (0 without expansion).
 int64_t expanded_kv_bytes(const Context& cx);
+// Elements of K and V as the attention core reads them: expanded to every local query head where the framework
+// repeats them (torchtitan), else as projected.
+int64_t attention_kv_elements(const Context& cx);
 // Forward after the projection `qkv`; returns the op the attention core waits for.
 Ref qk_prep_fwd(Emitter& em, const Context& cx, Ref qkv);
 // Backward after the attention core's `dqkv`; returns the op the projection's backward waits for.
