@@ -116,9 +116,6 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// A folder of this test process's own: ctest runs each test suite in its own process, two at a time, and tests
-// that wrote the same fixed name under TempDir() read each other's files. (The tests of one suite share it, one
-// after the other: a test that asserts a file is absent must use a name no other test writes.)
 // One measurement file of data/measurements/<dir> (bench/gpu/*.py's CSVs), parsed; an absent file fails the test.
 inline cost::CsvTable measurements(const std::string& dir, const std::string& file) {
   const std::string path = hw::data_dir() + "/measurements/" + dir + "/" + file;
@@ -126,6 +123,9 @@ inline cost::CsvTable measurements(const std::string& dir, const std::string& fi
   return cost::parse_csv(read_file(path), path);
 }
 
+// A folder of this test process's own: ctest runs each test suite in its own process, two at a time, and tests
+// that wrote the same fixed name under TempDir() read each other's files. (The tests of one suite share it, one
+// after the other: a test that asserts a file is absent must use a name no other test writes.)
 inline std::string temp_dir() {
   const std::string dir = std::string(::testing::TempDir()) + "stepsim-" + std::to_string(::getpid()) + "/";
   std::filesystem::create_directories(dir);

@@ -3,6 +3,8 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "stepsim/input/megatron_args.hpp"
+#include "stepsim/input/torchtitan_toml.hpp"
+#include "stepsim/io/input_file.hpp"
 #include "stepsim/catalog/catalog.hpp"
 
 namespace stepsim::api {
@@ -17,15 +19,26 @@ YAML::Node cluster_node(const std::string& text, const std::string& source) {
   return c;
 }
 
+// The cluster of a job converted from another tool's input (Megatron arguments, a torchtitan config): a file's path
+// (resolved like a job file's cluster include) or a section as text.
+void attach_cluster(YAML::Node& root, const JobInput& in, const char* what) {
+  if (in.cluster_path.empty() && in.cluster_text.empty()) throw InputError(std::string(what) + " needs --cluster CLUSTER.yaml");
+  if (!in.cluster_path.empty()) root["cluster"] = in.cluster_path;
+  else root["cluster"] = cluster_node(in.cluster_text, "cluster");
+  spec::resolve_includes(root, ".");
+}
+
 }  // namespace
 
 bool has_job(const JobInput& in) {
-  return !in.job_path.empty() || !in.megatron_args.empty() || !in.job_text.empty() || !in.hf_config_text.empty();
+  return !in.job_path.empty() || !in.megatron_args.empty() || !in.torchtitan_config.empty() || !in.job_text.empty() ||
+         !in.hf_config_text.empty();
 }
 
 JobTree load_job_tree(const JobInput& in) {
-  const int sources = !in.job_path.empty() + !in.megatron_args.empty() + !(in.job_text.empty() && in.hf_config_text.empty());
-  if (sources > 1) throw InputError("give a job file or --megatron-args, not both");
+  const int sources = !in.job_path.empty() + !in.megatron_args.empty() + !in.torchtitan_config.empty() +
+                      !(in.job_text.empty() && in.hf_config_text.empty());
+  if (sources > 1) throw InputError("give one job: a job file, --megatron-args or --torchtitan-config");
   if (!in.cluster_path.empty() && !in.cluster_text.empty()) throw InputError("give a cluster file or a cluster section, not both");
   if (!in.megatron_args.empty()) {
     if (in.cluster_path.empty() && in.cluster_text.empty()) throw InputError("--megatron-args needs --cluster CLUSTER.yaml");
@@ -37,6 +50,15 @@ JobTree load_job_tree(const JobInput& in) {
     spec::resolve_includes(root, ".");
     spec::apply_overrides(root, in.overrides);
     return {root, "megatron-args"};
+  }
+  if (!in.torchtitan_config.empty()) {
+    const std::string text =
+        spec::read_whole_file(in.torchtitan_config, "torchtitan config", spec::kMaxInputFileBytes);
+    YAML::Node root = spec::torchtitan_config_to_job_node(text, in.torchtitan_config);
+    attach_cluster(root, in, "--torchtitan-config");
+    spec::apply_overrides(root, in.overrides);
+    spec::resolve_torchtitan_degrees(root, in.torchtitan_config);
+    return {root, in.torchtitan_config};
   }
   if (!in.job_text.empty() || !in.hf_config_text.empty()) {
     if (!in.cluster_path.empty() || !in.cluster_text.empty()) {
@@ -54,9 +76,11 @@ JobTree load_job_tree(const JobInput& in) {
     spec::apply_overrides(root, in.overrides);
     return {root, in.text_source};
   }
-  if (in.job_path.empty()) throw InputError("missing job file (or --megatron-args \"...\" --cluster C.yaml)");
+  if (in.job_path.empty()) {
+    throw InputError("missing job file (or --megatron-args \"...\" / --torchtitan-config T.toml with --cluster C.yaml)");
+  }
   if (!in.cluster_path.empty() || !in.cluster_text.empty()) {
-    throw InputError("--cluster is only for --megatron-args; a job file has its cluster section");
+    throw InputError("--cluster is only for --megatron-args and --torchtitan-config; a job file has its cluster section");
   }
   return {spec::load_job_tree(in.job_path, in.overrides), in.job_path};
 }

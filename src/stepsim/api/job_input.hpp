@@ -1,6 +1,6 @@
 #pragma once
 // Where a job comes from, for every job-taking command of the CLI and of the Python API: a job file, a Megatron-LM
-// argument string with a cluster, or (library callers) the job tree as YAML/JSON text, optionally with a Hugging Face
+// argument string or a torchtitan TOML config with a cluster, or (library callers) the job tree as YAML/JSON text, optionally with a Hugging Face
 // config.json's text for its model. All of them become one tree in the job-file schema, then `overrides` (the CLI's
 // --set) edit it, then the strict converter of spec/ turns it into a JobSpec (docs/ARCHITECTURE.md, data flow).
 #include <string>
@@ -15,7 +15,8 @@ namespace stepsim::api {
 struct JobInput {
   std::string job_path;       // a job YAML file
   std::string megatron_args;  // a Megatron-LM argument string (needs a cluster: cluster_path or cluster_text)
-  std::string cluster_path;   // cluster YAML, for megatron_args
+  std::string cluster_path;   // cluster YAML, for megatron_args and torchtitan_config
+  std::string torchtitan_config;  // a torchtitan job config (TOML) file (needs a cluster, as megatron_args)
   std::vector<std::string> overrides;  // "a.b.c=value", applied to the tree like --set
 
   // Library callers (the Python API) besides the CLI's three: the job tree as YAML or JSON text in the job-file

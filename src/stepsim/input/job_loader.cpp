@@ -1,5 +1,7 @@
 #include "stepsim/input/job_loader.hpp"
 
+#include "stepsim/input/torchtitan_toml.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <optional>
@@ -280,6 +282,10 @@ constexpr const char* kMegatronOnlyTrainingKeys[] = {
 
 TrainingSpec read_training(StrictSection s) {
   TrainingSpec t;
+  if (s.has(kInputNotesKey)) {
+    const YAML::Node notes = s.child(kInputNotesKey);
+    for (const auto& n : notes) t.input_notes.push_back(n.Scalar());
+  }
   if (s.has("framework")) {
     const std::string fw = s.get_string("framework", "megatron");
     if (fw == "composer") {

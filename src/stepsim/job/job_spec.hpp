@@ -177,6 +177,8 @@ enum class RecomputeModule : uint8_t { CoreAttn, Mlp, Moe, MoeAct, SharedExperts
 constexpr uint8_t module_bit(RecomputeModule m) { return static_cast<uint8_t>(1u << static_cast<unsigned>(m)); }
 
 struct TrainingSpec {
+  // What an input converter (the torchtitan config) made of keys that are not plain job keys: printed with the job.
+  std::vector<std::string> input_notes;
   Framework framework = Framework::MegatronCore;
   // torchtitan only: each TransformerBlock under torch.compile (Inductor fuses its elementwise ops); eager otherwise.
   bool compile = false;
