@@ -207,3 +207,35 @@ TEST(BuilderParts, OpsCarryTheUnitWhosePassBuiltThem) {
 
 }  // namespace
 }  // namespace stepsim
+
+namespace stepsim {
+namespace {
+
+std::string op_limit_error(int layers, int global_batch) {
+  try {
+    workload::build_megatron_workload(test::job_from_yaml(
+        "model: {name: m, num_layers: " + std::to_string(layers) +
+        ", hidden_size: 64, num_attention_heads: 4, ffn_hidden_size: 256, vocab_size: 1000, seq_length: 128}\n"
+        "training: {micro_batch_size: 1, global_batch_size: " + std::to_string(global_batch) + "}\n"
+        "cluster: {gpu: H100-SXM, num_gpus: 1}\n"));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(BuilderParts, OpLimitNamesTheKeyOutOfTheOrdinary) {
+  // About 40 ops per layer and micro-batch, 8,000,000 per rank at most. 4 micro-batches of 100,000 layers: the layers
+  // are what is out of the ordinary (the message named global_batch_size before). 300,000 micro-batches of 2 layers:
+  // the batch.
+  const std::string layers = op_limit_error(100000, 4);
+  EXPECT_NE(layers.find("key model.num_layers: about 16000320 ops per rank (4 micro-batches x 100000 layers per stage)"),
+            std::string::npos) << layers;
+  EXPECT_NE(layers.find("split the layers over more pipeline stages"), std::string::npos) << layers;
+  const std::string batch = op_limit_error(2, 300000);
+  EXPECT_NE(batch.find("key training.global_batch_size: about 48000000 ops per rank (300000 micro-batches x 2 layers"),
+            std::string::npos) << batch;
+}
+
+}  // namespace
+}  // namespace stepsim

@@ -318,6 +318,15 @@ TEST(Chakra, GpuAncestorsThroughACpuChainAreKept) {
     EXPECT_NE(std::string(e.what()).find("cyc.et: node"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("cycle"), std::string::npos) << e.what();
   }
+  // So is a node that waits for itself (it was dropped silently, the node kept without the dependency).
+  g.nodes = {node(1, 4, false, {}), node(2, 4, false, {2})};
+  try {
+    chakra::import_graph(g, "self.et", 0, nullptr);
+    FAIL() << "a self-dependency was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("self.et: node"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("names the node itself"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Chakra, BadInputIsExitTwoNamingTheFileAndTheRule) {

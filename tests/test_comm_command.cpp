@@ -113,6 +113,17 @@ TEST(CommCommand, ForcedProtocolErrorsNameTheFlagAndTheRule) {
   EXPECT_NE(r.output.find("--proto LL"), std::string::npos) << r.output;
 }
 
+TEST(CommCommand, FlowModelBeyondItsBoundIsRefusedNotLeftRunning) {
+  // 131,072 GPUs ran 300 s printing nothing; above 16,384 the flow model is refused at once, naming the remedy.
+  const test::CliResult r = test::run_cli("comm --model flow --gpus 131072 --sizes 1M");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--model flow --gpus 131072: the flow model solves every link's flows and takes minutes "
+                          "beyond 16384 GPUs; use --model nccl or alpha-beta"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(test::run_cli("comm --model nccl --gpus 131072 --sizes 1M").code, 0);
+}
+
 // Two nodes (issue 14 item 2): NCCL's graph search lets a tree's intra-node speed rise to twice its NIC speed
 // (graph/search.cc, "increase bwIntra for trees (2 nodes or collnet)") and each node's NICs carry one half of the
 // buffer per direction, so on two nodes NCCL runs the tree and its busbw exceeds what the NICs carry for a ring

@@ -661,6 +661,10 @@ TEST(MegatronArgsErrors, NonNumericAndOutOfRange) {
   expect_base_error("--tensor-model-parallel-size=", {"--tensor-model-parallel-size", "not an integer"});
   expect_base_error("--tensor-model-parallel-size 2147483648", {"--tensor-model-parallel-size", "at most 2147483647"});
   expect_base_error("--tensor-model-parallel-size 99999999999999999999", {"--tensor-model-parallel-size", "at most"});
+  // A degree no cluster has is refused by its own flag, not by a size derived from it (the padded vocabulary named
+  // --make-vocab-size-divisible-by before).
+  expect_base_error("--tensor-model-parallel-size 2147483647", {"--tensor-model-parallel-size", "at most 1048576"});
+  expect_base_error("--context-parallel-size 1048577", {"--context-parallel-size", "at most 1048576"});
   expect_base_error("--moe-expert-capacity-factor x --num-experts 2", {"--moe-expert-capacity-factor", "not a finite number"});
   expect_base_error("--moe-expert-capacity-factor inf --num-experts 2", {"--moe-expert-capacity-factor", "not a finite"});
 }

@@ -335,6 +335,20 @@ TEST(TraceSimulation, HugeTracerTimesAreInputErrors) {
   }
 }
 
+TEST(TraceSimulation, MessagesAbove2To50BytesAreInputErrors) {
+  // A 2^63-byte all-reduce timed a 237-day step before; a message larger than 1 PiB is a corrupted file.
+  const std::string dir = workload_dir("huge-message", {program(0, 2, {allreduce(uint64_t{1} << 63, {0, 1})}),
+                                                       program(1, 2, {allreduce(uint64_t{1} << 63, {0, 1})})});
+  try {
+    read_workload_dir(dir);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ops[0].bytes: must be at most 2^50 bytes (1 PiB)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(read_workload_dir(workload_dir("pib-message", {program(0, 1, {allreduce(uint64_t{1} << 50, {0})})})));
+}
+
 TEST(TraceSimulation, BadWorkloadsExitTwo) {
   const std::string job = test::write_temp("dp2b.yaml", test::small_gpt_yaml(1, 1, 2, 2));
   const std::string dir = test::temp_dir() + "bad";

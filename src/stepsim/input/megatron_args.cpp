@@ -32,6 +32,8 @@ constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
 constexpr size_t kMaxPatternLength = 1u << 20;
 constexpr int kMaxPatternDepth = 64;
 constexpr int64_t kMaxModelChunks = 65536;
+// Parallel degrees above this are refused (the job file allows the same: parallelism.* <= 2^20).
+constexpr int64_t kMaxParallelDegree = int64_t{1} << 20;
 // GPT-2 BPE: the tokenizer of the Megatron GPT examples (--vocab-file gpt2-vocab.json), used when
 // neither --vocab-size nor --padded-vocab-size nor another --tokenizer-type says otherwise.
 constexpr int64_t kGpt2BpeVocab = 50257;
@@ -587,6 +589,15 @@ YAML::Node build(const Args& a) {
   const int64_t pp = a.opt_int("--pipeline-model-parallel-size").value_or(1);
   const int64_t cp = a.opt_int("--context-parallel-size").value_or(1);
   const int64_t ep = a.opt_int("--expert-model-parallel-size").value_or(1);
+  // Degrees beyond a million GPUs are a typo, refused here by their own flag (the padded vocabulary and other derived
+  // sizes would otherwise overflow and name the flag they were derived in).
+  const std::pair<const char*, int64_t> degrees[] = {{"--tensor-model-parallel-size", tp},
+                                                      {"--pipeline-model-parallel-size", pp},
+                                                      {"--context-parallel-size", cp},
+                                                      {"--expert-model-parallel-size", ep}};
+  for (const auto& [flag, degree] : degrees) {
+    if (degree > kMaxParallelDegree) fail(flag, "must be at most " + std::to_string(kMaxParallelDegree));
+  }
 
   if (auto mpe = a.opt_int("--max-position-embeddings"); mpe && *mpe < seq)
     fail("--max-position-embeddings", "must be at least --seq-length (" + std::to_string(seq) + ")");

@@ -149,6 +149,7 @@ class GraphImporter {
     std::vector<uint8_t> state(n, 0);  // 0 new, 1 on the stack, 2 done
     size_t total = 0;
     auto dep_index = [&](size_t node, uint64_t id) {
+      if (id == g_.nodes[node].id) fail(node, "data_deps names the node itself (a node cannot wait for itself)");
       auto it = pos_of_.find(id);
       if (it == pos_of_.end()) fail(node, "data_deps names node " + std::to_string(id) + ", which the file does not hold");
       return it->second;

@@ -67,7 +67,7 @@ std::vector<CommRecord> read_comm(const JsonField& comm) {
     r.op = c["op"].string();
     for (int64_t g : c["group_ranks"].int_list_or_empty(0)) r.group_ranks.push_back(static_cast<int>(g));
     std::sort(r.group_ranks.begin(), r.group_ranks.end());
-    r.bytes = static_cast<uint64_t>(c["bytes"].integer(0));
+    r.bytes = c["bytes"].message_bytes();
     r.async = c["async"].boolean_or(false);
     r.batch = static_cast<int>(c["batch"].integer_or(-1, 0));
     if (is_p2p(r.op)) {

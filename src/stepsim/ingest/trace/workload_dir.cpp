@@ -37,7 +37,7 @@ std::vector<TracedTransfer> read_transfers(const JsonField& f) {
     const JsonField t = f.at(i);
     const int64_t peer = t["peer"].integer(0);
     if (peer > INT32_MAX) t["peer"].fail("rank " + std::to_string(peer) + " is too large");
-    out.push_back({static_cast<int>(peer), static_cast<uint64_t>(t["bytes"].integer(0))});
+    out.push_back({static_cast<int>(peer), t["bytes"].message_bytes()});
   }
   return out;
 }
@@ -79,7 +79,7 @@ TracedOp read_program_op(const JsonField& o, size_t index, const std::vector<std
       if (o["duration_ns"].absent()) o["bytes"].fail("is null and no duration_ns is given: nothing can time this collective");
       op.measured_time = true;
     } else {
-      op.bytes = static_cast<uint64_t>(o["bytes"].integer(0));
+      op.bytes = o["bytes"].message_bytes();
     }
     for (int64_t g : o["group_ranks"].int_list_or_empty(0)) {
       if (g > INT32_MAX) o["group_ranks"].fail("rank " + std::to_string(g) + " is too large");

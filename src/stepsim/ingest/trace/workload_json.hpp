@@ -63,6 +63,13 @@ class JsonField {
     if (v < min) fail("must be at least " + std::to_string(min) + ", not " + std::to_string(v));
     return v;
   }
+  // A message's size in bytes: at most 2^50 (1 PiB, as the Chakra importer bounds comm_size); a larger one is a
+  // corrupted file, not a collective (2^63 bytes would time a 237-day step).
+  uint64_t message_bytes() const {
+    const int64_t v = integer(0);
+    if (v > (int64_t{1} << 50)) fail("must be at most 2^50 bytes (1 PiB), not " + std::to_string(v));
+    return static_cast<uint64_t>(v);
+  }
   bool boolean_or(bool fallback) const {
     if (absent() || is_null()) return fallback;
     if (!j_->is_boolean()) fail("must be true or false");

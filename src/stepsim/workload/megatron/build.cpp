@@ -36,11 +36,15 @@ void check_op_estimate(const spec::JobSpec& job) {
   const double layers_per_stage = static_cast<double>(job.model.num_layers) / par.pipeline + 2.0;
   const double estimate = static_cast<double>(job.num_microbatches()) * layers_per_stage * (job.model.moe ? 60.0 : 40.0);
   if (estimate > static_cast<double>(kMaxOpsPerProgram)) {
-    throw InputError(job.source + ": key training.global_batch_size: about " +
-                     std::to_string(static_cast<int64_t>(estimate)) + " ops per rank (" +
+    // Name the factor that is out of the ordinary: the layers a stage holds, or the micro-batches.
+    const bool layers = layers_per_stage > static_cast<double>(job.num_microbatches());
+    throw InputError(job.source + ": key " + (layers ? "model.num_layers" : "training.global_batch_size") +
+                     ": about " + std::to_string(static_cast<int64_t>(estimate)) + " ops per rank (" +
                      std::to_string(job.num_microbatches()) + " micro-batches x " +
-                     std::to_string(job.model.num_layers / par.pipeline) + " layers), more than the limit of " +
-                     std::to_string(kMaxOpsPerProgram) + "; simulate fewer micro-batches");
+                     std::to_string(job.model.num_layers / par.pipeline) + " layers per stage), more than the limit of " +
+                     std::to_string(kMaxOpsPerProgram) +
+                     (layers ? "; split the layers over more pipeline stages or simulate fewer micro-batches"
+                             : "; simulate fewer micro-batches"));
   }
 }
 
