@@ -113,6 +113,26 @@ TEST(CommCommand, ForcedProtocolErrorsNameTheFlagAndTheRule) {
   EXPECT_NE(r.output.find("--proto LL"), std::string::npos) << r.output;
 }
 
+TEST(CommCommand, NvlsOnlyWhereNcclEnablesIt) {
+  // ncclNvlsInit leaves NVLS off when the communicator has 2 or fewer GPUs on the node: 2 H100s all-reduce 1 GiB on
+  // the ring (NVLS was chosen before), 4 and 8 on NVLS. Across two nodes of 2 GPUs no NVLS-tree either.
+  EXPECT_EQ(run("all_reduce", "H100-SXM", 2, "1G").rows[0].algorithm, "ring");
+  EXPECT_EQ(run("all_reduce", "H100-SXM", 4, "1G").rows[0].algorithm, "nvls");
+  EXPECT_EQ(run("all_reduce", "H100-SXM", 8, "1G").rows[0].algorithm, "nvls");
+  api::CommOptions o;
+  o.gpus = 4;
+  o.gpus_per_node = 2;
+  o.sizes = "8M-1G";
+  o.store = "none";
+  o.overrides = {"cluster.gpu=H100-SXM"};
+  for (const api::CommRow& r : api::comm(o).rows) EXPECT_NE(r.algorithm.find("nvls"), 0u) << r.size_bytes;
+  o.gpus = 16;
+  o.gpus_per_node = 8;
+  bool nvls_tree = false;
+  for (const api::CommRow& r : api::comm(o).rows) nvls_tree |= r.algorithm == "nvls_tree";
+  EXPECT_TRUE(nvls_tree);  // 8 GPUs a node: NCCL's NVLS-tree is still chosen where it wins
+}
+
 TEST(CommCommand, FlowModelBeyondItsBoundIsRefusedNotLeftRunning) {
   // 131,072 GPUs ran 300 s printing nothing; above 16,384 the flow model is refused at once, naming the remedy.
   const test::CliResult r = test::run_cli("comm --model flow --gpus 131072 --sizes 1M");

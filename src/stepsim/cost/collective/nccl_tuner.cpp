@@ -41,6 +41,11 @@ int nsteps(CollType c, int n) {
   }
 }
 
+// NVLS (NVSwitch multicast, and NVLS-tree across nodes) as NCCL enables it: a Hopper or later NVSwitch node, at least
+// two channels, and more than two of the communicator's GPUs on the node (ncclNvlsInit returns with NVLS off when
+// ncclTopoGetGpuCount gives 2 or fewer).
+bool nvls_enabled(const TunerTopology& t) { return t.nvls && t.ranks_per_node > 2 && t.channels >= 2; }
+
 bool supported(CollType c, Algorithm a, Protocol p, const TunerTopology& t) {
   if (p != Protocol::Simple && a != Algorithm::Ring && a != Algorithm::Tree) return false;
   if (p == Protocol::LL128 && !t.ll128) return false;
@@ -52,15 +57,15 @@ bool supported(CollType c, Algorithm a, Protocol p, const TunerTopology& t) {
       if (a == Algorithm::Ring) return true;
       if (a == Algorithm::Pat) return t.ranks_per_node == 1 && t.nodes > 1;
       // NVLS all-gather/reduce-scatter across nodes needs CollNet heads, which we never have.
-      if (a == Algorithm::Nvls) return t.nvls && t.nodes == 1 && t.channels >= 2;
+      if (a == Algorithm::Nvls) return nvls_enabled(t) && t.nodes == 1;
       return false;
     case CollType::AllReduce:
       if (a == Algorithm::Ring || a == Algorithm::Tree) return true;
       // NVLS across nodes needs the fabric to reduce too (SHARP); without it NCCL runs NVLS-tree.
-      if (a == Algorithm::Nvls) return t.nvls && (t.nodes == 1 || t.collnet) && t.channels >= 2;
+      if (a == Algorithm::Nvls) return nvls_enabled(t) && (t.nodes == 1 || t.collnet);
       if (a == Algorithm::CollNetDirect) return t.collnet && t.nodes > 1 && t.nvswitch;
       if (a == Algorithm::CollNetChain) return t.collnet && t.nodes > 1;
-      if (a == Algorithm::NvlsTree) return t.nvls && t.nodes > 1 && t.channels >= 2;
+      if (a == Algorithm::NvlsTree) return nvls_enabled(t) && t.nodes > 1;
       return false;
     default: return false;
   }
