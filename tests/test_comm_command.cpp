@@ -133,6 +133,38 @@ TEST(CommCommand, NvlsOnlyWhereNcclEnablesIt) {
   EXPECT_TRUE(nvls_tree);  // 8 GPUs a node: NCCL's NVLS-tree is still chosen where it wins
 }
 
+TEST(CommCommand, EveryModelSharesTheNodesNicsAndNamesWhatOnlyTheFlowModelUses) {
+  // Two nodes of 8 H100s with one 400 Gb/s NIC each: 50 GB/s per node, 6.25 GB/s per GPU with all eight sending. The
+  // alpha-beta model timed 50 GB/s per GPU before (inter_node.bandwidth), eight times too fast; now it and the flow
+  // model, which routes the same NIC, agree; the nccl model slows as much as its algorithm needs the NIC.
+  const auto time_us = [](const std::string& model, const std::string& network) {
+    api::CommOptions o;
+    o.gpus = 16;
+    o.gpus_per_node = 8;
+    o.sizes = "1G";
+    o.model = model;
+    o.store = "none";
+    o.cluster_path = test::write_temp("nic-" + model + ".yaml", "gpu: H100-SXM\nnum_gpus: 16\ngpus_per_node: 8\n"
+                                                             "network: " + network + "\n");
+    return api::comm(o);
+  };
+  const std::string one_nic = "{nics_per_node: 1, nic_Gbps: 400}", eight = "{nics_per_node: 8, nic_Gbps: 400}";
+  for (const std::string model : {"alpha-beta", "nccl"}) {
+    SCOPED_TRACE(model);
+    EXPECT_GT(time_us(model, one_nic).rows[0].time_us, 4 * time_us(model, eight).rows[0].time_us);
+  }
+  EXPECT_NEAR(time_us("alpha-beta", one_nic).rows[0].time_us / time_us("flow", one_nic).rows[0].time_us, 1.0, 0.01);
+  // Keys that describe the fabric's graph are named under a model that does not build it, not ignored silently.
+  const api::CommOutput noted = time_us("nccl", "{oversubscription: 2, routing: ecmp}");
+  ASSERT_EQ(noted.notes.size(), 1u);
+  EXPECT_NE(noted.notes[0].find("cluster.network.routing, cluster.network.oversubscription: the fabric's graph, "
+                                "used by the flow model only"),
+            std::string::npos)
+      << noted.notes[0];
+  EXPECT_TRUE(time_us("flow", "{oversubscription: 2, routing: ecmp}").notes.empty());
+  EXPECT_TRUE(time_us("nccl", eight).notes.empty());
+}
+
 TEST(CommCommand, FlowModelBeyondItsBoundIsRefusedNotLeftRunning) {
   // 131,072 GPUs ran 300 s printing nothing; above 16,384 the flow model is refused at once, naming the remedy.
   const test::CliResult r = test::run_cli("comm --model flow --gpus 131072 --sizes 1M");

@@ -4,6 +4,7 @@
 
 #include "stepsim/api/size_range.hpp"
 #include "stepsim/cost/collective/collective_model.hpp"
+#include "stepsim/job/cluster_rates.hpp"
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
@@ -66,6 +67,10 @@ CommOutput comm(const CommOptions& o) {
   out.collective = cn.name;
   out.cluster = spec::load_cluster(catalog::shipped().gpus, o.cluster_path, o.gpus, o.gpus_per_node, o.overrides);
   const auto model = sim::make_collective_model(catalog::shipped(), model_kind, out.cluster, {o.store, o.nccl_version});
+  if (model_kind != spec::CommModel::Flow) {
+    const std::string note = spec::flow_only_network_note(out.cluster, o.model);
+    if (!note.empty()) out.notes.push_back(note);
+  }
 
   const int n = out.cluster.num_gpus, k = std::min(out.cluster.gpus_per_node, n);
   const cost::GroupGeometry g{n, (n + k - 1) / k, k};
@@ -112,6 +117,7 @@ std::string comm_text(const CommOptions& o, const CommOutput& out) {
   std::string t = report::format_text("# stepsim comm: %s, %d GPUs (%d node%s x %d), %s, model %s\n",
                                       out.collective.c_str(), c.num_gpus, out.nodes, out.nodes == 1 ? "" : "s",
                                       out.gpus_per_node, c.gpu.c_str(), o.model.c_str());
+  for (const std::string& n : out.notes) t += "# note: " + n + "\n";
   t += report::format_text("# %14s %12s %12s %12s  %-10s %-8s %s\n", "size(B)", "time(us)", "algbw(GB/s)",
                            "busbw(GB/s)", "algorithm", "protocol", "channels");
   for (const CommRow& r : out.rows) {

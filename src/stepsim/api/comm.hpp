@@ -39,6 +39,7 @@ struct CommOutput {
   spec::ClusterSpec cluster;
   int nodes = 0, gpus_per_node = 0;
   std::vector<CommRow> rows;  // one per size, in the order of CommOptions::sizes
+  std::vector<std::string> notes;  // cluster keys the model does not use (printed, never ignored silently)
 };
 
 // InputError for bad options.

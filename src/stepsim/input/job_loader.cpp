@@ -1,6 +1,7 @@
 #include "stepsim/input/job_loader.hpp"
 
 #include "stepsim/input/torchtitan_toml.hpp"
+#include "stepsim/job/cluster_rates.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -570,6 +571,10 @@ JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const 
   job.cluster = read_cluster(gpus, cluster_section(top.child("cluster"), source));
   job.simulation = read_simulation(StrictSection(top.child("simulation"), "simulation", source));
   top.finish();
+  if (job.simulation.comm_model != CommModel::Flow) {
+    const std::string note = flow_only_network_note(job.cluster, name_of(job.simulation.comm_model));
+    if (!note.empty()) job.cluster.network_notes.push_back(note);
+  }
   validate(gpus, job);
   return job;
 }

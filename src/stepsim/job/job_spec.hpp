@@ -326,6 +326,8 @@ struct ClusterSpec {
   double host_to_device_GBps = 0;
   double cpu_optimizer_GBps = 0;
   NetworkSpec network;                          // topology for the flow network model (docs/NETWORK.md)
+  // Keys of the network section the job's communication model does not use (job/cluster_rates.hpp), printed.
+  std::vector<std::string> network_notes;
 };
 
 struct SimulationSpec {

@@ -98,6 +98,7 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   if (!job.model.hf_assumptions.empty()) j["assumptions"] = job.model.hf_assumptions;
   if (!job.cluster.gpu_notes.empty()) j["gpu_notes"] = job.cluster.gpu_notes;
   if (!job.training.input_notes.empty()) j["input_notes"] = job.training.input_notes;
+  if (!job.cluster.network_notes.empty()) j["network_notes"] = job.cluster.network_notes;
   if (job.cluster.power_limit_W > 0) j["power_limit_W"] = job.cluster.power_limit_W;
   if (job.training.framework != spec::Framework::MegatronCore) {
     j["framework"] = {{"name", spec::name_of(job.training.framework)}, {"compile", job.training.compile}};
@@ -180,6 +181,7 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   }
   for (const std::string& n : job.cluster.gpu_notes) o << "  read: " << n << "\n";
   for (const std::string& n : job.training.input_notes) o << "  read: " << n << "\n";
+  for (const std::string& n : job.cluster.network_notes) o << "  note: " << n << "\n";
   o << "\n";
   // A job that does not fit is said first: the step time below is what it would take if it ran.
   if (s.oom) {

@@ -7,6 +7,7 @@
 
 #include "stepsim/cost/collective/collective_model.hpp"
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/job/cluster_rates.hpp"
 
 namespace stepsim::cost {
 namespace {
@@ -28,7 +29,7 @@ class AlphaBetaModel final : public CollectiveModel {
  public:
   explicit AlphaBetaModel(const spec::ClusterSpec& c)
       : bw_intra_(c.intra_node.bandwidth_GBps * 1e9),
-        bw_nic_(c.inter_node.bandwidth_GBps * 1e9),
+        bw_nic_(spec::inter_node_GBps_per_gpu(c) * 1e9),
         lat_intra_(c.intra_node.latency_us * 1e-6),
         lat_inter_(c.inter_node.latency_us * 1e-6) {
     check(c.intra_node.bandwidth_GBps, true, "cluster.intra_node.bandwidth_GBps");

@@ -7,6 +7,7 @@
 
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/job/cluster_rates.hpp"
 
 namespace stepsim::cost {
 namespace {
@@ -121,7 +122,7 @@ NcclHardware nccl_hardware(const catalog::Catalog& catalog, const spec::ClusterS
   t.ll128 = t.nvlink_intra;
   t.channels = channels;
   h.intra_GBps = cluster.intra_node.bandwidth_GBps;
-  h.nic_GBps = cluster.inter_node.bandwidth_GBps;
+  h.nic_GBps = spec::inter_node_GBps_per_gpu(cluster);
   h.nvls_efficiency = nvls_efficiency;
   h.net_latency_scale = catalog.nccl.net_latency_scale(cluster.inter_node.transport);
   h.constants = &catalog.nccl_tuner;

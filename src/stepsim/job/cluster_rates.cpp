@@ -1,0 +1,47 @@
+#include "stepsim/job/cluster_rates.hpp"
+
+#include <algorithm>
+
+namespace stepsim::spec {
+
+double inter_node_GBps_per_gpu(const ClusterSpec& c) {
+  const NetworkSpec& n = c.network;
+  if (n.nic_GBps <= 0) return c.inter_node.bandwidth_GBps;
+  const int gpus = std::max(1, std::min(c.gpus_per_node, c.num_gpus));
+  const int nics = n.nics_per_node > 0 ? std::min(n.nics_per_node, gpus) : gpus;
+  return n.nic_GBps * nics / gpus;
+}
+
+std::vector<std::string> flow_only_network_keys(const ClusterSpec& c) {
+  const NetworkSpec& n = c.network;
+  const NetworkSpec d;
+  std::vector<std::string> keys;
+  const auto add = [&](bool set, const char* key) {
+    if (set) keys.push_back(key);
+  };
+  add(c.inter_node.topology != ClusterSpec{}.inter_node.topology, "inter_node.topology");
+  add(n.node != d.node, "network.node");
+  const bool default_topology = c.inter_node.topology == ClusterSpec{}.inter_node.topology;
+  add(n.fabric.has_value() && *n.fabric != Fabric::FatTree && default_topology, "network.fabric");
+  add(n.hop_latency_us != d.hop_latency_us, "network.hop_latency_us");
+  add(n.routing != d.routing, "network.routing");
+  add(n.leaf_ports != d.leaf_ports, "network.leaf_ports");
+  add(n.oversubscription != d.oversubscription, "network.oversubscription");
+  add(n.pods != d.pods, "network.pods");
+  add(n.core_oversubscription != d.core_oversubscription, "network.core_oversubscription");
+  add(!n.node_dims.empty(), "network.node_dims");
+  add(!n.fabric_dims.empty(), "network.fabric_dims");
+  add(!n.slow_links.empty(), "network.slow_links");
+  return keys;
+}
+
+std::string flow_only_network_note(const ClusterSpec& c, const std::string& model) {
+  const std::vector<std::string> keys = flow_only_network_keys(c);
+  if (keys.empty()) return "";
+  std::string list;
+  for (const std::string& k : keys) list += (list.empty() ? "cluster." : ", cluster.") + k;
+  return list + ": the fabric's graph, used by the flow model only (simulation.comm_model: flow, comm --model flow); "
+                "the " + model + " model does not use " + (keys.size() == 1 ? "it" : "them");
+}
+
+}  // namespace stepsim::spec
