@@ -163,6 +163,19 @@ TEST(CommCommand, EveryModelSharesTheNodesNicsAndNamesWhatOnlyTheFlowModelUses) 
       << noted.notes[0];
   EXPECT_TRUE(time_us("flow", "{oversubscription: 2, routing: ecmp}").notes.empty());
   EXPECT_TRUE(time_us("nccl", eight).notes.empty());
+  // Latencies the nccl model takes from NCCL's constants are named too.
+  api::CommOptions o;
+  o.gpus = 16;
+  o.sizes = "1M";
+  o.store = "none";
+  o.overrides = {"cluster.inter_node.latency_us=12"};
+  const api::CommOutput latency = api::comm(o);
+  ASSERT_EQ(latency.notes.size(), 1u);
+  EXPECT_NE(latency.notes[0].find("cluster.inter_node.latency_us: the nccl model times latency with NCCL's own"),
+            std::string::npos)
+      << latency.notes[0];
+  o.model = "alpha-beta";
+  EXPECT_TRUE(api::comm(o).notes.empty());
 }
 
 TEST(CommCommand, FlowModelBeyondItsBoundIsRefusedNotLeftRunning) {

@@ -71,6 +71,10 @@ CommOutput comm(const CommOptions& o) {
     const std::string note = spec::flow_only_network_note(out.cluster, o.model);
     if (!note.empty()) out.notes.push_back(note);
   }
+  if (model_kind == spec::CommModel::Nccl) {
+    const std::string note = spec::nccl_latency_note(out.cluster);
+    if (!note.empty()) out.notes.push_back(note);
+  }
 
   const int n = out.cluster.num_gpus, k = std::min(out.cluster.gpus_per_node, n);
   const cost::GroupGeometry g{n, (n + k - 1) / k, k};

@@ -575,6 +575,10 @@ JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const 
     const std::string note = flow_only_network_note(job.cluster, name_of(job.simulation.comm_model));
     if (!note.empty()) job.cluster.network_notes.push_back(note);
   }
+  if (job.simulation.comm_model == CommModel::Nccl) {
+    const std::string note = nccl_latency_note(job.cluster);
+    if (!note.empty()) job.cluster.network_notes.push_back(note);
+  }
   validate(gpus, job);
   return job;
 }

@@ -44,4 +44,16 @@ std::string flow_only_network_note(const ClusterSpec& c, const std::string& mode
                 "the " + model + " model does not use " + (keys.size() == 1 ? "it" : "them");
 }
 
+std::string nccl_latency_note(const ClusterSpec& c) {
+  const ClusterSpec d;
+  std::string keys;
+  if (c.intra_node.latency_us != d.intra_node.latency_us) keys = "cluster.intra_node.latency_us";
+  if (c.inter_node.latency_us != d.inter_node.latency_us) {
+    keys += (keys.empty() ? "" : ", ") + std::string("cluster.inter_node.latency_us");
+  }
+  if (keys.empty()) return "";
+  return keys + ": the nccl model times latency with NCCL's own constants (data/nccl.yaml, scaled by "
+                "inter_node.transport), not these; the alpha-beta and flow models use them";
+}
+
 }  // namespace stepsim::spec

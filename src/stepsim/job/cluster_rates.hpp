@@ -21,4 +21,8 @@ std::vector<std::string> flow_only_network_keys(const ClusterSpec& c);
 // One note naming those keys for a job or command that does not use the flow model; "" when there are none.
 std::string flow_only_network_note(const ClusterSpec& c, const std::string& model);
 
+// The nccl model times latency with NCCL's own constants (data/nccl.yaml, the transport's scale): a note naming
+// cluster.intra_node / inter_node latency_us when set away from their defaults; "" otherwise.
+std::string nccl_latency_note(const ClusterSpec& c);
+
 }  // namespace stepsim::spec
