@@ -579,3 +579,35 @@ TEST(Validate, CalibrateComputeLeavesOutFrameworksCostedAsMegatron) {
 
 }  // namespace
 }  // namespace stepsim::validate
+
+namespace stepsim {
+namespace {
+
+TEST(Validate, BlackwellFileRunsRowByRowWithItsPrecisionsNamed) {
+  // published_runs_blackwell.csv was refused whole for one nvfp4 cell. Now an nvfp4 row is refused alone with the
+  // reason, an mxfp8 row is costed as fp8 and says so, and the rest of the file is simulated.
+  const std::string out = test::temp_dir() + "blackwell.json";
+  const auto r = test::run_cli_env("STEPSIM_CALIBRATION_DB=/nonexistent/none.sqlite",
+                                   "validate " + test::source_dir() +
+                                       "/../shared/data/published-runs/published_runs_blackwell.csv --json " + out);
+  EXPECT_EQ(r.code, 2) << r.output;  // some rows are refused (NVL72 domains, GB300, nvfp4): exit 2, as documented
+  const auto j = nlohmann::json::parse(test::read_file(out));
+  EXPECT_GE(j["rows"].size(), 19u);
+  bool nvfp4 = false, mxfp8 = false;
+  for (const auto& f : j["failed"]) {
+    if (f["id"] == "MBR2604P1-Llama3-70B-GB200-nvfp4-64") {
+      nvfp4 = true;
+      EXPECT_NE(f["message"].get<std::string>().find("precision nvfp4"), std::string::npos) << f.dump();
+      EXPECT_NE(f["message"].get<std::string>().find("not modelled yet"), std::string::npos) << f.dump();
+    }
+  }
+  for (const auto& row : j["rows"]) {
+    if (row["id"] != "MBR2511-Llama3-8B-B200-mxfp8-8") continue;
+    for (const auto& a : row["assumptions"]) mxfp8 |= a.get<std::string>().find("mxfp8 costed as fp8") == 0;
+  }
+  EXPECT_TRUE(nvfp4);
+  EXPECT_TRUE(mxfp8);
+}
+
+}  // namespace
+}  // namespace stepsim

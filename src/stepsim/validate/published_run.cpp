@@ -90,7 +90,7 @@ class RowReader {
 // first known name in the cell decides, the most specific first; "?" when none is there.
 std::string precision_of(const std::string& cell) {
   if (cell.empty()) return "";
-  for (const char* name : {"fp8", "bf16", "fp16", "fp32", "tf32", "16bit", "16-bit"}) {
+  for (const char* name : {"nvfp4", "mxfp8", "fp8", "bf16", "fp16", "fp32", "tf32", "16bit", "16-bit"}) {
     if (cell.find(name) != std::string::npos) {
       const std::string n = name;
       return n == "tf32" ? "fp32" : n == "16-bit" ? "16bit" : n;
@@ -164,7 +164,7 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
     run.micro_batch = r.small("micro_batch", 1, 1 << 16);
     run.global_batch = r.required("global_batch", 1, kBig);
     run.precision = precision_of(lower_case(r.text("precision")));
-    if (run.precision == "?") r.fail("precision", "'" + r.text("precision") + "' names none of fp8, bf16, fp16, 16bit, fp32/tf32");
+    if (run.precision == "?") r.fail("precision", "'" + r.text("precision") + "' names none of nvfp4, mxfp8, fp8, bf16, fp16, 16bit, fp32/tf32");
     run.recompute = recompute_of(lower_case(r.text("recompute")));
     if (run.recompute == "?") {
       r.fail("recompute", "'" + r.text("recompute") + "' names none of full (uniform, block), selective, none or blank");
