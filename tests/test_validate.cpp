@@ -592,8 +592,8 @@ TEST(Validate, BlackwellFileRunsRowByRowWithItsPrecisionsNamed) {
                                        "/../shared/data/published-runs/published_runs_blackwell.csv --json " + out);
   EXPECT_EQ(r.code, 2) << r.output;  // some rows are refused (NVL72 domains, GB300, nvfp4): exit 2, as documented
   const auto j = nlohmann::json::parse(test::read_file(out));
-  EXPECT_GE(j["rows"].size(), 19u);
-  bool nvfp4 = false, mxfp8 = false;
+  EXPECT_GE(j["rows"].size(), 54u);
+  bool nvfp4 = false, mxfp8 = false, domain = false;
   for (const auto& f : j["failed"]) {
     if (f["id"] == "MBR2604P1-Llama3-70B-GB200-nvfp4-64") {
       nvfp4 = true;
@@ -602,11 +602,19 @@ TEST(Validate, BlackwellFileRunsRowByRowWithItsPrecisionsNamed) {
     }
   }
   for (const auto& row : j["rows"]) {
-    if (row["id"] != "MBR2511-Llama3-8B-B200-mxfp8-8") continue;
-    for (const auto& a : row["assumptions"]) mxfp8 |= a.get<std::string>().find("mxfp8 costed as fp8") == 0;
+    for (const auto& a : row["assumptions"]) {
+      const std::string text = a.get<std::string>();
+      if (row["id"] == "MBR2511-Llama3-8B-B200-mxfp8-8") mxfp8 |= text.find("mxfp8 costed as fp8") == 0;
+      // 128 GPUs of NVL72 racks: 64 in each of two (whole trays, the same in each); it was refused as not a multiple
+      // of 72.
+      if (row["id"] == "DGXC2505-Llama3.1-405B-GB200-bf16-128") {
+        domain |= text == "NVLink domain of 72 GPUs holding 128: 64 GPUs per domain (whole 4-GPU trays, the same in each)";
+      }
+    }
   }
   EXPECT_TRUE(nvfp4);
   EXPECT_TRUE(mxfp8);
+  EXPECT_TRUE(domain);
 }
 
 }  // namespace
