@@ -619,3 +619,21 @@ TEST(Validate, BlackwellFileRunsRowByRowWithItsPrecisionsNamed) {
 
 }  // namespace
 }  // namespace stepsim
+
+namespace stepsim {
+namespace {
+
+TEST(Validate, AJobFillingPartOfAnNvl72RackIsToldHowToSayIt) {
+  const std::string e = test::job_error(
+      "model: {name: m, num_layers: 2, hidden_size: 1024, num_attention_heads: 16, ffn_hidden_size: 4096,"
+      " vocab_size: 32000, seq_length: 1024}\n"
+      "training: {micro_batch_size: 1, global_batch_size: 128}\n"
+      "cluster: {gpu: GB200, num_gpus: 128, gpus_per_node: 72}\n");
+  EXPECT_NE(e.find("128 must be a multiple of cluster.gpus_per_node 72 (a job filling part of each NVLink domain: "
+                   "give the GPUs it uses in each as gpus_per_node, e.g. 64"),
+            std::string::npos)
+      << e;
+}
+
+}  // namespace
+}  // namespace stepsim

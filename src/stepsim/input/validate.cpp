@@ -127,7 +127,13 @@ void validate(const hw::GpuCatalog& gpus, JobSpec& job) {
   const hw::GpuSpec& gpu = *found;
   c.gpu = gpu.name;
   if (c.num_gpus > c.gpus_per_node && c.num_gpus % c.gpus_per_node != 0) {
-    fail("cluster.num_gpus", s(c.num_gpus) + " must be a multiple of cluster.gpus_per_node " + s(c.gpus_per_node));
+    // An NVLink domain larger than a node (an NVL72 rack) may hold part of a job: say how to describe that.
+    const std::string rack = c.gpus_per_node > 8
+                                 ? " (a job filling part of each NVLink domain: give the GPUs it uses in each as "
+                                   "gpus_per_node, e.g. 64 of an NVL72 rack's 72 for 128 GPUs)"
+                                 : "";
+    fail("cluster.num_gpus",
+         s(c.num_gpus) + " must be a multiple of cluster.gpus_per_node " + s(c.gpus_per_node) + rack);
   }
   if (!c.slow_ranks.empty() && c.slow_ranks.rbegin()->first >= c.num_gpus) {
     fail("cluster.slow_ranks." + s(c.slow_ranks.rbegin()->first), "rank must be below cluster.num_gpus " + s(c.num_gpus));
