@@ -608,7 +608,8 @@ TEST(Validate, BlackwellFileRunsRowByRowWithItsPrecisionsNamed) {
       // 128 GPUs of NVL72 racks: 64 in each of two (whole trays, the same in each); it was refused as not a multiple
       // of 72.
       if (row["id"] == "DGXC2505-Llama3.1-405B-GB200-bf16-128") {
-        domain |= text == "NVLink domain of 72 GPUs holding 128: 64 GPUs per domain (whole 4-GPU trays, the same in each)";
+        domain |= text ==
+                  "NVLink domain of 72 GPUs holding 128: 64 GPUs per domain (whole 4-GPU trays, the same in each)";
       }
     }
   }
