@@ -39,6 +39,7 @@ TEST(GpuName, TheDevelopmentFilesNamesResolveToWhatTheySay) {
       {"H100-SXM5-80GB (700W)", "H100-SXM", 700},
       {"B200-SXM 180GB (DGX-B200)", "B200", 0},
       {"GB200 NVL72 (DGX-GB200)", "GB200", 0},
+      {"GB300 NVL72 (DGX-GB300)", "GB300", 0},
       {"NVIDIA H100 PCIe", "H100-PCIE", 0},
       {"H100 NVL 94GB", "H100-NVL", 0},
       {"GH200 96GB", "GH200", 0},
