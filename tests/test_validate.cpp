@@ -213,7 +213,8 @@ TEST(Validate, BadCellsNameLineAndColumn) {
   EXPECT_EQ(runs[0].recompute, "full");
   bad = good;
   bad.replace(bad.find(",bf16,"), 6, ",int8,");
-  EXPECT_EQ(message(std::string(kHeader) + bad), "r.csv:2: column precision: 'int8' names none of fp8, bf16, fp16, 16bit, fp32/tf32");
+  EXPECT_EQ(message(std::string(kHeader) + bad),
+            "r.csv:2: column precision: 'int8' names none of nvfp4, mxfp8, fp8, bf16, fp16, 16bit, fp32/tf32");
 }
 
 // An optional optimizer_state_dtype column (NeMo 1.x's `optim.dtype` of Apex's distributed_fused_adam) keeps the master
