@@ -170,7 +170,8 @@ TEST(TorchtitanConfig, RefusesWhatItDoesNotModelByName) {
       {"[training]\nbatch_size = 0\n", "training.batch_size: must be in [1, 65536]"},
       {"[training]\ndata_parallel_replicate_degree = 2\n", "HSDP (replicate > 1 with sharding) is not modelled yet"},
       {"[training]\nenable_cpu_offload = true\n", "training.enable_cpu_offload: FSDP2's CPU offload is not modelled"},
-      {"[training]\nmixed_precision_param = \"float32\"\n", "training.mixed_precision_param: 'float32' is not modelled"},
+      {"[training]\nmixed_precision_param = \"float32\"\n",
+       "training.mixed_precision_param: 'float32' is not modelled"},
       {"[experimental]\ncontext_parallel_degree = 2\ncontext_parallel_rotate_method = \"alltoall\"\n",
        "experimental.context_parallel_rotate_method: 'alltoall' is not modelled: allgather"},
       {"[experimental]\nenable_async_tensor_parallel = true\n", "needs training.compile"},
@@ -191,7 +192,15 @@ TEST(TorchtitanConfig, RefusesWhatItDoesNotModelByName) {
     EXPECT_NE(e.find(c.message), std::string::npos) << c.toml << "\n -> " << e;
     EXPECT_NE(e.find("tt.toml"), std::string::npos) << e;  // the message names the file
   }
-  // -1 needs GPUs that divide into the other degrees.
+  // A degree edited by --set into something that is not one is refused by its key, not an internal error.
+  EXPECT_NE(test::error_of([] { job("[model]\nflavor = \"8B\"\n", kCluster, {"parallelism.tensor=abc"}); })
+                .find("parallelism.tensor: must be an integer in [1, 2^20]"),
+            std::string::npos);
+  // -1 needs GPUs that divide into the other degrees (a replicate degree beyond the GPUs as well).
+  EXPECT_NE(error("[training]\ndata_parallel_replicate_degree = 1048576\ndata_parallel_shard_degree = 1\n"
+                  "tensor_parallel_degree = 65536\n[experimental]\npipeline_parallel_degree = 4096\n")
+                .find("tt.toml"),
+            std::string::npos);
   EXPECT_NE(error("[training]\ntensor_parallel_degree = 3\n").find("64 GPUs do not divide into tensor x pipeline x "
                                                                   "context x replicate = 3"),
             std::string::npos);
@@ -203,7 +212,8 @@ TEST(TorchtitanConfig, CliNeedsAClusterAndOneJob) {
   auto r = test::run_cli("simulate --torchtitan-config " + toml);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("--torchtitan-config needs --cluster CLUSTER.yaml"), std::string::npos) << r.output;
-  r = test::run_cli("simulate --torchtitan-config " + toml + " --megatron-args \"--num-layers 2\" --cluster " + cluster);
+  r = test::run_cli("simulate --torchtitan-config " + toml + " --megatron-args \"--num-layers 2\" --cluster " +
+                    cluster);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("give one job"), std::string::npos) << r.output;
   r = test::run_cli("simulate --torchtitan-config " + toml + " --cluster " + cluster);

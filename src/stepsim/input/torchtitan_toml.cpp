@@ -127,7 +127,9 @@ void read_tt_model(TomlSection s, TorchtitanJob& c) {
   if (name != "llama3") s.fail("name", "'" + name + "' is not modelled: llama3 (torchtitan's Llama 3)");
   const std::string flavor = s.text("flavor").value_or("debugmodel");
   const auto it = llama3_flavors().find(flavor);
-  if (it == llama3_flavors().end()) s.fail("flavor", "'" + flavor + "' is not a llama3 flavor (debugmodel, 8B, 70B, 405B)");
+  if (it == llama3_flavors().end()) {
+    s.fail("flavor", "'" + flavor + "' is not a llama3 flavor (debugmodel, 8B, 70B, 405B)");
+  }
   const std::string norm = s.text("norm_type").value_or("rmsnorm");
   if (norm != "rmsnorm") {
     s.fail("norm_type", "'" + norm + "' is not modelled: rmsnorm (torchtitan's profile is its eager or compiled "
@@ -193,7 +195,8 @@ void read_tt_experimental(TomlSection s, TorchtitanJob& c) {
     s.fail("pipeline_parallel_schedule", "'" + c.schedule + "' is not modelled: 1F1B, Interleaved1F1B or GPipe");
   }
   c.microbatches = s.integer("pipeline_parallel_microbatches", 1, 1 << 16).value_or(0);
-  s.must_be_empty("pipeline_parallel_split_points", "custom split points are not modelled (torchtitan's even split is)");
+  s.must_be_empty("pipeline_parallel_split_points",
+                  "custom split points are not modelled (torchtitan's even split is)");
   s.must_be_empty("pipeline_parallel_schedule_csv", "a schedule from a CSV file is not modelled");
   c.async_tp = s.flag("enable_async_tensor_parallel").value_or(false);
   if (s.flag("enable_compiled_autograd").value_or(false)) {
@@ -354,24 +357,33 @@ void resolve_torchtitan_degrees(YAML::Node& root, const std::string& source) {
   root.remove(kPendingKey);
   YAML::Node p = root["parallelism"];
   YAML::Node t = root["training"];
+  // A degree as the tree holds it after --set: a positive integer up to 2^20, or the rule naming the key.
+  const auto degree = [&](const YAML::Node& v, const std::string& key) -> int64_t {
+    int64_t x = 0;
+    try {
+      x = v.IsScalar() ? v.as<int64_t>() : 0;
+    } catch (const YAML::Exception&) {
+      x = 0;
+    }
+    if (x < 1 || x > (int64_t{1} << 20)) throw InputError(source + ": " + key + ": must be an integer in [1, 2^20]");
+    return x;
+  };
   if (p["data"]) {  // given by an override (--set parallelism.data=N)
-    if (!t["global_batch_size"]) t["global_batch_size"] = local_batch * p["data"].as<int64_t>();
+    if (!t["global_batch_size"]) t["global_batch_size"] = local_batch * degree(p["data"], "parallelism.data");
     return;
   }
-  const int64_t model_ranks = p["tensor"].as<int64_t>() * p["pipeline"].as<int64_t>() * p["context"].as<int64_t>();
+  const int64_t model_ranks = degree(p["tensor"], "parallelism.tensor") *
+                              degree(p["pipeline"], "parallelism.pipeline") *
+                              degree(p["context"], "parallelism.context");
   int64_t data = replicate * shard;
   if (shard == -1) {
     const YAML::Node gpus = root["cluster"].IsMap() ? root["cluster"]["num_gpus"] : YAML::Node();
-    int64_t n = 0;
-    try {
-      n = gpus.IsScalar() ? gpus.as<int64_t>() : 0;
-    } catch (const YAML::Exception&) {
-      n = 0;
-    }
-    if (n <= 0) {
+    if (!gpus.IsDefined()) {
       throw InputError(source + ": training.data_parallel_shard_degree: -1 needs the cluster's num_gpus");
     }
-    if (n % (model_ranks * replicate) != 0) {
+    const int64_t n = degree(gpus, "cluster.num_gpus");
+    // Each factor is checked against the GPUs first: their product stays far from overflowing.
+    if (model_ranks > n || replicate > n || n % (model_ranks * replicate) != 0) {
       throw InputError(source + ": training.data_parallel_shard_degree: -1, but " + std::to_string(n) +
                        " GPUs do not divide into tensor x pipeline x context x replicate = " +
                        std::to_string(model_ranks * replicate));
