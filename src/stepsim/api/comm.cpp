@@ -67,14 +67,7 @@ CommOutput comm(const CommOptions& o) {
   out.collective = cn.name;
   out.cluster = spec::load_cluster(catalog::shipped().gpus, o.cluster_path, o.gpus, o.gpus_per_node, o.overrides);
   const auto model = sim::make_collective_model(catalog::shipped(), model_kind, out.cluster, {o.store, o.nccl_version});
-  if (model_kind != spec::CommModel::Flow) {
-    const std::string note = spec::flow_only_network_note(out.cluster, o.model);
-    if (!note.empty()) out.notes.push_back(note);
-  }
-  if (model_kind == spec::CommModel::Nccl) {
-    const std::string note = spec::nccl_latency_note(out.cluster);
-    if (!note.empty()) out.notes.push_back(note);
-  }
+  out.notes = spec::unused_network_notes(out.cluster, model_kind);
 
   const int n = out.cluster.num_gpus, k = std::min(out.cluster.gpus_per_node, n);
   const cost::GroupGeometry g{n, (n + k - 1) / k, k};

@@ -571,14 +571,7 @@ JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const 
   job.cluster = read_cluster(gpus, cluster_section(top.child("cluster"), source));
   job.simulation = read_simulation(StrictSection(top.child("simulation"), "simulation", source));
   top.finish();
-  if (job.simulation.comm_model != CommModel::Flow) {
-    const std::string note = flow_only_network_note(job.cluster, name_of(job.simulation.comm_model));
-    if (!note.empty()) job.cluster.network_notes.push_back(note);
-  }
-  if (job.simulation.comm_model == CommModel::Nccl) {
-    const std::string note = nccl_latency_note(job.cluster);
-    if (!note.empty()) job.cluster.network_notes.push_back(note);
-  }
+  job.cluster.network_notes = unused_network_notes(job.cluster, job.simulation.comm_model);
   validate(gpus, job);
   return job;
 }

@@ -19,9 +19,9 @@ std::vector<std::string> flow_only_network_keys(const ClusterSpec& c) {
   const auto add = [&](bool set, const char* key) {
     if (set) keys.push_back(key);
   };
-  add(c.inter_node.topology != ClusterSpec{}.inter_node.topology, "inter_node.topology");
-  add(n.node != d.node, "network.node");
   const bool default_topology = c.inter_node.topology == ClusterSpec{}.inter_node.topology;
+  add(!default_topology, "inter_node.topology");
+  add(n.node != d.node, "network.node");
   add(n.fabric.has_value() && *n.fabric != Fabric::FatTree && default_topology, "network.fabric");
   add(n.hop_latency_us != d.hop_latency_us, "network.hop_latency_us");
   add(n.routing != d.routing, "network.routing");
@@ -35,25 +35,27 @@ std::vector<std::string> flow_only_network_keys(const ClusterSpec& c) {
   return keys;
 }
 
-std::string flow_only_network_note(const ClusterSpec& c, const std::string& model) {
-  const std::vector<std::string> keys = flow_only_network_keys(c);
-  if (keys.empty()) return "";
-  std::string list;
-  for (const std::string& k : keys) list += (list.empty() ? "cluster." : ", cluster.") + k;
-  return list + ": the fabric's graph, used by the flow model only (simulation.comm_model: flow, comm --model flow); "
-                "the " + model + " model does not use " + (keys.size() == 1 ? "it" : "them");
-}
-
-std::string nccl_latency_note(const ClusterSpec& c) {
-  const ClusterSpec d;
-  std::string keys;
-  if (c.intra_node.latency_us != d.intra_node.latency_us) keys = "cluster.intra_node.latency_us";
-  if (c.inter_node.latency_us != d.inter_node.latency_us) {
-    keys += (keys.empty() ? "" : ", ") + std::string("cluster.inter_node.latency_us");
+std::vector<std::string> unused_network_notes(const ClusterSpec& c, CommModel m) {
+  std::vector<std::string> notes;
+  const std::vector<std::string> keys = m == CommModel::Flow ? std::vector<std::string>{} : flow_only_network_keys(c);
+  if (!keys.empty()) {
+    std::string list;
+    for (const std::string& k : keys) list += (list.empty() ? "cluster." : ", cluster.") + k;
+    notes.push_back(list + ": the fabric's graph, used by the flow model only (simulation.comm_model: flow, comm "
+                           "--model flow); the " + name_of(m) + " model does not use " +
+                    (keys.size() == 1 ? "it" : "them"));
   }
-  if (keys.empty()) return "";
-  return keys + ": the nccl model times latency with NCCL's own constants (data/nccl.yaml, scaled by "
-                "inter_node.transport), not these; the alpha-beta and flow models use them";
+  const ClusterSpec d;
+  std::string latency;
+  if (c.intra_node.latency_us != d.intra_node.latency_us) latency = "cluster.intra_node.latency_us";
+  if (c.inter_node.latency_us != d.inter_node.latency_us) {
+    latency += (latency.empty() ? "" : ", ") + std::string("cluster.inter_node.latency_us");
+  }
+  if (m == CommModel::Nccl && !latency.empty()) {
+    notes.push_back(latency + ": the nccl model times latency with NCCL's own constants (data/nccl.yaml, scaled by "
+                              "inter_node.transport), not these; the alpha-beta and flow models use them");
+  }
+  return notes;
 }
 
 }  // namespace stepsim::spec

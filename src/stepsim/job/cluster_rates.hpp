@@ -18,11 +18,9 @@ double inter_node_GBps_per_gpu(const ClusterSpec& c);
 // links. Empty when none is set.
 std::vector<std::string> flow_only_network_keys(const ClusterSpec& c);
 
-// One note naming those keys for a job or command that does not use the flow model; "" when there are none.
-std::string flow_only_network_note(const ClusterSpec& c, const std::string& model);
-
-// The nccl model times latency with NCCL's own constants (data/nccl.yaml, the transport's scale): a note naming
-// cluster.intra_node / inter_node latency_us when set away from their defaults; "" otherwise.
-std::string nccl_latency_note(const ClusterSpec& c);
+// What the communication model `m` leaves unused of the cluster, one note each, for the job's summary or `comm` to
+// print: the keys of the fabric's graph under a model other than flow; under nccl, the intra/inter-node latency_us set
+// away from their defaults (it times latency with NCCL's own constants, data/nccl.yaml scaled by the transport).
+std::vector<std::string> unused_network_notes(const ClusterSpec& c, CommModel m);
 
 }  // namespace stepsim::spec
