@@ -2,6 +2,8 @@
 // with send->recv flows, the memory-over-time CSV, and the examples running end to end.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -109,6 +111,20 @@ TEST(Outputs, TraceRanksSelectsProcesses) {
   EXPECT_NE(bad.output.find("--trace-ranks"), std::string::npos) << bad.output;
   const auto bad_rank = test::run_cli("simulate " + kSmall + " --rank 96");
   EXPECT_EQ(bad_rank.code, 2);
+}
+
+// Issue 48 item 4: `--trace-ranks 0-4095` of the 8,192-GPU example kept 35.6 M spans (2.9 GiB) and wrote a 9 GiB
+// trace; refused before the simulation, with how many of its ranks fit (4,194,304 ops / 8,683 ops a rank = 483).
+TEST(Outputs, TraceRanksOfMoreOpsThanATraceHoldsAreRefusedAtOnce) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = test::run_cli("simulate " + test::source_dir() + "/examples/llama3-405b-8192.yaml --trace " + tmp("big.json") +
+                               " --trace-ranks 0-4095");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, test::kRefusalTime);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--trace-ranks: the 4096 ranks recorded issue 35564544 ops in a step, above the 4194304 a "
+                          "trace or memory series may hold (about 483 ranks of this job): record fewer"),
+            std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(tmp("big.json")));
 }
 
 TEST(Outputs, MemoryCsvFollowsTheStep) {

@@ -4,12 +4,15 @@
 // data-parallel peers, the deadlock checks, the ex-situ tracer's format, and the 8 real DLRM ranks.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/ingest/trace/trace_workload.hpp"
+#include "stepsim/ingest/trace/traced_program_json.hpp"
 #include "stepsim/ingest/trace/workload_dir.hpp"
 #include "test_util.hpp"
 #include "stepsim/catalog/catalog.hpp"
@@ -388,6 +391,32 @@ TEST(TraceSimulation, BadWorkloadsExitTwo) {
   r = test::run_cli("simulate " + job + " --step 3");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("--step needs --workload DIR"), std::string::npos) << r.output;
+}
+
+// Issue 48 item 4: the per-file limit did not bound a folder: four rank files near it took 4.9 GB and a minute. The
+// folder's total is checked from the file sizes before any is read (sparse files here: nothing is parsed), and the
+// writers that fill a folder keep to the same total.
+TEST(TraceSimulation, AWorkloadFolderAboveItsTotalIsRefusedBeforeAnyFileIsRead) {
+  const std::string job = test::write_temp("dp2big.yaml", test::small_gpt_yaml(1, 1, 2, 2));
+  const std::string dir = test::temp_dir() + "big_workload";
+  std::filesystem::create_directories(dir);
+  for (int r = 0; r < 2; ++r) {
+    const std::string path = dir + "/rank" + std::to_string(r) + ".json";
+    std::ofstream(path) << "{";
+    std::filesystem::resize_file(path, uintmax_t{70} << 20);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = test::run_cli("simulate " + job + " --workload " + dir);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, test::kRefusalTime);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(dir + ": the rank files hold 140 MiB together, more than the 128 MiB `simulate --workload` "
+                          "reads from one folder"), std::string::npos) << r.output;
+  std::filesystem::remove_all(dir);
+  RankFileBudget budget("out");
+  budget.add(uintmax_t{100} << 20);
+  EXPECT_EQ(test::error_of([&] { budget.add(uintmax_t{28} << 20); }), "<no error>");
+  EXPECT_NE(test::error_of([&] { budget.add(1); }).find("out: the rank files hold 129 MiB together"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -74,7 +74,11 @@ workload::Workload timed_workload(const catalog::Catalog& catalog, const spec::J
 // else the GPU architecture's in data/efficiency.yaml (0 = not modelled).
 double host_time_scale(const catalog::Catalog& catalog, const spec::JobSpec& job);
 
-// record_ranks: ranks whose timelines are kept (trace, breakdown).
+// The most ops the recorded ranks may issue in a step together (their spans are kept: about 350 MiB of memory and a
+// 1 GB Chrome trace at 4 M): more is an InputError naming how many ranks fit.
+constexpr int64_t kMaxRecordedOps = int64_t{1} << 22;
+
+// record_ranks: ranks whose timelines are kept (trace, breakdown); their ops at most kMaxRecordedOps.
 // progress: the engine's ("simulating"), for a big job's progress bar.
 Simulation run_simulation(const catalog::Catalog& catalog, const spec::JobSpec& job,
                           const std::vector<int>& record_ranks, const ProgressFn& progress = {});

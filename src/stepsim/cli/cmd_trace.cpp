@@ -31,8 +31,11 @@ struct ExportChakraArgs {
   bool quiet = false;
 };
 
-int run_export_chakra(const ExportChakraArgs& a) {
+int run_export_chakra(ExportChakraArgs& a) {
+  report::ProgressBar bar(stderr, !a.quiet && report::ProgressBar::terminal());
+  a.opt.files.progress = bar.callback();
   const api::ExportChakraOutput out = api::export_chakra(a.opt);
+  bar.clear();
   if (!a.quiet) std::cout << api::export_chakra_text(a.opt, out);
   return 0;
 }
@@ -73,6 +76,8 @@ Action add_trace(CLI::App& app) {
   exp->add_option("--set", e->opt.job.overrides, "override a job key (key=value), repeatable");
   exp->add_option("--out", e->opt.files.dir, "folder for the traces and comm_group.json")->required()->check(output_folder());
   exp->add_option("--name", e->opt.files.name, "file name prefix (default workload: workload.0.et, ...)");
+  exp->add_option("--max-gib", e->opt.files.max_gib, "refuse an export larger than this many GiB, estimated before "
+                  "anything is written (default 4)");
   exp->add_flag("--quiet", e->quiet, "do not print the summary");
   auto x = std::make_shared<ExtrapolateArgs>();
   CLI::App* ext = cmd->add_subcommand("extrapolate", "one single-GPU trace to the data/tensor/pipeline-parallel "

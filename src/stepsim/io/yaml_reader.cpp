@@ -5,9 +5,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <yaml-cpp/eventhandler.h>
 
 #include "stepsim/io/input_error.hpp"
 
@@ -261,8 +264,8 @@ void StrictSection::finish() const {
 static void reject_duplicate_keys(const YAML::Node& node, const std::string& source, int64_t& budget, int depth = 0) {
   if (depth > 64) return;  // parse_yaml refused deeper nesting already
   if (--budget < 0) {
-    throw InputError(source + ": malformed YAML: its aliases expand it past two nodes per byte of its text (an " +
-                     "alias bomb?); write the values out");
+    throw InputError(source + ": malformed YAML: its aliases expand it past two nodes per byte of its text or " +
+                     std::to_string(kMaxYamlNodes) + " nodes (an alias bomb?); write the values out");
   }
   if (node.IsMap()) {
     std::set<std::string> seen;
@@ -279,9 +282,58 @@ static void reject_duplicate_keys(const YAML::Node& node, const std::string& sou
 }
 
 void check_yaml_tree(const YAML::Node& root, size_t text_bytes, const std::string& source) {
-  int64_t budget = 2 * static_cast<int64_t>(text_bytes) + 64;  // "{a,b}": a key and a null value in two bytes
+  // "{a,b}": a key and a null value in two bytes.
+  int64_t budget = std::min<int64_t>(2 * static_cast<int64_t>(text_bytes) + 64, kMaxYamlNodes);
   reject_duplicate_keys(root, source, budget);
 }
+
+namespace {
+
+// Counts the nodes a YAML text holds (as written, aliases once) without building them: yaml-cpp's tree takes about
+// 460 bytes per node, so a 16 MiB file of one long list ("[1,1,1,...]", 8 M nodes) would take 3.7 GiB to load.
+class NodeCounter : public YAML::EventHandler {
+ public:
+  struct TooMany {};
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override { count(); }
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { count(); }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override { count(); }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    count();
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    count();
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void count() {
+    if (++nodes_ > kMaxYamlNodes) throw TooMany{};
+  }
+  int64_t nodes_ = 0;
+};
+
+void refuse_too_many_nodes(const std::string& text, const std::string& source) {
+  // Each node but the first needs one of these characters before it ("a: b", "- a", "[a, b]", "{a}", "? a", a new
+  // line) and adds at most three nodes with it ("{a, b}": a key, its null value, and the mapping): below the cap, the
+  // events need not be counted (a 16 MiB scalar is then parsed once, not twice).
+  int64_t separators = 1;
+  for (char c : text) separators += c == ',' || c == ':' || c == '-' || c == '[' || c == '{' || c == '?' || c == '\n';
+  if (4 * separators <= kMaxYamlNodes) return;
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  NodeCounter counter;
+  try {
+    parser.HandleNextDocument(counter);
+  } catch (const NodeCounter::TooMany&) {
+    throw InputError(source + ": YAML of more than " + std::to_string(kMaxYamlNodes) + " nodes (keys, values, " +
+                     "lists and mappings); a job, cluster or data file holds a few thousand");
+  }
+}
+
+}  // namespace
 
 // The 1-based line of a document start marker (`---` alone or followed by a space) that comes after content, 0 if
 // none. Comment lines and blank lines are no content; a marker before any content opens the first document.
@@ -314,6 +366,7 @@ YAML::Node parse_yaml(const std::string& text, const std::string& source) {
   }
   if (max_depth > 64) throw InputError(source + ": malformed YAML: nesting deeper than 64 levels");
   try {
+    refuse_too_many_nodes(text, source);
     YAML::Node root = YAML::Load(text);
     // A second document (a `---` line after content) is an error rather than silently ignored. Found by scanning
     // the text, not by YAML::LoadAll, which loops forever on some malformed inputs (yaml-cpp 0.7, found by

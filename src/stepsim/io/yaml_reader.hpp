@@ -12,6 +12,10 @@
 
 namespace stepsim::spec {
 
+// The most nodes (keys, values, lists, mappings) a YAML input may hold, aliases expanded: about 120 MiB of yaml-cpp's
+// tree (460 bytes a node), counted in 0.4 s. Job, cluster and data files hold a few thousand.
+constexpr int64_t kMaxYamlNodes = int64_t{1} << 18;
+
 // Parses YAML text; syntax errors become InputError "<source>:<line>:<col>: malformed YAML: ...".
 YAML::Node parse_yaml(const std::string& text, const std::string& source);
 // The checks parse_yaml makes on a tree read from `text_bytes` of text: no key twice in one mapping, and no more than

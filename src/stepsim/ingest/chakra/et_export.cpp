@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <cctype>
 #include <filesystem>
+#include <iomanip>
 #include <map>
+#include <sstream>
 #include <utility>
 
 #include "stepsim/ingest/chakra/comm_groups.hpp"
@@ -229,8 +231,46 @@ void check_export_name(const std::string& name) {
   }
 }
 
+namespace {
+
+// The bytes every rank's file would take, from one rank of each program: sends' and receives' peers and tags differ
+// between ranks of a program, and change a file by a few bytes of varint.
+double estimated_export_bytes(const workload::Workload& w) {
+  GroupTable groups(w);  // a scratch table: the real one numbers the groups in rank order
+  std::map<const workload::Program*, double> bytes_of;
+  std::map<std::pair<int, int>, int32_t> sends, recvs;  // a scratch count: the real one starts again at zero
+  std::string bytes;
+  double total = 0;
+  for (int r = 0; r < w.layout.world(); ++r) {
+    const workload::Program* p = &w.program_of_rank(r);
+    auto it = bytes_of.find(p);
+    if (it == bytes_of.end()) {
+      RankWriter writer(w, r, groups, sends, recvs);
+      bytes.clear();
+      write_et(writer.graph(), bytes);
+      it = bytes_of.emplace(p, static_cast<double>(bytes.size())).first;
+    }
+    total += it->second;
+  }
+  return total;
+}
+
+void check_export_size(const workload::Workload& w, const ExportOptions& opt) {
+  if (!(opt.max_gib > 0) || opt.max_gib > 1e6) throw InputError("--max-gib: must be above 0 (and at most 10^6)");
+  const double gib = estimated_export_bytes(w) / double(1 << 30);
+  if (gib <= opt.max_gib) return;
+  std::ostringstream m;
+  m << std::fixed << std::setprecision(1) << "the export would write about " << gib << " GiB in "
+    << w.layout.world() << " files to " << opt.dir << ", above --max-gib " << opt.max_gib
+    << "; raise --max-gib to write it, or export a smaller job";
+  throw InputError(m.str());
+}
+
+}  // namespace
+
 ExportSummary export_chakra(const workload::Workload& w, const ExportOptions& opt) {
   check_export_name(opt.name);
+  check_export_size(w, opt);
   std::error_code ec;
   std::filesystem::create_directories(opt.dir, ec);
   if (ec) throw InputError(opt.dir + ": cannot create the output folder (--out): " + ec.message());
@@ -248,6 +288,7 @@ ExportSummary export_chakra(const workload::Workload& w, const ExportOptions& op
     s.nodes += static_cast<int64_t>(g.nodes.size());
     s.bytes += static_cast<int64_t>(bytes.size());
     ++s.ranks;
+    if (opt.progress) opt.progress("writing Chakra traces", r + 1, w.layout.world());
   }
   s.comm_group_file = opt.dir + "/comm_group.json";
   trace::write_output_text(s.comm_group_file, comm_groups_json(groups.all(), 1));

@@ -15,13 +15,22 @@
 #include <cstdint>
 #include <string>
 
+#include "stepsim/io/progress.hpp"
 #include "stepsim/workload/program.hpp"
 
 namespace stepsim::chakra {
 
+// The default bound on what one export writes (`--max-gib`): the 8,192-GPU example writes 13 GiB, a million-GPU job
+// tens of GiB in hundreds of thousands of files.
+constexpr double kDefaultExportMaxGiB = 4.0;
+
 struct ExportOptions {
   std::string dir;
   std::string name = "workload";  // files <name>.<rank>.et
+  // Above this the export is refused before any file is written; the size is estimated from one rank of each
+  // program (ranks running the same program write files of nearly the same size).
+  double max_gib = kDefaultExportMaxGiB;
+  ProgressFn progress;  // "writing Chakra traces", ranks done of the world
 };
 
 struct ExportSummary {

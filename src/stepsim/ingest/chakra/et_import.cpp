@@ -531,13 +531,14 @@ void write_chakra_import(const ChakraImport& c, const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   if (ec) throw InputError(dir + ": cannot create the output folder (--out): " + ec.message());
   nlohmann::json ranks = nlohmann::json::array();
+  trace::RankFileBudget budget(dir);
   for (const ImportedRank& r : c.ranks) {
     const nlohmann::json prog = trace::traced_program_json(
         r.rank, r.rank.path, {{"chakra", {{"nodes", r.nodes}, {"cpu_nodes_skipped", r.cpu_nodes_skipped},
                                           {"other_nodes_skipped", r.other_nodes_skipped},
                                           {"comm_groups", c.comm_groups.empty() ? nlohmann::json(nullptr)
                                                                                 : nlohmann::json(c.comm_groups)}}}});
-    trace::write_rank_file(dir + "/rank" + std::to_string(r.rank.rank) + ".json", io::json_text(prog) + "\n");
+    trace::write_rank_file(dir + "/rank" + std::to_string(r.rank.rank) + ".json", io::json_text(prog) + "\n", &budget);
     ranks.push_back({{"rank", r.rank.rank}, {"kernels", r.compute_ops}, {"nccl_kernels", r.comm_ops},
                      {"compute_busy_s", r.compute_s}, {"step_time_s", nullptr}, {"nodes", r.nodes},
                      {"cpu_nodes_skipped", r.cpu_nodes_skipped}, {"other_nodes_skipped", r.other_nodes_skipped}});

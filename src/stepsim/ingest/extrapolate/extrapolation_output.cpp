@@ -53,6 +53,7 @@ void write_extrapolation(const Extrapolation& x, const spec::JobSpec& job, const
   if (ec) throw InputError(dir + ": cannot create the output folder (--out): " + ec.message());
   const int world = x.plan.layout.world();
   json summary_ranks = json::array();
+  trace::RankFileBudget budget(dir);
   for (size_t i = 0; i < x.roles.size(); ++i) {
     trace::TracedRank r;
     r.rank = x.roles[i];
@@ -66,7 +67,7 @@ void write_extrapolation(const Extrapolation& x, const spec::JobSpec& job, const
     }
     const json prog = trace::traced_program_json(
         r, opt.trace, {{"execution_trace", opt.et.empty() ? json(nullptr) : json(opt.et)}, {"extrapolated", true}});
-    trace::write_rank_file(dir + "/rank" + std::to_string(x.roles[i]) + ".json", io::json_text(prog) + "\n");
+    trace::write_rank_file(dir + "/rank" + std::to_string(x.roles[i]) + ".json", io::json_text(prog) + "\n", &budget);
     summary_ranks.push_back({{"rank", x.roles[i]}, {"kernels", compute}, {"nccl_kernels", comm},
                              {"compute_busy_s", busy_ns * 1e-9}, {"step_time_s", nullptr}});
   }

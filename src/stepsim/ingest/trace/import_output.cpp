@@ -119,6 +119,7 @@ void write_import(const std::vector<RankImport>& ranks, const std::string& dir) 
     out.flush();
     if (!out) throw InputError(path + ": cannot write");
   };
+  RankFileBudget budget(dir);
   for (const RankImport& r : ranks) {
     const std::string path = dir + "/rank" + std::to_string(r.rank) + ".json";
     uintmax_t bytes = 0;
@@ -126,9 +127,12 @@ void write_import(const std::vector<RankImport>& ranks, const std::string& dir) 
       write_rank_program(r, o);
       bytes = static_cast<uintmax_t>(o.tellp());
     });
-    if (bytes > kMaxRankFileBytes) {  // streamed, so measured once written: removed rather than left to be refused
-      std::filesystem::remove(path, ec);
+    try {  // streamed, so measured once written: removed rather than left to be refused
       check_rank_file_size(path, bytes);
+      budget.add(bytes);
+    } catch (const InputError&) {
+      std::filesystem::remove(path, ec);
+      throw;
     }
   }
   write(dir + "/summary.json", [&](std::ostream& o) { o << io::json_text(summary_json(ranks), 2) << "\n"; });

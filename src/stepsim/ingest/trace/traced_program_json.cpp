@@ -78,8 +78,23 @@ void check_rank_file_size(const std::string& path, uintmax_t bytes, uintmax_t li
                    "steps (torch.profiler's schedule with active=1) or a smaller part of the run");
 }
 
-void write_rank_file(const std::string& path, const std::string& text) {
+void check_workload_size(const std::string& dir, uintmax_t bytes) {
+  if (bytes <= kMaxWorkloadBytes) return;
+  const uintmax_t mib = (bytes + (uintmax_t{1} << 20) - 1) >> 20;
+  throw InputError(dir + ": the rank files hold " + std::to_string(mib) + " MiB together, more than the " +
+                   std::to_string(kMaxWorkloadBytes >> 20) + " MiB `simulate --workload` reads from one folder; keep " +
+                   "one traced rank per pipeline stage (the others reuse a data-parallel peer's trace) or trace fewer " +
+                   "steps");
+}
+
+void RankFileBudget::add(uintmax_t bytes) {
+  used_ += bytes;
+  check_workload_size(dir_, used_);
+}
+
+void write_rank_file(const std::string& path, const std::string& text, RankFileBudget* budget) {
   check_rank_file_size(path, text.size());
+  if (budget) budget->add(text.size());
   write_output_text(path, text);
 }
 

@@ -24,9 +24,28 @@ void write_output_text(const std::string& path, const std::string& text, const s
 // The largest rank file `simulate --workload` reads (workload_dir.cpp says why). Every writer of rank files (trace
 // import of Kineto or Chakra traces, trace extrapolate) refuses a larger one rather than write what the reader refuses.
 constexpr uintmax_t kMaxRankFileBytes = uintmax_t{128} << 20;
+// The rank files of one folder together: the reader keeps every rank's ops while it parses the next (two files at the
+// per-file limit peaked at 3.1 GB), so the per-file limit alone does not bound its memory. The writers keep to it too.
+constexpr uintmax_t kMaxWorkloadBytes = kMaxRankFileBytes;
 // InputError naming `path` and the limit when `bytes` is above `limit`.
 void check_rank_file_size(const std::string& path, uintmax_t bytes, uintmax_t limit = kMaxRankFileBytes);
-// write_output_text for a rank file: above the limit nothing is written and the command stops.
-void write_rank_file(const std::string& path, const std::string& text);
+// InputError naming the folder `dir` when its rank files hold `bytes` together, above kMaxWorkloadBytes.
+void check_workload_size(const std::string& dir, uintmax_t bytes);
+
+// What the rank files written to one folder hold so far: a writer adds each file and stops (InputError) once the
+// folder would exceed what `simulate --workload` reads.
+class RankFileBudget {
+ public:
+  explicit RankFileBudget(std::string dir) : dir_(std::move(dir)) {}
+  void add(uintmax_t bytes);
+
+ private:
+  std::string dir_;
+  uintmax_t used_ = 0;
+};
+
+// write_output_text for a rank file: above the limits (the file's, and the folder's when `budget` is given) nothing
+// is written and the command stops.
+void write_rank_file(const std::string& path, const std::string& text, RankFileBudget* budget = nullptr);
 
 }  // namespace stepsim::trace

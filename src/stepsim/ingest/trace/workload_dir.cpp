@@ -24,7 +24,8 @@ using workload::OpKind;
 namespace {
 
 // A rank's program is parsed into a JSON tree, then built and simulated: a 130 MB file of 740,000 compute ops peaked at
-// 1.51 GB (`stepsim simulate --workload`, 4 ranks, Release), 230 MB at 2.70 GB; 128 MiB keeps any input under 2 GB.
+// 1.51 GB (`stepsim simulate --workload`, 4 ranks, Release), 230 MB at 2.70 GB; 128 MiB per file and per folder
+// (kMaxWorkloadBytes) keeps any input near 2 GB.
 // GPT-3 175B's step on one rank is about 120,000 kernels (20 MB).
 constexpr uintmax_t kMaxFileBytes = kMaxRankFileBytes;  // traced_program_json.hpp: the writers keep to it too
 constexpr int64_t kMaxOpNs = 100'000'000'000;           // 100 s per op; x the ops of 2 GiB (< 5.4e7) < 2^63 ns
@@ -191,15 +192,15 @@ TracedRank parse_program(const JsonField& root, const std::string& path, const W
   return r;
 }
 
-}  // namespace
-
-TracedRank parse_traced_rank(const std::string& text, const std::string& path, const WorkloadReadOptions& opt) {
-  nlohmann::json doc;
+nlohmann::json parse_rank_json(const std::string& text, const std::string& path) {
   try {
-    doc = nlohmann::json::parse(text);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": not JSON (" + std::string(e.what()) + ")");
   }
+}
+
+TracedRank traced_rank_of(const nlohmann::json& doc, const std::string& path, const WorkloadReadOptions& opt) {
   const JsonField root(doc, path, "");
   if (!doc.is_object()) root.fail("must be a JSON object");
   const std::string format = root["format"].string();
@@ -211,8 +212,17 @@ TracedRank parse_traced_rank(const std::string& text, const std::string& path, c
   return r;
 }
 
+}  // namespace
+
+TracedRank parse_traced_rank(const std::string& text, const std::string& path, const WorkloadReadOptions& opt) {
+  return traced_rank_of(parse_rank_json(text, path), path, opt);
+}
+
 TracedRank read_traced_rank(const std::string& path, const WorkloadReadOptions& opt) {
-  return parse_traced_rank(spec::read_whole_file(path, "a rank's workload file", kMaxFileBytes), path, opt);
+  std::string text = spec::read_whole_file(path, "a rank's workload file", kMaxFileBytes);
+  nlohmann::json doc = parse_rank_json(text, path);
+  std::string().swap(text);  // the tree holds it now: not both at once
+  return traced_rank_of(doc, path, opt);
 }
 
 std::vector<TracedRank> read_workload_dir(const std::string& dir, const WorkloadReadOptions& opt) {
@@ -228,6 +238,12 @@ std::vector<TracedRank> read_workload_dir(const std::string& dir, const Workload
     if (!fresh) throw InputError(dir + ": rank " + std::to_string(rank) + " has two files (" + it->second + ", " + name + ")");
   }
   if (ec) throw InputError(dir + ": cannot list (" + ec.message() + ")");
+  uintmax_t total = 0;  // before any is read: a file that is not regular is named by read_whole_file
+  for (const auto& [rank, file] : files) {
+    const uintmax_t bytes = fs::is_regular_file(file, ec) ? fs::file_size(file, ec) : 0;
+    if (!ec) total += bytes;
+  }
+  check_workload_size(dir, total);
   if (files.empty()) {
     throw InputError(dir + ": no rank<r>.json or rank<r>.workload.json (write them with `stepsim trace import`, "
                      "`stepsim trace extrapolate` or `python3 -m stepsim.trace`)");
