@@ -617,6 +617,30 @@ TEST(Validate, BlackwellFileRunsRowByRowWithItsPrecisionsNamed) {
   EXPECT_TRUE(nvfp4);
   EXPECT_TRUE(mxfp8);
   EXPECT_TRUE(domain);
+  // data/efficiency.yaml's Blackwell bands are what the command prints at the shipped calibration (its tables by arch
+  // and kind, and by arch and framework), to the three decimals shipped; the torchtitan band, of fewer than five runs,
+  // covers its runs and the dense band. Each run now has an interval, and most measured steps fall inside it.
+  const auto& blackwell = stepsim::catalog::shipped().efficiency.resolve_arch("blackwell");
+  int kinds = 0;
+  for (const auto& b : j["by_kind"]) {
+    if (b["arch"] != "blackwell") continue;
+    const hw::KindInterval shipped = blackwell.prediction_interval_by_kind.at(b["kind"].get<std::string>());
+    ++kinds;
+    EXPECT_EQ(b["rows"].get<int>(), shipped.runs) << b.dump();
+    EXPECT_NEAR(b["error_p10"].get<double>(), shipped.low, 5e-4) << b.dump();
+    EXPECT_NEAR(b["error_p90"].get<double>(), shipped.high, 5e-4) << b.dump();
+    EXPECT_EQ(b["rows_with_interval"].get<int>(), shipped.runs) << b.dump();
+    EXPECT_GE(b["measured_inside_interval"].get<int>(), shipped.runs * 3 / 4) << b.dump();
+  }
+  EXPECT_EQ(kinds, 2);
+  const hw::KindInterval tt = blackwell.prediction_interval_by_framework.at("torchtitan");
+  for (const auto& b : j["by_framework_arch"]) {
+    if (b["arch"] != "blackwell" || b["framework"] != "torchtitan") continue;
+    EXPECT_EQ(b["rows"].get<int>(), tt.runs);
+    EXPECT_LE(tt.low, b["error_p10"].get<double>() + 5e-4);
+    EXPECT_GE(tt.high, blackwell.prediction_interval_by_kind.at("dense").high);
+    EXPECT_EQ(b["measured_inside_interval"].get<int>(), tt.runs);
+  }
 }
 
 }  // namespace
