@@ -3,6 +3,8 @@
 // layer, router and attention in bf16; recipes change the cast's bytes. Hand-computed bytes.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "stepsim/cost/compute/compute_model.hpp"
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/assemble/simulation.hpp"
@@ -112,6 +114,75 @@ TEST(Fp8, WeightCopiesInStaticMemory) {
   const auto r = test::run_cli("memory " + path);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("fp8 copies"), std::string::npos) << r.output;
+}
+
+// Issue 44 item 3: Blackwell's block-scaled recipes as Transformer Engine runs them (docs/MODEL.md "Blackwell's
+// block-scaled GEMMs"), by hand for the small GPT on a B200 (1024 tokens, h 1024, ffn 4096, β = 2):
+// - MXFP8: no amax pass; rowwise and columnwise e4m3 copies with an e8m0 scale per 32 values:
+//   2 + 2 x (1 + 1/32) = 4.0625 bytes per element; the saved wgrad input 1 + 1/32 bytes per element.
+// - NVFP4: a per-tensor amax pass, then rowwise and columnwise e2m1 copies with an e4m3 scale per 16 values:
+//   2 x 2 + 2 x (0.5 + 1/16) = 5.125 bytes per element; saved 0.5625; weight copies 2 x (0.5 + 1/256) per parameter.
+// - Rates: an NVFP4 GEMM at the B200's 9,000 dense FP4 TFLOPS, an MXFP8 one at the fp8 rate x 0.86 / 0.932.
+TEST(Fp8, BlockScaledRecipesCastSaveAndRunAsTheirFormats) {
+  auto b200_program = [](const std::string& extra) {
+    std::string yaml = test::small_gpt_yaml(1, 1, 1, 2, "", extra);
+    yaml.replace(yaml.find("H100-SXM"), 8, "B200");
+    return workload::build_megatron_workload(test::job_from_yaml(yaml));
+  };
+  const workload::Workload mx = b200_program(", precision: fp8, fp8_recipe: mxfp8");
+  const workload::Workload fp4 = b200_program(", precision: nvfp4");
+  const workload::Workload delayed = b200_program(", precision: fp8");
+  const int64_t qkv_elements = 1024 * 1024, fc2_elements = 1024 * 4096;
+  EXPECT_EQ(find(mx.programs[0], "qkv_proj_fp8_cast", Phase::Forward)->bytes,
+            static_cast<uint64_t>(std::llround(4.0625 * qkv_elements)));
+  EXPECT_EQ(find(fp4.programs[0], "qkv_proj_fp8_cast", Phase::Forward)->bytes,
+            static_cast<uint64_t>(std::llround(5.125 * qkv_elements)));
+  EXPECT_EQ(find(fp4.programs[0], "fc1_dgrad_fp8_cast", Phase::Backward)->bytes,
+            static_cast<uint64_t>(std::llround(5.125 * fc2_elements)));
+  EXPECT_EQ(find(fp4.programs[0], "output_layer_fp8_cast", Phase::Forward), nullptr);
+  // fc2's input (tokens x ffn) saved for its wgrad: 1 byte under delayed scaling, 0.5625 under NVFP4.
+  const Op* fc2_fp4 = find(fp4.programs[0], "fc2", Phase::Forward);
+  const Op* fc2_fp8 = find(delayed.programs[0], "fc2", Phase::Forward);
+  ASSERT_NE(fc2_fp4, nullptr);
+  ASSERT_NE(fc2_fp8, nullptr);
+  EXPECT_EQ(fc2_fp8->mem_alloc_at_start - fc2_fp4->mem_alloc_at_start,
+            fc2_elements - static_cast<int64_t>(std::llround(0.5625 * fc2_elements)));
+  const workload::ModelDims d = workload::make_dims(fp4.job);
+  const Program& p = fp4.programs[0];
+  const int64_t linear = p.dense_parameters + p.expert_parameters - d.params_embedding - d.params_output;
+  EXPECT_EQ(p.static_memory.fp8_weight_cache,
+            static_cast<int64_t>(static_cast<double>(linear) * 2 * (0.5 + 1.0 / 256)));
+  // The GEMM rates: an 8192^3 GEMM is compute-bound, so its time scales as 1 / (peak x scale).
+  const hw::GpuSpec& b200 = stepsim::catalog::shipped().gpus.find("B200");
+  EXPECT_DOUBLE_EQ(b200.peak_flops(spec::Precision::Nvfp4), 9000e12);
+  Op g;
+  g.category = workload::ComputeCategory::Gemm;
+  g.gemm_m = g.gemm_n = g.gemm_k = 8192;
+  g.flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  const cost::EfficiencyTable table = stepsim::catalog::shipped().efficiency.resolve(b200);
+  EXPECT_DOUBLE_EQ(table.gemm_precision_scale[cost::kMxfp8GemmScale], 0.86);
+  const auto t_fp8 = cost::make_roofline_model(b200, spec::Precision::Fp8, table)->duration_ns(g);
+  const auto t_fp4 = cost::make_roofline_model(b200, spec::Precision::Nvfp4, table)->duration_ns(g);
+  // 9,000 vs 4,500 TFLOPS, plus each kernel's fixed launch gap and wave overheads.
+  EXPECT_NEAR(static_cast<double>(t_fp4) / static_cast<double>(t_fp8), 0.5, 0.03);
+  // The job's own compute model (sim::make_compute_model) takes the mxfp8 rate for an mxfp8 job's fp8 GEMMs.
+  auto model_of = [](const std::string& extra) {
+    std::string y = test::small_gpt_yaml(1, 1, 1, 2, "", extra);
+    y.replace(y.find("H100-SXM"), 8, "B200");
+    return sim::make_compute_model(stepsim::catalog::shipped(), test::job_from_yaml(y));
+  };
+  const double t_mx = static_cast<double>(model_of(", precision: fp8, fp8_recipe: mxfp8")->duration_ns(g));
+  const double t_cs = static_cast<double>(model_of(", precision: fp8, fp8_recipe: current")->duration_ns(g));
+  EXPECT_NEAR(t_mx / t_cs, 0.932 / 0.86, 0.03);
+  // nvfp4 needs FP4 tensor cores, and is refused where it is not modelled.
+  auto error = [](const std::string& extra, const std::string& gpu) {
+    std::string yaml = test::small_gpt_yaml(1, 1, 1, 2, "", extra);
+    yaml.replace(yaml.find("H100-SXM"), 8, gpu);
+    return test::job_error(yaml);
+  };
+  EXPECT_NE(error(", precision: nvfp4", "H100-SXM").find("nvfp4 needs FP4 tensor cores"), std::string::npos);
+  EXPECT_NE(error(", precision: nvfp4, fp8_param_gather: true", "B200").find("fp4-param-gather"), std::string::npos);
+  EXPECT_EQ(error(", precision: nvfp4, fp8_bf16_last_layers: 2", "B200"), "");
 }
 
 // Megatron's --first-last-layers-bf16 (num_layers_at_start/end_in_bf16) and --no-fp8-wgrad: the small GPT has 8 layers;

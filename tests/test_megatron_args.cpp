@@ -491,6 +491,14 @@ TEST(MegatronArgs, FlagDefaultsAndMegatronSemantics) {
   EXPECT_EQ(i64(ends, "fp8_bf16_last_layers"), 2);
   EXPECT_FALSE(flag(ends, "fp8_wgrad"));
   EXPECT_FALSE(job("--fp8-format hybrid --num-layers-at-start-in-bf16 3")["training"]["fp8_bf16_first_layers"]);
+  // NVFP4 (issue 44 item 3): --fp4-format e2m1 (--fp4-recipe nvfp4, its default) is the nvfp4 precision; the bf16
+  // layers as under fp8; its fp4 parameter gather is refused (not modelled).
+  EXPECT_EQ(str(job("--bf16 --fp4-format e2m1 --fp4-recipe nvfp4")["training"], "precision"), "nvfp4");
+  const YAML::Node fp4_ends = job("--bf16 --fp4-format e2m1 --first-last-layers-bf16 --num-layers-at-end-in-bf16 4")["training"];
+  EXPECT_EQ(i64(fp4_ends, "fp8_bf16_last_layers"), 4);
+  expect_base_error("--bf16 --fp4-format e2m1 --fp4-param-gather", {"--fp4-param-gather", "not modelled"});
+  expect_base_error("--fp4-format e2m1 --fp8-format hybrid", {"--fp4-format", "cannot be combined with --fp8-format"});
+  expect_base_error("--fp4-recipe nvfp4", {"--fp4-recipe", "needs --fp4-format"});
   // The precision-aware optimizer's dtypes; bf16 main grads turn fp32 gradient accumulation off, as in Megatron.
   const YAML::Node pao = job("--bf16 --use-precision-aware-optimizer --main-grads-dtype bf16 --exp-avg-dtype bf16 "
                              "--exp-avg-sq-dtype fp8 --main-params-dtype fp16")["training"];

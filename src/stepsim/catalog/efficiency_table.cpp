@@ -19,7 +19,7 @@ namespace stepsim::cost {
 struct EfficiencyCatalog::Partial {
   std::optional<std::vector<std::array<int32_t, 2>>> gemm_tiles;
   std::optional<double> gemm_tile_efficiency, gemm_wave_overhead_us, gemm_launch_us, gemm_group_overhead_us;
-  std::array<std::optional<double>, 4> gemm_precision_scale;
+  std::array<std::optional<double>, kGemmScales> gemm_precision_scale;
   std::optional<double> grouped_gemm_scale;
   std::optional<double> attention_forward, attention_backward;
   std::optional<std::vector<ShapePoint>> attention_sequence, attention_head_dim;
@@ -35,7 +35,8 @@ namespace {
 
 using Partial = EfficiencyCatalog::Partial;
 
-const char* const kPrecisionKeys[4] = {"fp32", "fp16", "bf16", "fp8"};  // spec::Precision order
+// spec::Precision order, then MXFP8 (fp8 with the mxfp8 recipe): kMxfp8GemmScale.
+const char* const kPrecisionKeys[kGemmScales] = {"fp32", "fp16", "bf16", "fp8", "nvfp4", "mxfp8"};
 const char* const kMemoryKeys[static_cast<int>(MemoryClass::kCount)] = {"stream", "elementwise", "norm",
                                                                           "embedding", "loss", "optimizer",
                                                                           "scatter_add"};
@@ -146,8 +147,8 @@ class Parser {
     if (present.count("gemm_precision_scale")) {
       const YAML::Node s = n["gemm_precision_scale"];
       const std::string k = key + ".gemm_precision_scale";
-      const auto have = keys(s, k, {"fp32", "fp16", "bf16", "fp8"});
-      for (int i = 0; i < 4; ++i)
+      const auto have = keys(s, k, {"fp32", "fp16", "bf16", "fp8", "nvfp4", "mxfp8"});
+      for (int i = 0; i < kGemmScales; ++i)
         if (have.count(kPrecisionKeys[i]))
           t.gemm_precision_scale[i] = fraction(s[kPrecisionKeys[i]], k + "." + kPrecisionKeys[i]);
     }
@@ -291,9 +292,13 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   need(p.gemm_group_overhead_us.has_value(), "gemm_waves.group_overhead_us");
   t.gemm_waves = GemmWaves{*p.gemm_tiles, *p.gemm_tile_efficiency, *p.gemm_wave_overhead_us, *p.gemm_launch_us,
                            *p.gemm_group_overhead_us};
-  for (int i = 0; i < 4; ++i) {
-    need(p.gemm_precision_scale[i].has_value(), std::string("gemm_precision_scale.") + kPrecisionKeys[i]);
-    t.gemm_precision_scale[i] = *p.gemm_precision_scale[i];
+  for (int i = 0; i < kGemmScales; ++i) {
+    // The block-scaled formats (nvfp4, mxfp8) take fp8's scale where a table leaves them out.
+    const bool block_scaled = i >= static_cast<int>(spec::Precision::Nvfp4);
+    std::optional<double> v = p.gemm_precision_scale[i];
+    if (block_scaled && !v) v = p.gemm_precision_scale[static_cast<int>(spec::Precision::Fp8)];
+    need(v.has_value(), std::string("gemm_precision_scale.") + kPrecisionKeys[i]);
+    t.gemm_precision_scale[i] = *v;
   }
   need(p.grouped_gemm_scale.has_value(), "grouped_gemm_scale");
   t.grouped_gemm_scale = *p.grouped_gemm_scale;

@@ -23,13 +23,19 @@ struct ShapePoint {
   double factor = 0;  // in (0, 1]
 };
 
+// GEMM rate scales: one per spec::Precision, then the mxfp8 recipe's block-scaled fp8.
+inline constexpr int kMxfp8GemmScale = 5;
+inline constexpr int kGemmScales = 6;
+
 // Memory-side efficiencies (fraction of the datasheet HBM bandwidth).
 enum class MemoryClass : int { Stream = 0, Elementwise, Norm, Embedding, Loss, Optimizer, ScatterAdd, kCount };
 
 // The resolved table of one GPU: every field set and validated.
 struct EfficiencyTable {
   GemmWaves gemm_waves;                           // GEMM time from tiles and waves
-  std::array<double, 4> gemm_precision_scale{};   // indexed by spec::Precision (fp32, fp16, bf16, fp8)
+  // Indexed by spec::Precision (fp32, fp16, bf16, fp8, nvfp4), then kMxfp8GemmScale: the fp8 GEMMs of the mxfp8
+  // recipe (32-element block scales), whose kernels run below per-tensor fp8's.
+  std::array<double, kGemmScales> gemm_precision_scale{};
   double grouped_gemm_scale = 0;                  // grouped (MoE) GEMM vs a dense GEMM of the per-expert shape
   double attention_forward = 0;                   // flash attention, forward (and recompute) kernels
   double attention_backward = 0;                  // flash attention, backward kernels

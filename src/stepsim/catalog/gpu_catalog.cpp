@@ -70,6 +70,9 @@ double GpuSpec::peak_flops(spec::Precision p) const {
     case spec::Precision::Fp8:
       // Without FP8 tensor cores Transformer Engine cannot run FP8 GEMMs; the nearest real rate is BF16's.
       return fp8_flops > 0 ? fp8_flops : peak_flops(spec::Precision::Bf16);
+    case spec::Precision::Nvfp4:
+      // validate refuses nvfp4 on a GPU without FP4 tensor cores; the nearest real rate is FP8's.
+      return fp4_flops > 0 ? fp4_flops : peak_flops(spec::Precision::Fp8);
   }
   return fp32_flops;
 }
@@ -84,7 +87,7 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
                                                  "tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops",
                                                  "hbm_bandwidth_GBps",         "memory_GiB",  "nvswitch",
                                                  "intra_node_GBps",            "source"};
-  static const std::vector<std::string> optional{"aliases", "nvlink_domain_gpus", "tdp_W"};
+  static const std::vector<std::string> optional{"aliases", "nvlink_domain_gpus", "tdp_W", "fp4_tflops"};
 
   GpuCatalog cat;
   std::map<std::string, std::string> names;  // normalized name or alias -> canonical name (collision check)
@@ -127,6 +130,7 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
       g.fp16_flops = figure("fp16_tflops", false) * kTera;
       g.bf16_flops = figure("bf16_tflops", true) * kTera;
       g.fp8_flops = figure("fp8_tflops", true) * kTera;
+      if (e["fp4_tflops"].IsDefined()) g.fp4_flops = figure("fp4_tflops", true) * kTera;
       g.hbm_bandwidth_Bps = figure("hbm_bandwidth_GBps", false) * 1e9;
       g.memory_bytes = static_cast<uint64_t>(std::llround(figure("memory_GiB", false) * 1073741824.0));
       g.nvswitch = f.boolean(e["nvswitch"], field("nvswitch"));

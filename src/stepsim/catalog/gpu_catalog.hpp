@@ -24,6 +24,7 @@ struct GpuSpec {
   double fp16_flops = 0;     // tensor-core dense
   double bf16_flops = 0;
   double fp8_flops = 0;      // 0 = not supported
+  double fp4_flops = 0;      // dense NVFP4 (e2m1) tensor-core rate; 0 = not supported (data/gpus.yaml fp4_tflops)
   double hbm_bandwidth_Bps = 0;
   uint64_t memory_bytes = 0;
   bool nvswitch = false;     // node has NVSwitch (NVLS possible on hopper/blackwell)

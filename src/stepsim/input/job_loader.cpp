@@ -318,7 +318,8 @@ TrainingSpec read_training(StrictSection s) {
   t.global_batch_size = s.require_int("global_batch_size", 1, int64_t{1} << 30);
   t.precision = s.get_enum<Precision>("precision", Precision::Bf16,
                                       {{"fp32", Precision::Fp32}, {"fp16", Precision::Fp16},
-                                       {"bf16", Precision::Bf16}, {"fp8", Precision::Fp8}});
+                                       {"bf16", Precision::Bf16}, {"fp8", Precision::Fp8},
+                                       {"nvfp4", Precision::Nvfp4}});
   t.recompute = s.get_enum<Recompute>("recompute", Recompute::None,
                                       {{"none", Recompute::None}, {"selective", Recompute::Selective},
                                        {"full", Recompute::Full}});
@@ -347,9 +348,13 @@ TrainingSpec read_training(StrictSection s) {
     s.fail("zero3_hook_us", "is the host time of DeepSpeed ZeRO-3's module hooks (framework: deepspeed)");
   }
   t.zero3_hook_us = s.get_double("zero3_hook_us", t.zero3_hook_us, 0, 1e6);
-  if (deepspeed && t.precision == Precision::Fp8) {
-    s.fail("precision", "fp8 is not modelled under framework deepspeed (its profile runs the model in bf16, fp16 or "
-                        "fp32)");
+  if (deepspeed && spec::quantized_gemms(t.precision)) {
+    s.fail("precision", std::string(name_of(t.precision)) + " is not modelled under framework deepspeed (its " +
+                            "profile runs the model in bf16, fp16 or fp32)");
+  }
+  if (torchtitan && t.precision == Precision::Nvfp4) {
+    s.fail("precision", "nvfp4 is not modelled under framework torchtitan (torchao's NVFP4 training differs from "
+                        "Transformer Engine's recipe modelled here)");
   }
   // FSDP2 always reduces gradients and gathers parameters on its own streams beside the computation; DeepSpeed's
   // ZeRO-3 likewise (overlap_comm, on by default at stage 3).
@@ -379,6 +384,10 @@ TrainingSpec read_training(StrictSection s) {
                                        {{"delayed", Fp8Recipe::Delayed}, {"current", Fp8Recipe::Current},
                                         {"blockwise", Fp8Recipe::Blockwise}, {"mxfp8", Fp8Recipe::Mxfp8}});
   t.fp8_param_gather = s.get_bool("fp8_param_gather", false);
+  if (t.fp8_param_gather && t.precision == Precision::Nvfp4) {
+    s.fail("fp8_param_gather", "applies to fp8; NVFP4's parameter gather in fp4 (Megatron's --fp4-param-gather) is "
+                               "not modelled: its all-gathers are costed in bf16 without it");
+  }
   t.fp8_bf16_first_layers = static_cast<int>(s.get_int("fp8_bf16_first_layers", 0, 0, 1 << 20));
   t.fp8_bf16_last_layers = static_cast<int>(s.get_int("fp8_bf16_last_layers", 0, 0, 1 << 20));
   t.fp8_wgrad = s.get_bool("fp8_wgrad", true);

@@ -172,7 +172,9 @@ const Table& table() {
     add(t, {"--data-parallel-sharding-strategy", "--microbatch-group-size-per-virtual-pipeline-stage"}, Kind::Value,
         Use::Map);
     add(t, {"--no-gradient-accumulation-fusion"}, Kind::Flag, Use::Map);
-    add(t, {"--fp4-format"}, Kind::Value, Use::Reject, "FP4 training is not modelled");
+    add(t, {"--fp4-format", "--fp4-recipe"}, Kind::Value, Use::Map);
+    add(t, {"--fp4-param-gather"}, Kind::Flag, Use::Reject,
+        "NVFP4's parameter all-gather in fp4 is not modelled (its all-gathers would be costed in bf16)");
     add(t, {"--window-size", "--window-attn-skip-freq"}, Kind::Value, Use::Reject,
         "sliding-window attention is not modelled");
     add(t, {"--encoder-num-layers", "--decoder-num-layers", "--encoder-seq-length", "--decoder-seq-length"},
@@ -877,7 +879,19 @@ YAML::Node build(const Args& a) {
   tr["global_batch_size"] = gbs;
   if (a.has("--bf16") && a.has("--fp16")) fail("--bf16", "cannot be combined with --fp16");
   const auto fp8 = a.opt_choice("--fp8-format", {"e4m3", "hybrid"});
-  tr["precision"] = fp8 ? "fp8" : a.has("--bf16") ? "bf16" : a.has("--fp16") ? "fp16" : "fp32";
+  // Megatron-Core's --fp4-format e2m1 with --fp4-recipe nvfp4 (its default): Transformer Engine's NVFP4 recipe.
+  const auto fp4 = a.opt_choice("--fp4-format", {"e2m1"});
+  if (fp4 && fp8) fail("--fp4-format", "cannot be combined with --fp8-format");
+  if (auto r = a.opt_choice("--fp4-recipe", {"nvfp4"}); r && !fp4) fail("--fp4-recipe", "needs --fp4-format");
+  if (fp4) {
+    tr["precision"] = "nvfp4";
+    if (a.has("--first-last-layers-bf16")) {
+      tr["fp8_bf16_first_layers"] = a.opt_int("--num-layers-at-start-in-bf16", 0).value_or(1);
+      tr["fp8_bf16_last_layers"] = a.opt_int("--num-layers-at-end-in-bf16", 0).value_or(1);
+    }
+  } else {
+    tr["precision"] = fp8 ? "fp8" : a.has("--bf16") ? "bf16" : a.has("--fp16") ? "fp16" : "fp32";
+  }
   if (fp8) {
     // Megatron-Core's --fp8-recipe: delayed (default), tensorwise (current scaling), blockwise, mxfp8.
     if (auto r = a.opt_choice("--fp8-recipe", {"delayed", "tensorwise", "blockwise", "mxfp8"})) {

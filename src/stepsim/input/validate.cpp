@@ -264,10 +264,11 @@ void validate(const hw::GpuCatalog& gpus, JobSpec& job) {
   if (t.precision != Precision::Fp8 && (t.fp8_param_gather || t.fp8_recipe != Fp8Recipe::Delayed)) {
     fail(t.fp8_param_gather ? "training.fp8_param_gather" : "training.fp8_recipe", "needs training.precision: fp8");
   }
-  if (t.precision != Precision::Fp8 && (t.fp8_bf16_first_layers > 0 || t.fp8_bf16_last_layers > 0 || !t.fp8_wgrad)) {
-    fail(!t.fp8_wgrad ? "training.fp8_wgrad" : t.fp8_bf16_first_layers > 0 ? "training.fp8_bf16_first_layers"
-                                                                            : "training.fp8_bf16_last_layers",
-         "needs training.precision: fp8");
+  if (t.precision != Precision::Fp8 && !t.fp8_wgrad) fail("training.fp8_wgrad", "needs training.precision: fp8");
+  // Megatron's --first-last-layers-bf16 keeps those layers out of fp8 and of NVFP4 alike.
+  if (!spec::quantized_gemms(t.precision) && (t.fp8_bf16_first_layers > 0 || t.fp8_bf16_last_layers > 0)) {
+    fail(t.fp8_bf16_first_layers > 0 ? "training.fp8_bf16_first_layers" : "training.fp8_bf16_last_layers",
+         "needs training.precision: fp8 or nvfp4");
   }
   if (int64_t{t.fp8_bf16_first_layers} + t.fp8_bf16_last_layers > m.num_layers) {
     fail("training.fp8_bf16_last_layers", "fp8_bf16_first_layers + fp8_bf16_last_layers (" +
@@ -279,6 +280,10 @@ void validate(const hw::GpuCatalog& gpus, JobSpec& job) {
   }
   if (t.precision == Precision::Fp8 && gpu.fp8_flops <= 0) {
     fail("training.precision", "fp8 is not supported by GPU " + gpu.name);
+  }
+  if (t.precision == Precision::Nvfp4 && gpu.fp4_flops <= 0) {
+    fail("training.precision", "nvfp4 needs FP4 tensor cores (Blackwell; data/gpus.yaml fp4_tflops): GPU " + gpu.name +
+                                   " has none");
   }
 
   // --- size: the workload builder and the memory model count parameters and bytes in int64. A job far

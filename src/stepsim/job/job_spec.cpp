@@ -8,6 +8,7 @@ int bytes_of(Precision p) {
     case Precision::Fp16: return 2;
     case Precision::Bf16: return 2;
     case Precision::Fp8: return 2;  // Transformer Engine keeps weights/activations in bf16; fp8 is GEMM-only
+    case Precision::Nvfp4: return 2;  // likewise
   }
   return 2;
 }
@@ -18,6 +19,7 @@ const char* name_of(Precision p) {
     case Precision::Fp16: return "fp16";
     case Precision::Bf16: return "bf16";
     case Precision::Fp8: return "fp8";
+    case Precision::Nvfp4: return "nvfp4";
   }
   return "?";
 }

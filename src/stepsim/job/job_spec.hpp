@@ -17,7 +17,12 @@ enum class Activation { Gelu, Swiglu };
 enum class AttentionType { Mha, Gqa, Mla };
 enum class Normalization { LayerNorm, RmsNorm };
 enum class PositionEmbedding { Learned, Rope };
-enum class Precision { Fp32, Fp16, Bf16, Fp8 };
+// Fp8 and Nvfp4 are Transformer Engine's low-precision GEMMs: the linear layers' GEMMs in fp8 (with a recipe,
+// training.fp8_recipe) or in NVFP4 (Blackwell's 4-bit e2m1 with 16-element blocks, TE's NVFP4BlockScaling recipe),
+// behind quantize kernels; weights, activations and attention stay in bf16.
+enum class Precision { Fp32, Fp16, Bf16, Fp8, Nvfp4 };
+// True for the precisions whose linear-layer GEMMs Transformer Engine quantizes (fp8, nvfp4).
+constexpr bool quantized_gemms(Precision p) { return p == Precision::Fp8 || p == Precision::Nvfp4; }
 enum class Recompute { None, Selective, Full };
 enum class PipelineSchedule { GPipe, OneFOneB, Interleaved1F1B };
 enum class CommModel { AlphaBeta, Nccl, Flow };

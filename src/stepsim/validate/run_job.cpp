@@ -410,17 +410,21 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   if (!r.micro_batch) assume("micro_batch not stated: 1");
   t["global_batch_size"] = r.global_batch;
   std::string prec = r.precision.empty() ? "bf16" : r.precision;
-  // Blackwell's block-scaled formats (issue 44): MXFP8 runs its GEMMs at the fp8 rate with 32-element block scales,
-  // costed as fp8 with per-tensor current scaling (its scale and quantize kernels not modelled yet); NVFP4's 4-bit
-  // GEMMs and recipe are not modelled: the row is refused with the reason.
+  // Blackwell's block-scaled formats (issue 44) as Transformer Engine runs them: MXFP8 is fp8 with the mxfp8 recipe,
+  // NVFP4 its own precision (docs/MODEL.md, "Quantized GEMMs"). torchao's MXFP8 (torchtitan) is not TE's recipe: its
+  // rows keep torchtitan's one fp8 recipe, tensorwise current scaling.
   if (prec == "nvfp4") {
-    throw InputError("precision nvfp4 (Blackwell's 4-bit GEMMs with Transformer Engine's NVFP4 recipe) is not "
-                     "modelled yet");
+    assume("nvfp4: Transformer Engine's NVFP4 recipe on every layer; the recipe's fp4 parameter gather is costed in "
+           "bf16");
   }
   if (prec == "mxfp8") {
     prec = "fp8";
-    t["fp8_recipe"] = "current";
-    assume("mxfp8 costed as fp8 with per-tensor current scaling (MXFP8's block scales and their kernels not modelled)");
+    if (r.framework == "torchtitan") {
+      t["fp8_recipe"] = "current";
+      assume("mxfp8 (torchao) costed as fp8 with per-tensor current scaling, torchtitan's one fp8 recipe");
+    } else {
+      t["fp8_recipe"] = "mxfp8";
+    }
   }
   if (prec == "16bit") {
     prec = old ? "fp16" : "bf16";

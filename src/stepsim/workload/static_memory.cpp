@@ -27,6 +27,8 @@ BytesPerParam bytes_per_param(const spec::TrainingSpec& t) {
 }
 
 double fp8_cache_bytes_per_param(const spec::TrainingSpec& t) {
+  // NVFP4: the weights' rowwise and columnwise e2m1 copies, each with an e4m3 scale per 16 x 16 block (2D scaling).
+  if (t.precision == spec::Precision::Nvfp4) return 2 * (0.5 + 1.0 / 256);
   if (t.precision != spec::Precision::Fp8) return 0;
   const double copy = t.fp8_recipe == spec::Fp8Recipe::Mxfp8 ? 1.0 + 1.0 / 32 : 1.0;
   return t.fp8_param_gather ? copy : 2 * copy;

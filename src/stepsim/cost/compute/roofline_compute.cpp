@@ -32,12 +32,12 @@ class RooflineModel final : public ComputeModel {
   RooflineModel(const hw::GpuSpec& gpu, spec::Precision precision, EfficiencyTable table)
       : table_(std::move(table)),
         gemm_peak_(gpu.peak_flops(precision)),
-        // Transformer Engine runs attention in BF16 even when GEMMs use FP8 (FP8 attention is opt-in).
-        attention_peak_(gpu.peak_flops(precision == spec::Precision::Fp8 ? spec::Precision::Bf16 : precision)),
+        // Transformer Engine runs attention in BF16 even when GEMMs use FP8 or NVFP4 (FP8 attention is opt-in).
+        attention_peak_(gpu.peak_flops(spec::quantized_gemms(precision) ? spec::Precision::Bf16 : precision)),
         vector_peak_(gpu.fp32_flops),
         hbm_Bps_(gpu.hbm_bandwidth_Bps),
         precision_scale_(table_.gemm_precision_scale[static_cast<int>(precision)]),
-        bf16_scale_(precision == spec::Precision::Fp8 ? table_.gemm_precision_scale[static_cast<int>(spec::Precision::Bf16)]
+        bf16_scale_(spec::quantized_gemms(precision) ? table_.gemm_precision_scale[static_cast<int>(spec::Precision::Bf16)]
                                                       : precision_scale_),
         floor_s_(table_.kernel_floor_us * 1e-6),
         gap_s_(table_.launch_gap_us * 1e-6),

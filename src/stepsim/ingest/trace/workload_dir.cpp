@@ -238,12 +238,17 @@ std::vector<TracedRank> read_workload_dir(const std::string& dir, const Workload
     if (!fresh) throw InputError(dir + ": rank " + std::to_string(rank) + " has two files (" + it->second + ", " + name + ")");
   }
   if (ec) throw InputError(dir + ": cannot list (" + ec.message() + ")");
-  uintmax_t total = 0;  // before any is read: a file that is not regular is named by read_whole_file
+  // The folder's total, before any file is read. A file that is not regular, or above the per-file limit, is named by
+  // read_whole_file instead: its own rule is the nearer one.
+  uintmax_t total = 0;
+  bool one_too_big = false;
   for (const auto& [rank, file] : files) {
     const uintmax_t bytes = fs::is_regular_file(file, ec) ? fs::file_size(file, ec) : 0;
-    if (!ec) total += bytes;
+    if (ec) continue;
+    total += bytes;
+    one_too_big |= bytes > kMaxFileBytes;
   }
-  check_workload_size(dir, total);
+  if (!one_too_big) check_workload_size(dir, total);
   if (files.empty()) {
     throw InputError(dir + ": no rank<r>.json or rank<r>.workload.json (write them with `stepsim trace import`, "
                      "`stepsim trace extrapolate` or `python3 -m stepsim.trace`)");

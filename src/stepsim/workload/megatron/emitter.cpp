@@ -1,6 +1,7 @@
 #include "stepsim/workload/megatron/emitter.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace stepsim::workload::megatron {
@@ -54,14 +55,17 @@ Ref Emitter::compute(const Context& cx, Op op, const std::string& name, std::vec
     // copy for the later wgrad: one memory-bound kernel reading β and writing 2 x 1 byte per element (current scaling
     // reads once more for the amax). The weight gradient's operands are those copies: no cast of its own.
     const int64_t elements = op.gemm_m * op.gemm_k * std::max<int32_t>(op.gemm_batch, 1);
-    compute(cx, memop(ComputeCategory::Elementwise, f_.fp8_cast_bytes * elements), name + "_fp8_cast", deps);
+    const auto bytes = static_cast<int64_t>(std::llround(f_.fp8_cast_bytes * static_cast<double>(elements)));
+    compute(cx, memop(ComputeCategory::Elementwise, bytes), name + "_fp8_cast", deps);
   }
   op.kind = OpKind::Compute;
   op.stream = compute_stream_;
   tag(cx.at, op);
   // Transformer Engine saves an fp8 linear layer's input for the weight gradient as the fp8 copy it cast (1 byte per
   // element, the columnwise/transposed data), not the bf16 tensor.
-  if (saved > 0 && fp8_gemm(cx, op) && !cx.saving_outputs) saved /= f_.act_bytes;
+  if (saved > 0 && fp8_gemm(cx, op) && !cx.saving_outputs) {
+    saved = static_cast<int64_t>(std::llround(static_cast<double>(saved / f_.act_bytes) * f_.fp8_saved_bytes));
+  }
   if (saved > 0 && cx.storing) {
     op.mem_alloc_at_start = saved;
     unit_saved_ += saved;

@@ -68,8 +68,21 @@ Features Features::resolve(const spec::JobSpec& job, bool sequence_parallel, int
   f.zero3 = tr.zero_stage == 3;
   f.shard_grads = tr.zero_stage >= 2;
   f.zero3_blocking = f.zero3 && tr.zero3_param_fetch == spec::Zero3Fetch::Blocking;
-  f.fp8 = tr.precision == spec::Precision::Fp8;
-  f.fp8_cast_bytes = act_bytes + 2 + (tr.fp8_recipe == spec::Fp8Recipe::Current ? act_bytes : 0);
+  f.fp8 = spec::quantized_gemms(tr.precision);
+  if (tr.precision == spec::Precision::Nvfp4) {
+    // TE's NVFP4BlockScaling: a per-tensor amax pass (the second-level fp32 scale), then one kernel writing the
+    // rowwise and columnwise e2m1 copies (half a byte each) with an e4m3 scale per 16 values; the random Hadamard
+    // transform of the wgrad operands and the stochastic rounding of gradients run inside that kernel.
+    f.fp8_cast_bytes = 2.0 * act_bytes + 2 * (0.5 + 1.0 / 16);
+    f.fp8_saved_bytes = 0.5 + 1.0 / 16;
+  } else if (tr.fp8_recipe == spec::Fp8Recipe::Mxfp8) {
+    // MXFP8: the scale of each 32-value block is found in the cast kernel itself (no amax pass); both copies carry
+    // an e8m0 scale per 32 values.
+    f.fp8_cast_bytes = act_bytes + 2 * (1 + 1.0 / 32);
+    f.fp8_saved_bytes = 1 + 1.0 / 32;
+  } else {
+    f.fp8_cast_bytes = static_cast<double>(act_bytes + 2 + (tr.fp8_recipe == spec::Fp8Recipe::Current ? act_bytes : 0));
+  }
   f.mask_bytes = job.model.hidden_dropout > 0 ? 1 : 0;
   f.ep_overlap = tr.overlap_moe_expert_parallel_comm;
   f.grad_accum_fusion = tr.gradient_accumulation_fusion;

@@ -91,8 +91,12 @@ struct Features {
   // its buckets every micro-step; FSDP and Megatron-FSDP's optim_grads likewise), with no end-of-step reduction.
   bool shard_grads = false;
   bool zero3_blocking = false;         // ZeRO-3 fetch per parameter tensor, host-synchronised (DeepSpeed < 0.4.3)
-  bool fp8 = false;                    // linear-layer GEMMs in fp8 behind cast kernels
-  int64_t fp8_cast_bytes = 4;          // per element of a cast: read β, write 2 x 1 byte (current scaling reads again)
+  bool fp8 = false;                    // linear-layer GEMMs quantized (fp8 or nvfp4) behind cast kernels
+  // Per element of a quantize kernel (features.cpp says per recipe): read β, write the rowwise and columnwise copies
+  // with their block scales, and read β once more where a per-tensor amax comes first (current scaling, NVFP4).
+  double fp8_cast_bytes = 4;
+  // Per element of a linear layer's input saved for the weight gradient: its columnwise quantized copy.
+  double fp8_saved_bytes = 1;
   int64_t mask_bytes = 1;              // per element of a residual dropout's stored mask (0: hidden_dropout is 0)
   bool ep_overlap = false;             // the combined 1F1B schedule (overlap_moe_expert_parallel_comm)
   bool grad_accum_fusion = true;       // wgrad accumulates into the fp32 main_grad
