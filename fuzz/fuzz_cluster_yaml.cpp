@@ -55,7 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require(c.num_gpus == 16 && c.gpus_per_node >= 1 && c.num_gpus % c.gpus_per_node == 0);
     const double rate = stepsim::spec::inter_node_GBps_per_gpu(c);
     require(std::isfinite(rate) && rate > 0);
-    for (auto m : {stepsim::spec::CommModel::AlphaBeta, stepsim::spec::CommModel::Nccl, stepsim::spec::CommModel::Flow}) {
+    using stepsim::spec::CommModel;
+    for (auto m : {CommModel::AlphaBeta, CommModel::Nccl, CommModel::Flow}) {
       (void)stepsim::spec::unused_network_notes(c, m);
     }
     check_graph(stepsim::hw::build_topology(c));

@@ -15,7 +15,7 @@
 namespace stepsim {
 namespace {
 
-constexpr int64_t H = 1024, FFN = 2816, KV = 4 * 64, V = 32000;
+constexpr int64_t kDsH = 1024, kDsFfn = 2816, kDsKv = 4 * 64, kDsVocab = 32000;
 
 std::string ds_yaml(const std::string& training, const std::string& parallelism = "") {
   return "model: {name: tiny-llama, num_layers: 2, hidden_size: 1024, num_attention_heads: 16, num_query_groups: 4,"
@@ -27,7 +27,7 @@ std::string ds_yaml(const std::string& training, const std::string& parallelism 
          "cluster: {gpu: H100-SXM, num_gpus: 2}\n";
 }
 
-workload::Workload build(const std::string& yaml) { return workload::build_megatron_workload(test::job_from_yaml(yaml)); }
+workload::Workload build_ds(const std::string& yaml) { return workload::build_megatron_workload(test::job_from_yaml(yaml)); }
 
 // Copies: the workload a test builds in the same expression is gone by the time they are read.
 std::vector<workload::Op> ops_named(const workload::Program& p, const std::string& name) {
@@ -42,7 +42,7 @@ TEST(FrameworkDeepSpeed, EachUnitAndPassWaitsForItsModulesHooks) {
   // One micro-batch: the embedding (3 modules: embed_tokens, LlamaModel, LlamaForCausalLM), 2 decoder layers (14
   // modules each) and the head (norm, lm_head), each gathered and hooked once forward and once backward: 8 hook ops.
   // At 100 us per module: 300, 1400, 1400, 200 us per pass.
-  const workload::Workload w = build(ds_yaml("zero3_hook_us: 100"));
+  const workload::Workload w = build_ds(ds_yaml("zero3_hook_us: 100"));
   const auto hooks = ops_named(w.programs[0], "zero3_module_hooks");
   ASSERT_EQ(hooks.size(), 8u);
   int64_t total = 0;
@@ -55,27 +55,27 @@ TEST(FrameworkDeepSpeed, EachUnitAndPassWaitsForItsModulesHooks) {
   EXPECT_EQ(total, 2 * (300 + 1400 + 1400 + 200) * 1000);
   EXPECT_EQ(durations.front(), 300'000);  // the embedding's forward comes first
   // The profile's fitted value when the job sets none: 210 us per module and pass (docs/MODEL.md §12c).
-  const auto fitted = ops_named(build(ds_yaml("")).programs[0], "zero3_module_hooks");
+  const auto fitted = ops_named(build_ds(ds_yaml("")).programs[0], "zero3_module_hooks");
   EXPECT_EQ(fitted.front().duration_ns, 3 * 210'000);
   // No hooks at 0 (FSDP-style ZeRO-3 then).
-  EXPECT_TRUE(ops_named(build(ds_yaml("zero3_hook_us: 0")).programs[0], "zero3_module_hooks").empty());
+  EXPECT_TRUE(ops_named(build_ds(ds_yaml("zero3_hook_us: 0")).programs[0], "zero3_module_hooks").empty());
 }
 
 TEST(FrameworkDeepSpeed, GradientsAreReduceScatteredInBucketsInBackwardOrder) {
   // Hugging Face's tensors of a layer: q_proj 1024x1024, k_proj and v_proj 256x1024 each, o_proj 1024x1024,
   // gate_proj and up_proj 2816x1024 each, down_proj 1024x2816, two RMSNorm weights of 1024; the head: final norm plus
   // lm_head (one unit, 1024 + 32000x1024); the embedding 32000x1024. In bf16: 2 bytes per element.
-  const int64_t layer = 2 * H * H + 2 * KV * H + 3 * FFN * H + 2 * H;
-  const int64_t head = H + V * H, embedding = V * H;
+  const int64_t layer = 2 * kDsH * kDsH + 2 * kDsKv * kDsH + 3 * kDsFfn * kDsH + 2 * kDsH;
+  const int64_t head = kDsH + kDsVocab * kDsH, embedding = kDsVocab * kDsH;
   // A bucket larger than the model: one reduce-scatter of everything, at the backward's end.
   {
-    const auto rs = ops_named(build(ds_yaml("reduce_bucket_size: 1000000000")).programs[0], "sharded_grad_reduce_scatter");
+    const auto rs = ops_named(build_ds(ds_yaml("reduce_bucket_size: 1000000000")).programs[0], "sharded_grad_reduce_scatter");
     ASSERT_EQ(rs.size(), 1u);
     EXPECT_EQ(rs[0].bytes, static_cast<uint64_t>(2 * (head + 2 * layer + embedding)));
   }
   // A bucket of one element: every tensor alone: the head, 9 per layer, the embedding.
   {
-    const auto rs = ops_named(build(ds_yaml("reduce_bucket_size: 1")).programs[0], "sharded_grad_reduce_scatter");
+    const auto rs = ops_named(build_ds(ds_yaml("reduce_bucket_size: 1")).programs[0], "sharded_grad_reduce_scatter");
     ASSERT_EQ(rs.size(), 1u + 2 * 9 + 1);
     EXPECT_EQ(rs[0].bytes, static_cast<uint64_t>(2 * head));
     EXPECT_EQ(rs.back().bytes, static_cast<uint64_t>(2 * embedding));
@@ -84,7 +84,7 @@ TEST(FrameworkDeepSpeed, GradientsAreReduceScatteredInBucketsInBackwardOrder) {
   // tensor arrives; layer 2's tensors then fill the bucket exactly, flushed when layer 1's first arrives; layer 1's
   // likewise when the embedding's arrives; the embedding at the backward's end.
   {
-    const auto rs = ops_named(build(ds_yaml("reduce_bucket_size: " + std::to_string(layer))).programs[0],
+    const auto rs = ops_named(build_ds(ds_yaml("reduce_bucket_size: " + std::to_string(layer))).programs[0],
                               "sharded_grad_reduce_scatter");
     ASSERT_EQ(rs.size(), 4u);
     EXPECT_EQ(rs[0].bytes, static_cast<uint64_t>(2 * head));
@@ -97,10 +97,10 @@ TEST(FrameworkDeepSpeed, GradientsAreReduceScatteredInBucketsInBackwardOrder) {
 TEST(FrameworkDeepSpeed, KernelsAreHuggingFacesEagerOnes) {
   // HF's LlamaRMSNorm is the same chain of eager ops as torchtitan's: 36 B per element forward (a plain
   // elementwise kernel each), against Transformer Engine's one fused kernel (4 B).
-  const workload::Workload w = build(ds_yaml(""));
+  const workload::Workload w = build_ds(ds_yaml(""));
   const auto norm = ops_named(w.programs[0], "input_layernorm");
   ASSERT_FALSE(norm.empty());
-  EXPECT_EQ(norm[0].bytes, static_cast<uint64_t>(36 * 1024 * H));
+  EXPECT_EQ(norm[0].bytes, static_cast<uint64_t>(36 * 1024 * kDsH));
   EXPECT_EQ(norm[0].category, workload::ComputeCategory::Elementwise);
 }
 

@@ -494,7 +494,8 @@ TEST(MegatronArgs, FlagDefaultsAndMegatronSemantics) {
   // NVFP4 (issue 44 item 3): --fp4-format e2m1 (--fp4-recipe nvfp4, its default) is the nvfp4 precision; the bf16
   // layers as under fp8; its fp4 parameter gather is refused (not modelled).
   EXPECT_EQ(str(job("--bf16 --fp4-format e2m1 --fp4-recipe nvfp4")["training"], "precision"), "nvfp4");
-  const YAML::Node fp4_ends = job("--bf16 --fp4-format e2m1 --first-last-layers-bf16 --num-layers-at-end-in-bf16 4")["training"];
+  const YAML::Node fp4_ends =
+      job("--bf16 --fp4-format e2m1 --first-last-layers-bf16 --num-layers-at-end-in-bf16 4")["training"];
   EXPECT_EQ(i64(fp4_ends, "fp8_bf16_last_layers"), 4);
   expect_base_error("--bf16 --fp4-format e2m1 --fp4-param-gather", {"--fp4-param-gather", "not modelled"});
   expect_base_error("--fp4-format e2m1 --fp8-format hybrid", {"--fp4-format", "cannot be combined with --fp8-format"});

@@ -117,8 +117,8 @@ TEST(Outputs, TraceRanksSelectsProcesses) {
 // trace; refused before the simulation, with how many of its ranks fit (4,194,304 ops / 8,683 ops a rank = 483).
 TEST(Outputs, TraceRanksOfMoreOpsThanATraceHoldsAreRefusedAtOnce) {
   const auto start = std::chrono::steady_clock::now();
-  const auto r = test::run_cli("simulate " + test::source_dir() + "/examples/llama3-405b-8192.yaml --trace " + tmp("big.json") +
-                               " --trace-ranks 0-4095");
+  const auto r = test::run_cli("simulate " + test::source_dir() + "/examples/llama3-405b-8192.yaml --trace " +
+                               tmp("big.json") + " --trace-ranks 0-4095");
   EXPECT_LT(std::chrono::steady_clock::now() - start, test::kRefusalTime);
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("--trace-ranks: the 4096 ranks recorded issue 35564544 ops in a step, above the 4194304 a "

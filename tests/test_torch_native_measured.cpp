@@ -26,11 +26,11 @@ using workload::megatron::SiteTraffic;
 constexpr const char* kDir = "h200-sxm";
 
 std::unique_ptr<cost::ComputeModel> h200_at_full_clock() {
-  const GpuSpec& gpu = catalog::shipped().gpus.find("H200");
+  const hw::GpuSpec& gpu = catalog::shipped().gpus.find("H200");
   cost::EfficiencyTable table = catalog::shipped().efficiency.resolve(gpu);
   table.sustained_clock = 1.0;
   table.launch_gap_us = 0;
-  return cost::make_roofline_model(gpu, Precision::Bf16, table);
+  return cost::make_roofline_model(gpu, spec::Precision::Bf16, table);
 }
 
 // llama_block.csv's rows by case and mode: (forward us, forward+backward us).

@@ -615,7 +615,8 @@ TEST(Validate, BlackwellFileRunsRowByRowWithItsPrecisionsNamed) {
   EXPECT_TRUE(domain);
   // data/efficiency.yaml's Blackwell bands are what the command prints at the shipped calibration (its tables by arch
   // and kind, and by arch and framework), to the three decimals shipped; the torchtitan band, of fewer than five runs,
-  // covers every one of its runs and the dense band. Each run now has an interval, and most measured steps fall inside it.
+  // covers every one of its runs and the dense band. Each run now has an interval, and most measured steps fall inside
+  // it.
   const auto& blackwell = stepsim::catalog::shipped().efficiency.resolve_arch("blackwell");
   int kinds = 0;
   for (const auto& b : j["by_kind"]) {

@@ -3,6 +3,8 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "stepsim/input/megatron_args.hpp"
+#include "stepsim/input/deepspeed_config.hpp"
+#include "stepsim/input/hf_config.hpp"
 #include "stepsim/input/torchtitan_toml.hpp"
 #include "stepsim/io/input_file.hpp"
 #include "stepsim/catalog/catalog.hpp"
@@ -28,17 +30,32 @@ void attach_cluster(YAML::Node& root, const JobInput& in, const char* what) {
   spec::resolve_includes(root, ".");
 }
 
+// A model key --set gives is no longer assumed from the Hugging Face config (as a key written beside hf_config is not).
+void drop_overridden_hf_assumptions(YAML::Node& root, const std::vector<std::string>& overrides) {
+  YAML::Node assumed = root["model"].IsMap() ? root["model"][spec::kHfAssumedKey] : YAML::Node();
+  if (!assumed.IsMap()) return;
+  for (const std::string& o : overrides) {
+    const size_t eq = o.find('=');
+    if (o.rfind("model.", 0) == 0 && eq != std::string::npos) assumed.remove(o.substr(6, eq - 6));
+  }
+}
+
 }  // namespace
 
 bool has_job(const JobInput& in) {
-  return !in.job_path.empty() || !in.megatron_args.empty() || !in.torchtitan_config.empty() || !in.job_text.empty() ||
-         !in.hf_config_text.empty();
+  return !in.job_path.empty() || !in.megatron_args.empty() || !in.torchtitan_config.empty() ||
+         !in.deepspeed_config.empty() || !in.job_text.empty() || !in.hf_config_text.empty();
 }
 
 JobTree load_job_tree(const JobInput& in) {
   const int sources = !in.job_path.empty() + !in.megatron_args.empty() + !in.torchtitan_config.empty() +
-                      !(in.job_text.empty() && in.hf_config_text.empty());
-  if (sources > 1) throw InputError("give one job: a job file, --megatron-args or --torchtitan-config");
+                      !in.deepspeed_config.empty() + !(in.job_text.empty() && in.hf_config_text.empty());
+  if (sources > 1) {
+    throw InputError("give one job: a job file, --megatron-args, --torchtitan-config or --deepspeed-config");
+  }
+  if (!in.hf_config_path.empty() && in.deepspeed_config.empty()) {
+    throw InputError("--hf-config is the model of a --deepspeed-config; a job file names its own (model.hf_config)");
+  }
   if (!in.cluster_path.empty() && !in.cluster_text.empty()) throw InputError("give a cluster file or a cluster section, not both");
   if (!in.megatron_args.empty()) {
     if (in.cluster_path.empty() && in.cluster_text.empty()) throw InputError("--megatron-args needs --cluster CLUSTER.yaml");
@@ -60,6 +77,19 @@ JobTree load_job_tree(const JobInput& in) {
     spec::resolve_torchtitan_degrees(root, in.torchtitan_config);
     return {root, in.torchtitan_config};
   }
+  if (!in.deepspeed_config.empty()) {
+    if (in.hf_config_path.empty()) {
+      throw InputError("--deepspeed-config needs --hf-config CONFIG.json (the model it trains) and --cluster");
+    }
+    const std::string ds = spec::read_whole_file(in.deepspeed_config, "DeepSpeed config", spec::kMaxInputFileBytes);
+    const std::string hf = spec::read_whole_file(in.hf_config_path, "Hugging Face config", spec::kMaxInputFileBytes);
+    YAML::Node root = spec::deepspeed_config_to_job_node(ds, in.deepspeed_config, hf, in.hf_config_path);
+    attach_cluster(root, in, "--deepspeed-config");
+    spec::apply_overrides(root, in.overrides);
+    drop_overridden_hf_assumptions(root, in.overrides);
+    spec::resolve_deepspeed_degrees(root, in.deepspeed_config);
+    return {root, in.deepspeed_config};
+  }
   if (!in.job_text.empty() || !in.hf_config_text.empty()) {
     if (!in.cluster_path.empty() || !in.cluster_text.empty()) {
       throw InputError("a cluster apart from the job is only for Megatron arguments; the job has its cluster section");
@@ -77,10 +107,12 @@ JobTree load_job_tree(const JobInput& in) {
     return {root, in.text_source};
   }
   if (in.job_path.empty()) {
-    throw InputError("missing job file (or --megatron-args \"...\" / --torchtitan-config T.toml with --cluster C.yaml)");
+    throw InputError("missing job file (or --megatron-args \"...\" / --torchtitan-config T.toml / --deepspeed-config "
+                     "DS.json --hf-config CONFIG.json, with --cluster C.yaml)");
   }
   if (!in.cluster_path.empty() || !in.cluster_text.empty()) {
-    throw InputError("--cluster is only for --megatron-args and --torchtitan-config; a job file has its cluster section");
+    throw InputError("--cluster is only for --megatron-args, --torchtitan-config and --deepspeed-config; a job file has "
+                     "its cluster section");
   }
   return {spec::load_job_tree(in.job_path, in.overrides), in.job_path};
 }

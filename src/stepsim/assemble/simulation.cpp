@@ -166,7 +166,8 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
   if (calibration) *calibration = cal;
   // The fp8 GEMMs of the mxfp8 recipe are block-scaled kernels with their own rate.
   if (job.training.precision == spec::Precision::Fp8 && job.training.fp8_recipe == spec::Fp8Recipe::Mxfp8) {
-    table.gemm_precision_scale[static_cast<int>(spec::Precision::Fp8)] = table.gemm_precision_scale[cost::kMxfp8GemmScale];
+    auto& scale = table.gemm_precision_scale;
+    scale[static_cast<int>(spec::Precision::Fp8)] = scale[cost::kMxfp8GemmScale];
   }
   return cost::make_roofline_model(gpu, job.training.precision, table);
 }

@@ -37,8 +37,9 @@ class RooflineModel final : public ComputeModel {
         vector_peak_(gpu.fp32_flops),
         hbm_Bps_(gpu.hbm_bandwidth_Bps),
         precision_scale_(table_.gemm_precision_scale[static_cast<int>(precision)]),
-        bf16_scale_(spec::quantized_gemms(precision) ? table_.gemm_precision_scale[static_cast<int>(spec::Precision::Bf16)]
-                                                      : precision_scale_),
+        bf16_scale_(spec::quantized_gemms(precision)
+                        ? table_.gemm_precision_scale[static_cast<int>(spec::Precision::Bf16)]
+                        : precision_scale_),
         floor_s_(table_.kernel_floor_us * 1e-6),
         gap_s_(table_.launch_gap_us * 1e-6),
         h2d_Bps_(table_.host_to_device_GBps * 1e9),

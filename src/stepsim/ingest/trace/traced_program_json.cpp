@@ -82,9 +82,9 @@ void check_workload_size(const std::string& dir, uintmax_t bytes) {
   if (bytes <= kMaxWorkloadBytes) return;
   const uintmax_t mib = (bytes + (uintmax_t{1} << 20) - 1) >> 20;
   throw InputError(dir + ": the rank files hold " + std::to_string(mib) + " MiB together, more than the " +
-                   std::to_string(kMaxWorkloadBytes >> 20) + " MiB `simulate --workload` reads from one folder; keep " +
-                   "one traced rank per pipeline stage (the others reuse a data-parallel peer's trace) or trace fewer " +
-                   "steps");
+                   std::to_string(kMaxWorkloadBytes >> 20) + " MiB `simulate --workload` reads from one folder; " +
+                   "keep one traced rank per pipeline stage (the others reuse a data-parallel peer's trace) or " +
+                   "trace fewer steps");
 }
 
 void RankFileBudget::add(uintmax_t bytes) {
