@@ -24,7 +24,7 @@ const char* kChakraJob =
     "model: {name: small-gpt, num_layers: 4, hidden_size: 1024, num_attention_heads: 16, ffn_hidden_size: 4096,"
     " vocab_size: 32000, seq_length: 2048}\n"
     "parallelism: {tensor: 2, pipeline: 2, data: 2}\n"
-    "training: {micro_batch_size: 1, global_batch_size: 8}\n"
+    "training: {micro_batch_size: 1, global_batch_size: 8, distributed_optimizer: true}\n"
     "cluster: {gpu: H100-SXM, num_gpus: 8, gpus_per_node: 8}\n";
 
 std::string file_bytes(const std::string& path) {
@@ -120,7 +120,7 @@ TEST(Chakra, NodesCarryTheProgramsTimesSizesAndDependencies) {
     if (op.kind == workload::OpKind::Compute) ++compute_ops, compute_ns += op.duration_ns;
     if (op.kind == workload::OpKind::Collective) ++coll_ops, coll_bytes += static_cast<int64_t>(op.bytes);
   }
-  int64_t nodes_compute = 0, nodes_ns = 0, nodes_coll = 0, nodes_bytes = 0, sends = 0, recvs = 0;
+  int64_t nodes_compute = 0, nodes_ns = 0, nodes_coll = 0, nodes_bytes = 0, sends = 0, recvs = 0, gathers = 0;
   std::set<uint64_t> seen;
   for (const chakra::EtNode& n : g.nodes) {
     for (uint64_t d : n.data_deps) EXPECT_TRUE(seen.count(d)) << "node " << n.id << " depends on a later node " << d;
@@ -132,8 +132,16 @@ TEST(Chakra, NodesCarryTheProgramsTimesSizesAndDependencies) {
       EXPECT_EQ(n.duration_micros, std::max<uint64_t>(ns > 0 ? 1 : 0, static_cast<uint64_t>((ns + 500) / 1000)));
     } else if (n.type == static_cast<int>(chakra::NodeType::CommColl)) {
       ++nodes_coll;
-      nodes_bytes += int_attr(n, "comm_size");
       const auto& members = groups.groups.at(std::get<std::string>(find(n, "pg_name")->value));
+      // An all-gather's comm_size is each rank's part, as ASTRA-sim reads it; stepsim_bytes the gathered output.
+      if (int_attr(n, "comm_type") == chakra::chakra_comm_type(workload::CollType::AllGather)) {
+        ++gathers;
+        EXPECT_EQ(int_attr(n, "comm_size") * static_cast<int64_t>(members.size()), int_attr(n, "stepsim_bytes"));
+        nodes_bytes += int_attr(n, "stepsim_bytes");
+      } else {
+        nodes_bytes += int_attr(n, "comm_size");
+        EXPECT_EQ(find(n, "stepsim_bytes"), nullptr);
+      }
       EXPECT_TRUE(std::count(members.begin(), members.end(), 0)) << n.name;  // rank 0's own group
       if (n.name.find("qkv") != std::string::npos || n.name.find("fc1") != std::string::npos) {
         EXPECT_EQ(members, (std::vector<int>{0, 1})) << n.name;  // a TP collective of rank 0
@@ -150,6 +158,7 @@ TEST(Chakra, NodesCarryTheProgramsTimesSizesAndDependencies) {
   EXPECT_EQ(nodes_ns, compute_ns);
   EXPECT_EQ(nodes_coll, coll_ops);
   EXPECT_EQ(nodes_bytes, coll_bytes);
+  EXPECT_GT(gathers, 0);  // sequence parallelism's all-gathers over TP 2 (and the distributed optimizer's over DP)
   // 4 micro-batches: activations go forward and gradients come back, one transfer each way per micro-batch.
   EXPECT_EQ(sends, 4);
   EXPECT_EQ(recvs, 4);
@@ -364,3 +373,36 @@ TEST(Chakra, BadInputIsExitTwoNamingTheFileAndTheRule) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("junk.0.et"), std::string::npos) << r.output;
 }
+
+namespace stepsim {
+namespace {
+
+// Issue 47: an all-gather's comm_size is each rank's part (what ASTRA-sim reads and Chakra's PyTorch converter writes,
+// the sum of the op's input tensors), not the gathered output: a Chakra trace from another tool gathers comm_size x the
+// group's size; over the whole world the JSON's ngpus gives that size, and without it the trace is refused.
+TEST(Chakra, AnAllGathersCommSizeIsEachRanksPart) {
+  const int64_t ag = chakra::chakra_comm_type(workload::CollType::AllGather);
+  auto import_bytes = [&](const std::string& name, const std::string& node, const std::string& top,
+                          const std::string& groups) {
+    const std::string path = test::write_temp(name + ".0.json", "{" + top + "\"workload_graph\": [" + node + "]}");
+    std::string cmd = "trace import " + path + " --out " + test::temp_dir() + name;
+    if (!groups.empty()) cmd += " --comm-groups " + test::write_temp(name + "-groups.json", groups);
+    const auto r = test::run_cli(cmd);
+    if (r.code != 0) return std::make_pair(int64_t{-1}, r.output);
+    const auto prog = nlohmann::json::parse(test::read_file(test::temp_dir() + name + "/rank0.json"));
+    return std::make_pair(prog["ops"][0]["bytes"].get<int64_t>(), r.output);
+  };
+  const std::string in_group = "{\"Id\": 1, \"Name\": \"ag\", \"NodeType\": 7, \"is_cpu_op\": false, \"comm_type\": " +
+                               std::to_string(ag) + ", \"comm_size\": 1048576, \"pg_name\": \"1\"}";
+  EXPECT_EQ(import_bytes("ag-group", in_group, "", "{\"1\": [0, 1, 2, 3]}").first, 4 * 1048576);
+  const std::string world = "{\"Id\": 1, \"Name\": \"ag\", \"NodeType\": 7, \"is_cpu_op\": false, \"comm_type\": " +
+                            std::to_string(ag) + ", \"comm_size\": 1000}";
+  EXPECT_EQ(import_bytes("ag-world", world, "\"ngpus\": 8, ", "").first, 8000);
+  const auto refused = import_bytes("ag-unknown", world, "", "");
+  EXPECT_EQ(refused.first, -1);
+  EXPECT_NE(refused.second.find("an all-gather over the whole world needs its size"), std::string::npos)
+      << refused.second;
+}
+
+}  // namespace
+}  // namespace stepsim

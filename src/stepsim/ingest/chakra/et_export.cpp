@@ -175,7 +175,12 @@ class RankWriter {
       } else {
         EtNode n = base(i, op, NodeType::CommColl, deps);
         n.attrs.push_back(attr("comm_type", int64_t{chakra_comm_type(op.coll)}));
-        n.attrs.push_back(attr("comm_size", static_cast<int64_t>(op.bytes)));
+        // ASTRA-sim (and Chakra's PyTorch converter, which sums a collective's input tensors) reads an all-gather's
+        // comm_size as each rank's part, not the gathered output; stepsim_bytes keeps the exact output for the way back.
+        const auto members = static_cast<uint64_t>(groups_.members(gid).size());
+        const bool gather = op.coll == CollType::AllGather;
+        n.attrs.push_back(attr("comm_size", static_cast<int64_t>(gather ? op.bytes / members : op.bytes)));
+        if (gather) n.attrs.push_back(attr("stepsim_bytes", static_cast<int64_t>(op.bytes)));
         n.attrs.push_back(attr("pg_name", std::to_string(gid)));
         n.attrs.push_back(attr("stepsim_group", std::string(workload::name_of(op.group))));
         made.push_back(std::move(n));

@@ -72,7 +72,11 @@ std::optional<CollType> coll_of_chakra(int64_t t) {
 class GraphImporter {
  public:
   GraphImporter(const EtGraph& g, const std::string& path, const CommGroups* groups)
-      : g_(g), path_(path), groups_(groups) {}
+      : g_(g), path_(path), groups_(groups) {
+    for (const EtAttr& a : g_.metadata) {
+      if (const auto* v = std::get_if<int64_t>(&a.value); v && a.name == "world_size") world_size_ = *v;
+    }
+  }
 
   ImportedRank run(std::optional<int> rank) {
     ImportedRank out;
@@ -266,6 +270,22 @@ class GraphImporter {
     return static_cast<int>(*p);
   }
 
+  uint64_t gathered_bytes(const EtNode& e, size_t node, uint64_t part, const std::vector<int>& ranks) const {
+    if (const auto exact = attr_int(e, "stepsim_bytes")) {
+      if (*exact < 0 || *exact > (int64_t{1} << 50)) fail(node, "stepsim_bytes must be in [0, 2^50] bytes");
+      return static_cast<uint64_t>(*exact);
+    }
+    const int64_t n = !ranks.empty() ? static_cast<int64_t>(ranks.size()) : world_size_;
+    if (n <= 0) {
+      fail(node, "an all-gather over the whole world needs its size (metadata world_size, or a pg_name) to turn "
+                 "comm_size, each rank's part, into the gathered bytes");
+    }
+    if (part > (uint64_t{1} << 50) / static_cast<uint64_t>(n)) {
+      fail(node, "an all-gather of comm_size x group size above 2^50 bytes");
+    }
+    return part * static_cast<uint64_t>(n);
+  }
+
   std::vector<int> group_ranks(const EtNode& e, size_t node) const {
     const auto pg = attr_string(e, "pg_name");
     if (!pg) return {};  // the whole world
@@ -326,6 +346,9 @@ class GraphImporter {
       if (const auto s = attr_int(first, "comm_size")) {
         if (*s < 0 || *s > (int64_t{1} << 50)) fail(nodes.front(), "comm_size must be in [0, 2^50] bytes");
         o.bytes = static_cast<uint64_t>(*s);
+        // An all-gather's comm_size is each rank's part (ASTRA-sim's reading, and what Chakra's converter writes):
+        // the gathered output is that times the group's size; stepsim's own export keeps the exact output too.
+        if (o.coll == CollType::AllGather) o.bytes = gathered_bytes(first, nodes.front(), o.bytes, o.group_ranks);
       } else {
         o.measured_time = true;  // no size: replay the time the trace measured
         o.duration_ns = duration_ns(first, nodes.front());
@@ -360,6 +383,7 @@ class GraphImporter {
   }
 
   const EtGraph& g_;
+  int64_t world_size_ = -1;  // metadata world_size; -1: not given
   const std::string& path_;
   const CommGroups* groups_;
   std::unordered_map<uint64_t, size_t> pos_of_;
