@@ -70,6 +70,9 @@ stepsim::api::JobInput job_input(const py::dict& d) {
   stepsim::api::JobInput in;
   in.job_path = get<std::string>(d, "job_path", "");
   in.megatron_args = get<std::string>(d, "megatron_args", "");
+  in.torchtitan_config = get<std::string>(d, "torchtitan_config", "");
+  in.deepspeed_config = get<std::string>(d, "deepspeed_config", "");
+  in.hf_config_path = get<std::string>(d, "hf_config_path", "");
   in.cluster_path = get<std::string>(d, "cluster_path", "");
   in.overrides = get<std::vector<std::string>>(d, "overrides", {});
   in.job_text = get<std::string>(d, "job_text", "");

@@ -45,11 +45,38 @@ def _overrides(overrides):
     return [str(x) for x in overrides]
 
 
-def _job(job=None, *, megatron_args=None, cluster=None, hf_config=None, model=None, parallelism=None,
-         training=None, simulation=None, overrides=None, required=True):
+def _cluster_of(d, cluster, what):
+    if cluster is None:
+        raise InputError("%s needs --cluster CLUSTER.yaml" % what)
+    if isinstance(cluster, Mapping):
+        d["cluster_text"] = _dumps(dict(cluster))
+    else:
+        d["cluster_path"] = os.fspath(cluster)
+
+
+def _job(job=None, *, megatron_args=None, torchtitan_config=None, deepspeed_config=None, cluster=None,
+         hf_config=None, model=None, parallelism=None, training=None, simulation=None, overrides=None,
+         required=True):
     """The job's source in the form of the library's JobInput (api/job_input.hpp)."""
     d = {"overrides": _overrides(overrides)}
     sections = {"model": model, "parallelism": parallelism, "training": training, "simulation": simulation}
+    for name, config in (("torchtitan_config", torchtitan_config), ("deepspeed_config", deepspeed_config)):
+        if config is None:
+            continue
+        others = [job, megatron_args, torchtitan_config if name != "torchtitan_config" else None,
+                  deepspeed_config if name != "deepspeed_config" else None]
+        if any(v is not None for v in others) or any(v is not None for v in sections.values()):
+            raise InputError("give one job: a job, megatron_args, torchtitan_config or deepspeed_config")
+        d[name] = os.fspath(config)
+        _cluster_of(d, cluster, "--" + name.replace("_", "-"))
+        if hf_config is not None:
+            if name != "deepspeed_config":
+                raise InputError("hf_config= is the model of a deepspeed_config; a torchtitan config names its own")
+            if isinstance(hf_config, Mapping):
+                d["hf_config_text"] = _dumps(dict(hf_config))
+            else:
+                d["hf_config_path"] = os.fspath(hf_config)
+        return d
     if isinstance(job, str) and job.lstrip().startswith("--"):
         if megatron_args is not None:
             raise InputError("give the Megatron arguments once (as job or as megatron_args)")
@@ -58,12 +85,7 @@ def _job(job=None, *, megatron_args=None, cluster=None, hf_config=None, model=No
         if job is not None or hf_config is not None or any(v is not None for v in sections.values()):
             raise InputError("give a job or megatron_args, not both")
         d["megatron_args"] = megatron_args
-        if cluster is None:
-            raise InputError("--megatron-args needs --cluster CLUSTER.yaml")
-        if isinstance(cluster, Mapping):
-            d["cluster_text"] = _dumps(dict(cluster))
-        else:
-            d["cluster_path"] = os.fspath(cluster)
+        _cluster_of(d, cluster, "--megatron-args")
         return d
     if isinstance(job, (str, os.PathLike)):
         if hf_config is not None or cluster is not None or any(v is not None for v in sections.values()):
@@ -96,8 +118,8 @@ def _job(job=None, *, megatron_args=None, cluster=None, hf_config=None, model=No
 
 
 def _job_kwargs(kw):
-    return {k: kw.pop(k) for k in ("megatron_args", "cluster", "hf_config", "model", "parallelism", "training",
-                                   "simulation", "overrides") if k in kw}
+    return {k: kw.pop(k) for k in ("megatron_args", "torchtitan_config", "deepspeed_config", "cluster", "hf_config",
+                                   "model", "parallelism", "training", "simulation", "overrides") if k in kw}
 
 
 def _options(kw, allowed, command):
@@ -157,6 +179,16 @@ class SimulationResult:
     @property
     def step_time_s(self):
         return self.summary["step_time_s"]
+
+    @property
+    def mfu(self):
+        """Model FLOPs utilisation, a fraction (summary["mfu"])."""
+        return self.summary["mfu"]
+
+    @property
+    def fits(self):
+        """Whether every rank's peak memory fits in its GPU (summary["fits"])."""
+        return self.summary["fits"]
 
     def to_pandas(self, what="summary"):
         """A DataFrame of ``what``: "summary" (one row, nested keys dotted: concatenate the rows of a sweep),

@@ -129,6 +129,32 @@ class SimulateTest(unittest.TestCase):
             stepsim.simulate("--num-layers 96 --hidden-size x", cluster=cluster)
         self.assertEqual(str(e.exception), msg)
 
+    def test_torchtitan_and_deepspeed_configs(self):
+        # The same jobs as `stepsim simulate --torchtitan-config/--deepspeed-config ... --cluster`, bit for bit.
+        tt = os.path.join(ROOT, "examples", "torchtitan", "llama3-8b-float8.toml")
+        h100 = os.path.join(ROOT, "examples", "clusters", "h100-1024.yaml")
+        want = cli_json("simulate", "--torchtitan-config", tt, "--cluster", h100, "--set", "cluster.num_gpus=8",
+                        "--quiet")
+        got = stepsim.simulate(torchtitan_config=tt, cluster=h100, overrides={"cluster.num_gpus": 8})
+        self.assertEqual(got.step_time_s, want["step_time_s"])
+        ds = os.path.join(ROOT, "examples", "deepspeed", "llama2-7b-zero3.json")
+        hf = os.path.join(ROOT, "examples", "deepspeed", "llama-2-7b-config.json")
+        a800 = os.path.join(ROOT, "examples", "deepspeed", "dgx-a800.yaml")
+        want = cli_json("simulate", "--deepspeed-config", ds, "--hf-config", hf, "--cluster", a800, "--quiet")
+        got = stepsim.simulate(deepspeed_config=ds, hf_config=hf, cluster=a800)
+        self.assertEqual(got.step_time_s, want["step_time_s"])
+        with open(hf) as f:
+            self.assertEqual(stepsim.simulate(deepspeed_config=ds, hf_config=json.load(f), cluster=a800).step_time_s,
+                             want["step_time_s"])
+        # The properties the repr shows.
+        self.assertEqual(got.mfu, want["mfu"])
+        self.assertEqual(got.fits, want["fits"])
+        self.assertIn("mfu=%r" % got.mfu, repr(got))
+        with self.assertRaises(stepsim.InputError):
+            stepsim.simulate(deepspeed_config=ds, hf_config=hf)  # no cluster
+        with self.assertRaises(stepsim.InputError):
+            stepsim.simulate(JOB, deepspeed_config=ds, hf_config=hf, cluster=a800)
+
     def test_memory_series_breakdown_and_pandas(self):
         with tempfile.TemporaryDirectory() as d:
             csv = os.path.join(d, "m.csv")

@@ -48,8 +48,10 @@ bool has_job(const JobInput& in) {
 }
 
 JobTree load_job_tree(const JobInput& in) {
+  // An HF config's text is the model of a DeepSpeed config where one is given, else a job of its own.
+  const bool hf_text_job = !in.hf_config_text.empty() && in.deepspeed_config.empty();
   const int sources = !in.job_path.empty() + !in.megatron_args.empty() + !in.torchtitan_config.empty() +
-                      !in.deepspeed_config.empty() + !(in.job_text.empty() && in.hf_config_text.empty());
+                      !in.deepspeed_config.empty() + !(in.job_text.empty() && !hf_text_job);
   if (sources > 1) {
     throw InputError("give one job: a job file, --megatron-args, --torchtitan-config or --deepspeed-config");
   }
@@ -78,12 +80,16 @@ JobTree load_job_tree(const JobInput& in) {
     return {root, in.torchtitan_config};
   }
   if (!in.deepspeed_config.empty()) {
-    if (in.hf_config_path.empty()) {
+    if (in.hf_config_path.empty() == in.hf_config_text.empty()) {
       throw InputError("--deepspeed-config needs --hf-config CONFIG.json (the model it trains) and --cluster");
     }
     const std::string ds = spec::read_whole_file(in.deepspeed_config, "DeepSpeed config", spec::kMaxInputFileBytes);
-    const std::string hf = spec::read_whole_file(in.hf_config_path, "Hugging Face config", spec::kMaxInputFileBytes);
-    YAML::Node root = spec::deepspeed_config_to_job_node(ds, in.deepspeed_config, hf, in.hf_config_path);
+    const bool hf_file = !in.hf_config_path.empty();
+    const std::string hf = hf_file ? spec::read_whole_file(in.hf_config_path, "Hugging Face config",
+                                                           spec::kMaxInputFileBytes)
+                                   : in.hf_config_text;
+    YAML::Node root =
+        spec::deepspeed_config_to_job_node(ds, in.deepspeed_config, hf, hf_file ? in.hf_config_path : "hf_config");
     attach_cluster(root, in, "--deepspeed-config");
     spec::apply_overrides(root, in.overrides);
     drop_overridden_hf_assumptions(root, in.overrides);
