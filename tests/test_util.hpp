@@ -151,8 +151,8 @@ inline std::string real(const std::string& rel) { return std::string(STEPSIM_SHA
 // 1 GB = 1e9 bytes, for hand-solved link and transfer times (shared: unity batches join the flow tests).
 inline constexpr double GB = 1e9;
 
-// How long refusing bad input may take (issue 48: "within 2 s"); the ASan+UBSan build runs the same code, some of it
-// at -O0, several times slower.
+// How long refusing bad input may take (issue 48: "within 2 s", which the release suite checks); the ASan+UBSan build
+// runs the same code, its cold folders at -O0, up to 40 times slower (the 8,192-GPU export estimate: 0.75 s -> 27 s).
 #if defined(__SANITIZE_ADDRESS__)
 #define STEPSIM_TEST_SANITIZED 1
 #elif defined(__has_feature)
@@ -161,7 +161,7 @@ inline constexpr double GB = 1e9;
 #endif
 #endif
 #ifdef STEPSIM_TEST_SANITIZED
-inline constexpr std::chrono::seconds kRefusalTime{10};
+inline constexpr std::chrono::seconds kRefusalTime{90};
 #else
 inline constexpr std::chrono::seconds kRefusalTime{2};
 #endif
