@@ -13,6 +13,7 @@
 #include "stepsim/input/torchtitan_toml.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/io/printable.hpp"
+#include "stepsim/io/yaml_reader.hpp"
 
 namespace stepsim::spec {
 
@@ -306,15 +307,8 @@ void resolve_deepspeed_degrees(YAML::Node& root, const std::string& source) {
   root.remove(kDeepSpeedPendingKey);
   YAML::Node p = root["parallelism"];
   YAML::Node t = root["training"];
-  const auto positive = [&](const YAML::Node& v, const std::string& key) -> int64_t {
-    int64_t x = 0;
-    try {
-      x = v.IsScalar() ? v.as<int64_t>() : 0;
-    } catch (const YAML::Exception&) {
-      x = 0;
-    }
-    if (x < 1 || x > (int64_t{1} << 30)) throw InputError(source + ": " + key + ": must be an integer in [1, 2^30]");
-    return x;
+  const auto positive = [&](const YAML::Node& v, const std::string& key) {
+    return tree_positive_integer(v, key, source, 30);
   };
   if (!p["data"]) {
     const YAML::Node gpus = root["cluster"].IsMap() ? root["cluster"]["num_gpus"] : YAML::Node();

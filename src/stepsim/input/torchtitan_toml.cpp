@@ -10,6 +10,7 @@
 
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/io/input_file.hpp"
+#include "stepsim/io/yaml_reader.hpp"
 
 namespace stepsim::spec {
 
@@ -358,15 +359,8 @@ void resolve_torchtitan_degrees(YAML::Node& root, const std::string& source) {
   YAML::Node p = root["parallelism"];
   YAML::Node t = root["training"];
   // A degree as the tree holds it after --set: a positive integer up to 2^20, or the rule naming the key.
-  const auto degree = [&](const YAML::Node& v, const std::string& key) -> int64_t {
-    int64_t x = 0;
-    try {
-      x = v.IsScalar() ? v.as<int64_t>() : 0;
-    } catch (const YAML::Exception&) {
-      x = 0;
-    }
-    if (x < 1 || x > (int64_t{1} << 20)) throw InputError(source + ": " + key + ": must be an integer in [1, 2^20]");
-    return x;
+  const auto degree = [&](const YAML::Node& v, const std::string& key) {
+    return tree_positive_integer(v, key, source, 20);
   };
   if (p["data"]) {  // given by an override (--set parallelism.data=N)
     if (!t["global_batch_size"]) t["global_batch_size"] = local_batch * degree(p["data"], "parallelism.data");

@@ -281,6 +281,19 @@ static void reject_duplicate_keys(const YAML::Node& node, const std::string& sou
   }
 }
 
+int64_t tree_positive_integer(const YAML::Node& v, const std::string& key, const std::string& source, int log2_max) {
+  int64_t x = 0;
+  try {
+    x = v.IsScalar() ? v.as<int64_t>() : 0;
+  } catch (const YAML::Exception&) {
+    x = 0;
+  }
+  if (x < 1 || x > (int64_t{1} << log2_max)) {
+    throw InputError(source + ": " + key + ": must be an integer in [1, 2^" + std::to_string(log2_max) + "]");
+  }
+  return x;
+}
+
 void check_yaml_tree(const YAML::Node& root, size_t text_bytes, const std::string& source) {
   // "{a,b}": a key and a null value in two bytes.
   int64_t budget = std::min<int64_t>(2 * static_cast<int64_t>(text_bytes) + 64, kMaxYamlNodes);

@@ -22,6 +22,10 @@ YAML::Node parse_yaml(const std::string& text, const std::string& source);
 // two nodes per byte once aliases are expanded (an alias bomb). For YAML read some other way (a --set value).
 void check_yaml_tree(const YAML::Node& root, size_t text_bytes, const std::string& source);
 
+// A tree value the converters of other tools' configs read back after --set may have edited it (a parallel degree,
+// a batch): an integer in [1, 2^log2_max], else InputError "<source>: <key>: must be an integer in [1, 2^N]".
+int64_t tree_positive_integer(const YAML::Node& v, const std::string& key, const std::string& source, int log2_max);
+
 class StrictSection {
  public:
   // `node` must be a mapping (or null/absent = empty section); `path` is the dotted key prefix.
