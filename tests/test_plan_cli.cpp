@@ -38,22 +38,32 @@ TEST(PlanCli, BadInputExitsTwoWithOneLine) {
 }
 
 // A zero or negative count is refused, never read as "the job's own" (issue 48 item 5).
-// The planner searches Megatron-Core's options; a job of another framework is refused by name, not searched over
-// options that framework does not have (plan and its memory map alike).
-TEST(PlanCli, AnotherFrameworksJobIsRefused) {
+// A DeepSpeed job is searched over DeepSpeed's own space (issue 46 item 2): data parallelism at ZeRO-3 only, every
+// printed plan one its engine runs; a constraint outside that space is refused by name, plan and memory map alike.
+TEST(PlanCli, AnotherFrameworksJobIsSearchedInItsOwnSpace) {
   const std::string job = test::write_temp(
       "plan-ds.yaml",
       "model: {name: tiny-llama, num_layers: 2, hidden_size: 1024, num_attention_heads: 16, ffn_hidden_size: 2816,"
       " activation: swiglu, normalization: rmsnorm, vocab_size: 32000, seq_length: 1024}\n"
       "parallelism: {data: 8}\n"
-      "training: {micro_batch_size: 1, global_batch_size: 8, framework: deepspeed, zero_stage: 3}\n"
+      "training: {micro_batch_size: 1, global_batch_size: 32, framework: deepspeed, zero_stage: 3}\n"
       "cluster: {gpu: H100-SXM, num_gpus: 8}\n");
-  for (const std::string& cmd : {"plan " + job, "plan " + job + " --memory-map"}) {
-    const auto r = test::run_cli(cmd);
-    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.output;
-    EXPECT_NE(r.output.find("key training.framework: deepspeed: plan searches Megatron-Core's plans"), std::string::npos)
-        << r.output;
+  const std::string out_json = test::temp_dir() + "plan-ds.json";
+  const auto r = test::run_cli("plan " + job + " --simulate 0 --top 100 --json " + out_json);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("framework deepspeed, its plans only"), std::string::npos) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(test::read_file(out_json));
+  ASSERT_FALSE(j["plans"].empty());
+  for (const auto& p : j["plans"]) {
+    EXPECT_EQ(p["tensor"], 1);
+    EXPECT_EQ(p["pipeline"], 1);
+    EXPECT_EQ(p["context"], 1);
+    EXPECT_EQ(p["zero_stage"], 3);
+    EXPECT_NE(p["recompute"], "selective");
   }
+  expect_one_line_error("plan " + job + " --fix tensor=2", "tensor=2: framework deepspeed does not run it");
+  const auto m = test::run_cli("plan " + job + " --memory-map");
+  EXPECT_EQ(m.code, 0) << m.output;
 }
 
 TEST(PlanCli, ZeroOrNegativeCountsAreRefused) {

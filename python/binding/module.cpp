@@ -89,6 +89,7 @@ py::dict simulate(const py::dict& job, const py::dict& opts) {
   o.trace_path = get<std::string>(opts, "trace", "");
   o.trace_ranks = get<std::string>(opts, "trace_ranks", "");
   o.memory_csv = get<std::string>(opts, "memory_csv", "");
+  o.dump_job_path = get<std::string>(opts, "dump_job", "");
   o.rank = get<int>(opts, "rank", 0);
   o.require_fit = get<bool>(opts, "require_fit", false);
   o.record_stages = true;  // the result carries the memory series of one rank per stage
@@ -199,6 +200,10 @@ py::object plan(const py::dict& job, const py::dict& opts) {
   o.price = get<double>(opts, "price", o.price);
   o.keep_layout = get<bool>(opts, "keep_layout", o.keep_layout);
   o.fp8_recipes = get<std::string>(opts, "fp8_recipes", "");
+  o.framework = get<std::string>(opts, "framework", "");
+  o.fix = get<std::vector<std::string>>(opts, "fix", {});
+  o.allow = get<std::vector<std::string>>(opts, "allow", {});
+  o.exclude = get<std::vector<std::string>>(opts, "exclude", {});
   const std::string json_path = get<std::string>(opts, "json", "");
   json j;
   {

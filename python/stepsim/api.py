@@ -215,12 +215,12 @@ def simulate(job=None, overrides=None, **kw):
     ``cluster=`` (path or dict); or None with ``hf_config=`` (a config.json path or dict) and ``parallelism=``,
     ``training=``, ``cluster=`` (path or dict), ``model=`` (keys over the config's), ``simulation=`` dicts.
     overrides: {"model.num_layers": 4} or ["model.num_layers=4"], as --set.
-    Options (as the CLI's): rank, trace, trace_ranks, memory_csv, json, require_fit, workload, step, no_host_gaps.
-    Returns a :class:`SimulationResult`.
+    Options (as the CLI's): rank, trace, trace_ranks, memory_csv, json, dump_job, require_fit, workload, step,
+    no_host_gaps. Returns a :class:`SimulationResult`.
     """
     jk = _job_kwargs(kw)
-    opts = _options(kw, ("rank", "trace", "trace_ranks", "memory_csv", "json", "require_fit", "workload", "step",
-                         "no_host_gaps"), "simulate")
+    opts = _options(kw, ("rank", "trace", "trace_ranks", "memory_csv", "json", "dump_job", "require_fit", "workload",
+                         "step", "no_host_gaps"), "simulate")
     return SimulationResult(_native.simulate(_job(job, overrides=overrides, **jk), opts))
 
 
@@ -266,16 +266,45 @@ def plan(job=None, overrides=None, **kw):
     Options: gpus, global_batch, top, simulate, threads, memory_margin, objective ("step" | "e2e"), steps,
     failure_rate, storage_GBps, init_time, price, keep_layout, fp8_recipes, json. With ``memory_map=True`` (and gpus,
     global_batch, csv) the (TP, PP) memory-feasibility map instead, one row per pair as --csv writes it.
+
+    The space (docs/PLANNER.md, "Frameworks and constraints"): ``framework`` ("megatron" | "torchtitan" | "deepspeed";
+    default the job's), ``fix`` ({"tensor": 8}), ``allow`` ({"zero_stage": [1, 3]}), ``exclude`` (["tp_comm_overlap"]
+    or {"cp_comm_type": ["a2a"]}), as --framework, --fix, --allow and --exclude.
     """
     jk = _job_kwargs(kw)
+    _plan_constraints(kw)
     if kw.pop("memory_map", False):
         opts = _options(kw, ("gpus", "global_batch", "csv"), "plan(memory_map=True)")
         return _csv_rows(_native.memory_map(_job(job, overrides=overrides, **jk), opts))
     opts = _options(kw, ("gpus", "global_batch", "top", "simulate", "threads", "memory_margin", "objective", "steps",
-                         "failure_rate", "storage_GBps", "init_time", "price", "keep_layout", "fp8_recipes", "json"),
+                         "failure_rate", "storage_GBps", "init_time", "price", "keep_layout", "fp8_recipes", "json",
+                         "framework", "fix", "allow", "exclude"),
                     "plan")
     doc = _native.plan(_job(job, overrides=overrides, **jk), opts)
     return Rows(doc["plans"], doc)
+
+
+def _constraint_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return ",".join(_constraint_value(x) for x in v)
+    return str(v)
+
+
+def _plan_constraints(kw):
+    """fix/allow/exclude as the CLI's KEY=VALUE strings (a mapping, or for exclude also a list of switch names)."""
+    for name in ("fix", "allow", "exclude"):
+        if name not in kw:
+            continue
+        given = kw[name]
+        if isinstance(given, dict):
+            kw[name] = [f"{k}={_constraint_value(v)}" for k, v in given.items()]
+        elif name == "exclude" and isinstance(given, (list, tuple)) and all(isinstance(x, str) for x in given):
+            kw[name] = list(given)
+        else:
+            raise InputError(f"plan: {name} must be a mapping of key to value(s)"
+                             + (" or a list of switch names" if name == "exclude" else ""))
 
 
 def _csv_rows(text):

@@ -192,6 +192,9 @@ class SimulateTest(unittest.TestCase):
             with open(tr) as f:
                 # The trace writes seconds at nanosecond resolution (9 decimals), the summary JSON round-trips.
                 self.assertAlmostEqual(json.load(f)["otherData"]["step_time_s"], r.step_time_s, places=9)
+            dumped = os.path.join(d, "job.yaml")
+            stepsim.simulate(JOB, overrides=SMALL, dump_job=dumped)
+            self.assertEqual(stepsim.simulate(dumped).step_time_s, r.step_time_s)
 
     def test_threads_run_at_once_with_the_same_numbers(self):
         want = stepsim.simulate(JOB, overrides=SMALL).step_time_s
@@ -279,6 +282,16 @@ class CommandsTest(unittest.TestCase):
         got = stepsim.plan(JOB, overrides=fp8, fp8_recipes="all", top=4, simulate=0)
         self.assertEqual(got.json, want)
         self.assertTrue(all(p["fp8_recipe"] for p in got))
+        # the space's constraints as --fix / --allow / --exclude take them
+        want = cli_json("plan", JOB, *sets(SMALL), "--fix", "tensor=2", "--allow", "zero_stage=1,3", "--exclude",
+                        "tp_comm_overlap", "--top", "5", "--simulate", "0")
+        got = stepsim.plan(JOB, overrides=SMALL, fix={"tensor": 2}, allow={"zero_stage": [1, 3]},
+                           exclude=["tp_comm_overlap"], top=5, simulate=0)
+        self.assertEqual(got.json, want)
+        self.assertEqual(got.json["constraints"], "tensor=2; zero_stage in {1,3}; not tp_comm_overlap=true")
+        self.assertTrue(all(p["tensor"] == 2 and p["zero_stage"] in (1, 3) and not p["tp_comm_overlap"] for p in got))
+        with self.assertRaises(stepsim.InputError):
+            stepsim.plan(JOB, overrides=SMALL, fix="tensor=2")
         # the memory map as --csv writes it
         with tempfile.TemporaryDirectory() as d:
             csv = os.path.join(d, "map.csv")

@@ -23,21 +23,37 @@ void check_counts(int gpus, int64_t global_batch) {
     throw InputError("--global-batch " + std::to_string(global_batch) + ": must be a positive number of sequences");
 }
 
-// The planner's space is Megatron-Core's (its optimizer variants, recompute modules, layouts); another framework's job
-// would be searched over options that framework does not have.
-void check_framework(const spec::JobSpec& job) {
-  if (job.training.framework == spec::Framework::MegatronCore) return;
-  throw InputError(job.source + ": key training.framework: " + spec::name_of(job.training.framework) +
-                   ": plan searches Megatron-Core's plans (its distributed optimizer, ZeRO stages, recompute modules "
-                   "and layouts); another framework's own space is not searched yet: simulate the plans you consider");
+// The framework's own space narrowed by the user's constraints (issue 46 item 2): what the walk may vary.
+void apply_framework_space(const PlanOptions& o, const spec::JobSpec& base, plan::SpaceOptions& space) {
+  const plan::FrameworkSpace fs = plan::framework_space(base.training.framework);
+  const plan::Constraints user = plan::parse_constraints(o.fix, o.allow, o.exclude);
+  space.framework = fs.framework;
+  space.optimizer_variants = fs.optimizer_variants;
+  space.recomputes = fs.recomputes;
+  space.constraints = plan::merge_constraints(fs, user);
+  // A micro-batch size or a virtual-stage count the user fixes or allows is searched even where the default lists
+  // do not hold it.
+  if (const auto& v = user.allowed[static_cast<int>(plan::PlanKey::MicroBatch)]) space.micro_batch_sizes = *v;
+  if (const auto& v = user.allowed[static_cast<int>(plan::PlanKey::VirtualStages)]) space.virtual_stages = *v;
 }
 
 }  // namespace
 
+JobInput plan_job_input(const PlanOptions& o) {
+  JobInput in = o.job;
+  if (o.framework.empty()) return in;
+  if (o.framework != "megatron" && o.framework != "torchtitan" && o.framework != "deepspeed") {
+    throw InputError("--framework " + o.framework + ": must be megatron, torchtitan or deepspeed");
+  }
+  in.overrides.push_back("training.framework=" + o.framework);
+  // DeepSpeed's profile is its ZeRO-3 (every plan of its space is); the job's own stage would be refused first.
+  if (o.framework == "deepspeed") in.overrides.push_back("training.zero_stage=3");
+  return in;
+}
+
 PlanOutput plan(const PlanOptions& o, const Distribution& dist) {
   check_counts(o.gpus, o.global_batch);
-  const spec::JobSpec base = load_job(o.job);
-  check_framework(base);
+  const spec::JobSpec base = load_job(plan_job_input(o));
   const int gpus = o.gpus > 0 ? o.gpus : base.cluster.num_gpus;
   const int64_t gbs = o.global_batch > 0 ? o.global_batch : base.training.global_batch_size;
   if (o.top < 1) throw InputError("--top " + std::to_string(o.top) + ": must be at least 1");
@@ -52,6 +68,7 @@ PlanOutput plan(const PlanOptions& o, const Distribution& dist) {
   po.space.gpus = gpus;
   po.space.global_batch = gbs;
   po.space.search_layouts = !o.keep_layout;
+  apply_framework_space(o, base, po.space);
   if (!o.fp8_recipes.empty()) po.space.fp8_recipes = plan::parse_fp8_recipes(catalog::shipped().gpus, o.fp8_recipes, base);
   po.top = o.top;
   po.simulate = o.simulate;
@@ -89,7 +106,6 @@ PlanOutput plan(const PlanOptions& o, const Distribution& dist) {
 MemoryMapOutput memory_map(const JobInput& job, int gpus, int64_t global_batch) {
   check_counts(gpus, global_batch);
   const spec::JobSpec base = load_job(job);
-  check_framework(base);
   MemoryMapOutput out;
   out.gpus = gpus > 0 ? gpus : base.cluster.num_gpus;
   out.model = base.model.name;
@@ -100,7 +116,8 @@ MemoryMapOutput memory_map(const JobInput& job, int gpus, int64_t global_batch) 
 }
 
 std::string plan_report_html(const PlanOptions& o, const PlanOutput& out) {
-  const MemoryMapOutput m = memory_map(o.job, out.json.value("gpus", 0), out.json.value("global_batch", int64_t{0}));
+  const MemoryMapOutput m =
+      memory_map(plan_job_input(o), out.json.value("gpus", 0), out.json.value("global_batch", int64_t{0}));
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   nlohmann::json cells = nlohmann::json::array();
   for (const plan::MapCell& c : m.map.cells) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,10 @@ struct PlanOptions {
   bool keep_layout = false;
   std::string fp8_recipes;  // fp8 jobs: recipes to search ("delayed,current", "all"); "": the job's own
   double memory_margin = plan::kDefaultMemoryMargin;
+  // The framework whose plans are searched ("": the job's training.framework) and the user's constraints on the
+  // space: "KEY=VALUE" (fix), "KEY=V1,V2" (allow), "KEY=V1,V2" or a switch "KEY" (exclude); docs/PLANNER.md.
+  std::string framework;
+  std::vector<std::string> fix, allow, exclude;
   ProgressFn progress;  // empty: none
 };
 
@@ -37,6 +42,9 @@ struct PlanOutput {
 
 // How the candidates are split over processes (the CLI fills it under MPI); the default is one process.
 using Distribution = plan::Distribution;
+
+// The job the options name, with --framework applied (as `training.framework=` after the job's other overrides).
+JobInput plan_job_input(const PlanOptions& o);
 
 // InputError for bad options or a bad job. Under MPI every process gets the same output.
 PlanOutput plan(const PlanOptions& o, const Distribution& dist = {});

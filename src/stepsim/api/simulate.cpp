@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "stepsim/api/dump_job.hpp"
 #include "stepsim/api/output_file.hpp"
 #include "stepsim/report/chrome_trace.hpp"
 #include "stepsim/report/html_report.hpp"
@@ -96,6 +97,7 @@ SimulateOutput simulate(const SimulateOptions& o) {
 
 void write_outputs(const SimulateOptions& o, const SimulateOutput& out) {
   if (!o.json_path.empty()) write_output_file(o.json_path, io::json_text(out.json, 2) + "\n", "summary JSON");
+  if (!o.dump_job_path.empty()) write_output_file(o.dump_job_path, resolved_job_yaml(o.job), "--dump-job");
   if (!o.trace_path.empty()) report::write_chrome_trace_file(o.trace_path, out.sim);
   if (!o.memory_csv.empty()) report::write_memory_csv_file(o.memory_csv, out.sim);
   if (!o.report_path.empty()) {

@@ -16,6 +16,7 @@ namespace stepsim::api {
 struct SimulateOptions {
   JobInput job;
   std::string json_path, trace_path, trace_ranks, memory_csv, report_path;  // outputs; "" = none
+  std::string dump_job_path;  // the job as read (api/dump_job.hpp); "" = none
   int rank = 0;                  // the rank of the breakdown and communication figures
   bool require_fit = false;      // check_fit throws when the job does not fit
   bool record_stages = false;    // record one rank per stage even without a trace or memory CSV (memory series)

@@ -72,7 +72,7 @@ int run_plan(PlanOptions& o) {
       throw InputError("--memory-map: prints the (TP, PP) map only; it takes --csv, not --objective/--price/--json/--report "
                        "(plan --report draws the map beside the ranked plans)");
     }
-    const api::MemoryMapOutput m = api::memory_map(a.job, a.gpus, a.global_batch);
+    const api::MemoryMapOutput m = api::memory_map(api::plan_job_input(a), a.gpus, a.global_batch);
     std::cout << api::memory_map_text(m);
     if (!o.csv_path.empty()) write_output_file(o.csv_path, m.csv, "memory map CSV");
     return 0;
@@ -133,6 +133,14 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--fp8-recipes", a.fp8_recipes,
                   "fp8 jobs: also search these Transformer Engine recipes (delayed,current,blockwise,mxfp8 or all; "
                   "default: the job's own)");
+  cmd->add_option("--framework", a.framework,
+                  "search the plans this framework runs: megatron, torchtitan or deepspeed (default: the job's "
+                  "training.framework; docs/PLANNER.md)");
+  cmd->add_option("--fix", a.fix, "constrain the search: KEY=VALUE, e.g. --fix tensor=8 (repeatable; keys in "
+                  "docs/PLANNER.md)");
+  cmd->add_option("--allow", a.allow, "constrain the search: KEY=V1,V2, e.g. --allow zero_stage=1,3 (repeatable)");
+  cmd->add_option("--exclude", a.exclude, "constrain the search: KEY=V1,V2 or a switch, e.g. --exclude "
+                  "tp_comm_overlap (repeatable)");
   cmd->add_flag("--memory-map", o->memory_map, "print the (TP, PP) memory-feasibility map instead of searching");
   cmd->add_option("--csv", o->csv_path, "with --memory-map: write the map as CSV here")->check(output_file());
   return [cmd, o]() { return cmd->parsed() ? run_plan(*o) : -1; };

@@ -59,6 +59,10 @@ Action add_simulate(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("simulate", "simulate one training step on every rank");
   add_job_options(*cmd, o->job);
   cmd->add_option("--json", o->json_path, "write the summary JSON here")->check(output_file());
+  cmd->add_option("--dump-job", o->dump_job_path,
+                  "write the job as read (converters, cluster file and --set applied) as a job YAML here; "
+                  "simulating it gives the same step")
+      ->check(output_file());
   cmd->add_option("--trace", o->trace_path, "write a Chrome trace (Perfetto) here")->check(output_file());
   cmd->add_option("--trace-ranks", o->trace_ranks, "ranks in the trace, e.g. 0-7,64 (default: one per stage)");
   cmd->add_option("--memory-csv", o->memory_csv, "write memory over time of the traced ranks (CSV) here")->check(output_file());

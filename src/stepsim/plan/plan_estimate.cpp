@@ -39,7 +39,9 @@ Estimate compose_estimate(const spec::JobSpec& job, const LayerCosts& lc, const 
   e.stages.tp_s = (x.f.tp_s + x.b.tp_s) * m;
   e.stages.cp_s = (x.f.cp_s + x.b.cp_s) * m;
   e.stages.ep_s = (x.f.ep_s + x.b.ep_s) * m;
-  e.stages.host_s = lc.host_syncs ? (x.f.host_s + x.b.host_s) * m : e.step_time_s - gpu_bound;
+  // Without host syncs the probe's host waits are the framework's own (DeepSpeed's hooks); the host bound adds the
+  // rest.
+  e.stages.host_s = (x.f.host_s + x.b.host_s) * m + (lc.host_syncs ? 0.0 : e.step_time_s - gpu_bound);
   e.stages.pp_s = pipe.bubble_s + pipe.sends_s;
   e.stages.dp_s = tail.dp_exposed_s + std::max(0.0, tail.head_s) + x.zero_wait * m;
   // (Without host syncs the host column takes what the bounds add; with them a stream-bound step is the stream's.)
@@ -72,6 +74,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   if (!lc.paired_ep_s.empty()) paired_share = apply_combined_pairs(job, lc, chunks, st);
   const DpCollectives coll(layout, comm);
   const DpStep dp{job, lc, d, chunks, coll, bpp};
+  add_fsdp2_copy_out(dp, compute, st);
   if (job.training.zero_stage >= 2 && coll.any()) replay_zero_streams(dp, paired_share, st);
   const PipelineTerms pipe = pipeline_terms(st, chunks.virtual_stages, job.num_microbatches(), layout, comm,
                                             boundary_activation_bytes(bpp, d));

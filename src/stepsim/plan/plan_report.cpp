@@ -141,6 +141,8 @@ nlohmann::json plan_json(const PlanResult& r, const ReportContext& c) {
               {"gpus", c.gpus},
               {"global_batch", c.global_batch},
               {"objective", c.options.objective == Objective::E2E ? "e2e" : "step"},
+              {"framework", spec::name_of(c.options.space.framework)},
+              {"constraints", c.options.space.constraints.user.describe()},
               {"capacity_bytes", r.capacity_bytes},
               {"enumerated", r.enumerated},
               {"estimated", r.estimated},

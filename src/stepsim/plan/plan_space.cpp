@@ -1,6 +1,7 @@
 #include "stepsim/plan/plan_space.hpp"
 
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "stepsim/io/input_error.hpp"
@@ -20,6 +21,8 @@ const char* rule_name(Rule r) {
     case Rule::LayersPerStage: return "layers-per-stage";
     case Rule::Interleaving: return "interleaving";
     case Rule::ProgramSize: return "program-size";
+    case Rule::Framework: return "framework";
+    case Rule::Constraint: return "constraint";
     case Rule::Megatron: return "megatron-checks";
     case Rule::Memory: return "memory";
     case Rule::kCount: break;
@@ -47,6 +50,10 @@ const char* rule_explanation(Rule r) {
       return "VP > 1 needs PP >= 2 and micro-batches a multiple of PP (Megatron's interleaved 1F1B)";
     case Rule::ProgramSize:
       return "micro-batches x layers per stage above the workload builder's op limit (8M ops per rank)";
+    case Rule::Framework:
+      return "a plan the job's framework does not run, or does not search unless asked (plan --allow)";
+    case Rule::Constraint:
+      return "outside the constraints given (plan --fix, --allow, --exclude)";
     case Rule::Megatron:
       return "any other Megatron start-up check (stepsim's job validation)";
     case Rule::Memory:
@@ -70,7 +77,14 @@ std::vector<int> divisors(int64_t n) {
 // variants.
 int64_t leaves_per_expert_node(const SpaceOptions& o, int64_t layout_variants) {
   return static_cast<int64_t>(o.micro_batch_sizes.size() * o.virtual_stages.size() * o.recomputes.size()) *
-         layout_variants * kOptimizerVariants;
+         layout_variants * static_cast<int64_t>(o.optimizer_variants.size());
+}
+
+// The rule a value of a dimension breaks (framework first), or nullopt.
+std::optional<Rule> dimension_rule(const SearchConstraints& c, PlanKey k, int v) {
+  if (!c.framework.allows(k, v)) return Rule::Framework;
+  if (!c.user.allows(k, v)) return Rule::Constraint;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -242,10 +256,12 @@ PlanSpace enumerate_plans(const hw::GpuCatalog& gpus, const spec::JobSpec& base,
     return s;
   };
 
+  const SearchConstraints& sc = o.constraints;
   for (int t : divisors(n)) {
     const int64_t t_leaves = leaves_t(t, n / t);
     out.enumerated += t_leaves;
     if (t > gpn) { drop(Rule::TpWithinNode, t_leaves); continue; }
+    if (const auto r = dimension_rule(sc, PlanKey::Tensor, t)) { drop(*r, t_leaves); continue; }
     const bool shards = m.num_attention_heads % t == 0 && m.ffn_hidden_size % t == 0 &&
                         (m.attention == spec::AttentionType::Mla || m.num_query_groups % t == 0) &&
                         (!m.moe || m.moe->ffn_hidden_size % t == 0);
@@ -257,17 +273,24 @@ PlanSpace enumerate_plans(const hw::GpuCatalog& gpus, const spec::JobSpec& base,
       const bool seq_ok = (c == 1 || m.seq_length % (2 * int64_t{c}) == 0) &&
                           (t == 1 || m.seq_length % (int64_t{t} * c) == 0);
       if (!seq_ok) { drop(Rule::CpDividesSequence, c_leaves); continue; }
+      if (const auto r = dimension_rule(sc, PlanKey::Context, c)) { drop(*r, c_leaves); continue; }
       for (int p : divisors(n / t / c)) {
         const int d = n / t / c / p;
+        const int64_t p_leaves = per_e * static_cast<int64_t>(experts.size());
+        if (const auto r = dimension_rule(sc, PlanKey::Pipeline, p)) { drop(*r, p_leaves); continue; }
+        if (const auto r = dimension_rule(sc, PlanKey::Data, d)) { drop(*r, p_leaves); continue; }
         for (int e : experts) {
           if ((int64_t{d} * c) % e != 0) { drop(Rule::ExpertDegree, per_e); continue; }
+          if (const auto r = dimension_rule(sc, PlanKey::Expert, e)) { drop(*r, per_e); continue; }
           const int64_t per_mbs = per_e / static_cast<int64_t>(o.micro_batch_sizes.size());
           for (int mbs : o.micro_batch_sizes) {
+            if (const auto r = dimension_rule(sc, PlanKey::MicroBatch, mbs)) { drop(*r, per_mbs); continue; }
             if (o.global_batch % (int64_t{mbs} * d) != 0) { drop(Rule::BatchDivisible, per_mbs); continue; }
             const int64_t mb = o.global_batch / (int64_t{mbs} * d);
             if (mb < p) { drop(Rule::MicrobatchesPerStage, per_mbs); continue; }
             const int64_t per_v = per_mbs / static_cast<int64_t>(o.virtual_stages.size());
             for (int v : o.virtual_stages) {
+              if (const auto r = dimension_rule(sc, PlanKey::VirtualStages, v)) { drop(*r, per_v); continue; }
               bool layers_ok = true;
               chunk_layers(m.num_layers, p * v, layers_ok);
               if (!layers_ok) { drop(Rule::LayersPerStage, per_v); continue; }
@@ -278,7 +301,7 @@ PlanSpace enumerate_plans(const hw::GpuCatalog& gpus, const spec::JobSpec& base,
               if (ops > static_cast<double>(workload::kMaxOpsPerProgram)) { drop(Rule::ProgramSize, per_v); continue; }
               for (spec::Recompute rc : o.recomputes) {
                 for (const LayoutVariant& lv : variants) {
-                  for (const OptimizerVariant& ov : kOptimizerVariantList) {
+                  for (const OptimizerVariant& ov : o.optimizer_variants) {
                     Plan pl{t, p, d, c, e, mbs, v, rc};
                     pl.zero_stage = ov.zero_stage;
                     pl.distributed_optimizer = ov.zero_stage >= 1;
@@ -290,6 +313,14 @@ PlanSpace enumerate_plans(const hw::GpuCatalog& gpus, const spec::JobSpec& base,
                     pl.expert_tensor = lv.expert_tensor;
                     pl.ep_overlap = lv.ep_overlap;
                     pl.fp8_recipe = lv.fp8_recipe;
+                    if (sc.framework.refuses(pl) || framework_rule(o.framework, pl)) {
+                      drop(Rule::Framework, 1);
+                      continue;
+                    }
+                    if (sc.user.refuses(pl)) {
+                      drop(Rule::Constraint, 1);
+                      continue;
+                    }
                     spec::JobSpec j = job_for(base, pl, n, o.global_batch);
                     // Megatron-Core's preconditions of the combined 1F1B EP overlap, asked before validate: most MoE
                     // candidates fail them, and a refusal by validate costs an exception.

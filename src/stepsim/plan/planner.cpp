@@ -112,8 +112,10 @@ std::vector<spec::Fp8Recipe> parse_fp8_recipes(const hw::GpuCatalog& gpus, const
   std::string name;
   while (std::getline(in, name, ',')) {
     if (name == "all") {
+      const bool torchtitan = job.training.framework == spec::Framework::Torchtitan;
       for (spec::Fp8Recipe r : kAll)
-        if (r != spec::Fp8Recipe::Mxfp8 || blackwell) out.push_back(r);
+        if ((r != spec::Fp8Recipe::Mxfp8 || blackwell) && (!torchtitan || r == spec::Fp8Recipe::Current))
+          out.push_back(r);
       continue;
     }
     const spec::Fp8Recipe* hit = nullptr;
@@ -122,6 +124,10 @@ std::vector<spec::Fp8Recipe> parse_fp8_recipes(const hw::GpuCatalog& gpus, const
     if (!hit) throw InputError("--fp8-recipes: '" + name + "' is not one of delayed, current, blockwise, mxfp8, all");
     if (*hit == spec::Fp8Recipe::Mxfp8 && !blackwell) {
       throw InputError("--fp8-recipes: mxfp8 needs a Blackwell GPU (" + job.cluster.gpu + " is not)");
+    }
+    if (*hit != spec::Fp8Recipe::Current && job.training.framework == spec::Framework::Torchtitan) {
+      throw InputError("--fp8-recipes: '" + name + "': torchtitan's Float8 (torchao) is tensorwise dynamic scaling, "
+                       "the recipe current only");
     }
     out.push_back(*hit);
   }
@@ -298,7 +304,8 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
   // Notes: every rule and what it removed, what is not searched, how the rows were timed.
   auto& notes = r.notes;
   notes.push_back(count_text(r.enumerated) + " plans enumerated (TP x CP x PP x EP x micro-batch x VP x recompute x " +
-                  "layout variants x " + std::to_string(kOptimizerVariants) + " optimizer variants), " + count_text(count) +
+                  "layout variants x " + std::to_string(o.space.optimizer_variants.size()) + " optimizer variants), " +
+                  count_text(count) +
                   " estimated, " + count_text(r.fits) + " fit in memory");
   for (int k = 0; k < kNumRules; ++k) {
     const Rule rule = static_cast<Rule>(k);
@@ -324,7 +331,16 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
                     "the shipped host speed, X with the measuring machine's slower host (the upper end of its interval; "
                     "CUDA graphs or more tokens per rank remove the risk; docs/COST-MODELS.md, \"Host issue model\")");
   }
-  if (o.space.search_layouts) {
+  const FrameworkSpace fs = framework_space(o.space.framework);
+  notes.push_back(std::string("framework ") + spec::name_of(o.space.framework) + ", its plans only: " + fs.summary +
+                  " (plan --framework searches another's)");
+  if (!o.space.constraints.user.empty()) {
+    notes.push_back("constraints (--fix / --allow / --exclude): " + o.space.constraints.user.describe());
+  }
+  if (o.space.framework != spec::Framework::MegatronCore) {
+    notes.push_back("layout variants: none beyond the framework's (no Transformer Engine userbuffers, CP as the "
+                    "framework runs it)");
+  } else if (o.space.search_layouts) {
     notes.push_back("layout variants: TP communication overlap off/on (tpo) when TP > 1, the context-parallel "
                     "communication ring / all-gather / all-to-all / all-to-all inside a node with a ring across (cp:ring, "
                     "cp:ag, cp:a2a, cp:a2a+p2p) when CP > 1, expert tensor "
@@ -334,7 +350,8 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
     notes.push_back("layout variants not searched (--keep-layout): every plan keeps the job's tp_comm_overlap, "
                     "cp_comm_type, expert_tensor and overlap_moe_expert_parallel_comm");
   }
-  if (o.space.fp8_recipes.empty() && base.training.precision == spec::Precision::Fp8) {
+  if (o.space.fp8_recipes.empty() && base.training.precision == spec::Precision::Fp8 &&
+      o.space.framework == spec::Framework::MegatronCore) {
     notes.push_back(std::string("fp8 recipe: the job's own (") + spec::name_of(base.training.fp8_recipe) +
                     "); --fp8-recipes all searches them too (under this model delayed and blockwise cost the same, "
                     "current scaling one more read per cast, mxfp8 1/32 more fp8-copy memory: a recipe is chosen for "
@@ -358,16 +375,25 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
                     "pair leaves exposed, not the later sends of a combined step under pipelining (engine-timed rows "
                     "have both)");
   }
-  notes.push_back("not searched: attention_backend, the MoE token dispatcher, "
-                  "recompute_modules, CPU optimizer offload, activation offload (the job's own settings are kept: "
-                  "with optimizer_offload only distributed-optimizer plans, with activation_offload_layers only "
-                  "pipeline 1 without recompute, as Megatron-LM requires)");
+  if (o.space.framework == spec::Framework::MegatronCore) {
+    notes.push_back("not searched: attention_backend, the MoE token dispatcher, "
+                    "recompute_modules, CPU optimizer offload, activation offload (the job's own settings are kept: "
+                    "with optimizer_offload only distributed-optimizer plans, with activation_offload_layers only "
+                    "pipeline 1 without recompute, as Megatron-LM requires)");
+  } else {
+    notes.push_back(std::string("not searched: ") +
+                    (o.space.framework == spec::Framework::Torchtitan ? "compile, the fp8 recipe"
+                                                                      : "reduce_bucket_size, zero3_hook_us") +
+                    ", the attention kernels (the job's own settings are kept)");
+  }
   notes.push_back("every plan uses all " + std::to_string(n) + " GPUs (eq. 42 allows fewer; not searched); sequence "
                   "parallelism is on whenever TP > 1; VP > 1 uses interleaved 1F1B with overlapped p2p");
-  notes.push_back("optimizer variants: plain (overlap_grad_reduce off/on), distributed optimizer = ZeRO-1 "
-                  "(overlap_grad_reduce and overlap_param_gather off/on), ZeRO-2 (gradients reduce-scattered every "
-                  "micro-batch; overlap_param_gather off/on), ZeRO-3 (parameters gathered per layer, prefetched one "
-                  "layer ahead)");
+  if (o.space.framework == spec::Framework::MegatronCore) {
+    notes.push_back("optimizer variants: plain (overlap_grad_reduce off/on), distributed optimizer = ZeRO-1 "
+                    "(overlap_grad_reduce and overlap_param_gather off/on), ZeRO-2 (gradients reduce-scattered every "
+                    "micro-batch; overlap_param_gather off/on), ZeRO-3 (parameters gathered per layer, prefetched one "
+                    "layer ahead); ZeRO-2/3 only where --allow zero_stage names them");
+  }
   const int64_t engine_rows = static_cast<int64_t>(std::min<size_t>(timed.size(), static_cast<size_t>(o.top)));
   notes.push_back("the first " + std::to_string(engine_rows) + " rows are timed by the engine (the " +
                   std::to_string(r.simulated) + " best estimates were simulated); the rest are analytic estimates");

@@ -8,6 +8,7 @@
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/catalog/prediction_interval.hpp"
 #include "stepsim/job/pipeline_split.hpp"
+#include "stepsim/report/job_setup.hpp"
 
 namespace stepsim::report {
 
@@ -94,6 +95,7 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   json j;
   j["fits"] = !s.oom;  // false: the peak memory exceeds the GPU's; step_time_s is then what it would take
   j["step_time_s"] = s.step_time_s;
+  j["job"] = job_setup_json(job);
   if (!s.notes.empty()) j["notes"] = s.notes;
   if (!job.model.hf_assumptions.empty()) j["assumptions"] = job.model.hf_assumptions;
   if (!job.cluster.gpu_notes.empty()) j["gpu_notes"] = job.cluster.gpu_notes;
@@ -166,6 +168,7 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   o << "  micro-batch " << job.training.micro_batch_size << ", global batch " << job.training.global_batch_size
     << " (" << job.num_microbatches() << " micro-batches per pipeline), seq " << job.model.seq_length << ", "
     << spec::name_of(job.training.precision) << ", recompute " << spec::name_of(job.training.recompute) << "\n";
+  o << "  " << job_setup_text(job) << "\n";
   if (!p.pipeline_layers.empty()) {
     o << "  layers per model chunk: " << spec::describe_layers(p.pipeline_layers) << " (" << p.pipeline_split_rule << ")\n";
   }

@@ -104,12 +104,17 @@ ModelDims make_dims(const spec::JobSpec& job) {
   return d;
 }
 
-int64_t total_parameters(const spec::ModelSpec& m) {
+namespace {
+
+// Whole-model parameters; `active`: each MoE layer's routed experts counted top-k of num_experts (what one token
+// passes through).
+int64_t model_parameters(const spec::ModelSpec& m, bool active) {
   const LayerParams lp = layer_params(m, 1);
   const int64_t h = m.hidden_size;
   const int64_t norm = m.normalization == spec::Normalization::LayerNorm ? 2 * h : h;
+  const int64_t experts = !m.moe ? 0 : active ? lp.experts_total / m.moe->num_experts * m.moe->topk : lp.experts_total;
   auto layer = [&](int l) {
-    return lp.attention + lp.norms + (m.is_moe_layer(l) ? lp.router + lp.experts_total + lp.shared : lp.dense_mlp);
+    return lp.attention + lp.norms + (m.is_moe_layer(l) ? lp.router + experts + lp.shared : lp.dense_mlp);
   };
   int64_t total = 0;
   for (int l = 0; l < m.num_layers; ++l) total += layer(l);
@@ -121,5 +126,10 @@ int64_t total_parameters(const spec::ModelSpec& m) {
   total += norm;  // the final norm
   return total;
 }
+
+}  // namespace
+
+int64_t total_parameters(const spec::ModelSpec& m) { return model_parameters(m, false); }
+int64_t active_parameters(const spec::ModelSpec& m) { return model_parameters(m, true); }
 
 }  // namespace stepsim::workload

@@ -61,5 +61,7 @@ int64_t padded_vocab(int64_t vocab, int tensor);
 
 // Total parameters of the whole model (no parallelism), counting tied embeddings once.
 int64_t total_parameters(const spec::ModelSpec& m);
+// Parameters one token passes through: each MoE layer's routed experts counted top-k of the experts.
+int64_t active_parameters(const spec::ModelSpec& m);
 
 }  // namespace stepsim::workload

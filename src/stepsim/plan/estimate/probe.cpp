@@ -6,6 +6,7 @@
 #include "stepsim/cost/compute/host_issue.hpp"
 #include "stepsim/plan/estimate/host_flow_shop.hpp"
 #include "stepsim/plan/estimate/probe_tally.hpp"
+#include "stepsim/workload/megatron/features.hpp"
 #include "stepsim/plan/estimate/probe_waits.hpp"
 #include "stepsim/sim/engine.hpp"
 #include "stepsim/assemble/simulation.hpp"
@@ -87,6 +88,20 @@ void add_paired_exposure(LayerCosts& out, const workload::Program& prog, const s
   }
 }
 
+// DeepSpeed ZeRO-3's module hooks: one op per unit and pass on the compute stream while the host runs them
+// (grad_sync.cpp). The probe runs without ZeRO (every optimizer variant shares it), so they are added here.
+void add_deepspeed_hooks(LayerCosts& out, const spec::JobSpec& base) {
+  if (base.training.framework != spec::Framework::DeepSpeed || base.training.zero3_hook_us <= 0) return;
+  const workload::megatron::FrameworkProfile modules{};
+  const double s = base.training.zero3_hook_us * 1e-6;
+  for (auto* parts : {&out.fwd, &out.bwd})
+    for (LayerCosts::Part& x : *parts) x.host_s += modules.layer_modules * s;
+  out.first_fwd.host_s += modules.embedding_modules * s;
+  out.first_bwd.host_s += modules.embedding_modules * s;
+  out.last_fwd.host_s += modules.head_modules * s;
+  out.last_bwd.host_s += modules.head_modules * s;
+}
+
 }  // namespace
 
 LayerCosts probe_layer_costs(const catalog::Catalog& cat, const spec::JobSpec& base, const ProbeKey& k,
@@ -100,6 +115,7 @@ LayerCosts probe_layer_costs(const catalog::Catalog& cat, const spec::JobSpec& b
   estimate::ProbeTally tally(prog, rp, layers, {shape.host_lead ? 1 : -1, k.ep_overlap});
   for (size_t i = 0; i < prog.ops.size(); ++i) tally.add(i);
   LayerCosts out = tally.finish();
+  add_deepspeed_hooks(out, base);
   // Under the EP overlap two micro-batches' activations are stored at the pair's start (forward 1 begins before
   // backward 0 frees); otherwise one micro-batch's are (the host-lead probe frees micro-batch 0 before forward 1).
   const int stored_microbatches = k.ep_overlap ? 2 : 1;

@@ -7,15 +7,15 @@
 
 namespace stepsim::plan::estimate {
 
-namespace {
-
-double optimizer_op_seconds(const cost::ComputeModel& compute, workload::ComputeCategory c, double bytes) {
+double memop_seconds(const cost::ComputeModel& compute, workload::ComputeCategory c, double bytes) {
   if (bytes <= 0) return 0.0;
   workload::Op op;
   op.category = c;
   op.bytes = static_cast<uint64_t>(bytes);
   return static_cast<double>(compute.duration_ns(op)) * 1e-9;
 }
+
+namespace {
 
 // Parameters in the rank's optimizer shard: the distributed optimizer shards dense parameters over the data-parallel
 // group and expert ones over the expert-data-parallel group.
@@ -27,6 +27,23 @@ double optimizer_params(const DpStep& step, const StageCosts& x) {
 
 }  // namespace
 
+void add_fsdp2_copy_out(const DpStep& step, const cost::ComputeModel& compute, std::vector<StageCosts>& st) {
+  const spec::TrainingSpec& tr = step.job.training;
+  if (tr.framework != spec::Framework::Torchtitan || tr.zero_stage != 3 || !step.coll.any()) return;
+  for (int s = 0; s < step.chunks.stages; ++s) {
+    int units = 0;
+    for (int v = 0; v < step.chunks.virtual_stages; ++v) {
+      const int c = step.chunks.of(s, v);
+      units += step.chunks.len[c] + step.chunks.has_embedding(c) + step.chunks.has_head(c);
+    }
+    if (units == 0) continue;
+    const double bytes = 2.0 * step.bpp.weight * (st[s].dense + st[s].expert) / units;
+    const double pass = units * memop_seconds(compute, workload::ComputeCategory::Elementwise, bytes);
+    st[s].f.compute_s += pass;
+    st[s].b.compute_s += pass;
+  }
+}
+
 // The GPU's Adam, and under CPU offload the copies down, the CPU's Adam and the copies up (in series, or pipelined in
 // kOffloadChunks with the first copy down and the last copy up exposed), the GPU's share running beside the first
 // copy down.
@@ -34,13 +51,13 @@ double optimizer_seconds(const spec::TrainingSpec& tr, const workload::BytesPerP
                          const cost::ComputeModel& compute) {
   using workload::ComputeCategory;
   const double host = tr.optimizer_offload ? std::round(params * tr.optimizer_offload_fraction) : 0.0;
-  const double gpu = optimizer_op_seconds(compute, ComputeCategory::Optimizer, (params - host) * bpp.step_traffic);
+  const double gpu = memop_seconds(compute, ComputeCategory::Optimizer, (params - host) * bpp.step_traffic);
   if (host <= 0) return gpu;
   const int chunks = tr.optimizer_offload_overlap ? workload::kOffloadChunks : 1;
   const double copy =
-      optimizer_op_seconds(compute, ComputeCategory::Offload, host / chunks * workload::kOffloadCopyBytesPerParam);
+      memop_seconds(compute, ComputeCategory::Offload, host / chunks * workload::kOffloadCopyBytesPerParam);
   const double cpu =
-      optimizer_op_seconds(compute, ComputeCategory::CpuOptimizer, host * workload::kCpuAdamBytesPerParam);
+      memop_seconds(compute, ComputeCategory::CpuOptimizer, host * workload::kCpuAdamBytesPerParam);
   return std::max(gpu, copy) + cpu + copy;
 }
 

@@ -10,6 +10,14 @@
 
 namespace stepsim::plan::estimate {
 
+// One memory-bound kernel of `bytes` in category c (0 for none).
+double memop_seconds(const cost::ComputeModel& compute, workload::ComputeCategory c, double bytes);
+
+// FSDP2 (framework torchtitan at ZeRO-3) copies each unit's gathered flat buffer out into its parameters on the compute
+// stream before the unit's forward and its backward (grad_sync.cpp): 2 x weight bytes per parameter. The probe runs
+// without ZeRO, so a stage-3 plan adds them to each stage's passes.
+void add_fsdp2_copy_out(const DpStep& step, const cost::ComputeModel& compute, std::vector<StageCosts>& st);
+
 // The optimizer step of one rank's shard of `params` parameters as the builder emits it.
 double optimizer_seconds(const spec::TrainingSpec& tr, const workload::BytesPerParam& bpp, double params,
                          const cost::ComputeModel& compute);
