@@ -176,7 +176,7 @@ TEST(GpuCatalog, UnknownGpuListsTheKnownOnes) {
     FAIL();
   } catch (const InputError& e) {
     const std::string msg = e.what();
-    EXPECT_EQ(msg.rfind("unknown GPU 'X9000' (key cluster.gpu); known: A100-40GB, A100-80GB", 0), 0u) << msg;
+    EXPECT_EQ(msg.rfind("key cluster.gpu: unknown GPU 'X9000'; known: A100-40GB, A100-80GB", 0), 0u) << msg;
     EXPECT_NE(msg.find("H100-SXM"), std::string::npos);
   }
 }

@@ -88,11 +88,11 @@ TEST(GpuName, WhatTheNameLeavesOpenIsSaid) {
   EXPECT_TRUE(hw::resolve_gpu_name(gpus(), "A100-80GB").notes.empty());
   // A memory no catalog H100 has: refused, naming the H100s there are.
   std::string e = test::error_of([] { hw::resolve_gpu_name(gpus(), "H100 SXM 72GB"); });
-  EXPECT_NE(e.find("unknown GPU 'H100 SXM 72GB' (key cluster.gpu): no catalog GPU of model h100"), std::string::npos) << e;
+  EXPECT_NE(e.find("key cluster.gpu: unknown GPU 'H100 SXM 72GB': no catalog GPU of model h100"), std::string::npos) << e;
   EXPECT_NE(e.find("H100-SXM (80 GiB, SXM)"), std::string::npos) << e;
   EXPECT_NE(e.find("H100-SXM-96GB (96 GiB, SXM)"), std::string::npos) << e;
   e = test::error_of([] { hw::resolve_gpu_name(gpus(), "X9000"); });
-  EXPECT_EQ(e.rfind("unknown GPU 'X9000' (key cluster.gpu); known: A100-40GB", 0), 0u) << e;
+  EXPECT_EQ(e.rfind("key cluster.gpu: unknown GPU 'X9000'; known: A100-40GB", 0), 0u) << e;
 }
 
 // f(P) = ((P - s TDP) / ((1 - s) TDP))^(1/3): 500 W of an H100's 700 W with s = 0.2 leaves

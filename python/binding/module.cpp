@@ -139,6 +139,11 @@ py::object whatif(const py::dict& job, const py::dict& opts) {
   stepsim::api::WhatIfOptions o;
   o.job = job_input(job);
   o.scales = get<std::vector<std::string>>(opts, "scale", {});
+  o.to = get<std::vector<std::string>>(opts, "to", {});
+  o.tokens = get_optional<double>(opts, "tokens");
+  if (o.tokens && opts.contains("steps")) {
+    throw stepsim::InputError("tokens= gives the steps of each side; not with steps=");
+  }
   o.settings.steps = get<int64_t>(opts, "steps", o.settings.steps);
   o.settings.failures_per_node_day = get<double>(opts, "failure_rate", o.settings.failures_per_node_day);
   o.settings.storage_GBps = get<double>(opts, "storage_GBps", o.settings.storage_GBps);
@@ -162,6 +167,7 @@ py::object reliability(const py::dict& job, const py::dict& opts) {
   o.checkpoint_GB = get_optional<double>(opts, "checkpoint_GB");
   o.nodes = get_optional<int64_t>(opts, "nodes");
   o.steps = get_optional<int64_t>(opts, "steps");
+  o.tokens = get_optional<double>(opts, "tokens");
   o.interval = get_optional<int64_t>(opts, "interval");
   o.runs = get_optional<int64_t>(opts, "monte_carlo");
   o.failure_rate = get<double>(opts, "failure_rate", o.failure_rate);
@@ -194,6 +200,7 @@ py::object plan(const py::dict& job, const py::dict& opts) {
   o.memory_margin = get<double>(opts, "memory_margin", o.memory_margin);
   o.objective = get<std::string>(opts, "objective", o.objective);
   o.steps = get_optional<int64_t>(opts, "steps");
+  o.tokens = get_optional<double>(opts, "tokens");
   o.failure_rate = get_optional<double>(opts, "failure_rate");
   o.storage_GBps = get_optional<double>(opts, "storage_GBps");
   o.init_time_s = get_optional<double>(opts, "init_time");

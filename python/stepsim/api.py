@@ -231,15 +231,18 @@ def memory(job=None, overrides=None, **kw):
     return _native.memory(_job(job, overrides=overrides, **jk), _options(kw, ("json",), "memory"))
 
 
-def whatif(job=None, scale=None, overrides=None, **kw):
-    """``stepsim whatif``: the job before and after scaling keys (the --json dict).
+def whatif(job=None, scale=None, overrides=None, to=None, **kw):
+    """``stepsim whatif``: the job before and after scaling or setting keys (the --json dict).
 
     scale: {"inter_node_bandwidth": 2} or ["inter_node_bandwidth=2"] (keys: docs/WHATIF.md).
-    Options: steps, failure_rate, storage_GBps, price, json.
+    to: {"cluster.gpu": "B200"} or ["cluster.gpu=B200"]: any key set on the after side, as --to.
+    Options: steps or tokens (a token budget: each side's steps from its batch), failure_rate, storage_GBps, price,
+    json.
     """
     jk = _job_kwargs(kw)
-    opts = _options(kw, ("steps", "failure_rate", "storage_GBps", "price", "json"), "whatif")
+    opts = _options(kw, ("steps", "tokens", "failure_rate", "storage_GBps", "price", "json"), "whatif")
     opts["scale"] = _overrides(scale)
+    opts["to"] = _overrides(to)
     return _native.whatif(_job(job, overrides=overrides, **jk), opts)
 
 
@@ -247,11 +250,11 @@ def reliability(job=None, overrides=None, **kw):
     """``stepsim reliability``: end-to-end time with failures and checkpoints (the --json dict). The job is
     optional when step_time, nodes and save_time (or checkpoint_GB) are given.
 
-    Options: steps (required), step_time, nodes, failure_rate, recovery_time, recovery_mix, recovery_level_times,
-    save_time, checkpoint_GB, storage_GBps, init_time, interval, monte_carlo, seed.
+    Options: steps (required, or tokens with a job: a token budget), step_time, nodes, failure_rate, recovery_time,
+    recovery_mix, recovery_level_times, save_time, checkpoint_GB, storage_GBps, init_time, interval, monte_carlo, seed.
     """
     jk = _job_kwargs(kw)
-    opts = _options(kw, ("steps", "step_time", "nodes", "failure_rate", "recovery_time", "recovery_mix",
+    opts = _options(kw, ("steps", "tokens", "step_time", "nodes", "failure_rate", "recovery_time", "recovery_mix",
                          "recovery_level_times", "save_time", "checkpoint_GB", "storage_GBps", "init_time",
                          "interval", "monte_carlo", "seed", "json"), "reliability")
     if "seed" in opts:
@@ -263,8 +266,8 @@ def plan(job=None, overrides=None, **kw):
     """``stepsim plan``: the ranked parallel plans of the job (best first) as a :class:`Rows` list of plan dicts;
     ``.json`` is everything --json writes (model, gpus, capacity, the rules' counts, ...).
 
-    Options: gpus, global_batch, top, simulate, threads, memory_margin, objective ("step" | "e2e"), steps,
-    failure_rate, storage_GBps, init_time, price, keep_layout, fp8_recipes, json. With ``memory_map=True`` (and gpus,
+    Options: gpus, global_batch, top, simulate, threads, memory_margin, objective ("step" | "e2e"), steps (or
+    tokens), failure_rate, storage_GBps, init_time, price, keep_layout, fp8_recipes, json. With ``memory_map=True`` (and gpus,
     global_batch, csv) the (TP, PP) memory-feasibility map instead, one row per pair as --csv writes it.
 
     The space (docs/PLANNER.md, "Frameworks and constraints"): ``framework`` ("megatron" | "torchtitan" | "deepspeed";
@@ -277,6 +280,7 @@ def plan(job=None, overrides=None, **kw):
         opts = _options(kw, ("gpus", "global_batch", "csv"), "plan(memory_map=True)")
         return _csv_rows(_native.memory_map(_job(job, overrides=overrides, **jk), opts))
     opts = _options(kw, ("gpus", "global_batch", "top", "simulate", "threads", "memory_margin", "objective", "steps",
+                         "tokens",
                          "failure_rate", "storage_GBps", "init_time", "price", "keep_layout", "fp8_recipes", "json",
                          "framework", "fix", "allow", "exclude"),
                     "plan")

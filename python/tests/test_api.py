@@ -223,6 +223,10 @@ class InputErrorTest(unittest.TestCase):
         e = self.check_same_as_cli(["model.hidden_sizee=4096"], "model.hidden_sizee")
         self.assertEqual(e.rule, "unknown key (did you mean model.hidden_size?)")
 
+    def test_unknown_gpu_names_its_key(self):
+        e = self.check_same_as_cli(["cluster.gpu=Z9000"], "cluster.gpu")
+        self.assertTrue(e.rule.startswith("unknown GPU 'Z9000'; known: "), e.rule)
+
     def test_invalid_value(self):
         e = self.check_same_as_cli(["parallelism.tensor=3"], "parallelism")  # a rule across the section's keys
         self.assertIn("does not equal cluster.num_gpus 8", e.rule)

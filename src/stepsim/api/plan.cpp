@@ -78,9 +78,18 @@ PlanOutput plan(const PlanOptions& o, const Distribution& dist) {
   po.progress = o.progress;
   if (o.objective == "e2e") {
     po.objective = plan::Objective::E2E;
-    if (!o.steps || *o.steps < 1) throw InputError("--steps: required with --objective e2e (training steps of the run, >= 1)");
     plan::E2EOptions e;
-    e.steps = *o.steps;
+    if (o.tokens) {
+      // Every plan runs the same global batch of the same sequences: one step count for all.
+      if (o.steps) throw InputError("--tokens: gives the steps of the run; not with --steps");
+      check_finite("--tokens", *o.tokens, 1);
+      e.steps = static_cast<int64_t>(std::ceil(*o.tokens / (static_cast<double>(gbs) * base.model.seq_length)));
+    } else {
+      if (!o.steps || *o.steps < 1) {
+        throw InputError("--steps: required with --objective e2e (training steps of the run, >= 1), or --tokens");
+      }
+      e.steps = *o.steps;
+    }
     e.failures_per_node_day = o.failure_rate.value_or(e.failures_per_node_day);
     e.storage_GBps = o.storage_GBps.value_or(e.storage_GBps);
     e.init_time_s = o.init_time_s.value_or(e.init_time_s);
@@ -90,6 +99,7 @@ PlanOutput plan(const PlanOptions& o, const Distribution& dist) {
     po.e2e = e;
   } else if (o.objective == "step") {
     if (o.steps) throw InputError("--steps: only with --objective e2e");
+    if (o.tokens) throw InputError("--tokens: only with --objective e2e");
     if (o.failure_rate) throw InputError("--failure-rate: only with --objective e2e");
     if (o.storage_GBps) throw InputError("--storage-GBps: only with --objective e2e");
     if (o.init_time_s) throw InputError("--init-time: only with --objective e2e");

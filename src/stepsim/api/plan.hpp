@@ -22,6 +22,7 @@ struct PlanOptions {
   int64_t global_batch = 0;                           // 0: the job's
   std::string objective = "step";                     // step | e2e
   std::optional<int64_t> steps;                       // e2e options: given or not
+  std::optional<double> tokens;                       // e2e: a token budget instead of steps
   std::optional<double> failure_rate, storage_GBps, init_time_s;
   double price = 0;
   bool keep_layout = false;

@@ -100,9 +100,21 @@ ReliabilityResolved resolve(const ReliabilityOptions& o) {
   ReliabilityResolved r;
   plan::ReliabilityInputs& in = r.in;
 
-  if (!o.steps) throw InputError("--steps: required (training steps to run; the job file has no training-length key)");
-  check_count("--steps", *o.steps, 1, 1'000'000'000'000);
-  in.steps = *o.steps;
+  if (o.tokens) {
+    if (o.steps) throw InputError("--tokens: gives the steps; not with --steps");
+    if (!job) throw InputError("--tokens: needs a job (its global batch x sequence is the tokens of a step)");
+    check_range("--tokens", *o.tokens, 1, false, 1e18, "tokens");
+    r.tokens = *o.tokens;
+    r.tokens_per_step = static_cast<double>(job->training.global_batch_size) * job->model.seq_length;
+    in.steps = static_cast<int64_t>(std::ceil(r.tokens / r.tokens_per_step));
+  } else {
+    if (!o.steps) {
+      throw InputError("--steps: required (training steps to run; the job file has no training-length key), or "
+                       "--tokens with a job");
+    }
+    check_count("--steps", *o.steps, 1, 1'000'000'000'000);
+    in.steps = *o.steps;
+  }
 
   if (o.nodes) {
     check_count("--nodes", *o.nodes, 1, 10'000'000);
@@ -200,6 +212,10 @@ nlohmann::json to_json(const ReliabilityOutput& x) {
         {"checkpoint_bytes", x.r.checkpoint_bytes > 0 ? nlohmann::json(x.r.checkpoint_bytes) : nlohmann::json()},
         {"storage_GBps", x.r.storage_GBps > 0 ? nlohmann::json(x.r.storage_GBps) : nlohmann::json()},
         {"init_time_s", in.init_time_s}, {"steps", in.steps}}}};
+  if (x.r.tokens > 0) {
+    j["inputs"]["tokens"] = x.r.tokens;
+    j["inputs"]["tokens_per_step"] = x.r.tokens_per_step;
+  }
   if (x.mc) {
     const plan::MonteCarloResult& m = *x.mc;
     j["monte_carlo"] = {{"runs", m.runs},         {"seed", m.seed},       {"mean_s", m.mean_s},

@@ -20,6 +20,8 @@ struct ReliabilityOptions {
   JobInput job;
   std::optional<double> step_time_s, recovery_time_s, save_time_s, checkpoint_GB;
   std::optional<int64_t> nodes, steps, interval, runs;
+  // A token budget instead of steps: ceil(tokens / (global batch x sequence)) of the job's steps (needs a job).
+  std::optional<double> tokens;
   double failure_rate = plan::kDefaultFailuresPerNodeDay;  // MoFa Table 5: r_f = 0.5 % per node-day
   double storage_GBps = plan::kDefaultStorageGBps;          // docs/RELIABILITY.md says why 100
   bool storage_given = false;
@@ -34,6 +36,7 @@ struct ReliabilityResolved {
   std::string step_time_source, recovery_source, save_time_source;
   double checkpoint_bytes = 0;  // 0 when save_time_s gave T_save directly
   double storage_GBps = 0;      // likewise
+  double tokens = 0, tokens_per_step = 0;  // with --tokens (0 otherwise)
 };
 
 struct ReliabilityOutput {

@@ -23,6 +23,11 @@ std::string reliability_text(const ReliabilityOutput& x) {
   std::ostringstream o;
   o << "stepsim reliability: " << in.nodes << " nodes, " << in.steps << " steps of " << secs(in.step_time_s) << " ("
     << x.r.step_time_source << ")\n";
+  if (x.r.tokens > 0) {
+    o << "  tokens            " << report::format_number("%.4g", x.r.tokens) << " = " << in.steps << " steps of "
+      << report::format_number("%.0f", x.r.tokens_per_step) << " tokens (global batch x sequence; the last step "
+      << "rounded up)\n";
+  }
   o << "  failures          " << report::format_number("%g", in.failures_per_node_day) << " per node-day x " << in.nodes
     << " nodes = " << report::format_number("%.4g", per_day) << " per day, one every " << report::format_number("%.2f", 24.0 / per_day) << " h\n";
   o << "  repair u_b        " << secs(plan::mean_time_to_repair(in.recovery)) << " (" << x.r.recovery_source;

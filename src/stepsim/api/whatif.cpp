@@ -31,10 +31,47 @@ void check(const std::string& flag, double v, double lo, double hi, const std::s
     throw InputError(flag + ": must be in [" + report::format_number("%g", lo) + ", " + report::format_number("%g", hi) + "] " + unit + ", got " + report::format_number("%g", v));
 }
 
+// The after side's --to settings (any job key, as --set writes it). Swapping the GPU swaps the node's NVLink rate with
+// it: the job's own intra-node bandwidth is the old GPU's, so it is dropped unless a --to gives one.
+YAML::Node apply_to(YAML::Node root, const spec::JobSpec& before, const std::vector<std::string>& to,
+                    std::vector<std::string>& notes) {
+  bool gpu = false, intra = false;
+  for (const std::string& t : to) {
+    const size_t eq = t.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == t.size()) {
+      throw InputError("--to " + t + ": needs KEY=VALUE, e.g. --to cluster.gpu=B200");
+    }
+    const std::string key = t.substr(0, eq);
+    gpu |= key == "cluster.gpu";
+    intra |= key.rfind("cluster.intra_node", 0) == 0;
+  }
+  if (gpu && !intra && root["cluster"].IsMap() && root["cluster"]["intra_node"].IsMap() &&
+      root["cluster"]["intra_node"]["bandwidth_GBps"].IsDefined()) {
+    root["cluster"]["intra_node"].remove("bandwidth_GBps");
+    notes.push_back("--to cluster.gpu: the job's cluster.intra_node.bandwidth_GBps (" +
+                    report::format_number("%g", before.cluster.intra_node.bandwidth_GBps) +
+                    " GB/s, the old GPU's NVLink) is dropped for the new GPU's own; --to "
+                    "cluster.intra_node.bandwidth_GBps=... keeps another");
+  }
+  spec::apply_overrides(root, to);
+  return root;
+}
+
+int64_t steps_for(const std::optional<double>& tokens, const spec::JobSpec& job, int64_t steps) {
+  if (!tokens) return steps;
+  const double per_step = static_cast<double>(job.training.global_batch_size) * job.model.seq_length;
+  return static_cast<int64_t>(std::ceil(*tokens / per_step));
+}
+
 }  // namespace
 
 WhatIfOutput whatif(const WhatIfOptions& o) {
-  if (o.scales.empty()) throw InputError("--scale: give at least one KEY=FACTOR, e.g. --scale inter_node_bandwidth=2");
+  if (o.scales.empty() && o.to.empty()) {
+    throw InputError("--scale / --to: give at least one, e.g. --scale inter_node_bandwidth=2 or --to cluster.gpu=B200");
+  }
+  if (o.tokens && (!std::isfinite(*o.tokens) || *o.tokens < 1 || *o.tokens > 1e18)) {
+    throw InputError("--tokens: must be in [1, 1e18] tokens, got " + report::format_number("%g", *o.tokens));
+  }
   if (o.settings.steps < 1 || o.settings.steps > int64_t{1} << 40)
     throw InputError("--steps: must be in [1, 2^40], got " + std::to_string(o.settings.steps));
   check("--failure-rate", o.settings.failures_per_node_day, 0, 100, "failures per node-day");
@@ -44,18 +81,30 @@ WhatIfOutput whatif(const WhatIfOptions& o) {
   WhatIfOutput out;
   out.before_job = spec::job_from_node(catalog::shipped().gpus, tree.root, tree.source);
   for (const std::string& s : o.scales) out.scales.push_back(plan::parse_scale(s));
-  const spec::JobSpec after_job =
-      spec::job_from_node(catalog::shipped().gpus, plan::apply_scales(tree.root, out.before_job, out.scales), tree.source + " (scaled)");
-  out.before = plan::evaluate(catalog::shipped(), out.before_job, o.settings);
-  out.after = plan::evaluate(catalog::shipped(), after_job, o.settings);
+  const YAML::Node after_root =
+      apply_to(plan::apply_scales(tree.root, out.before_job, out.scales), out.before_job, o.to, out.notes);
+  const spec::JobSpec after_job = spec::job_from_node(catalog::shipped().gpus, after_root, tree.source + " (after)");
+  out.after_gpu = after_job.cluster.gpu;
+  plan::WhatIfSettings before_settings = o.settings, after_settings = o.settings;
+  before_settings.steps = out.before_steps = steps_for(o.tokens, out.before_job, o.settings.steps);
+  after_settings.steps = out.after_steps = steps_for(o.tokens, after_job, o.settings.steps);
+  out.before = plan::evaluate(catalog::shipped(), out.before_job, before_settings);
+  out.after = plan::evaluate(catalog::shipped(), after_job, after_settings);
 
   nlohmann::json& j = out.json;
   j["scales"] = nlohmann::json::array();
   for (const plan::Scale& s : out.scales) j["scales"].push_back({{"key", s.key}, {"factor", s.factor}});
+  j["to"] = o.to;
+  j["notes"] = out.notes;
   j["steps"] = o.settings.steps;
+  if (o.tokens) j["tokens"] = *o.tokens;
   j["usd_per_gpu_hour"] = o.settings.usd_per_gpu_hour;
   j["before"] = to_json(out.before);
   j["after"] = to_json(out.after);
+  j["before"]["steps"] = out.before_steps;
+  j["after"]["steps"] = out.after_steps;
+  j["before"]["gpu"] = out.before_job.cluster.gpu;
+  j["after"]["gpu"] = after_job.cluster.gpu;
   return out;
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 // `stepsim whatif` as a library call (the CLI and the Python API): the job before and after scaling keys.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,12 @@ namespace stepsim::api {
 struct WhatIfOptions {
   JobInput job;
   std::vector<std::string> scales;  // "KEY=FACTOR"
+  // "KEY=VALUE" set on the after side, any job key (`--to cluster.gpu=B200`): a GPU swapped brings its own NVLink rate
+  // unless a --to gives cluster.intra_node.bandwidth_GBps too.
+  std::vector<std::string> to;
+  // A token budget (`--tokens 15e12`): each side runs ceil(tokens / (global batch x sequence)) steps instead of
+  // settings.steps.
+  std::optional<double> tokens;
   plan::WhatIfSettings settings;
 };
 
@@ -20,6 +28,9 @@ struct WhatIfOutput {
   spec::JobSpec before_job;
   std::vector<plan::Scale> scales;
   plan::Outcome before, after;
+  int64_t before_steps = 0, after_steps = 0;  // the run's steps on each side
+  std::string after_gpu;                      // the after side's GPU (--to cluster.gpu)
+  std::vector<std::string> notes;             // what --to changed besides the key it names
   nlohmann::json json;  // what --json writes
 };
 

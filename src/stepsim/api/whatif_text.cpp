@@ -23,9 +23,13 @@ std::string whatif_text(const WhatIfOptions& o, const WhatIfOutput& r) {
 
   std::ostringstream out;
   out << "stepsim whatif: " << before_job.model.name << " on " << before_job.cluster.num_gpus << " x "
-      << before_job.cluster.gpu << ", " << o.settings.steps << " steps, " << o.settings.failures_per_node_day
-      << " failures per node-day, checkpoints at " << o.settings.storage_GBps << " GB/s\n";
+      << before_job.cluster.gpu << ", "
+      << (o.tokens ? report::format_number("%.4g tokens", *o.tokens) : std::to_string(o.settings.steps) + " steps")
+      << ", " << o.settings.failures_per_node_day << " failures per node-day, checkpoints at "
+      << o.settings.storage_GBps << " GB/s\n";
   for (const std::string& s : o.scales) out << "  --scale " << s << "\n";
+  for (const std::string& s : o.to) out << "  --to " << s << "\n";
+  for (const std::string& n : r.notes) out << "  note: " << n << "\n";
   auto row = [&](const std::string& name, const std::string& vb, const std::string& va, const std::string& c) {
     char line[160];
     std::snprintf(line, sizeof line, "  %-22s %18s %18s %10s\n", name.c_str(), vb.c_str(), va.c_str(), c.c_str());
@@ -33,6 +37,11 @@ std::string whatif_text(const WhatIfOptions& o, const WhatIfOutput& r) {
   };
   row("", "before", "after", "change");
   row("GPUs", std::to_string(b.gpus), std::to_string(a.gpus), change(b.gpus, a.gpus));
+  if (r.before_job.cluster.gpu != r.after_gpu) row("GPU", r.before_job.cluster.gpu, r.after_gpu, "");
+  if (o.tokens) {
+    row("steps (tokens)", std::to_string(r.before_steps), std::to_string(r.after_steps),
+        change(static_cast<double>(r.before_steps), static_cast<double>(r.after_steps)));
+  }
   row("step time", report::format_number("%.4f s", b.step_time_s), report::format_number("%.4f s", a.step_time_s), change(b.step_time_s, a.step_time_s));
   row("tokens/s", report::format_number("%.0f", b.tokens_per_s), report::format_number("%.0f", a.tokens_per_s), change(b.tokens_per_s, a.tokens_per_s));
   row("TFLOP/s per GPU", report::format_number("%.1f", b.tflops_per_gpu), report::format_number("%.1f", a.tflops_per_gpu),

@@ -177,7 +177,7 @@ const GpuSpec& GpuCatalog::find(const std::string& name) const {
   if (const GpuSpec* g = try_find(name)) return *g;
   std::string known;
   for (const auto& g : gpus_) known += (known.empty() ? "" : ", ") + g.name;
-  throw InputError("unknown GPU '" + name + "' (key cluster.gpu); known: " + known);
+  throw InputError("key cluster.gpu: unknown GPU '" + name + "'; known: " + known);
 }
 
 std::string data_dir() {

@@ -46,7 +46,7 @@ class GpuCatalog {
   // Loads a catalog YAML. Throws InputError naming the file and key on malformed data.
   static GpuCatalog load(const std::string& path);
 
-  // Throws InputError "unknown GPU 'X' (key cluster.gpu); known: ..." when absent.
+  // Throws InputError "key cluster.gpu: unknown GPU 'X'; known: ..." when absent.
   const GpuSpec& find(const std::string& name) const;
   // The GPU whose name or alias is `name` (same matching as find), or nullptr.
   const GpuSpec* try_find(const std::string& name) const;

@@ -157,16 +157,16 @@ ResolvedGpu resolve_gpu_name(const GpuCatalog& catalog, const std::string& text)
   }
   if (candidates.empty()) {
     if (same_model.empty()) {
-      throw InputError("unknown GPU '" + text + "' (key cluster.gpu); known: " + all_names(catalog));
+      throw InputError("key cluster.gpu: unknown GPU '" + text + "'; known: " + all_names(catalog));
     }
-    throw InputError("unknown GPU '" + text + "' (key cluster.gpu): no catalog GPU of model " + q.model +
+    throw InputError("key cluster.gpu: unknown GPU '" + text + "': no catalog GPU of model " + q.model +
                      " has what the name says; the catalog's are " + list_of(same_model) +
                      " (add a variant to data/gpus.yaml, or write one of these)");
   }
   if (candidates.size() > 1) {
     const GpuSpec* plain = plain_name_gpu(candidates, q.model);
     if (!plain) {
-      throw InputError("GPU '" + text + "' (key cluster.gpu) matches several catalog GPUs: " + list_of(candidates) +
+      throw InputError("key cluster.gpu: GPU '" + text + "' matches several catalog GPUs: " + list_of(candidates) +
                        "; write the form factor (SXM, PCIe, NVL) or the memory to choose one");
     }
     std::vector<const GpuSpec*> others;

@@ -17,7 +17,7 @@ struct ResolvedGpu {
   std::vector<std::string> notes;       // what was read from the name beyond the catalog entry, and what was assumed
 };
 
-// InputError "unknown GPU '<text>' (key cluster.gpu); ..." when no catalog GPU matches, naming the catalog's GPUs of
+// InputError "key cluster.gpu: unknown GPU '<text>'; ..." when no catalog GPU matches, naming the catalog's GPUs of
 // the same model when the model is known, or the GPUs that match equally when the name does not decide between them.
 ResolvedGpu resolve_gpu_name(const GpuCatalog& catalog, const std::string& text);
 

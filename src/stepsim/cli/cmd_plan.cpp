@@ -25,8 +25,9 @@ struct PlanOptions {
   std::string json_path, csv_path, report_path;
   bool memory_map = false;
   int64_t steps = 0;
+  double tokens = 0;
   double failure_rate = 0, storage_GBps = 0, init_time_s = 0;
-  CLI::Option *o_steps = nullptr, *o_failure = nullptr, *o_storage = nullptr, *o_init = nullptr;
+  CLI::Option *o_steps = nullptr, *o_failure = nullptr, *o_storage = nullptr, *o_init = nullptr, *o_tokens = nullptr;
 };
 
 #ifdef STEPSIM_MPI
@@ -80,6 +81,7 @@ int run_plan(PlanOptions& o) {
   if (!o.csv_path.empty()) throw InputError("--csv: only with --memory-map");
   // The e2e options as given (absent ones keep the library's defaults; given with --objective step they are refused).
   if (o.o_steps->count() > 0) a.steps = o.steps;
+  if (o.o_tokens->count() > 0) a.tokens = o.tokens;
   if (o.o_failure->count() > 0) a.failure_rate = o.failure_rate;
   if (o.o_storage->count() > 0) a.storage_GBps = o.storage_GBps;
   if (o.o_init->count() > 0) a.init_time_s = o.init_time_s;
@@ -124,6 +126,8 @@ Action add_plan(CLI::App& app) {
       ->check(output_file());
   cmd->add_option("--objective", a.objective, "step (step time) or e2e (end-to-end time, MoFa eq. 43)");
   o->o_steps = cmd->add_option("--steps", o->steps, "e2e: training steps of the run");
+  o->o_tokens = cmd->add_option("--tokens", o->tokens,
+                                "e2e: a token budget instead of --steps (steps = tokens / (global batch x sequence))");
   o->o_failure = cmd->add_option("--failure-rate", o->failure_rate, "e2e: failures per node-day (default 0.005)");
   o->o_storage = cmd->add_option("--storage-GBps", o->storage_GBps, "e2e: checkpoint write bandwidth, GB/s (default 100)");
   o->o_init = cmd->add_option("--init-time", o->init_time_s, "e2e: first start-up, seconds (default 0)");

@@ -23,12 +23,13 @@ struct ReliabilityOptions {
   double step_time_s = 0, failure_rate = kDefaultFailuresPerNodeDay, recovery_time_s = 0, save_time_s = 0;
   double checkpoint_GB = 0, storage_GBps = kDefaultStorageGBps, init_time_s = 0;
   int64_t nodes = 0, steps = 0, interval = 0, runs = 0;
+  double tokens = 0;
   std::string seed = "1";  // parsed here: CLI11 turns "-1" into 2^64 - 1 for an unsigned option
   std::string recovery_mix = "3:6:1", recovery_level_times = "141,262,307", json_path, report_path;
   // Set when registered; count() > 0 tells a given flag from its default.
   CLI::Option *o_step_time = nullptr, *o_nodes = nullptr, *o_recovery_time = nullptr, *o_mix = nullptr,
               *o_level_times = nullptr, *o_save_time = nullptr, *o_checkpoint = nullptr, *o_storage = nullptr,
-              *o_steps = nullptr, *o_interval = nullptr, *o_runs = nullptr, *o_seed = nullptr;
+              *o_steps = nullptr, *o_interval = nullptr, *o_runs = nullptr, *o_seed = nullptr, *o_tokens = nullptr;
 };
 
 bool given(const CLI::Option* o) { return o->count() > 0; }
@@ -47,6 +48,7 @@ api::ReliabilityOptions library_options(const ReliabilityOptions& o) {
   a.checkpoint_GB = if_given(o.o_checkpoint, o.checkpoint_GB);
   a.nodes = if_given(o.o_nodes, o.nodes);
   a.steps = if_given(o.o_steps, o.steps);
+  a.tokens = if_given(o.o_tokens, o.tokens);
   a.interval = if_given(o.o_interval, o.interval);
   a.runs = if_given(o.o_runs, o.runs);
   a.failure_rate = o.failure_rate;
@@ -90,7 +92,10 @@ Action add_reliability(CLI::App& app) {
   o->o_storage = cmd->add_option("--storage-GBps", o->storage_GBps, "storage write bandwidth, GB/s")
                      ->capture_default_str();
   cmd->add_option("--init-time", o->init_time_s, "seconds of the first start-up (u_0)")->capture_default_str();
-  o->o_steps = cmd->add_option("--steps", o->steps, "training steps to run (required)");
+  o->o_steps = cmd->add_option("--steps", o->steps, "training steps to run (required, or --tokens)");
+  o->o_tokens = cmd->add_option("--tokens", o->tokens,
+                                "a token budget instead of --steps, with a job: tokens / (global batch x sequence) steps, "
+                                "e.g. 15e12");
   o->o_interval = cmd->add_option("--interval", o->interval, "checkpoint every this many steps (default: the optimum)");
   o->o_runs = cmd->add_option("--monte-carlo", o->runs, "also simulate this many whole runs");
   o->o_seed = cmd->add_option("--seed", o->seed, "seed of the Monte-Carlo runs")->capture_default_str();

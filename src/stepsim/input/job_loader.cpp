@@ -607,8 +607,32 @@ JobSpec load_job_file(const hw::GpuCatalog& gpus, const std::string& path, const
   return job_from_node(gpus, load_job_tree(path, overrides), path, overrides);
 }
 
+namespace {
+
+// Another tool's file given where a job is expected: named as what it is, with the option that reads it.
+void refuse_other_file_kinds(const std::string& path, const YAML::Node& root) {
+  if (!root.IsMap() || root["model"].IsDefined()) return;
+  auto has = [&](const char* k) { return root[k].IsDefined(); };
+  if (has("zero_optimization") || has("train_micro_batch_size_per_gpu") || has("train_batch_size")) {
+    throw InputError(path + ": a DeepSpeed config, not a job: give it as --deepspeed-config " + path +
+                     " --hf-config CONFIG.json --cluster CLUSTER.yaml (docs/USAGE.md, \"DeepSpeed config\")");
+  }
+  if (has("model_type") || has("architectures") || has("num_hidden_layers")) {
+    throw InputError(path + ": a Hugging Face config.json, not a job: name it in a job file (model: {hf_config: " +
+                     path + "} beside parallelism, training and cluster), or give it with --deepspeed-config DS.json "
+                     "--hf-config " + path + " --cluster CLUSTER.yaml (docs/USAGE.md)");
+  }
+}
+
+}  // namespace
+
 YAML::Node load_job_tree(const std::string& path, const std::vector<std::string>& overrides) {
+  if (fs::path(path).extension() == ".toml") {
+    throw InputError(path + ": a TOML file, not a job (YAML): a torchtitan config is read with --torchtitan-config " +
+                     path + " --cluster CLUSTER.yaml (docs/USAGE.md)");
+  }
   YAML::Node root = parse_yaml(read_text_file(path, "job file"), path);
+  refuse_other_file_kinds(path, root);
   const std::string base = fs::path(path).parent_path().string();
   try {
     resolve_includes(root, base.empty() ? "." : base);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/io/yaml_reader.hpp"
 #include "stepsim/io/printable.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "stepsim/job/pipeline_split.hpp"
@@ -405,7 +406,13 @@ Args parse(const std::vector<std::string>& words) {
     const size_t eq = w.find('=');
     const std::string name = w.substr(0, eq);
     const auto it = t.find(name);
-    if (it == t.end()) fail_input("unknown argument " + printable(name));
+    if (it == t.end()) {
+      // Megatron-LM's own flags, listed in its arguments.py; the nearest one within typo distance is suggested.
+      std::set<std::string> flags;
+      for (const auto& [flag, spec] : t) flags.emplace(flag);
+      const std::string near = name.size() <= 64 ? did_you_mean(name, flags) : "";
+      fail_input("unknown argument " + printable(name) + (near.empty() ? "" : " (did you mean " + near + "?)"));
+    }
     const Spec& spec = it->second;
     if (spec.use == Use::Reject) fail(name, std::string("not supported (") + spec.reason + ")");
     std::vector<std::string> vals;

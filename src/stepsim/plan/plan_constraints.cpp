@@ -114,9 +114,14 @@ std::pair<PlanKey, std::vector<int>> parse_item(const std::string& flag, const s
 bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 std::string values_text(PlanKey k, const std::vector<int>& v) {
-  std::string s;
-  for (int x : v) s += (s.empty() ? "" : ",") + value_text(k, x);
-  return v.size() == 1 ? s : "{" + s + "}";
+  // Appended piece by piece: GCC 12's -Wstringop-overflow misfires on `"," + std::string` here (PR105329).
+  std::string s = v.size() == 1 ? "" : "{";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) s += ',';
+    s += value_text(k, v[i]);
+  }
+  if (v.size() != 1) s += '}';
+  return s;
 }
 
 void allow_only(Constraints& c, PlanKey k, std::vector<int> v) { c.allowed[static_cast<int>(k)] = std::move(v); }

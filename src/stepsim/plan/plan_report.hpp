@@ -17,6 +17,9 @@ struct ReportContext {
 };
 
 std::string plan_text(const PlanResult& r, const ReportContext& c);
+// The job as written against plan #1: its step over plan #1's, minus 1 (0 without both), and the line saying so.
+double baseline_gain(const PlanResult& r);
+std::string baseline_line(const PlanResult& r);
 nlohmann::json plan_json(const PlanResult& r, const ReportContext& c);
 
 }  // namespace stepsim::plan

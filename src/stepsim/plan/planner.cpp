@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/plan/baseline.hpp"
 #include "stepsim/plan/reliability.hpp"
 #include "stepsim/report/summary.hpp"
 #include "stepsim/assemble/simulation.hpp"
@@ -267,17 +268,8 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
           spec::validate(cat.gpus, job);
           const sim::Simulation s = sim::run_simulation(cat, job, {0});
           if (o.progress) o.progress("simulating the best plans", ++engine_runs, static_cast<int64_t>(want));
-          const report::Summary sum = report::summarize(s, 0);
-          rp.simulated = true;
-          rp.step_time_s = sum.step_time_s;
-          rp.tflops_per_gpu = sum.tflops_per_gpu;
-          rp.peak_memory_bytes = sum.peak_bytes_max;
+          take_engine_timing(rp, report::summarize(s, 0));
           rp.memory_at_risk = at_risk(rp.peak_memory_bytes);
-          rp.host_bound_step_time_s = sum.step_time_host_bound_s;
-          const auto& b = sum.breakdown;
-          rp.stages = StageTimes{b.compute_s, b.exposed_comm_s[report::kTp], b.exposed_comm_s[report::kCp],
-                                 b.exposed_comm_s[report::kEp], b.exposed_comm_s[report::kPp] + b.pipeline_bubble_s,
-                                 b.exposed_comm_s[report::kDp], b.optimizer_s, b.host_gap_s};
           score(rp);
           return rp;
         });
@@ -300,6 +292,16 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
   // each class).
   std::stable_sort(r.plans.begin(), r.plans.end(),
                    [](const RankedPlan& a, const RankedPlan& b) { return !a.memory_at_risk && b.memory_at_risk; });
+
+  // The job as written, timed as the best plans are (issue 46 item 3).
+  const Baseline written = time_job_as_written(cat, base, n, o.space.global_batch, o.simulate > 0, *compute, *comms[0]);
+  r.baseline_note = written.note;
+  if (written.plan) {
+    RankedPlan b = *written.plan;
+    b.memory_at_risk = at_risk(b.peak_memory_bytes);
+    score(b);
+    r.baseline = b;
+  }
 
   // Notes: every rule and what it removed, what is not searched, how the rows were timed.
   auto& notes = r.notes;

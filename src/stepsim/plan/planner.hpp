@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,10 @@ struct PlanResult {
   int64_t capacity_bytes = 0;
   int nodes = 0;
   double checkpoint_save_s = 0;  // e2e only
+  // The job as written on the planned GPUs and batch, timed as the best plans are; absent (with the reason in
+  // baseline_note) when its layout does not run there.
+  std::optional<RankedPlan> baseline;
+  std::string baseline_note;
   std::vector<std::string> notes;
 };
 

@@ -146,7 +146,10 @@ hw::ResolvedGpu resolved_gpu(const hw::GpuCatalog& gpus, const PublishedRun& r) 
   try {
     return hw::resolve_gpu_name(gpus, r.gpu);
   } catch (const InputError& e) {
-    throw InputError("column gpu: " + std::string(e.what()));
+    // A row's GPU is its column, not a job key.
+    std::string why = e.what();
+    if (const std::string key = "key cluster.gpu: "; why.rfind(key, 0) == 0) why.erase(0, key.size());
+    throw InputError("column gpu: " + why);
   }
 }
 

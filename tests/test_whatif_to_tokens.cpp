@@ -1,0 +1,115 @@
+// What-ifs users ask (issue 46 item 5): another GPU with its own NVLink (`whatif --to cluster.gpu=B200`), and a token
+// budget instead of a step count (`--tokens` on whatif, reliability and plan), each side's steps from its own batch.
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "stepsim/api/plan.hpp"
+#include "stepsim/api/reliability.hpp"
+#include "stepsim/api/simulate.hpp"
+#include "stepsim/api/whatif.hpp"
+#include "stepsim/io/input_error.hpp"
+#include "test_util.hpp"
+
+namespace stepsim {
+namespace {
+
+// Llama-2-7B-like on 8 H100 with the NVLink rate written out (as a cluster file copied from an H100 job has it).
+std::string h100_job(const std::string& gpu, bool with_intra) {
+  return "model: {name: l7, num_layers: 4, hidden_size: 4096, num_attention_heads: 32, ffn_hidden_size: 11008,"
+         " activation: swiglu, normalization: rmsnorm, add_bias_linear: false, vocab_size: 32000, seq_length: 4096}\n"
+         "parallelism: {tensor: 2, data: 4}\n"
+         "training: {micro_batch_size: 1, global_batch_size: 32, distributed_optimizer: true}\n"
+         "cluster: {gpu: " + gpu + ", num_gpus: 8, gpus_per_node: 8" +
+         (with_intra ? ", intra_node: {bandwidth_GBps: 450}" : "") + "}\n";
+}
+
+double simulated_step(const std::string& yaml) {
+  api::SimulateOptions o;
+  o.job.job_text = yaml;
+  return api::simulate(o).summary.step_time_s;
+}
+
+TEST(WhatIfTo, AnotherGpuBringsItsOwnNvlink) {
+  api::WhatIfOptions o;
+  o.job.job_text = h100_job("H100-SXM", true);
+  o.to = {"cluster.gpu=B200"};
+  const api::WhatIfOutput r = api::whatif(o);
+  EXPECT_EQ(r.after_gpu, "B200");
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("cluster.intra_node.bandwidth_GBps (450 GB/s, the old GPU's NVLink) is dropped"),
+            std::string::npos) << r.notes[0];
+  // The after side is the job written for a B200 from the start (its NVLink 5 at 900 GB/s), not an H100's 450.
+  EXPECT_EQ(r.after.step_time_s, simulated_step(h100_job("B200", false)));
+  EXPECT_NE(r.after.step_time_s, simulated_step(h100_job("B200", true)));
+  EXPECT_EQ(r.before.step_time_s, simulated_step(h100_job("H100-SXM", true)));
+  EXPECT_EQ(r.json["after"]["gpu"], "B200");
+  // A --to of the NVLink rate keeps it.
+  o.to = {"cluster.gpu=B200", "cluster.intra_node.bandwidth_GBps=450"};
+  const api::WhatIfOutput kept = api::whatif(o);
+  EXPECT_TRUE(kept.notes.empty());
+  EXPECT_EQ(kept.after.step_time_s, simulated_step(h100_job("B200", true)));
+  const std::string text = api::whatif_text(o, kept);
+  EXPECT_NE(text.find("  --to cluster.gpu=B200\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("GPU"), std::string::npos) << text;
+}
+
+TEST(WhatIfTo, BadToIsRefusedByName) {
+  api::WhatIfOptions o;
+  o.job.job_text = h100_job("H100-SXM", false);
+  o.to = {"cluster.gpu"};
+  EXPECT_THROW(api::whatif(o), InputError);
+  o.to = {"cluster.gpu=Z9000"};
+  try {
+    api::whatif(o);
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("Z9000"), std::string::npos) << e.what();
+  }
+}
+
+// 1e9 tokens at 32 x 4096 = 131,072 tokens a step: 7,629.39 -> 7,630 steps; at a doubled batch 3,814.7 -> 3,815.
+TEST(Tokens, EachSideRunsItsOwnSteps) {
+  api::WhatIfOptions o;
+  o.job.job_text = h100_job("H100-SXM", false);
+  o.scales = {"global_batch_size=2"};
+  o.tokens = 1e9;
+  const api::WhatIfOutput r = api::whatif(o);
+  EXPECT_EQ(r.before_steps, 7630);
+  EXPECT_EQ(r.after_steps, 3815);
+  EXPECT_EQ(r.json["before"]["steps"], 7630);
+  EXPECT_EQ(r.json["tokens"], 1e9);
+  EXPECT_NE(api::whatif_text(o, r).find("steps (tokens)"), std::string::npos);
+
+  api::ReliabilityOptions ro;
+  ro.job.job_text = h100_job("H100-SXM", false);
+  ro.tokens = 1e9;
+  const api::ReliabilityOutput rel = api::reliability(ro);
+  EXPECT_EQ(rel.r.in.steps, 7630);
+  EXPECT_EQ(rel.json["inputs"]["tokens_per_step"], 131072.0);
+  EXPECT_NE(api::reliability_text(rel).find("tokens            1e+09 = 7630 steps of 131072 tokens"),
+            std::string::npos) << api::reliability_text(rel);
+  ro.steps = 10;
+  EXPECT_THROW(api::reliability(ro), InputError);  // not both
+  api::ReliabilityOptions no_job;
+  no_job.tokens = 1e9;
+  no_job.step_time_s = 1;
+  no_job.nodes = 1;
+  no_job.save_time_s = 1;
+  EXPECT_THROW(api::reliability(no_job), InputError);  // no batch to divide by
+
+  api::PlanOptions po;
+  po.job.job_text = h100_job("H100-SXM", false);
+  po.objective = "e2e";
+  po.tokens = 1e9;
+  po.simulate = 0;
+  po.top = 1;
+  const api::PlanOutput p = api::plan(po);
+  EXPECT_EQ(p.json["steps"], 7630);
+  po.objective = "step";
+  EXPECT_THROW(api::plan(po), InputError);
+}
+
+}  // namespace
+}  // namespace stepsim
