@@ -63,11 +63,13 @@ struct LayerCosts {
   double first_stored = 0, last_stored = 0;
   double transient_bytes = 0;        // working memory above the stored activations (probe's peak minus them)
   double forward_flops = 0;          // whole model, one micro-batch, one rank of a stage (for TFLOP/s)
+  std::vector<double> layer_forward_flops;  // its decoder layers' share, per layer
 };
 
-// Builds and times the probe for `key` (base: a validated job).
+// Builds and times the probe for `key` (base: a validated job). `reduce`: an MoE model's probe builds its dense layers
+// and two periods of its MoE pattern and copies the rest (probe.cpp); false builds every layer (for tests).
 LayerCosts probe_layer_costs(const catalog::Catalog& cat, const spec::JobSpec& base, const ProbeKey& key,
-                             const cost::ComputeModel& compute, const cost::CollectiveModel& comm);
+                             const cost::ComputeModel& compute, const cost::CollectiveModel& comm, bool reduce = true);
 
 // Times of MoFa Table 6 for the slowest stage: compute, TP (CP, EP) communication, pipeline (bubble + sends),
 // exposed DP communication and the optimizer update.

@@ -173,10 +173,12 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
     keys.push_back(k);
   }
   std::vector<LayerCosts> probes(keys.size());
+  std::atomic<int64_t> probed{0};
   parallel_for(static_cast<int64_t>(keys.size()), threads, [&](int64_t i, int w) {
     spec::JobSpec pb = base;
     pb.cluster.num_gpus = n;
     probes[i] = probe_layer_costs(cat, pb, keys[i], *compute, *comms[w]);
+    if (o.progress) o.progress("probing layer costs", ++probed, static_cast<int64_t>(keys.size()));
   });
 
   // Progress counts this process's share (its candidates, its engine runs).

@@ -44,7 +44,8 @@ struct PlannerOptions {
   // per-communicator constant, the allocator over long runs): a plan whose peak is above capacity x (1 - margin) is "at risk" and ranked
   // after every plan below it. 0 ranks by the objective alone.
   double memory_margin = kDefaultMemoryMargin;
-  ProgressFn progress;  // "estimating plans", then "simulating the best plans" (this process's share under MPI)
+  ProgressFn progress;  // "probing layer costs", "estimating plans", then "simulating the best plans" (this process's
+                        // share under MPI)
 };
 
 struct RankedPlan {

@@ -53,12 +53,65 @@ ProbeShape probe_shape(const catalog::Catalog& cat, const spec::JobSpec& base, c
   return s;
 }
 
-// The whole model on one stage.
-spec::JobSpec probe_job(const spec::JobSpec& base, const ProbeKey& k, const ProbeShape& shape) {
+// An MoE model repeats its layers: after the first_k_dense dense layers, a period of layer_freq layers (one MoE layer,
+// the rest dense). The probe builds the dense layers and three periods: the first (a forward starts with the host's
+// lead, lost at the first MoE layer's sync), the last (a backward starts with the lead the forward left) and one between,
+// whose costs every middle period takes: past one period each way the layers run alike. A 61-layer DeepSeek-V3 probe
+// builds 6 layers (issue 46 item 4: MoE searches in seconds). Features that make a layer's cost depend on its index
+// keep the whole model: fp8's bf16 first/last layers, block or grouped full recompute, activation offload. 0 = the
+// whole model.
+int reduced_probe_layers(const spec::JobSpec& job) {
+  const spec::ModelSpec& m = job.model;
+  const spec::TrainingSpec& t = job.training;
+  if (!m.moe || m.moe->layer_freq < 1 || (m.num_layers - m.moe->first_k_dense) % m.moe->layer_freq != 0) return 0;
+  if (t.fp8_bf16_first_layers > 0 || t.fp8_bf16_last_layers > 0 || t.activation_offload_layers > 0) return 0;
+  if (t.recompute == spec::Recompute::Full &&
+      (t.recompute_method != spec::RecomputeMethod::Uniform || t.recompute_num_layers != 1)) {
+    return 0;
+  }
+  const int kept = m.moe->first_k_dense + 3 * m.moe->layer_freq;
+  return kept < m.num_layers ? kept : 0;
+}
+
+// The layer of the reduced probe whose costs layer `l` of the whole model takes: the dense layers and the first
+// period themselves, the last period the probe's last, a middle one the same position in the probe's middle period.
+int probe_layer_of(const spec::ModelSpec& m, int l) {
+  const int k = m.moe->first_k_dense, f = m.moe->layer_freq, last = m.num_layers - f;
+  if (l < k + f) return l;
+  if (l >= last) return k + 2 * f + (l - last);
+  return k + f + (l - k) % f;
+}
+
+// The reduced probe's per-layer costs spread over the whole model's layers.
+void expand_layers(LayerCosts& out, const spec::ModelSpec& m, int kept) {
+  const int layers = m.num_layers;
+  auto spread = [&](auto& v) {
+    if (v.size() != static_cast<size_t>(kept)) return;
+    auto copy = v;
+    v.resize(layers);
+    for (int l = 0; l < layers; ++l) v[l] = copy[probe_layer_of(m, l)];
+  };
+  for (int l = kept; l < layers; ++l) out.forward_flops += out.layer_forward_flops[probe_layer_of(m, l)];
+  spread(out.fwd);
+  spread(out.bwd);
+  spread(out.stored_bytes);
+  spread(out.layer_forward_flops);
+  spread(out.paired_ep_s);
+  spread(out.paired_tp_s);
+  spread(out.paired_cp_s);
+  spread(out.paired_host_s);
+}
+
+// The whole model (or its reduced probe) on one stage.
+spec::JobSpec probe_job(const spec::JobSpec& base, const ProbeKey& k, const ProbeShape& shape, bool reduce) {
   const int data = probe_data_degree(k);
   spec::JobSpec job = job_for(base, probe_plan(k), k.tensor * k.context * data,
                               int64_t{k.micro_batch_size} * data * shape.microbatches);
   job.parallelism.pipeline_layers.clear();
+  // Under the combined 1F1B EP overlap the unpaired backward follows a pair whose streams a shorter model leaves less
+  // loaded: reduced, DeepSeek-V3's ep1f1b plans on 512 H800 were estimated 11 % (median; up to 27 %) off the whole
+  // probe's, so it builds every layer (every other plan's estimate is unchanged, bit for bit).
+  if (const int kept = reduce && !k.ep_overlap ? reduced_probe_layers(job) : 0) job.model.num_layers = kept;
   return job;
 }
 
@@ -105,12 +158,12 @@ void add_deepspeed_hooks(LayerCosts& out, const spec::JobSpec& base) {
 }  // namespace
 
 LayerCosts probe_layer_costs(const catalog::Catalog& cat, const spec::JobSpec& base, const ProbeKey& k,
-                             const cost::ComputeModel& compute, const cost::CollectiveModel& comm) {
+                             const cost::ComputeModel& compute, const cost::CollectiveModel& comm, bool reduce) {
   const ProbeShape shape = probe_shape(cat, base, k);
-  const spec::JobSpec job = probe_job(base, k, shape);
+  const spec::JobSpec job = probe_job(base, k, shape, reduce);
   const workload::Workload w = build_probe(job, shape, compute);
   const workload::Program& prog = w.programs[0];
-  const int layers = job.model.num_layers;
+  const int layers = job.model.num_layers;  // the probe's (reduced_probe_layers)
   const sim::StreamReplay rp = sim::replay_streams(w, comm, shape.replay_host);
   estimate::ProbeTally tally(prog, rp, layers, {shape.host_lead ? 1 : -1, k.ep_overlap});
   for (size_t i = 0; i < prog.ops.size(); ++i) tally.add(i);
@@ -124,6 +177,7 @@ LayerCosts probe_layer_costs(const catalog::Catalog& cat, const spec::JobSpec& b
   if (k.ep_overlap) add_paired_exposure(out, prog, rp, layers);
   out.host_syncs = shape.replay_host && !prog.host_syncs.empty();
   if (out.host_syncs && !k.ep_overlap) out.sync_wait_s = sync_wait_per_sync(out, layers);
+  if (layers < base.model.num_layers) expand_layers(out, base.model, layers);
   return out;
 }
 

@@ -17,6 +17,7 @@ ProbeTally::ProbeTally(const workload::Program& prog, const sim::StreamReplay& r
   out_.fwd.assign(layers, {});
   out_.bwd.assign(layers, {});
   out_.stored_bytes.assign(layers, 0);
+  out_.layer_forward_flops.assign(layers, 0);
 }
 
 bool ProbeTally::costed(const Op& op) const {
@@ -48,7 +49,10 @@ void ProbeTally::add_kernel(LayerCosts::Part& part, size_t i, bool fwd) {
   const double dur = rp_.end_s[i] - rp_.start_s[i], start = rp_.start_s[i], prev_free = rp_.prev_free_s[i];
   const int blocker = rp_.blocker[i];
   part.compute_s += dur;
-  if (fwd) out_.forward_flops += op.flops;
+  if (fwd) {
+    out_.forward_flops += op.flops;
+    if (op.layer >= 0 && op.layer < layers_) out_.layer_forward_flops[op.layer] += op.flops;
+  }
   if (start <= prev_free || blocker == sim::kStreamBlocker) return;
   charge_compute_wait(part, prog_, blocker, start - prev_free);
 }
