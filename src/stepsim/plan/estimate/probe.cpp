@@ -108,9 +108,10 @@ spec::JobSpec probe_job(const spec::JobSpec& base, const ProbeKey& k, const Prob
   spec::JobSpec job = job_for(base, probe_plan(k), k.tensor * k.context * data,
                               int64_t{k.micro_batch_size} * data * shape.microbatches);
   job.parallelism.pipeline_layers.clear();
-  // Under the combined 1F1B EP overlap the unpaired backward follows a pair whose streams a shorter model leaves less
-  // loaded: reduced, DeepSeek-V3's ep1f1b plans on 512 H800 were estimated 11 % (median; up to 27 %) off the whole
-  // probe's, so it builds every layer (every other plan's estimate is unchanged, bit for bit).
+  // Under the combined 1F1B EP overlap the host issues two micro-batches' ops per pair and falls behind by more the
+  // more layers there are: the unpaired backward after the pairs waits for it at its end, a wait a shorter model does
+  // not build up. Reduced, DeepSeek-V3's ep1f1b plans on 512 H800 were estimated 11 % (median; up to 27 %) off the
+  // whole probe's, so it builds every layer (every other plan's estimate is unchanged, bit for bit).
   if (const int kept = reduce && !k.ep_overlap ? reduced_probe_layers(job) : 0) job.model.num_layers = kept;
   return job;
 }
