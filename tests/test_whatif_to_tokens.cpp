@@ -60,6 +60,16 @@ TEST(WhatIfTo, BadToIsRefusedByName) {
   o.job.job_text = h100_job("H100-SXM", false);
   o.to = {"cluster.gpu"};
   EXPECT_THROW(api::whatif(o), InputError);
+  o.to = {"training.global_batch_size=64"};
+  o.scales = {"global_batch_size=2"};
+  try {
+    api::whatif(o);
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("training.global_batch_size is also scaled (--scale global_batch_size)"),
+              std::string::npos) << e.what();
+  }
+  o.scales.clear();
   o.to = {"cluster.gpu=Z9000"};
   try {
     api::whatif(o);

@@ -34,7 +34,7 @@ void check(const std::string& flag, double v, double lo, double hi, const std::s
 // The after side's --to settings (any job key, as --set writes it). Swapping the GPU swaps the node's NVLink rate with
 // it: the job's own intra-node bandwidth is the old GPU's, so it is dropped unless a --to gives one.
 YAML::Node apply_to(YAML::Node root, const spec::JobSpec& before, const std::vector<std::string>& to,
-                    std::vector<std::string>& notes) {
+                    const std::vector<plan::Scale>& scales, std::vector<std::string>& notes) {
   bool gpu = false, intra = false;
   for (const std::string& t : to) {
     const size_t eq = t.find('=');
@@ -42,6 +42,12 @@ YAML::Node apply_to(YAML::Node root, const spec::JobSpec& before, const std::vec
       throw InputError("--to " + t + ": needs KEY=VALUE, e.g. --to cluster.gpu=B200");
     }
     const std::string key = t.substr(0, eq);
+    // A key both scaled and set would keep only the --to: refused rather than one silently dropped.
+    for (const plan::Scale& s : scales) {
+      if (plan::scaled_key_path(s.key) == key) {
+        throw InputError("--to " + t + ": " + key + " is also scaled (--scale " + s.key + "); give one of them");
+      }
+    }
     gpu |= key == "cluster.gpu";
     intra |= key.rfind("cluster.intra_node", 0) == 0;
   }
@@ -82,7 +88,7 @@ WhatIfOutput whatif(const WhatIfOptions& o) {
   out.before_job = spec::job_from_node(catalog::shipped().gpus, tree.root, tree.source);
   for (const std::string& s : o.scales) out.scales.push_back(plan::parse_scale(s));
   const YAML::Node after_root =
-      apply_to(plan::apply_scales(tree.root, out.before_job, out.scales), out.before_job, o.to, out.notes);
+      apply_to(plan::apply_scales(tree.root, out.before_job, out.scales), out.before_job, o.to, out.scales, out.notes);
   const spec::JobSpec after_job = spec::job_from_node(catalog::shipped().gpus, after_root, tree.source + " (after)");
   out.after_gpu = after_job.cluster.gpu;
   plan::WhatIfSettings before_settings = o.settings, after_settings = o.settings;

@@ -116,6 +116,11 @@ std::string scalable_keys_text() {
   return t;
 }
 
+std::string scaled_key_path(const std::string& name) {
+  const Key* k = find_key(name);
+  return k ? k->path : "";
+}
+
 YAML::Node apply_scales(const YAML::Node& root, const spec::JobSpec& base, const std::vector<Scale>& scales) {
   YAML::Node out = YAML::Clone(root);
   std::set<const Key*> seen;

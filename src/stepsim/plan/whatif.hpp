@@ -24,6 +24,8 @@ Scale parse_scale(const std::string& arg);
 
 // Every key whatif scales, dotted (aliases in parentheses), for help texts and errors.
 std::string scalable_keys_text();
+// The dotted job key a --scale name (path or alias) scales, or "" for none.
+std::string scaled_key_path(const std::string& name);
 
 // A copy of the job tree `root` (whose validated job is `base`) with every scale applied to the value `base` has
 // (defaults and units resolved: a bandwidth given in Gb/s is rewritten in GB/s). Scaling cluster.num_gpus scales
