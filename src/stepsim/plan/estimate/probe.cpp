@@ -55,11 +55,11 @@ ProbeShape probe_shape(const catalog::Catalog& cat, const spec::JobSpec& base, c
 
 // An MoE model repeats its layers: after the first_k_dense dense layers, a period of layer_freq layers (one MoE layer,
 // the rest dense). The probe builds the dense layers and three periods: the first (a forward starts with the host's
-// lead, lost at the first MoE layer's sync), the last (a backward starts with the lead the forward left) and one between,
-// whose costs every middle period takes: past one period each way the layers run alike. A 61-layer DeepSeek-V3 probe
-// builds 6 layers (issue 46 item 4: MoE searches in seconds). Features that make a layer's cost depend on its index
-// keep the whole model: fp8's bf16 first/last layers, block or grouped full recompute, activation offload. 0 = the
-// whole model.
+// lead, lost at the first MoE layer's sync), the last (a backward starts with the lead the forward left) and one
+// between, whose costs every middle period takes: past one period each way the layers run alike. A 61-layer
+// DeepSeek-V3 probe builds 6 layers (issue 46 item 4: MoE searches in seconds). Features that make a layer's cost
+// depend on its index keep the whole model: fp8's bf16 first/last layers, block or grouped full recompute, activation
+// offload. 0 = the whole model.
 int reduced_probe_layers(const spec::JobSpec& job) {
   const spec::ModelSpec& m = job.model;
   const spec::TrainingSpec& t = job.training;
@@ -145,15 +145,18 @@ void add_paired_exposure(LayerCosts& out, const workload::Program& prog, const s
 // DeepSpeed ZeRO-3's module hooks: one op per unit and pass on the compute stream while the host runs them
 // (grad_sync.cpp). The probe runs without ZeRO (every optimizer variant shares it), so they are added here.
 void add_deepspeed_hooks(LayerCosts& out, const spec::JobSpec& base) {
-  if (base.training.framework != spec::Framework::DeepSpeed || base.training.zero3_hook_us <= 0) return;
-  const workload::megatron::FrameworkProfile modules{};
-  const double s = base.training.zero3_hook_us * 1e-6;
+  if (base.training.zero_stage != 3) return;
+  // The builder's own profile: the hook time and the modules per unit it emits them for.
+  const workload::megatron::FrameworkProfile p =
+      workload::megatron::Features::resolve(base, base.parallelism.sequence_parallel, 2).profile;
+  if (p.zero3_module_hook_us <= 0) return;
+  const double s = p.zero3_module_hook_us * 1e-6;
   for (auto* parts : {&out.fwd, &out.bwd})
-    for (LayerCosts::Part& x : *parts) x.host_s += modules.layer_modules * s;
-  out.first_fwd.host_s += modules.embedding_modules * s;
-  out.first_bwd.host_s += modules.embedding_modules * s;
-  out.last_fwd.host_s += modules.head_modules * s;
-  out.last_bwd.host_s += modules.head_modules * s;
+    for (LayerCosts::Part& x : *parts) x.host_s += p.layer_modules * s;
+  out.first_fwd.host_s += p.embedding_modules * s;
+  out.first_bwd.host_s += p.embedding_modules * s;
+  out.last_fwd.host_s += p.head_modules * s;
+  out.last_bwd.host_s += p.head_modules * s;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "stepsim/workload/megatron/features.hpp"
 #include "stepsim/workload/optimizer_offload.hpp"
 
 namespace stepsim::plan::estimate {
@@ -28,8 +29,10 @@ double optimizer_params(const DpStep& step, const StageCosts& x) {
 }  // namespace
 
 void add_fsdp2_copy_out(const DpStep& step, const cost::ComputeModel& compute, std::vector<StageCosts>& st) {
-  const spec::TrainingSpec& tr = step.job.training;
-  if (tr.framework != spec::Framework::Torchtitan || tr.zero_stage != 3 || !step.coll.any()) return;
+  if (step.job.training.zero_stage != 3 || !step.coll.any()) return;
+  // Whether the builder copies out (workload/megatron/features.cpp decides it per framework).
+  const auto f = workload::megatron::Features::resolve(step.job, step.job.parallelism.sequence_parallel, 2);
+  if (!f.fsdp2_copy_out) return;
   for (int s = 0; s < step.chunks.stages; ++s) {
     int units = 0;
     for (int v = 0; v < step.chunks.virtual_stages; ++v) {
@@ -37,7 +40,7 @@ void add_fsdp2_copy_out(const DpStep& step, const cost::ComputeModel& compute, s
       units += step.chunks.len[c] + step.chunks.has_embedding(c) + step.chunks.has_head(c);
     }
     if (units == 0) continue;
-    const double bytes = 2.0 * step.bpp.weight * (st[s].dense + st[s].expert) / units;
+    const double bytes = 2.0 * static_cast<double>(f.weight_bytes) * (st[s].dense + st[s].expert) / units;
     const double pass = units * memop_seconds(compute, workload::ComputeCategory::Elementwise, bytes);
     st[s].f.compute_s += pass;
     st[s].b.compute_s += pass;
