@@ -43,6 +43,12 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
                     {"kind", x.kind},
                     {"framework", x.framework},
                     {"gpu", x.gpu}});
+    rows.back()["predicted_peak_reserved_bytes"] = x.predicted_reserved_bytes;
+    if (x.measured_memory_bytes) {
+      rows.back()["measured_peak_memory_bytes"] = *x.measured_memory_bytes;
+      rows.back()["measured_peak_memory_from"] = x.memory_from;
+      rows.back()["memory_error"] = x.memory_error;
+    }
     if (x.interval_s) {
       rows.back()["predicted_interval_s"] = {(*x.interval_s)[0], (*x.interval_s)[1]};
       rows.back()["measured_inside_interval"] = x.covered();
@@ -72,7 +78,9 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
   }
   return {{"rows", rows}, {"mape", r.mape}, {"mean_signed_error", r.mean_signed_error}, {"by_source", sources},
           {"by_framework_gpu", frameworks}, {"by_kind", bands}, {"by_framework_arch", framework_bands},
-          {"failed", failed}};
+          {"failed", failed},
+          {"memory", {{"rows", r.memory.rows}, {"mape", r.memory.mape}, {"mean_signed_error", r.memory.mean_signed_error},
+                      {"error_p10", r.memory_p10}, {"error_p90", r.memory_p90}, {"predicted_not_to_fit", r.not_fit}}}};
 }
 
 }  // namespace
@@ -144,6 +152,28 @@ std::string validation_markdown(const validate::ValidationResult& r, const Valid
                   x.measured_step_time_s, x.predicted_step_time_s, 100 * x.error, 100 * x.predicted_mfu,
                   x.recompute.c_str(), x.oom ? " (OOM)" : "", x.measured_from.c_str());
     os << buf;
+  }
+  os << "\n## Peak memory\n\n";
+  std::snprintf(buf, sizeof buf, "Measured runs predicted not to fit in the GPU's memory: %zu of %zu", r.not_fit.size(),
+                r.rows.size());
+  os << buf;
+  for (size_t i = 0; i < r.not_fit.size(); ++i) os << (i == 0 ? " (" : ", ") << r.not_fit[i];
+  os << (r.not_fit.empty() ? ".\n" : ").\n");
+  if (r.memory.rows > 0) {
+    std::snprintf(buf, sizeof buf, "\nRuns that report their peak (PyTorch's max_memory_reserved, as torchtitan logs "
+                  "it), against the predicted reserved peak of the highest stage (docs/MODEL.md §8, \"What PyTorch "
+                  "counts\"): %d runs, MAPE %.1f %%, mean signed error %+.1f %%, errors %+.1f %% .. %+.1f %% (10th .. "
+                  "90th percentile).\n\n", r.memory.rows, 100 * r.memory.mape, 100 * r.memory.mean_signed_error,
+                  100 * r.memory_p10, 100 * r.memory_p90);
+    os << buf << "| run | measured | predicted reserved | error | measured from |\n| --- | ---: | ---: | ---: | --- |\n";
+    for (const auto& x : r.rows) {
+      if (!x.measured_memory_bytes) continue;
+      std::snprintf(buf, sizeof buf, "| %s | %s | %s | %+.1f %% | %s |\n", x.id.c_str(),
+                    report::format_bytes(*x.measured_memory_bytes).c_str(),
+                    report::format_bytes(static_cast<double>(x.predicted_reserved_bytes)).c_str(),
+                    100 * x.memory_error, x.memory_from.c_str());
+      os << buf;
+    }
   }
   if (!r.failed.empty()) {
     os << "\nRefused:\n\n";

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -11,11 +12,15 @@ std::string validate_text(const ValidateOutput& out, bool verbose) {
   const validate::ValidationResult& r = out.result;
   std::ostringstream os;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%-26s %12s %12s %8s %6s %-9s\n", "run", "measured", "predicted", "error", "MFU",
+  // The run column is as wide as the longest id.
+  int id_width = 26;
+  for (const auto& x : r.rows) id_width = std::max(id_width, static_cast<int>(std::min<size_t>(x.id.size(), 80)));
+  std::snprintf(buf, sizeof buf, "%-*s %12s %12s %8s %6s %-9s\n", id_width, "run", "measured", "predicted", "error",
+                "MFU",
                 "recompute");
   os << buf;
   for (const auto& x : r.rows) {
-    std::snprintf(buf, sizeof buf, "%-26s %10.3f s %10.3f s %+7.1f%% %5.1f%% %-9s%s\n", x.id.c_str(),
+    std::snprintf(buf, sizeof buf, "%-*s %10.3f s %10.3f s %+7.1f%% %5.1f%% %-9s%s\n", id_width, x.id.c_str(),
                   x.measured_step_time_s, x.predicted_step_time_s, 100 * x.error, 100 * x.predicted_mfu,
                   x.recompute.c_str(), x.oom ? " (does not fit in memory)" : "");
     os << buf;
@@ -52,6 +57,27 @@ std::string validate_text(const ValidateOutput& out, bool verbose) {
                   s.rows, 100 * s.mape, 100 * s.mean_signed_error);
     os << buf;
   }
+  if (r.memory.rows > 0) {
+    os << "\npeak memory per GPU (predicted: PyTorch's max_memory_reserved at the highest stage)\n";
+    std::snprintf(buf, sizeof buf, "%-*s %12s %12s %8s  %s\n", id_width, "run", "measured", "predicted", "error",
+                  "measured from");
+    os << buf;
+    for (const auto& x : r.rows) {
+      if (!x.measured_memory_bytes) continue;
+      std::snprintf(buf, sizeof buf, "%-*s %12s %12s %+7.1f%%  %s\n", id_width, x.id.c_str(),
+                    report::format_bytes(*x.measured_memory_bytes).c_str(),
+                    report::format_bytes(static_cast<double>(x.predicted_reserved_bytes)).c_str(), 100 * x.memory_error,
+                    x.memory_from.c_str());
+      os << buf;
+    }
+    std::snprintf(buf, sizeof buf, "  %d rows: MAPE %.1f%%, mean signed error %+.1f%%, errors 10th..90th percentile "
+                  "%+.1f%% .. %+.1f%%\n", r.memory.rows, 100 * r.memory.mape, 100 * r.memory.mean_signed_error,
+                  100 * r.memory_p10, 100 * r.memory_p90);
+    os << buf;
+  }
+  os << "\nmeasured runs predicted not to fit in memory: " << r.not_fit.size() << " of " << r.rows.size();
+  for (size_t i = 0; i < r.not_fit.size(); ++i) os << (i == 0 ? " (" : ", ") << r.not_fit[i];
+  os << (r.not_fit.empty() ? "\n" : ")\n");
   auto band_table = [&](const char* title, const std::vector<validate::KindBand>& bands) {
     os << "\n" << title << "rows  errors 10th..90th percentile  measured inside the 80% interval\n";
     for (const auto& b : bands) {

@@ -300,6 +300,11 @@ TrainingSpec read_training(StrictSection s) {
   t.compile = s.get_bool("compile", false);
   const bool torchtitan = t.framework == Framework::Torchtitan;
   const bool deepspeed = t.framework == Framework::DeepSpeed;
+  t.expandable_segments = s.get_bool("expandable_segments", torchtitan);
+  t.compile_loss = s.get_bool("compile_loss", t.compile);
+  if (t.compile_loss && !t.compile) {
+    s.fail("compile_loss", "needs compile: true (torchtitan compiles its loss only with the model)");
+  }
   if (t.compile && !torchtitan) {
     s.fail("compile", std::string("is torchtitan's per-block torch.compile (framework: torchtitan); framework ") +
                           name_of(t.framework) + " runs its kernels as they are");

@@ -187,6 +187,12 @@ struct TrainingSpec {
   Framework framework = Framework::MegatronCore;
   // torchtitan only: each TransformerBlock under torch.compile (Inductor fuses its elementwise ops); eager otherwise.
   bool compile = false;
+  // torchtitan only: the loss under torch.compile too (torchtitan compiles it with the model since 2025-04, commit
+  // bbb1b616e; before, train.py left it eager): Inductor fuses the fp32 cross-entropy and keeps only the bf16 logits.
+  bool compile_loss = false;
+  // PyTorch's caching allocator maps its segments in pages it can extend (PYTORCH_CUDA_ALLOC_CONF=
+  // expandable_segments:True): far less reserved beyond what is allocated. torchtitan's launch script sets it.
+  bool expandable_segments = false;
   int micro_batch_size = 1;
   int64_t global_batch_size = 0;
   Precision precision = Precision::Bf16;

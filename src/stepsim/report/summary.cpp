@@ -9,6 +9,7 @@
 #include "stepsim/catalog/prediction_interval.hpp"
 #include "stepsim/job/pipeline_split.hpp"
 #include "stepsim/report/job_setup.hpp"
+#include "stepsim/workload/working_memory.hpp"
 
 namespace stepsim::report {
 
@@ -80,7 +81,22 @@ Summary summarize(const sim::Simulation& s, int rank) {
     out.per_stage[st].peak_bytes = std::max(out.per_stage[st].peak_bytes, res.peak_bytes[r]);
     out.peak_bytes_max = std::max(out.peak_bytes_max, res.peak_bytes[r]);
   }
-  for (auto& sm : out.per_stage) sm.activation_bytes = sm.peak_bytes - sm.static_bytes;
+  for (auto& sm : out.per_stage) {
+    const workload::StaticMemory& st = w.programs[w.role_of_stage[sm.stage]].static_memory;
+    sm.activation_bytes = sm.peak_bytes - sm.static_bytes;
+    sm.reserved_bytes = sm.peak_bytes - st.overhead;
+    sm.allocated_bytes = sm.reserved_bytes - st.allocator_reserve;
+    if (sm.reserved_bytes > out.peak_reserved_bytes_max) {
+      out.peak_reserved_bytes_max = sm.reserved_bytes;
+      out.peak_allocated_bytes_max = sm.allocated_bytes;
+    }
+  }
+  if (const auto band = workload::memory_band(job.training.framework)) {
+    const double r = static_cast<double>(out.peak_reserved_bytes_max);
+    out.reserved_interval_bytes = std::array<double, 2>{r / (1 + band->high), r / (1 + band->low)};
+    out.memory_interval_source = std::string("errors of ") + std::to_string(band->runs) + " measured " +
+                                 spec::name_of(job.training.framework) + " peaks";
+  }
   out.oom = out.peak_bytes_max > out.capacity_bytes;
   out.ranks = w.layout.world();
   out.events = res.events;
@@ -127,12 +143,20 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
     stages.push_back({{"stage", sm.stage},
                       {"peak_bytes", sm.peak_bytes},
                       {"static_bytes", sm.static_bytes},
-                      {"activation_bytes", sm.activation_bytes}});
+                      {"activation_bytes", sm.activation_bytes},
+                      {"peak_allocated_bytes", sm.allocated_bytes},
+                      {"peak_reserved_bytes", sm.reserved_bytes}});
   }
   j["memory"] = {{"peak_bytes_max", s.peak_bytes_max},
                  {"oom", s.oom},
                  {"capacity_bytes", s.capacity_bytes},
+                 {"peak_allocated_bytes", s.peak_allocated_bytes_max},
+                 {"peak_reserved_bytes", s.peak_reserved_bytes_max},
                  {"per_stage", stages}};
+  if (s.reserved_interval_bytes) {
+    j["memory"]["peak_reserved_interval_bytes"] = *s.reserved_interval_bytes;
+    j["memory"]["interval_source"] = s.memory_interval_source;
+  }
   json msg, vol, calls;
   for (int k = 0; k < kNumCommKinds; ++k) {
     msg[comm_kind_name(k)] = s.comm.message[k];
@@ -248,13 +272,25 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
     }
   }
   o << "\n  memory per pipeline stage (capacity " << format_bytes(static_cast<double>(s.capacity_bytes)) << "):\n";
-  o << "    stage        static   activations          peak\n";
+  o << "    stage        static   activations     allocated      reserved          peak\n";
   for (const auto& sm : s.per_stage) {
-    std::snprintf(line, sizeof line, "    %5d  %12s  %12s  %12s%s\n", sm.stage,
+    std::snprintf(line, sizeof line, "    %5d  %12s  %12s  %12s  %12s  %12s%s\n", sm.stage,
                   format_bytes(static_cast<double>(sm.static_bytes)).c_str(),
                   format_bytes(static_cast<double>(sm.activation_bytes)).c_str(),
+                  format_bytes(static_cast<double>(sm.allocated_bytes)).c_str(),
+                  format_bytes(static_cast<double>(sm.reserved_bytes)).c_str(),
                   format_bytes(static_cast<double>(sm.peak_bytes)).c_str(),
                   sm.peak_bytes > s.capacity_bytes ? "  OOM" : "");
+    o << line;
+  }
+  // allocated and reserved are what torch.cuda.max_memory_allocated / max_memory_reserved report (torchtitan logs the
+  // reserved one); peak adds the CUDA context and NCCL's buffers, outside PyTorch's allocator.
+  o << "    (allocated, reserved: PyTorch's max_memory_allocated / _reserved; peak adds the CUDA context and NCCL)\n";
+  if (s.reserved_interval_bytes) {
+    std::snprintf(line, sizeof line, "    reserved peak %s, 80%% interval %s .. %s (%s)\n",
+                  format_bytes(static_cast<double>(s.peak_reserved_bytes_max)).c_str(),
+                  format_bytes((*s.reserved_interval_bytes)[0]).c_str(),
+                  format_bytes((*s.reserved_interval_bytes)[1]).c_str(), s.memory_interval_source.c_str());
     o << line;
   }
   o << "\n  communication per step (rank " << s.rank << "):\n";

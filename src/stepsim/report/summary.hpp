@@ -18,6 +18,10 @@ struct StageMemory {
   int64_t peak_bytes = 0;        // max over the stage's ranks, from the engine
   int64_t static_bytes = 0;      // weights + gradients + optimizer + overheads
   int64_t activation_bytes = 0;  // peak - static
+  // At the stage's peak, what PyTorch's counters would say: max_memory_allocated (the peak less the CUDA context, NCCL's
+  // buffers and the allocator's reserve) and max_memory_reserved (allocated plus the reserve).
+  int64_t allocated_bytes = 0;
+  int64_t reserved_bytes = 0;
 };
 
 struct Summary {
@@ -40,6 +44,12 @@ struct Summary {
   int64_t peak_bytes_max = 0;
   int64_t capacity_bytes = 0;
   bool oom = false;
+  // The stage with the highest reserved peak: PyTorch's max_memory_allocated and max_memory_reserved there, and the
+  // 80% interval of the reserved peak from the framework's measured peaks (empty where none were measured).
+  int64_t peak_allocated_bytes_max = 0;
+  int64_t peak_reserved_bytes_max = 0;
+  std::optional<std::array<double, 2>> reserved_interval_bytes;
+  std::string memory_interval_source;
   std::vector<StageMemory> per_stage;
   CommBytes comm;
   int ranks = 0;

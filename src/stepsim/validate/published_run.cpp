@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cmath>
 #include <limits>
+#include <regex>
 #include <sstream>
 
 #include "stepsim/io/csv_table.hpp"
@@ -109,7 +110,25 @@ std::string recompute_of(const std::string& cell) {
   return "?";
 }
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 }  // namespace
+
+std::optional<double> peak_memory_in_notes(const std::string& notes, std::string* from) {
+  static const std::regex figure(R"((?:\bpeak memory|\bMemory) ([0-9]{1,6}(?:\.[0-9]{1,4})?) (GiB|GB)\b)",
+                                 std::regex::icase);
+  std::optional<double> bytes;
+  int found = 0;
+  for (auto it = std::sregex_iterator(notes.begin(), notes.end(), figure); it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    ++found;
+    bytes = std::stod(m[1].str()) * (m[2].str() == "GiB" ? kGiB : 1e9);
+    if (from) *from = "notes: '" + m[0].str() + "'";
+  }
+  if (found == 1) return bytes;
+  if (from) from->clear();
+  return std::nullopt;
+}
 
 std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& source) {
   const cost::CsvTable t = cost::parse_csv(text, source);
@@ -196,6 +215,12 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
       }
     }
     run.zero_stage = r.small("zero_stage", 0, 3);
+    if (const auto gib = r.number("peak_memory_GiB", 1e-3, 1e6)) {
+      run.peak_memory_bytes = *gib * kGiB;
+      run.peak_memory_from = "column peak_memory_GiB";
+    } else {
+      run.peak_memory_bytes = peak_memory_in_notes(run.notes, &run.peak_memory_from);
+    }
     run.framework = r.choice("framework", {"megatron", "torchtitan", "composer", "deepspeed", "jax"});
     if (run.framework.empty()) {
       run.framework = framework_of_row(run);

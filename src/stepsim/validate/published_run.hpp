@@ -58,6 +58,11 @@ struct PublishedRun {
   // what dist_optimizer's text says. Unset = not stated.
   std::optional<int> zero_stage;
   std::string framework;  // megatron | torchtitan | composer | deepspeed | jax; "" = not stated
+  // The peak memory per GPU the source reports (PyTorch's max_memory_reserved as torchtitan logs it), in bytes: the
+  // peak_memory_GiB column, else a figure the notes state ("Memory 82.4 GiB", "peak memory 33.71 GB"), read as
+  // written (GiB or GB). peak_memory_from says which.
+  std::optional<double> peak_memory_bytes;
+  std::string peak_memory_from;
   // The framework column was blank and dist_optimizer names DeepSpeed (Megatron-DeepSpeed's ZeRO-1, DeepSpeed's
   // ZeRO-3): the row is DeepSpeed's, whose engine runs the step (framework_of_row).
   bool framework_inferred = false;
@@ -74,6 +79,10 @@ bool framework_costed_as_megatron(const std::string& framework);
 // parallelism only, dense (the Hugging Face model under DeepSpeed's engine; run_job.cpp also asks for a Llama-style
 // model). Megatron-DeepSpeed's rows (inferred DeepSpeed, with Megatron-LM's model and parallelism) are not.
 bool deepspeed_plan(const PublishedRun& run);
+
+// The peak memory a row's notes state: "Memory <x> GiB" or "peak memory <x> GB|GiB" (case-insensitive), in bytes, with
+// the words quoted in `from`; nothing when the notes state none or more than one.
+std::optional<double> peak_memory_in_notes(const std::string& notes, std::string* from);
 
 // Reads a published-runs CSV (header names as in the shared file; column order free; unknown columns ignored).
 // Throws InputError "<file>:<line>: column <name>: <rule>" for a missing required column, a malformed number or a

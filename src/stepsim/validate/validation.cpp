@@ -120,6 +120,13 @@ ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<Pu
         row.oom = sim.summary.oom;
         row.peak_bytes = sim.summary.peak_bytes_max;
         row.capacity_bytes = sim.summary.capacity_bytes;
+        row.predicted_reserved_bytes = sim.summary.peak_reserved_bytes_max;
+        if (run.peak_memory_bytes) {
+          row.measured_memory_bytes = run.peak_memory_bytes;
+          row.memory_from = run.peak_memory_from;
+          row.memory_error = (static_cast<double>(row.predicted_reserved_bytes) - *run.peak_memory_bytes) /
+                             *run.peak_memory_bytes;
+        }
         row.job_yaml = sim.job_yaml;
         row.breakdown = sim.summary.breakdown;
         row.kind = sim.kind;
@@ -151,6 +158,8 @@ ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<Pu
     add_stats(res.by_source[done[i]->source], done[i]->error);
     add_stats(res.by_framework_gpu[{done[i]->framework, done[i]->gpu}], done[i]->error);
     add_stats(all, done[i]->error);
+    if (done[i]->measured_memory_bytes) add_stats(res.memory, done[i]->memory_error);
+    if (done[i]->oom) res.not_fit.push_back(done[i]->id);
 
     res.rows.push_back(std::move(*done[i]));
   }
@@ -189,6 +198,13 @@ ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<Pu
   for (auto& [name, s] : res.by_source) finish_stats(s);
   for (auto& [key, s] : res.by_framework_gpu) finish_stats(s);
   finish_stats(all);
+  std::vector<double> memory_errors;
+  for (const RowResult& row : res.rows) {
+    if (row.measured_memory_bytes) memory_errors.push_back(row.memory_error);
+  }
+  finish_stats(res.memory);
+  res.memory_p10 = quantile(memory_errors, 0.1);
+  res.memory_p90 = quantile(memory_errors, 0.9);
   res.mape = all.mape;
   res.mean_signed_error = all.mean_signed_error;
   return res;

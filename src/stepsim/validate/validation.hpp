@@ -26,6 +26,11 @@ struct RowResult {
   bool oom = false;           // the simulated plan does not fit the GPU memory even with full recompute
   int64_t peak_bytes = 0;     // the simulated plan's highest per-GPU memory peak (any stage)
   int64_t capacity_bytes = 0; // the GPU's memory
+  int64_t predicted_reserved_bytes = 0;  // PyTorch's max_memory_reserved at the highest stage, as simulate gives it
+  // The row's measured peak memory (PublishedRun::peak_memory_bytes) and the prediction's error against it.
+  std::optional<double> measured_memory_bytes;
+  std::string memory_from;
+  double memory_error = 0;  // (predicted reserved - measured) / measured
   std::string job_yaml;       // the job simulated (recompute and --set overrides applied), for `stepsim simulate`
   report::Breakdown breakdown;  // rank 0
   std::vector<std::string> assumptions;
@@ -74,6 +79,9 @@ struct ValidationResult {
   std::map<std::string, SourceStats> by_source;
   std::map<std::pair<std::string, std::string>, SourceStats> by_framework_gpu;  // (framework, gpu)
   double mape = 0, mean_signed_error = 0;
+  SourceStats memory;                // the rows with a measured peak: the reserved peak's errors
+  double memory_p10 = 0, memory_p90 = 0;
+  std::vector<std::string> not_fit;  // measured runs (every row is one) predicted not to fit the GPU's memory
 };
 
 struct ValidationOptions {

@@ -2,6 +2,7 @@
 // ModelDims: per-rank tensor dimensions of one micro-batch under a parallel plan, and per-rank parameter
 // counts of each module (docs/MODEL.md gives every formula). Shared by the workload builder and the
 // analytic memory model so both use one set of numbers.
+#include <algorithm>
 #include <cstdint>
 
 #include "stepsim/job/job_spec.hpp"
@@ -51,6 +52,13 @@ struct ModelDims {
   // output layer on the last, and `bf16_layers` of its transformer layers (fp8_bf16_first/last_layers).
   int64_t fp8_exempt_params(bool first_stage, bool last_stage, int64_t bf16_layers) const {
     return (first_stage ? params_embedding : 0) + (last_stage ? params_output : 0) + bf16_layers;
+  }
+  // Parameters outside the transformer layers on a stage: the embedding on the first, final norm and output on the last.
+  int64_t root_params(bool first_stage, bool last_stage) const {
+    return (first_stage ? params_embedding : 0) + (last_stage ? params_output + params_final_norm : 0);
+  }
+  int64_t largest_layer_params(bool moe_model) const {
+    return std::max(layer_params(false), moe_model ? layer_params(true) : int64_t{0});
   }
 };
 

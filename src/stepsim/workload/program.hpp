@@ -20,10 +20,17 @@ struct StaticMemory {
   int64_t optimizer = 0;
   int64_t overhead = 0;  // CUDA context and cuBLAS workspaces, NCCL buffers (documented constants)
   int64_t fp8_weight_cache = 0;  // Transformer Engine's fp8 weight copies (fp8 jobs)
+  // Parameters held unsharded beside their shards: the units ZeRO-3 / FSDP has gathered (the one running and the next),
+  // FSDP2's root module, or a pipeline stage's whole set that FSDP2 keeps gathered across its micro-batches.
+  int64_t gathered = 0;
+  // Static bytes a trace gives without saying what they hold (counted as allocated).
+  int64_t traced = 0;
   // What PyTorch's caching allocator reserves beyond what it hands out (fragmentation), in proportion to the
   // activation peak; static here because it is held for the whole step once reached.
   int64_t allocator_reserve = 0;
-  int64_t total() const { return weights + gradients + optimizer + overhead + fp8_weight_cache + allocator_reserve; }
+  int64_t total() const { return allocated() + allocator_reserve + overhead; }
+  // What PyTorch's torch.cuda.max_memory_allocated counts of it (not the CUDA context, NCCL's buffers or the reserve).
+  int64_t allocated() const { return weights + gradients + optimizer + fp8_weight_cache + gathered + traced; }
 };
 
 // One transfer of a trace-driven P2P op: to or from `peer`, an index into the rank's RankBinding::peers.

@@ -4,13 +4,14 @@
 
 namespace stepsim::workload {
 
-int warmup_steps(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int m, bool combined) {
+int warmup_steps(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int m, bool combined,
+                 bool all_forwards_first) {
   switch (schedule) {
     case spec::PipelineSchedule::GPipe: return m;
     case spec::PipelineSchedule::OneFOneB: return std::min(stages - stage - 1 + (combined && stages == 1 ? 1 : 0), m);
     case spec::PipelineSchedule::Interleaved1F1B: {
       const int total = m * chunks;
-      if (m == stages) return total;  // Megatron: all forwards first when micro-batches == stages
+      if (all_forwards_first && m == stages) return total;  // Megatron: all forwards first when micro-batches == stages
       return std::min((stages - stage - 1) * 2 + (chunks - 1) * stages + (combined ? 1 : 0), total);
     }
   }
@@ -101,7 +102,7 @@ void one_f_one_b(Emitter& e, int stage, int stages, int m) {
 // overlap: Megatron's overlap_p2p_comm path — in warm-up and steady state the forward-direction and the
 // backward-direction exchanges are separate and asynchronous, waited for just before the next forward /
 // backward step; the cool-down stays blocking.
-void interleaved(Emitter& e, int stage, int p, int v, int m, bool overlap, bool combined) {
+void interleaved(Emitter& e, int stage, int p, int v, int m, bool overlap, bool combined, bool forwards_first) {
   using W = PipelineAction;
   const int total = m * v, group = p * v;
   auto chunk_of = [&](int k, bool forward) {
@@ -111,8 +112,8 @@ void interleaved(Emitter& e, int stage, int p, int v, int m, bool overlap, bool 
   auto mb_of = [&](int k) { return (k / group) * p + k % p; };
   auto first_model_chunk = [&](int c) { return stage == 0 && c == 0; };
   auto last_model_chunk = [&](int c) { return stage == p - 1 && c == v - 1; };
-  const bool all_warmup = m == p;
-  const int warm = warmup_steps(spec::PipelineSchedule::Interleaved1F1B, stage, p, v, m, combined);
+  const bool all_warmup = forwards_first && m == p;
+  const int warm = warmup_steps(spec::PipelineSchedule::Interleaved1F1B, stage, p, v, m, combined, forwards_first);
   const int remaining = total - warm;
 
   e.exchange(false, false, !e.first_stage(), false);  // recv_forward for chunk 0
@@ -164,7 +165,7 @@ void interleaved(Emitter& e, int stage, int p, int v, int m, bool overlap, bool 
 }  // namespace
 
 std::vector<PipelineAction> pipeline_actions(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int m,
-                                             bool overlap_p2p_comm, bool combined_1f1b) {
+                                             bool overlap_p2p_comm, bool combined_1f1b, bool all_forwards_first) {
   Emitter e(stage, stages);
   switch (schedule) {
     case spec::PipelineSchedule::GPipe: gpipe(e, m); break;
@@ -173,7 +174,7 @@ std::vector<PipelineAction> pipeline_actions(spec::PipelineSchedule schedule, in
       else one_f_one_b(e, stage, stages, m);
       break;
     case spec::PipelineSchedule::Interleaved1F1B:
-      interleaved(e, stage, stages, chunks, m, overlap_p2p_comm, combined_1f1b);
+      interleaved(e, stage, stages, chunks, m, overlap_p2p_comm, combined_1f1b, all_forwards_first);
       break;
   }
   return std::move(e.out);

@@ -28,12 +28,17 @@ struct PipelineAction {
 // alone, then each forward is paired with the previous micro-batch's backward; interleaved, one more warm-up forward
 // (so that the paired steps are independent) and every steady-state forward/backward pair is one Combined action.
 // Needs the interleaved schedule when stages > 1 (spec::validate refuses the rest).
+// all_forwards_first: Megatron's interleaved schedule runs every forward before any backward when the micro-batches
+// equal the stages; PyTorch's ScheduleInterleaved1F1B (torchtitan) keeps its warm-up of (v - 1) m + 2 (p - 1 - r).
 std::vector<PipelineAction> pipeline_actions(spec::PipelineSchedule schedule, int stage, int stages, int chunks,
                                              int num_microbatches, bool overlap_p2p_comm = false,
-                                             bool combined_1f1b = false);
+                                             bool combined_1f1b = false, bool all_forwards_first = true);
 
 // Warm-up forward steps of a stage (before its first backward).
 int warmup_steps(spec::PipelineSchedule schedule, int stage, int stages, int chunks, int num_microbatches,
-                 bool combined_1f1b = false);
+                 bool combined_1f1b = false, bool all_forwards_first = true);
+
+// Whether the job's framework runs all forwards first when micro-batches == stages (see pipeline_actions).
+inline bool all_forwards_first(const spec::TrainingSpec& t) { return t.framework != spec::Framework::Torchtitan; }
 
 }  // namespace stepsim::workload

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "stepsim/workload/working_memory.hpp"
+
 namespace stepsim::workload {
 
 BytesPerParam bytes_per_param(const spec::TrainingSpec& t) {
@@ -21,6 +23,9 @@ BytesPerParam bytes_per_param(const spec::TrainingSpec& t) {
   // model_grad.float()) and drops the copy at the next zero_grad (set_to_none): memory only while the step runs.
   // The precision-aware optimizer (TE FusedAdam) reads them as they are.
   b.step_grad_copy = fp32_grads || t.precision_aware_optimizer ? 0 : 4;
+  // FSDP2 (torchtitan, ZeRO-3): the sharded fp32 gradients its reduce-scatters leave, from the backward to the next
+  // step's zero_grad (set_to_none); none exists yet at the activation peak (the loss).
+  if (t.framework == spec::Framework::Torchtitan && t.zero_stage == 3) b.step_grad_copy = 4;
   // Adam's HBM traffic: the gradient it reads, master weights, m and v read and written, the model weights written.
   b.step_traffic = (b.step_grad_copy > 0 ? 4 : b.gradient) + 2 * b.optimizer + b.weight;
   return b;
@@ -34,23 +39,72 @@ double fp8_cache_bytes_per_param(const spec::TrainingSpec& t) {
   return t.fp8_param_gather ? copy : 2 * copy;
 }
 
-StaticMemory static_memory(const spec::JobSpec& job, int64_t dense_params, int64_t expert_params,
-                           int64_t dp_shards, int64_t edp_shards, int communicators, int64_t bf16_params) {
-  const BytesPerParam b = bytes_per_param(job.training);
+namespace {
+
+// torchtitan's FSDP2 (MixedPrecisionPolicy bf16 parameters, fp32 reduction; torch.optim.AdamW): the sharded parameter
+// is the fp32 master (no separate copy), Adam's m and v are fp32 beside it, and the bf16 parameters exist only as
+// gathered. Without a pipeline the gathered ones are the root module (reshard_after_forward is off for the root) and
+// the layers running and prefetched; under a pipeline FSDP2 reshards neither after forward nor after each micro-batch's
+// backward (PipelineStage's no-sync), so the stage's parameters stay gathered and its gradients accumulate unsharded
+// in the reduction dtype (fp32). DDP (zero_stage 0) keeps fp32 parameters, gradients and moments unsharded.
+StaticMemory fsdp2_static_memory(const spec::JobSpec& job, const RankParams& q, int64_t dp_shards, int64_t edp_shards,
+                                 int64_t gathered_bytes) {
   StaticMemory m;
-  const int64_t params = dense_params + expert_params;
-  // ZeRO-2 shards the gradients and ZeRO-3 the weights too, over the (expert-)data-parallel group.
+  const int64_t all = q.dense + q.expert;
+  auto shard = [&](int64_t bytes) { return q.dense * bytes / dp_shards + q.expert * bytes / edp_shards; };
+  switch (job.training.zero_stage) {
+    case 0:
+      m.weights = 4 * all;
+      m.gradients = 4 * all;
+      m.optimizer = 8 * all;
+      break;
+    case 3:
+      m.weights = shard(4);
+      m.optimizer = shard(8);
+      m.gathered = 2 * q.root + gathered_bytes * std::min(all - q.root, 2 * q.largest_layer);
+      break;
+    default:
+      m.weights = shard(4);
+      m.optimizer = shard(8);
+      m.gathered = 2 * q.root + gathered_bytes * (all - q.root);
+      m.gradients = 4 * all;
+      break;
+  }
+  return m;
+}
+
+}  // namespace
+
+StaticMemory static_memory(const spec::JobSpec& job, const RankParams& q, int64_t dp_shards, int64_t edp_shards,
+                           int communicators) {
+  const BytesPerParam b = bytes_per_param(job.training);
   const int zero = job.training.zero_stage;
-  auto shard = [&](int64_t bytes_per_param, bool sharded) {
-    return sharded ? dense_params * bytes_per_param / dp_shards + expert_params * bytes_per_param / edp_shards
-                   : params * bytes_per_param;
-  };
-  m.weights = shard(b.weight, zero >= 3);
-  m.gradients = shard(b.gradient, zero >= 2);
-  if (job.training.distributed_optimizer) {
-    m.optimizer = dense_params * b.optimizer / dp_shards + expert_params * b.optimizer / edp_shards;
+  StaticMemory m;
+  if (job.training.framework == spec::Framework::Torchtitan) {
+    m = fsdp2_static_memory(job, q, dp_shards, edp_shards, b.weight);
   } else {
-    m.optimizer = params * b.optimizer;
+    const int64_t params = q.dense + q.expert;
+    // ZeRO-2 shards the gradients and ZeRO-3 the weights too, over the (expert-)data-parallel group.
+    auto shard = [&](int64_t bytes_per_param, bool sharded) {
+      return sharded ? q.dense * bytes_per_param / dp_shards + q.expert * bytes_per_param / edp_shards
+                     : params * bytes_per_param;
+    };
+    m.weights = shard(b.weight, zero >= 3);
+    m.gradients = shard(b.gradient, zero >= 2);
+    m.optimizer = shard(b.optimizer, job.training.distributed_optimizer);
+    // ZeRO-3 holds the unit it runs and the one it prefetches gathered. DeepSpeed (also its 2021 blocking fetch)
+    // gathers per submodule and releases what exceeds stage3_max_live_parameters (default 1e9 parameters);
+    // Megatron-FSDP holds whole layers.
+    if (zero >= 3) {
+      const bool deepspeed = job.training.framework == spec::Framework::DeepSpeed ||
+                             job.training.zero3_param_fetch == spec::Zero3Fetch::Blocking;
+      const int64_t live = std::min(params, 2 * q.largest_layer);
+      m.gathered = b.weight * (deepspeed ? std::min(live, kDeepSpeedMaxLiveParams) : live);
+    }
+    // ZeRO-3 gathers a layer's weights when it runs: its fp8 copies exist for the layers gathered at once, not the
+    // stage. torchao (torchtitan) casts its weights at each use and keeps no copies.
+    const int64_t fp8_params = zero >= 3 ? 0 : std::max<int64_t>(0, params - q.bf16);
+    m.fp8_weight_cache = static_cast<int64_t>(static_cast<double>(fp8_params) * fp8_cache_bytes_per_param(job.training));
   }
   // CPU optimizer offload (MoFa eq. 27): the offloaded share of the fp32 master weights and Adam moments lives in host
   // memory; the low-precision weights and the main gradients stay on the GPU.
@@ -59,10 +113,14 @@ StaticMemory static_memory(const spec::JobSpec& job, int64_t dense_params, int64
                                                     (1.0 - job.training.optimizer_offload_fraction)));
   }
   m.overhead = kCudaContextBytes + int64_t{communicators} * kNcclBytesPerCommunicator;
-  // ZeRO-3 gathers a layer's weights when it runs: its fp8 copies exist for the layers gathered at once, not the stage.
-  const int64_t fp8_params = zero >= 3 ? 0 : std::max<int64_t>(0, params - bf16_params);
-  m.fp8_weight_cache = static_cast<int64_t>(static_cast<double>(fp8_params) * fp8_cache_bytes_per_param(job.training));
   return m;
+}
+
+std::optional<MemoryBand> memory_band(spec::Framework framework) {
+  // torchtitan: the 17 peaks of the torchtitan rows of published_runs_2.csv and published_runs_blackwell.csv
+  // (docs/VALIDATION-FRAMEWORKS.md and VALIDATION-BLACKWELL.md, "Peak memory").
+  if (framework == spec::Framework::Torchtitan) return MemoryBand{-0.198, 0.073, 17};
+  return std::nullopt;
 }
 
 }  // namespace stepsim::workload

@@ -12,6 +12,8 @@ namespace stepsim::workload {
 // for each communicator kind a rank uses.
 constexpr int64_t kCudaContextBytes = int64_t{768} << 20;
 constexpr int64_t kNcclBytesPerCommunicator = int64_t{192} << 20;
+// DeepSpeed ZeRO-3's stage3_max_live_parameters default: gathered parameters beyond it are released.
+constexpr int64_t kDeepSpeedMaxLiveParams = 1'000'000'000;
 
 struct BytesPerParam {
   int weight = 2;          // low-precision model weights
@@ -29,9 +31,19 @@ BytesPerParam bytes_per_param(const spec::TrainingSpec& t);
 // 0 for a job that does not train in fp8.
 double fp8_cache_bytes_per_param(const spec::TrainingSpec& t);
 
-// dense/expert params of one rank; shards = the DP(-with-CP) and expert-DP group sizes. bf16_params: the rank's
-// parameters that stay in bf16 under fp8 (word embeddings, output layer), which have no fp8 copies.
-StaticMemory static_memory(const spec::JobSpec& job, int64_t dense_params, int64_t expert_params,
-                           int64_t dp_shards, int64_t edp_shards, int communicators, int64_t bf16_params = 0);
+// The parameters one rank holds, as the frameworks' sharding sees them.
+struct RankParams {
+  int64_t dense = 0;
+  int64_t expert = 0;
+  int64_t bf16 = 0;           // kept in bf16 under fp8 (word embeddings, output layer, bf16 layers): no fp8 copies
+  int64_t root = 0;           // outside the transformer layers: embedding, final norm, output layer
+  int64_t largest_layer = 0;  // the largest transformer layer's: what ZeRO-3 gathers at once
+};
+
+// Static memory of a rank for its framework (docs/MODEL.md §8): Megatron-Core's buffers and distributed optimizer,
+// DeepSpeed's and Megatron-FSDP's ZeRO stages, or torchtitan's FSDP2. dp_shards and edp_shards: the DP(-with-CP) and
+// expert-DP group sizes.
+StaticMemory static_memory(const spec::JobSpec& job, const RankParams& params, int64_t dp_shards, int64_t edp_shards,
+                           int communicators);
 
 }  // namespace stepsim::workload

@@ -63,7 +63,7 @@ void charge_memory(const KinetoTrace& k, RankImport& r) {
       r.program.ops[after->second].mem_free_at_end -= e.bytes;
     }
   }
-  r.program.static_memory.overhead = r.static_memory_bytes;
+  r.program.static_memory.traced = r.static_memory_bytes;
 }
 
 }  // namespace

@@ -220,7 +220,7 @@ LocalProgram build_program(const TracedRank& tr, const RankLayout& layout, Trace
   }
   lp.peers.resize(peer_index.size());
   for (const auto& [r, i] : peer_index) lp.peers[static_cast<size_t>(i)] = r;
-  p.static_memory.overhead = tr.static_memory_bytes;
+  p.static_memory.traced = tr.static_memory_bytes;
   p.activation_peak = peak;
   p.stored_activation_peak = peak;  // a trace's allocations are what it recorded: no modelled working buffers
   return lp;

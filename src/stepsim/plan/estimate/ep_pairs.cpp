@@ -23,7 +23,8 @@ double paired_share_of(const spec::JobSpec& job, int s) {
   const int p = par.pipeline, v = par.virtual_stages;
   const int64_t m = job.num_microbatches();
   const int total = static_cast<int>(m) * v;
-  const int warm = workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m), true);
+  const int warm = workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m), true,
+                                        workload::all_forwards_first(job.training));
   return static_cast<double>(total - warm) / static_cast<double>(total);
 }
 

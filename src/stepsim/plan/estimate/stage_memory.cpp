@@ -14,17 +14,20 @@ int chunks_in_flight(const spec::JobSpec& job, int s) {
   const auto& par = job.parallelism;
   const int m = static_cast<int>(job.num_microbatches());
   return workload::warmup_steps(par.schedule, s, par.pipeline, par.virtual_stages, m,
-                                job.training.overlap_moe_expert_parallel_comm) +
+                                job.training.overlap_moe_expert_parallel_comm,
+                                workload::all_forwards_first(job.training)) +
          1;
 }
 
 int64_t stage_memory_bytes(const spec::JobSpec& job, const LayerCosts& lc, const workload::ModelDims& d,
                            const workload::RankLayout& layout, const StageCosts& x, int s) {
   const int p = job.parallelism.pipeline, v = job.parallelism.virtual_stages;
-  const int64_t bf16_params = d.fp8_exempt_params(s == 0, s == p - 1, static_cast<int64_t>(x.bf16));
-  workload::StaticMemory sm = workload::static_memory(
-      job, static_cast<int64_t>(x.dense), static_cast<int64_t>(x.expert), layout.group_size(workload::GroupKind::Dp),
-      layout.group_size(workload::GroupKind::Edp), layout.communicators(), bf16_params);
+  const bool first = s == 0, last = s == p - 1;
+  const workload::RankParams q{static_cast<int64_t>(x.dense), static_cast<int64_t>(x.expert),
+                               d.fp8_exempt_params(first, last, static_cast<int64_t>(x.bf16)), d.root_params(first, last),
+                               d.largest_layer_params(job.model.moe.has_value())};
+  workload::StaticMemory sm = workload::static_memory(job, q, layout.group_size(workload::GroupKind::Dp),
+                                                      layout.group_size(workload::GroupKind::Edp), layout.communicators());
   const double act = static_cast<double>(chunks_in_flight(job, s)) * x.stored / v + lc.transient_bytes;
   sm.allocator_reserve = workload::allocator_reserve_bytes(job, act);
   return sm.total() + static_cast<int64_t>(act);

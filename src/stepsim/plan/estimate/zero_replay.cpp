@@ -97,7 +97,8 @@ ZeroReplay replay_stage(const DpStep& step, const std::vector<StageCosts>& st, c
   const auto& par = step.job.parallelism;
   const int p = par.pipeline, v = par.virtual_stages;
   const int64_t m = step.job.num_microbatches();
-  const int warm = workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m));
+  const int warm = workload::warmup_steps(par.schedule, s, p, v, static_cast<int>(m), false,
+                                          workload::all_forwards_first(step.job.training));
   const PipelineWaits w = pipeline_waits(st, s, v, warm, step.lc.host_syncs, extra_first);
   const bool prefetch = step.job.training.zero3_param_fetch == spec::Zero3Fetch::Prefetch;
   return StageSchedule(units, p, v, m, warm).replay(prefetch, w, extra_last);

@@ -70,9 +70,11 @@ Workload build_megatron_workload(const spec::JobSpec& job) {
   const int communicators = w.layout.communicators();
   for (Program& p : w.programs) {
     replay_activation_peaks(p);
-    const int64_t bf16_params = d.fp8_exempt_params(p.stage == 0, p.stage == par.pipeline - 1, p.bf16_layer_parameters);
-    p.static_memory = static_memory(job, p.dense_parameters, p.expert_parameters, w.layout.group_size(GroupKind::Dp),
-                                    w.layout.group_size(GroupKind::Edp), communicators, bf16_params);
+    const bool first = p.stage == 0, last = p.stage == par.pipeline - 1;
+    const RankParams q{p.dense_parameters, p.expert_parameters, d.fp8_exempt_params(first, last, p.bf16_layer_parameters),
+                       d.root_params(first, last), d.largest_layer_params(job.model.moe.has_value())};
+    p.static_memory = static_memory(job, q, w.layout.group_size(GroupKind::Dp), w.layout.group_size(GroupKind::Edp),
+                                    communicators);
     p.static_memory.allocator_reserve = allocator_reserve_bytes(job, static_cast<double>(p.activation_peak));
     double fwd = 0;
     for (const Op& op : p.ops) {

@@ -5,6 +5,31 @@
 
 namespace stepsim::workload::megatron {
 
+namespace {
+
+// torchtitan computes the loss with PyTorch's own cross-entropy on an fp32 copy of the logits (loss_parallel's
+// DTensor version under TP).
+bool torch_loss(const Context& cx) { return cx.job().training.framework == spec::Framework::Torchtitan; }
+
+// Working buffers of PyTorch's cross-entropy beyond the stored fp32 log-probabilities, in bytes per local logit.
+// Forward: the bf16 logits (still referenced by the caller) and their fp32 copy; loss_parallel's _log_softmax also
+// holds the shifted logits and their exponentials. Backward: nll_loss's and log_softmax's fp32 gradients; loss_parallel's
+// fused backward holds the one-hot gradient, its masked copy (torch.where), exp of the log-probabilities and their sum.
+// Compiled (training.compile_loss), Inductor reads the bf16 logits in fused reductions: it keeps them (and a per-token
+// log-sum-exp) for the backward, which writes the bf16 gradient directly.
+int64_t torch_loss_forward_bytes(const Context& cx) {
+  if (cx.job().training.compile_loss) return 0;
+  return cx.d().t > 1 ? 10 : 6;
+}
+int64_t torch_loss_backward_bytes(const Context& cx) {
+  if (cx.job().training.compile_loss) return 2;
+  return cx.d().t > 1 ? 12 : 8;
+}
+// Stored for the backward per local logit: the fp32 softmax / log-probabilities, or the compiled loss's bf16 logits.
+int64_t loss_saved_bytes(const Context& cx) { return torch_loss(cx) && cx.job().training.compile_loss ? 2 : 4; }
+
+}  // namespace
+
 Ref embedding_fwd(Emitter& em, const Context& cx, Ref in) {
   const ModelDims& d = cx.d();
   const int64_t beta = cx.beta();
@@ -54,10 +79,12 @@ Ref head_fwd(Emitter& em, const Context& cx, Ref in) {
   // Vocab-parallel cross-entropy (fp32 softmax): all-reduce of the max, of the sum of exponentials and of the target
   // logits across the tensor-parallel group. Megatron's jit-fused `native` path is costed alike.
   Ref c1 = em.compute(cx, memop(ComputeCategory::Loss, (beta + 4) * d.tokens * vloc), "cross_entropy_max", {o},
-                      4 * d.tokens * vloc);
+                      loss_saved_bytes(cx) * d.tokens * vloc);
   // The bf16 logits beside their fp32 copy (`.float()`, kept for backward as the softmax) and the gathered input
-  // (measured: 2,068 MiB for 8K tokens x 128,256 logits + 4,096 hidden; working_memory.hpp).
-  em.working_buffer(em.next_op() - 1, beta * d.tokens * (vloc + d.h));
+  // (measured: 2,068 MiB for 8K tokens x 128,256 logits + 4,096 hidden; working_memory.hpp). torchtitan's loss
+  // (F.cross_entropy(pred.float()), not compiled) keeps log_softmax's fp32 output apart from the fp32 copy.
+  em.working_buffer(em.next_op() - 1,
+                    (torch_loss(cx) ? torch_loss_forward_bytes(cx) : beta) * d.tokens * vloc + beta * d.tokens * d.h);
   Ref a1 = em.coll(cx, CollType::AllReduce, GroupKind::Tp, 4 * d.tokens, "cross_entropy_all_reduce", c1);
   Ref c2 = em.compute(cx, memop(ComputeCategory::Loss, 8 * d.tokens * vloc), "cross_entropy_softmax", {a1});
   Ref a2 = em.coll(cx, CollType::AllReduce, GroupKind::Tp, 8 * d.tokens, "cross_entropy_all_reduce", c2);
@@ -75,8 +102,9 @@ Ref head_bwd(Emitter& em, const Context& cx, Ref in) {
   Ref c = te ? em.compute(cx, memop(ComputeCategory::Elementwise, 2 * beta * d.tokens * vloc), "cross_entropy_bwd", {in})
              : em.compute(cx, memop(ComputeCategory::Loss, (4 + beta) * d.tokens * vloc), "cross_entropy_bwd", {in});
   // The unfused path's bf16 gradient of the logits beside the fp32 softmax it is made from (measured 2,004 MiB at
-  // 8K x 128,256); TE's kernel wrote its gradient in place.
-  if (!te) em.working_buffer(em.next_op() - 1, beta * d.tokens * vloc);
+  // 8K x 128,256); TE's kernel wrote its gradient in place. PyTorch's nll_loss and log_softmax backwards each write an
+  // fp32 gradient of all logits beside the stored log-probabilities.
+  if (!te) em.working_buffer(em.next_op() - 1, (torch_loss(cx) ? torch_loss_backward_bytes(cx) : beta) * d.tokens * vloc);
   // Megatron's own ColumnParallelLinear, in bf16: TE's userbuffers do not cover it.
   Ref r = column_parallel_bwd(em, cx.keeping_bf16(), "output_layer", d.tokens, vloc, d.h, c, d.sp, false);
   return norm_bwd(em, cx, "final_layernorm_bwd", r, NormSite::Final);

@@ -4,7 +4,8 @@
 // policy that saves the outputs of aten.mm (all but every second one), of SDPA, of the functional reduce-scatter and of
 // abs/max, and recomputes everything else when the block's backward first needs it. In a Llama block the matmuls run
 // wq, wk, wv, wo, w1, w3, w2, so wk, wo and w3 are recomputed with every elementwise op. torchao's Float8 linears
-// call aten._scaled_mm, which the policy does not save: under fp8 every projection the backward needs is recomputed.
+// call aten._scaled_mm, which the policy does not save: under fp8 every projection the backward needs is recomputed
+// (its time); compiled, the memory kept is bf16's (op_sac.cpp says why).
 #include "stepsim/workload/megatron/emitter.hpp"
 
 namespace stepsim::workload::megatron {

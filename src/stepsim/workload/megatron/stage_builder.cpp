@@ -126,7 +126,8 @@ void StageBuilder::build() {
   const auto& par = facts_.job.parallelism;
   const StageShape& sh = facts_.shape;
   for (const PipelineAction& a : pipeline_actions(par.schedule, sh.stage, sh.stages, sh.chunks, sh.microbatches,
-                                                  par.overlap_p2p_comm, facts_.f.ep_overlap)) {
+                                                  par.overlap_p2p_comm, facts_.f.ep_overlap,
+                                                  all_forwards_first(facts_.job.training))) {
     switch (a.kind) {
       case PipelineAction::Combined:
         combined_step(a, blocking, fwd_async, bwd_async);
