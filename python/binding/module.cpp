@@ -198,6 +198,7 @@ py::object plan(const py::dict& job, const py::dict& opts) {
   o.simulate = get<int>(opts, "simulate", o.simulate);
   o.threads = get<int>(opts, "threads", o.threads);
   o.memory_margin = get<double>(opts, "memory_margin", o.memory_margin);
+  o.tie_tolerance = get<double>(opts, "tie_tolerance", o.tie_tolerance);
   o.objective = get<std::string>(opts, "objective", o.objective);
   o.steps = get_optional<int64_t>(opts, "steps");
   o.tokens = get_optional<double>(opts, "tokens");

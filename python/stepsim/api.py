@@ -266,9 +266,10 @@ def plan(job=None, overrides=None, **kw):
     """``stepsim plan``: the ranked parallel plans of the job (best first) as a :class:`Rows` list of plan dicts;
     ``.json`` is everything --json writes (model, gpus, capacity, the rules' counts, ...).
 
-    Options: gpus, global_batch, top, simulate, threads, memory_margin, objective ("step" | "e2e"), steps (or
-    tokens), failure_rate, storage_GBps, init_time, price, keep_layout, fp8_recipes, json. With ``memory_map=True`` (and gpus,
-    global_batch, csv) the (TP, PP) memory-feasibility map instead, one row per pair as --csv writes it.
+    Options: gpus, global_batch, top, simulate, threads, memory_margin, tie_tolerance, objective ("step" | "e2e"),
+    steps (or tokens), failure_rate, storage_GBps, init_time, price, keep_layout, fp8_recipes, json. With
+    ``memory_map=True`` (and gpus, global_batch, csv) the (TP, PP) memory-feasibility map instead, one row per pair as
+    --csv writes it.
 
     The space (docs/PLANNER.md, "Frameworks and constraints"): ``framework`` ("megatron" | "torchtitan" | "deepspeed";
     default the job's), ``fix`` ({"tensor": 8}), ``allow`` ({"zero_stage": [1, 3]}), ``exclude`` (["tp_comm_overlap"]
@@ -279,10 +280,9 @@ def plan(job=None, overrides=None, **kw):
     if kw.pop("memory_map", False):
         opts = _options(kw, ("gpus", "global_batch", "csv"), "plan(memory_map=True)")
         return _csv_rows(_native.memory_map(_job(job, overrides=overrides, **jk), opts))
-    opts = _options(kw, ("gpus", "global_batch", "top", "simulate", "threads", "memory_margin", "objective", "steps",
-                         "tokens",
-                         "failure_rate", "storage_GBps", "init_time", "price", "keep_layout", "fp8_recipes", "json",
-                         "framework", "fix", "allow", "exclude"),
+    opts = _options(kw, ("gpus", "global_batch", "top", "simulate", "threads", "memory_margin", "tie_tolerance",
+                         "objective", "steps", "tokens", "failure_rate", "storage_GBps", "init_time", "price",
+                         "keep_layout", "fp8_recipes", "json", "framework", "fix", "allow", "exclude"),
                     "plan")
     doc = _native.plan(_job(job, overrides=overrides, **jk), opts)
     return Rows(doc["plans"], doc)

@@ -62,6 +62,9 @@ PlanOutput plan(const PlanOptions& o, const Distribution& dist) {
   if (!(o.memory_margin >= 0.0 && o.memory_margin <= 0.5)) {
     throw InputError("--memory-margin " + std::to_string(o.memory_margin) + ": must be in [0, 0.5]");
   }
+  if (!(o.tie_tolerance >= 0.0 && o.tie_tolerance <= 0.5)) {
+    throw InputError("--tie-tolerance " + std::to_string(o.tie_tolerance) + ": must be in [0, 0.5]");
+  }
   check_finite("--price", o.price, 0);
 
   plan::PlannerOptions po;
@@ -75,6 +78,7 @@ PlanOutput plan(const PlanOptions& o, const Distribution& dist) {
   po.threads = o.threads;
   po.price_per_gpu_hour = o.price;
   po.memory_margin = o.memory_margin;
+  po.tie_tolerance = o.tie_tolerance;
   po.progress = o.progress;
   if (o.objective == "e2e") {
     po.objective = plan::Objective::E2E;

@@ -28,6 +28,7 @@ struct PlanOptions {
   bool keep_layout = false;
   std::string fp8_recipes;  // fp8 jobs: recipes to search ("delayed,current", "all"); "": the job's own
   double memory_margin = plan::kDefaultMemoryMargin;
+  double tie_tolerance = plan::kDefaultTieTolerance;
   // The framework whose plans are searched ("": the job's training.framework) and the user's constraints on the
   // space: "KEY=VALUE" (fix), "KEY=V1,V2" (allow), "KEY=V1,V2" or a switch "KEY" (exclude); docs/PLANNER.md.
   std::string framework;

@@ -20,9 +20,17 @@ std::string optimizer_label(const Plan& p) {
 
 }  // namespace
 
+size_t fastest_plan(const PlanResult& r) {
+  size_t best = 0;
+  for (size_t i = 1; i < r.plans.size(); ++i) {
+    if (r.plans[i].objective_s < r.plans[best].objective_s) best = i;
+  }
+  return best;
+}
+
 double baseline_gain(const PlanResult& r) {
-  if (!r.baseline || r.plans.empty() || r.plans.front().objective_s <= 0) return 0;
-  return r.baseline->objective_s / r.plans.front().objective_s - 1;
+  if (!r.baseline || r.plans.empty() || r.plans[fastest_plan(r)].objective_s <= 0) return 0;
+  return r.baseline->objective_s / r.plans[fastest_plan(r)].objective_s - 1;
 }
 
 std::string baseline_line(const PlanResult& r) {
@@ -31,12 +39,36 @@ std::string baseline_line(const PlanResult& r) {
   std::string s = "job: the job as written (" + describe(b.plan) + "), " + r.baseline_note;
   if (b.peak_memory_bytes > r.capacity_bytes) s += "; it does not fit in memory";
   if (r.plans.empty()) return s;
-  char buf[160];
+  char buf[200];
   const double gain = baseline_gain(r);
-  if (r.plans.front().plan == b.plan) std::snprintf(buf, sizeof buf, "; it is plan #1");
-  else if (gain >= 0) std::snprintf(buf, sizeof buf, "; it takes %.1f %% longer than plan #1", 100 * gain);
-  else std::snprintf(buf, sizeof buf, "; it is %.1f %% faster than plan #1 (outside the space searched)", -100 * gain);
+  const std::string fastest = "the fastest plan (#" + std::to_string(fastest_plan(r) + 1) + ")";
+  if (r.plans.front().plan == b.plan) {
+    std::snprintf(buf, sizeof buf, "; it is plan #1");
+  } else if (gain >= 0 && gain <= r.tie_tolerance) {
+    std::snprintf(buf, sizeof buf, "; it takes %.1f %% longer than %s, within the model's plan-to-plan error (%.1f %%)",
+                  100 * gain, fastest.c_str(), 100 * r.tie_tolerance);
+  } else if (gain >= 0) {
+    std::snprintf(buf, sizeof buf, "; it takes %.1f %% longer than %s", 100 * gain, fastest.c_str());
+  } else {
+    std::snprintf(buf, sizeof buf, "; it is %.1f %% faster than %s (outside the space searched)", -100 * gain,
+                  fastest.c_str());
+  }
   return s + buf;
+}
+
+std::string ties_line(const PlanResult& r) {
+  std::string groups;
+  for (size_t i = 0; i < r.plans.size();) {
+    size_t j = i;
+    while (j + 1 < r.plans.size() && r.plans[j + 1].tie_group == r.plans[i].tie_group) ++j;
+    if (j > i) groups += (groups.empty() ? "#" : ", #") + std::to_string(i + 1) + "-#" + std::to_string(j + 1);
+    i = j + 1;
+  }
+  if (r.tie_tolerance <= 0) return "ties: not grouped (--tie-tolerance 0)";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "ties (plans within %.1f %% of their group's first): ", 100 * r.tie_tolerance);
+  return buf + (groups.empty() ? std::string("none")
+                               : groups + ", each ordered by the simpler layout, then memory headroom (notes: ties)");
 }
 
 std::string plan_text(const PlanResult& r, const ReportContext& c) {
@@ -100,6 +132,7 @@ std::string plan_text(const PlanResult& r, const ReportContext& c) {
     o << "  (TP comm: exposed TP + CP + EP communication; PP: bubble + exposed sends; per step, on the slowest stage"
          " (estimate) or rank 0 (engine))\n";
   }
+  if (!r.plans.empty()) o << "  " << ties_line(r) << "\n";
   o << "  " << baseline_line(r) << "\n";
   o << "\nnotes:\n";
   for (const std::string& n : r.notes) o << "  - " << n << "\n";
@@ -112,6 +145,7 @@ nlohmann::json plan_row_json(const RankedPlan& p, const ReportContext& c, int64_
   using nlohmann::json;
   const Plan& x = p.plan;
   json j = {{"tensor", x.tensor},
+            {"tie_group", p.tie_group},
             {"pipeline", x.pipeline},
             {"data", x.data},
             {"context", x.context},
@@ -182,6 +216,7 @@ nlohmann::json plan_json(const PlanResult& r, const ReportContext& c) {
               {"plans", plans},
               {"baseline", r.baseline ? plan_row_json(*r.baseline, c, r.capacity_bytes) : json(nullptr)},
               {"baseline_note", r.baseline_note},
+              {"tie_tolerance", r.tie_tolerance},
               {"notes", r.notes}};
   if (r.baseline && !r.plans.empty()) out["baseline"]["longer_than_best"] = baseline_gain(r);
   if (c.options.objective == Objective::E2E) {

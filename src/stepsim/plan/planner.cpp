@@ -294,6 +294,8 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
   // each class).
   std::stable_sort(r.plans.begin(), r.plans.end(),
                    [](const RankedPlan& a, const RankedPlan& b) { return !a.memory_at_risk && b.memory_at_risk; });
+  r.tie_tolerance = std::clamp(o.tie_tolerance, 0.0, 0.5);
+  group_ties(r.plans, r.tie_tolerance, r.capacity_bytes);
 
   // The job as written, timed as the best plans are (issue 46 item 3).
   const Baseline written = time_job_as_written(cat, base, n, o.space.global_batch, o.simulate > 0, *compute, *comms[0]);
@@ -328,6 +330,17 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
                   "ranks by the objective alone)",
                   100 * margin, static_cast<long long>(r.at_risk), safe_bytes / (1 << 30));
     notes.push_back(buf);
+  }
+  {
+    char buf[512];
+    if (r.tie_tolerance > 0) {
+      std::snprintf(buf, sizeof buf, "ties: a plan within %.1f %% of its group's first (the model's plan-to-plan error: "
+                    "the median difference between the errors of two layouts of one job over the development runs) "
+                    "joins its group, ordered by ", 100 * r.tie_tolerance);
+      notes.push_back(buf + tie_rule_text() + "; --tie-tolerance 0 ranks by the objective alone");
+    } else {
+      notes.push_back("ties: not grouped (--tie-tolerance 0): ranked by the objective alone");
+    }
   }
   if (std::any_of(r.plans.begin(), r.plans.end(), [](const RankedPlan& p) { return p.host_bound_step_time_s > 0; })) {
     notes.push_back("host-bound up to X s: an engine-timed MoE plan whose layers give the GPU less work per forward than "

@@ -12,6 +12,7 @@
 
 #include "stepsim/plan/plan_estimate.hpp"
 #include "stepsim/plan/plan_space.hpp"
+#include "stepsim/plan/plan_ties.hpp"
 #include "stepsim/plan/reliability.hpp"
 #include "stepsim/io/progress.hpp"
 
@@ -44,6 +45,9 @@ struct PlannerOptions {
   // per-communicator constant, the allocator over long runs): a plan whose peak is above capacity x (1 - margin) is "at risk" and ranked
   // after every plan below it. 0 ranks by the objective alone.
   double memory_margin = kDefaultMemoryMargin;
+  // Plans within this fraction of their tie group's first are ordered by the secondary rule (plan_ties.hpp); 0 ranks
+  // by the objective alone.
+  double tie_tolerance = kDefaultTieTolerance;
   ProgressFn progress;  // "probing layer costs", "estimating plans", then "simulating the best plans" (this process's
                         // share under MPI)
 };
@@ -64,6 +68,7 @@ struct RankedPlan {
   int64_t checkpoint_interval = 0;
   double e2e_time_s = 0, ettr = 0, cost_usd = 0;
   double objective_s = 0;  // what the ranking sorts by
+  int tie_group = 0;       // plans the model cannot tell apart share one (from 1; plan_ties.hpp)
 };
 
 struct PlanResult {
@@ -74,6 +79,7 @@ struct PlanResult {
   int64_t at_risk = 0;                    // fitting plans (estimated) within the memory margin
   int64_t capacity_bytes = 0;
   int nodes = 0;
+  double tie_tolerance = 0;      // as the search used it
   double checkpoint_save_s = 0;  // e2e only
   // The job as written on the planned GPUs and batch, timed as the best plans are; absent (with the reason in
   // baseline_note) when its layout does not run there.
