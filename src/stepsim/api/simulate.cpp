@@ -44,6 +44,15 @@ sim::Simulation run_traced(const SimulateOptions& o, const spec::JobSpec& job, c
   }
 }
 
+// About 40 ops per layer and micro-batch (60 for MoE) on every stage: the ops recorded for one rank per stage.
+double stage_ops_estimate(const spec::JobSpec& job) {
+  const auto& par = job.parallelism;
+  return static_cast<double>(job.num_microbatches()) * (job.model.num_layers + 2.0 * par.pipeline) *
+         (job.model.moe ? 60.0 : 40.0);
+}
+// Recording them is cheap well below the recorded-ops limit; a step larger still gives rank 0's breakdown alone.
+constexpr double kStageRecordOps = static_cast<double>(sim::kMaxRecordedOps) / 4;
+
 }  // namespace
 
 SimulateOutput simulate(const SimulateOptions& o) {
@@ -63,6 +72,10 @@ SimulateOutput simulate(const SimulateOptions& o) {
     }
   } else if (!o.trace_ranks.empty()) {
     throw InputError("--trace-ranks needs --trace OUT.trace.json or --memory-csv OUT.csv");
+  } else if (job.parallelism.pipeline > 1 && o.workload_dir.empty() && stage_ops_estimate(job) < kStageRecordOps) {
+    // One rank per stage for the summary's per-stage times (the bottleneck of an uneven pipeline).
+    const int stride = job.parallelism.tensor * job.parallelism.context * job.parallelism.data;
+    for (int st = 1; st < job.parallelism.pipeline; ++st) record.push_back(st * stride);
   }
   if (o.step < -1) throw InputError("--step " + std::to_string(o.step) + ": must be a ProfilerStep number >= 0");
   if (o.workload_dir.empty() && (o.step >= 0 || o.no_host_gaps)) {

@@ -1,5 +1,7 @@
 #include "stepsim/assemble/simulation.hpp"
 
+#include "stepsim/assemble/plausibility.hpp"
+
 #include "stepsim/catalog/efficiency_table.hpp"
 
 #include <algorithm>
@@ -197,6 +199,9 @@ Simulation run_simulation(const catalog::Catalog& catalog, const spec::JobSpec& 
   if (host_bound) {
     s.notes.push_back(host_bound_moe_note(*host_bound));
     s.host_bound_extra_s = host_bound->extra_s;
+  }
+  for (std::string& n : plausibility_notes(job, hw::effective_gpu(catalog.gpus, job.cluster))) {
+    s.notes.push_back(std::move(n));
   }
   // A multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is one node to NCCL. A job whose node is smaller sends
   // every group larger than that node over the NICs: say so.

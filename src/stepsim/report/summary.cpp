@@ -33,6 +33,99 @@ std::string format_seconds(double s) {
   return buf;
 }
 
+namespace {
+
+// Layers of each pipeline stage: the job's split per model chunk (stage s holds chunks s, s + p, ...), else an even one.
+std::vector<int> layers_per_stage(const spec::JobSpec& job) {
+  const auto& par = job.parallelism;
+  std::vector<int> layers(static_cast<size_t>(par.pipeline), job.model.num_layers / par.pipeline);
+  if (par.pipeline_layers.empty()) return layers;
+  std::fill(layers.begin(), layers.end(), 0);
+  for (size_t c = 0; c < par.pipeline_layers.size(); ++c) layers[c % layers.size()] += par.pipeline_layers[c];
+  return layers;
+}
+
+void add_stage_times(const sim::Simulation& s, Summary& out) {
+  const auto& w = s.workload;
+  const auto& par = w.job.parallelism;
+  if (par.pipeline < 2) return;
+  const int stride = par.tensor * par.context * par.data;
+  const std::vector<int> layers = layers_per_stage(w.job);
+  for (int st = 0; st < par.pipeline; ++st) {
+    const int rank = st * stride;
+    const auto tl = std::find_if(s.result.recorded.begin(), s.result.recorded.end(),
+                                 [&](const sim::RankTimeline& t) { return t.rank == rank; });
+    if (tl == s.result.recorded.end()) {
+      out.stage_times.clear();
+      return;
+    }
+    StageTime t;
+    t.stage = st;
+    t.layers = layers[static_cast<size_t>(st)];
+    t.breakdown = breakdown(w.program_of_rank(rank), *tl, s.result.step_ns);
+    t.busy_s = static_cast<double>(s.result.step_ns) * 1e-9 - t.breakdown.pipeline_bubble_s;
+    out.stage_times.push_back(t);
+  }
+  const auto busiest = std::max_element(out.stage_times.begin(), out.stage_times.end(),
+                                        [](const StageTime& a, const StageTime& b) { return a.busy_s < b.busy_s; });
+  out.bottleneck_stage = busiest->stage;
+}
+
+// A step at low MFU names what dominates it (issue 46 item 6: ZeRO-3 with 128 micro-batches at 8.8 % MFU passed
+// without a word).
+constexpr double kLowMfu = 0.15;
+
+void add_low_mfu_note(const spec::JobSpec& job, Summary& out) {
+  if (out.mfu <= 0 || out.mfu >= kLowMfu || out.step_time_s <= 0) return;
+  const Breakdown& b = out.breakdown;
+  std::string what = "pipeline bubble / wait";
+  double worst = b.pipeline_bubble_s;
+  int kind = -1;
+  for (int k = 0; k < kNumCommKinds; ++k) {
+    if (b.exposed_comm_s[k] > worst) worst = b.exposed_comm_s[k], what = std::string("exposed ") + comm_kind_name(k) +
+                                                                          " communication", kind = k;
+  }
+  if (b.host_gap_s > worst) worst = b.host_gap_s, what = "host gaps (CPU-bound)", kind = -1;
+  if (worst < 0.25 * out.step_time_s) return;
+  char buf[400];
+  std::snprintf(buf, sizeof buf, "MFU %.1f %%: %s takes %.0f %% of the step", 100 * out.mfu, what.c_str(),
+                100 * worst / out.step_time_s);
+  std::string note = buf;
+  const int64_t m = job.num_microbatches();
+  if (kind == kDp && job.training.zero_stage == 3 && m > 1) {
+    note += " (ZeRO-3 gathers every layer's parameters in forward and backward for each of the " + std::to_string(m) +
+            " micro-batches: fewer, larger micro-batches or ZeRO-1 gather less)";
+  } else if (kind == kDp && job.training.zero_stage == 2 && m > 1) {
+    note += " (ZeRO-2 reduce-scatters the gradients after each of the " + std::to_string(m) + " micro-batches)";
+  } else if (kind == kTp && job.parallelism.tensor > job.cluster.gpus_per_node) {
+    note += " (TP crosses nodes)";
+  }
+  out.notes.push_back(note);
+}
+
+// The bottleneck stage's breakdown and the spread of the stages' busy time (PP > 1).
+std::string stage_times_text(const Summary& s) {
+  const StageTime& b = s.stage_times[static_cast<size_t>(s.bottleneck_stage)];
+  const auto idlest = std::min_element(s.stage_times.begin(), s.stage_times.end(),
+                                       [](const StageTime& x, const StageTime& y) { return x.busy_s < y.busy_s; });
+  std::string out = "\n  pipeline stages (each stage's first rank; busy = the step less its bubble and waits):\n";
+  out += "    busy " + format_seconds(idlest->busy_s) + " (stage " + std::to_string(idlest->stage) + ", " +
+         std::to_string(idlest->layers) + " layers) .. " + format_seconds(b.busy_s) + " (stage " +
+         std::to_string(b.stage) + ", " + std::to_string(b.layers) + " layers)\n";
+  out += "    bottleneck stage " + std::to_string(b.stage) + ": compute " + format_seconds(b.breakdown.compute_s) +
+         ", optimizer " + format_seconds(b.breakdown.optimizer_s);
+  for (int k = 0; k < kNumCommKinds; ++k) {
+    if (b.breakdown.exposed_comm_s[k] > 0) {
+      out += std::string(", exposed ") + comm_kind_name(k) + " " + format_seconds(b.breakdown.exposed_comm_s[k]);
+    }
+  }
+  if (b.breakdown.host_gap_s > 0) out += ", host gaps " + format_seconds(b.breakdown.host_gap_s);
+  out += ", bubble / wait " + format_seconds(b.breakdown.pipeline_bubble_s) + "\n";
+  return out;
+}
+
+}  // namespace
+
 Summary summarize(const sim::Simulation& s, int rank) {
   const auto& w = s.workload;
   const auto& job = w.job;
@@ -67,6 +160,8 @@ Summary summarize(const sim::Simulation& s, int rank) {
   if (!tl) throw std::logic_error("summarize: rank " + std::to_string(rank) + " was not recorded");
   const workload::Program& prog = w.program_of_rank(rank);
   out.breakdown = breakdown(prog, *tl, res.step_ns);
+  add_stage_times(s, out);
+  add_low_mfu_note(job, out);
   out.comm = comm_bytes(w, rank);
 
   out.capacity_bytes = static_cast<int64_t>(gpu.memory_bytes);
@@ -138,6 +233,19 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
                       {"host_gap", s.breakdown.host_gap_s},
                       {"offload", s.breakdown.offload_s},
                       {"exposed_comm", exposed}};
+  if (!s.stage_times.empty()) {
+    json times = json::array();
+    for (const StageTime& t : s.stage_times) {
+      json exposed_t;
+      for (int k = 0; k < kNumCommKinds; ++k) exposed_t[comm_kind_name(k)] = t.breakdown.exposed_comm_s[k];
+      times.push_back({{"stage", t.stage}, {"layers", t.layers}, {"busy_s", t.busy_s},
+                       {"compute_s", t.breakdown.compute_s}, {"pipeline_bubble_s", t.breakdown.pipeline_bubble_s},
+                       {"optimizer_s", t.breakdown.optimizer_s}, {"host_gap_s", t.breakdown.host_gap_s},
+                       {"exposed_comm_s", exposed_t}});
+    }
+    j["pipeline_stages"] = times;
+    j["bottleneck_stage"] = s.bottleneck_stage;
+  }
   json stages = json::array();
   for (const auto& sm : s.per_stage) {
     stages.push_back({{"stage", sm.stage},
@@ -271,6 +379,7 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
       row(std::string("exposed ") + comm_kind_name(k) + " communication", s.breakdown.exposed_comm_s[k]);
     }
   }
+  if (!s.stage_times.empty()) o << stage_times_text(s);
   o << "\n  memory per pipeline stage (capacity " << format_bytes(static_cast<double>(s.capacity_bytes)) << "):\n";
   o << "    stage        static   activations     allocated      reserved          peak\n";
   for (const auto& sm : s.per_stage) {

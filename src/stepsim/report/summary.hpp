@@ -24,6 +24,15 @@ struct StageMemory {
   int64_t reserved_bytes = 0;
 };
 
+// One pipeline stage's step as its first rank (tp = cp = dp = 0) spends it: on an uneven pipeline the stage with the
+// least idle time is the one that sets the pace, which rank 0's breakdown does not show.
+struct StageTime {
+  int stage = 0;
+  int layers = 0;
+  double busy_s = 0;  // the step less the stage's pipeline bubble / waiting
+  Breakdown breakdown;
+};
+
 struct Summary {
   int rank = 0;  // the rank the breakdown and communication figures are for
   double step_time_s = 0, tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
@@ -51,6 +60,10 @@ struct Summary {
   std::optional<std::array<double, 2>> reserved_interval_bytes;
   std::string memory_interval_source;
   std::vector<StageMemory> per_stage;
+  // With PP > 1 and every stage's first rank recorded: each stage's time and the busiest (the bottleneck), else empty
+  // and -1.
+  std::vector<StageTime> stage_times;
+  int bottleneck_stage = -1;
   CommBytes comm;
   int ranks = 0;
   uint64_t events = 0;
