@@ -212,6 +212,7 @@ py::object plan(const py::dict& job, const py::dict& opts) {
   o.fix = get<std::vector<std::string>>(opts, "fix", {});
   o.allow = get<std::vector<std::string>>(opts, "allow", {});
   o.exclude = get<std::vector<std::string>>(opts, "exclude", {});
+  o.max_tp_per_nvlink_domain = get<int>(opts, "max_tp_per_nvlink_domain", o.max_tp_per_nvlink_domain);
   const std::string json_path = get<std::string>(opts, "json", "");
   json j;
   {

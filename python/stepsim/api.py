@@ -273,7 +273,8 @@ def plan(job=None, overrides=None, **kw):
 
     The space (docs/PLANNER.md, "Frameworks and constraints"): ``framework`` ("megatron" | "torchtitan" | "deepspeed";
     default the job's), ``fix`` ({"tensor": 8}), ``allow`` ({"zero_stage": [1, 3]}), ``exclude`` (["tp_comm_overlap"]
-    or {"cp_comm_type": ["a2a"]}), as --framework, --fix, --allow and --exclude.
+    or {"cp_comm_type": ["a2a"]}), ``max_tp_per_nvlink_domain`` (8), as --framework, --fix, --allow, --exclude and
+    --max-tp-per-nvlink-domain; a job file's ``plan:`` section gives them too (the arguments win per key).
     """
     jk = _job_kwargs(kw)
     _plan_constraints(kw)
@@ -282,7 +283,8 @@ def plan(job=None, overrides=None, **kw):
         return _csv_rows(_native.memory_map(_job(job, overrides=overrides, **jk), opts))
     opts = _options(kw, ("gpus", "global_batch", "top", "simulate", "threads", "memory_margin", "tie_tolerance",
                          "objective", "steps", "tokens", "failure_rate", "storage_GBps", "init_time", "price",
-                         "keep_layout", "fp8_recipes", "json", "framework", "fix", "allow", "exclude"),
+                         "keep_layout", "fp8_recipes", "json", "framework", "fix", "allow", "exclude",
+                         "max_tp_per_nvlink_domain"),
                     "plan")
     doc = _native.plan(_job(job, overrides=overrides, **jk), opts)
     return Rows(doc["plans"], doc)

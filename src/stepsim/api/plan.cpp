@@ -1,8 +1,10 @@
 #include "stepsim/api/plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "stepsim/report/command_reports.hpp"
+#include "stepsim/input/job_loader.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/catalog/catalog.hpp"
 
@@ -26,7 +28,8 @@ void check_counts(int gpus, int64_t global_batch) {
 // The framework's own space narrowed by the user's constraints (issue 46 item 2): what the walk may vary.
 void apply_framework_space(const PlanOptions& o, const spec::JobSpec& base, plan::SpaceOptions& space) {
   const plan::FrameworkSpace fs = plan::framework_space(base.training.framework);
-  const plan::Constraints user = plan::parse_constraints(o.fix, o.allow, o.exclude);
+  plan::Constraints user = plan::parse_constraints(o.fix, o.allow, o.exclude);
+  plan::cap_tensor_parallel(user, o.max_tp_per_nvlink_domain, base.cluster.gpus_per_node);
   space.framework = fs.framework;
   space.optimizer_variants = fs.optimizer_variants;
   space.recomputes = fs.recomputes;
@@ -51,9 +54,63 @@ JobInput plan_job_input(const PlanOptions& o) {
   return in;
 }
 
-PlanOutput plan(const PlanOptions& o, const Distribution& dist) {
-  check_counts(o.gpus, o.global_batch);
-  const spec::JobSpec base = load_job(plan_job_input(o));
+// The job re-planned for another framework (--framework): the job's own keys that framework has no option for are
+// dropped, since its space decides them, and named in `dropped`; a key the user sets with --set stays (and is refused).
+spec::JobSpec load_plan_job(const PlanOptions& o, std::vector<std::string>* dropped) {
+  const JobInput in = plan_job_input(o);
+  if (o.framework.empty()) return load_job(in);
+  JobTree t = load_job_tree(in);
+  YAML::Node training = t.root["training"];
+  const spec::Framework target = o.framework == "torchtitan"  ? spec::Framework::Torchtitan
+                                 : o.framework == "deepspeed" ? spec::Framework::DeepSpeed
+                                                              : spec::Framework::MegatronCore;
+  auto user_set = [&](const std::string& key) {
+    return std::any_of(o.job.overrides.begin(), o.job.overrides.end(),
+                       [&](const std::string& ov) { return ov.rfind("training." + key + "=", 0) == 0; });
+  };
+  if (training.IsMap()) {
+    for (const std::string& key : spec::training_keys_framework_lacks(target)) {
+      if (!training[key] || user_set(key)) continue;
+      training.remove(key);
+      dropped->push_back(key);
+    }
+  }
+  return spec::job_from_node(catalog::shipped().gpus, t.root, t.source, in.overrides);
+}
+
+// The job file's plan section under the flags: its framework and TP cap where the flags give none, its constraints for
+// the keys the flags do not constrain (docs/PLANNER.md, "Frameworks and constraints").
+PlanOptions with_plan_section(const PlanOptions& flags, bool* used) {
+  const spec::JobSpec job = load_job(flags.job);
+  const spec::PlanSection& p = job.plan;
+  *used = p.any();
+  if (!p.any()) return flags;
+  try {
+    plan::parse_constraints(p.fix, p.allow, p.exclude);
+  } catch (const InputError& e) {
+    throw InputError(job.source + ": key plan: " + e.what());
+  }
+  PlanOptions o = flags;
+  const plan::ConstraintArgs m =
+      plan::merge_constraint_args({p.fix, p.allow, p.exclude}, {flags.fix, flags.allow, flags.exclude});
+  o.fix = m.fix;
+  o.allow = m.allow;
+  o.exclude = m.exclude;
+  if (o.framework.empty()) o.framework = p.framework;
+  if (o.max_tp_per_nvlink_domain == 0) o.max_tp_per_nvlink_domain = p.max_tp_per_nvlink_domain;
+  return o;
+}
+
+PlanOutput plan(const PlanOptions& flags, const Distribution& dist) {
+  check_counts(flags.gpus, flags.global_batch);
+  if (flags.max_tp_per_nvlink_domain < 0) {
+    throw InputError("--max-tp-per-nvlink-domain " + std::to_string(flags.max_tp_per_nvlink_domain) +
+                     ": must be at least 1");
+  }
+  bool from_file = false;
+  const PlanOptions o = with_plan_section(flags, &from_file);
+  std::vector<std::string> dropped;
+  const spec::JobSpec base = load_plan_job(o, &dropped);
   const int gpus = o.gpus > 0 ? o.gpus : base.cluster.num_gpus;
   const int64_t gbs = o.global_batch > 0 ? o.global_batch : base.training.global_batch_size;
   if (o.top < 1) throw InputError("--top " + std::to_string(o.top) + ": must be at least 1");
@@ -112,6 +169,21 @@ PlanOutput plan(const PlanOptions& o, const Distribution& dist) {
   }
   PlanOutput out;
   out.result = plan::run_planner(catalog::shipped(), base, po, dist);
+  if (from_file) {
+    out.result.notes.insert(out.result.notes.begin(), "the job file's plan section gave the search's framework or "
+                                                      "constraints (a flag wins over it for the key it names)");
+  }
+  if (o.max_tp_per_nvlink_domain > 0) {
+    out.result.notes.push_back("TP at most " + std::to_string(o.max_tp_per_nvlink_domain) + " per NVLink domain of " +
+                               std::to_string(base.cluster.gpus_per_node) + " GPUs (--max-tp-per-nvlink-domain)");
+  }
+  if (!dropped.empty()) {
+    std::string keys;
+    for (const std::string& k : dropped) keys += (keys.empty() ? "training." : ", training.") + k;
+    out.result.notes.insert(out.result.notes.begin(), "--framework " + o.framework + ": the job's " + keys +
+                                                          " dropped: framework " + o.framework +
+                                                          " has no such option and its space decides the rest");
+  }
   out.context = plan::ReportContext{base.model.name, base.cluster.gpu, gpus, gbs, po};
   out.json = plan::plan_json(out.result, out.context);
   return out;

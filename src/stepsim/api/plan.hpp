@@ -33,6 +33,8 @@ struct PlanOptions {
   // space: "KEY=VALUE" (fix), "KEY=V1,V2" (allow), "KEY=V1,V2" or a switch "KEY" (exclude); docs/PLANNER.md.
   std::string framework;
   std::vector<std::string> fix, allow, exclude;
+  // TP at most this within an NVLink domain (0: the domain's size); the job file's plan section may give it too.
+  int max_tp_per_nvlink_domain = 0;
   ProgressFn progress;  // empty: none
 };
 

@@ -87,6 +87,10 @@ SimulateOutput simulate(const SimulateOptions& o) {
   const TraceRunInfo& info = out.trace_info;
   report::Summary& sum = out.summary;
   sum = report::summarize(out.sim, o.rank);
+  if (job.plan.any()) {
+    sum.notes.push_back("the job's plan section (the search's framework and constraints) is read by stepsim plan "
+                        "only");
+  }
   if (!o.workload_dir.empty() &&
       std::all_of(sum.per_stage.begin(), sum.per_stage.end(), [](const auto& m) { return m.peak_bytes == 0; })) {
     sum.notes.push_back("memory: the traced programs carry no allocations (Kineto [memory] events are not read and "

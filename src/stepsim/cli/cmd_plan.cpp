@@ -144,6 +144,10 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--framework", a.framework,
                   "search the plans this framework runs: megatron, torchtitan or deepspeed (default: the job's "
                   "training.framework; docs/PLANNER.md)");
+  cmd->add_option("--max-tp-per-nvlink-domain", a.max_tp_per_nvlink_domain,
+                  "constrain the search: tensor parallelism at most N inside an NVLink domain (the divisors of "
+                  "cluster.gpus_per_node up to N)")
+      ->check(whole_number_at_least(1));
   cmd->add_option("--fix", a.fix, "constrain the search: KEY=VALUE, e.g. --fix tensor=8 (repeatable; keys in "
                   "docs/PLANNER.md)");
   cmd->add_option("--allow", a.allow, "constrain the search: KEY=V1,V2, e.g. --allow zero_stage=1,3 (repeatable)");

@@ -281,6 +281,19 @@ constexpr const char* kMegatronOnlyTrainingKeys[] = {
     "precision_aware_optimizer", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype", "optimizer_offload",
     "optimizer_offload_fraction", "optimizer_offload_overlap", "activation_offload_layers", "bucket_size"};
 
+}  // namespace
+
+std::vector<std::string> training_keys_framework_lacks(Framework target) {
+  if (target == Framework::Torchtitan || target == Framework::DeepSpeed) {
+    std::vector<std::string> keys(std::begin(kMegatronOnlyTrainingKeys), std::end(kMegatronOnlyTrainingKeys));
+    if (target == Framework::DeepSpeed) keys.insert(keys.end(), {"compile", "compile_loss"});
+    return keys;
+  }
+  return {"compile", "compile_loss"};
+}
+
+namespace {
+
 TrainingSpec read_training(StrictSection s) {
   TrainingSpec t;
   if (s.has(kInputNotesKey)) {
@@ -569,6 +582,48 @@ SimulationSpec read_simulation(StrictSection s) {
   return sim;
 }
 
+// A scalar or a sequence of scalars as "V1,V2".
+std::string joined_values(const YAML::Node& v, const StrictSection& s, const std::string& key) {
+  if (v.IsScalar()) return v.Scalar();
+  if (!v.IsSequence() || v.size() == 0) s.fail(key, "each value must be a scalar or a list of scalars");
+  std::string out;
+  for (const auto& x : v) {
+    if (!x.IsScalar()) s.fail(key, "each value must be a scalar or a list of scalars");
+    out += (out.empty() ? "" : ",") + x.Scalar();
+  }
+  return out;
+}
+
+PlanSection read_plan(StrictSection s) {
+  PlanSection p;
+  p.framework = s.get_string("framework", "");
+  if (!p.framework.empty() && p.framework != "megatron" && p.framework != "torchtitan" && p.framework != "deepspeed") {
+    s.fail("framework", "must be megatron, torchtitan or deepspeed");
+  }
+  p.max_tp_per_nvlink_domain = static_cast<int>(s.get_int("max_tp_per_nvlink_domain", 0, 1, 1 << 16));
+  auto read_map = [&](const char* key, std::vector<std::string>& out, bool lists) {
+    if (!s.has(key)) return;
+    const YAML::Node m = s.child(key);
+    if (m.IsSequence() && std::string(key) == "exclude") {  // switches: [tp_comm_overlap, ...]
+      for (const auto& x : m) {
+        if (!x.IsScalar()) s.fail(key, "a list of switches (e.g. [tp_comm_overlap]) or a mapping KEY: [V1, V2]");
+        out.push_back(x.Scalar());
+      }
+      return;
+    }
+    if (!m.IsMap()) s.fail(key, std::string("must be a mapping KEY: ") + (lists ? "[V1, V2]" : "VALUE"));
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      if (!lists && !it->second.IsScalar()) s.fail(key, "each value must be a scalar (KEY: VALUE)");
+      out.push_back(it->first.Scalar() + "=" + joined_values(it->second, s, key));
+    }
+  };
+  read_map("fix", p.fix, false);
+  read_map("allow", p.allow, true);
+  read_map("exclude", p.exclude, true);
+  s.finish();
+  return p;
+}
+
 }  // namespace
 
 JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const std::string& source) {
@@ -584,6 +639,7 @@ JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const 
   job.training = read_training(StrictSection(top.child("training"), "training", source));
   job.cluster = read_cluster(gpus, cluster_section(top.child("cluster"), source));
   job.simulation = read_simulation(StrictSection(top.child("simulation"), "simulation", source));
+  job.plan = read_plan(StrictSection(top.child("plan"), "plan", source));
   top.finish();
   job.cluster.network_notes = unused_network_notes(job.cluster, job.simulation.comm_model);
   validate(gpus, job);

@@ -30,6 +30,10 @@ YAML::Node model_from_hf_config(const std::string& json_text, const std::string&
 // Inlines `model: {hf_config: path, ...}` and `cluster: path` (paths relative to base_dir).
 void resolve_includes(YAML::Node& root, const std::string& base_dir);
 
+// The training keys framework `target` has no option for (refused under it): Megatron-Core's and Transformer Engine's
+// under torchtitan and DeepSpeed, torchtitan's compile keys under the others.
+std::vector<std::string> training_keys_framework_lacks(Framework target);
+
 // Strict conversion of a complete job tree; throws InputError naming the key and the rule.
 JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const std::string& source);
 

@@ -364,12 +364,25 @@ struct SimulationSpec {
   bool all_ranks = false;
 };
 
+// The job file's `plan:` section, read by `stepsim plan` only: the framework whose plans are searched and the search's
+// constraints, in the form the flags take them ("KEY=VALUE" for fix, "KEY=V1,V2" for allow, "KEY" or "KEY=V1,V2" for
+// exclude); a flag given on the command line wins over the same key here.
+struct PlanSection {
+  std::string framework;
+  std::vector<std::string> fix, allow, exclude;
+  int max_tp_per_nvlink_domain = 0;
+  bool any() const {
+    return !framework.empty() || !fix.empty() || !allow.empty() || !exclude.empty() || max_tp_per_nvlink_domain > 0;
+  }
+};
+
 struct JobSpec {
   ModelSpec model;
   ParallelismSpec parallelism;
   TrainingSpec training;
   ClusterSpec cluster;
   SimulationSpec simulation;
+  PlanSection plan;
   std::string source;  // file (or "megatron-args") the job came from, for messages
 
   int64_t num_microbatches() const {

@@ -89,6 +89,14 @@ const KeyInfo& find_key(const std::string& name, const std::string& flag, const 
   throw InputError(flag + " " + arg + ": unknown key '" + name + "' (keys: " + key_list() + ")");
 }
 
+// The key an item names ("tp=8" -> Tensor), or nullopt for an unknown one.
+std::optional<PlanKey> key_of_item(const std::string& item) {
+  const std::string name = item.substr(0, item.find('='));
+  for (const KeyInfo& k : kKeys)
+    if (name == k.name || (*k.alias && name == k.alias)) return k.key;
+  return std::nullopt;
+}
+
 // "K=V1,V2" (or "K" where a bare switch is allowed) into the key and its values.
 std::pair<PlanKey, std::vector<int>> parse_item(const std::string& flag, const std::string& arg, bool bare_switch) {
   const size_t eq = arg.find('=');
@@ -302,6 +310,46 @@ SearchConstraints merge_constraints(const FrameworkSpace& fs, const Constraints&
     }
   }
   return out;
+}
+
+ConstraintArgs merge_constraint_args(const ConstraintArgs& file, const ConstraintArgs& flags) {
+  std::vector<PlanKey> by_flags;
+  for (const auto* list : {&flags.fix, &flags.allow, &flags.exclude}) {
+    for (const std::string& item : *list) {
+      if (const auto k = key_of_item(item)) by_flags.push_back(*k);
+    }
+  }
+  auto keep = [&](const std::vector<std::string>& from, const std::vector<std::string>& then) {
+    std::vector<std::string> out;
+    for (const std::string& item : from) {
+      const auto k = key_of_item(item);
+      if (!k || std::find(by_flags.begin(), by_flags.end(), *k) == by_flags.end()) out.push_back(item);
+    }
+    out.insert(out.end(), then.begin(), then.end());
+    return out;
+  };
+  return {keep(file.fix, flags.fix), keep(file.allow, flags.allow), keep(file.exclude, flags.exclude)};
+}
+
+void cap_tensor_parallel(Constraints& user, int max_tp, int domain_gpus) {
+  if (max_tp <= 0) return;
+  auto& allowed = user.allowed[static_cast<int>(PlanKey::Tensor)];
+  std::vector<int> values;
+  if (allowed) {
+    for (int v : *allowed) {
+      if (v <= max_tp) values.push_back(v);
+    }
+  } else {
+    for (int v = 1; v <= std::min(max_tp, domain_gpus); ++v) {
+      if (domain_gpus % v == 0) values.push_back(v);
+    }
+  }
+  if (values.empty()) {
+    throw InputError("--max-tp-per-nvlink-domain " + std::to_string(max_tp) + ": leaves no tensor-parallel size " +
+                     (allowed ? "that --fix / --allow give" : "that divides the " + std::to_string(domain_gpus) +
+                                                                   "-GPU NVLink domain"));
+  }
+  allowed = values;
 }
 
 }  // namespace stepsim::plan

@@ -43,6 +43,17 @@ struct Constraints {
 Constraints parse_constraints(const std::vector<std::string>& fix, const std::vector<std::string>& allow,
                               const std::vector<std::string>& exclude);
 
+// The constraints of the job file's plan section and of the flags, merged: the file's items for the keys the flags do
+// not constrain, then the flags' (the flags win). Items whose key is unknown are kept for parse_constraints to refuse.
+struct ConstraintArgs {
+  std::vector<std::string> fix, allow, exclude;
+};
+ConstraintArgs merge_constraint_args(const ConstraintArgs& file, const ConstraintArgs& flags);
+
+// `--max-tp-per-nvlink-domain N`: TP limited to the divisors of the NVLink domain (`domain_gpus`) up to N, within what
+// `user` already allows of TP. InputError when nothing is left.
+void cap_tensor_parallel(Constraints& user, int max_tp, int domain_gpus);
+
 // What a framework runs (limits: never searched, a user constraint outside them is refused) and what it does not
 // search unless asked (defaults: a user's fix/allow of that key replaces them).
 struct FrameworkSpace {

@@ -44,6 +44,8 @@ std::string baseline_line(const PlanResult& r) {
   const std::string fastest = "the fastest plan (#" + std::to_string(fastest_plan(r) + 1) + ")";
   if (r.plans.front().plan == b.plan) {
     std::snprintf(buf, sizeof buf, "; it is plan #1");
+  } else if (std::fabs(gain) < 0.0005) {
+    std::snprintf(buf, sizeof buf, "; it takes as long as %s", fastest.c_str());
   } else if (gain >= 0 && gain <= r.tie_tolerance) {
     std::snprintf(buf, sizeof buf, "; it takes %.1f %% longer than %s, within the model's plan-to-plan error (%.1f %%)",
                   100 * gain, fastest.c_str(), 100 * r.tie_tolerance);
