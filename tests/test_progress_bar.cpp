@@ -46,6 +46,23 @@ TEST(ProgressBar, DisabledBarDrawsNothingAndGivesNoCallback) {
   EXPECT_EQ(drawn, "\r\033[Kestimating plans [############............]  50 %  1/2\r\033[K");
 }
 
+// Piped, a stage that runs past kLinePeriod prints a plain line, and another each period; a short one nothing.
+TEST(ProgressBar, PipedLinesAppearOnlyForLongStages) {
+  EXPECT_EQ(ProgressBar::plain_line("estimating plans", 12480, 26400, 20.0),
+            "stepsim: estimating plans 47 %  12,480/26,400 after 20 s");
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  {
+    ProgressBar bar(f, ProgressBar::Mode::Lines);
+    ASSERT_TRUE(bar.callback());
+    for (int i = 0; i <= 100; ++i) bar.callback()("estimating plans", i, 100);  // at once: shorter than a period
+    bar.clear();
+  }
+  EXPECT_EQ(std::ftell(f), 0);
+  std::fclose(f);
+  EXPECT_EQ(ProgressBar::mode_for(true), ProgressBar::Mode::Off);
+}
+
 // Through a pipe (every other CLI test) the output carries no bar; on a pseudo-terminal validate draws it on stderr
 // and erases it before the table.
 TEST(ProgressBar, DrawnOnlyOnATerminal) {

@@ -10,6 +10,7 @@
 #include "stepsim/api/simulate.hpp"
 #include "stepsim/api/whatif.hpp"
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/plan/plan_space.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {
@@ -53,6 +54,31 @@ TEST(WhatIfTo, AnotherGpuBringsItsOwnNvlink) {
   const std::string text = api::whatif_text(o, kept);
   EXPECT_NE(text.find("  --to cluster.gpu=B200\n"), std::string::npos) << text;
   EXPECT_NE(text.find("GPU"), std::string::npos) << text;
+}
+
+// --replan: the after side's layout is plan #1 of `stepsim plan` for the after job, and its step is that plan's as the
+// engine times it.
+TEST(WhatIfTo, ReplanRunsTheBestPlanForTheAfterSide) {
+  api::WhatIfOptions o;
+  o.job.job_text = h100_job("H100-SXM", true);
+  o.to = {"cluster.gpu=B200"};
+  o.replan = true;
+  const api::WhatIfOutput r = api::whatif(o);
+  api::PlanOptions p;
+  p.job.job_text = h100_job("B200", false);
+  p.top = 1;
+  p.simulate = 1;
+  const api::PlanOutput best = api::plan(p);
+  ASSERT_FALSE(best.result.plans.empty());
+  EXPECT_EQ(r.replanned, plan::describe(best.result.plans.front().plan));
+  if (best.result.plans.front().simulated) {
+    EXPECT_DOUBLE_EQ(r.after.step_time_s, best.result.plans.front().step_time_s);
+  }
+  EXPECT_EQ(r.json["after"]["replanned"], r.replanned);
+  EXPECT_NE(api::whatif_text(o, r).find("note: --replan: the after side runs plan #1"), std::string::npos);
+  // Durations read in human units: under 2 h in minutes or hours, not thousands of seconds.
+  const std::string text = api::whatif_text(o, r);
+  EXPECT_EQ(text.find("00.0 s"), std::string::npos) << text;
 }
 
 TEST(WhatIfTo, BadToIsRefusedByName) {

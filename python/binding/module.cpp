@@ -140,6 +140,7 @@ py::object whatif(const py::dict& job, const py::dict& opts) {
   o.job = job_input(job);
   o.scales = get<std::vector<std::string>>(opts, "scale", {});
   o.to = get<std::vector<std::string>>(opts, "to", {});
+  o.replan = get<bool>(opts, "replan", false);
   o.tokens = get_optional<double>(opts, "tokens");
   if (o.tokens && opts.contains("steps")) {
     throw stepsim::InputError("tokens= gives the steps of each side; not with steps=");

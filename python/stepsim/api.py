@@ -237,10 +237,10 @@ def whatif(job=None, scale=None, overrides=None, to=None, **kw):
     scale: {"inter_node_bandwidth": 2} or ["inter_node_bandwidth=2"] (keys: docs/WHATIF.md).
     to: {"cluster.gpu": "B200"} or ["cluster.gpu=B200"]: any key set on the after side, as --to.
     Options: steps or tokens (a token budget: each side's steps from its batch), failure_rate, storage_GBps, price,
-    json.
+    replan (True: the after side runs plan #1 of ``plan`` for it), json.
     """
     jk = _job_kwargs(kw)
-    opts = _options(kw, ("steps", "tokens", "failure_rate", "storage_GBps", "price", "json"), "whatif")
+    opts = _options(kw, ("steps", "tokens", "failure_rate", "storage_GBps", "price", "replan", "json"), "whatif")
     opts["scale"] = _overrides(scale)
     opts["to"] = _overrides(to)
     return _native.whatif(_job(job, overrides=overrides, **jk), opts)

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "stepsim/api/plan.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
 #include "stepsim/report/text_format.hpp"
@@ -69,6 +70,31 @@ int64_t steps_for(const std::optional<double>& tokens, const spec::JobSpec& job,
   return static_cast<int64_t>(std::ceil(*tokens / per_step));
 }
 
+// The after job with its layout replaced by plan #1 of `stepsim plan` for it (the search the plan command runs: the
+// job's framework and plan section, the best plan re-timed by the engine).
+spec::JobSpec replanned(const YAML::Node& after_root, const spec::JobSpec& after_job, WhatIfOutput& out) {
+  YAML::Emitter e;
+  e << after_root;
+  PlanOptions po;
+  po.job.job_text = e.c_str();
+  po.job.text_source = after_job.source;
+  po.top = 1;
+  po.simulate = 1;
+  const PlanOutput p = plan(po);
+  if (p.result.plans.empty()) {
+    throw InputError("--replan: no plan of " + after_job.model.name + " fits " + std::to_string(after_job.cluster.num_gpus) +
+                     " x " + after_job.cluster.gpu + " at global batch " +
+                     std::to_string(after_job.training.global_batch_size));
+  }
+  const plan::RankedPlan& best = p.result.plans.front();
+  spec::JobSpec job = plan::job_for(after_job, best.plan, after_job.cluster.num_gpus, after_job.training.global_batch_size);
+  spec::validate(catalog::shipped().gpus, job);
+  out.replanned = plan::describe(best.plan);
+  out.notes.push_back("--replan: the after side runs plan #1 of `stepsim plan` for it (" + out.replanned +
+                      "), not the job's own layout");
+  return job;
+}
+
 }  // namespace
 
 WhatIfOutput whatif(const WhatIfOptions& o) {
@@ -89,7 +115,8 @@ WhatIfOutput whatif(const WhatIfOptions& o) {
   for (const std::string& s : o.scales) out.scales.push_back(plan::parse_scale(s));
   const YAML::Node after_root =
       apply_to(plan::apply_scales(tree.root, out.before_job, out.scales), out.before_job, o.to, out.scales, out.notes);
-  const spec::JobSpec after_job = spec::job_from_node(catalog::shipped().gpus, after_root, tree.source + " (after)");
+  spec::JobSpec after_job = spec::job_from_node(catalog::shipped().gpus, after_root, tree.source + " (after)");
+  if (o.replan) after_job = replanned(after_root, after_job, out);
   out.after_gpu = after_job.cluster.gpu;
   plan::WhatIfSettings before_settings = o.settings, after_settings = o.settings;
   before_settings.steps = out.before_steps = steps_for(o.tokens, out.before_job, o.settings.steps);
@@ -111,6 +138,7 @@ WhatIfOutput whatif(const WhatIfOptions& o) {
   j["after"]["steps"] = out.after_steps;
   j["before"]["gpu"] = out.before_job.cluster.gpu;
   j["after"]["gpu"] = after_job.cluster.gpu;
+  if (o.replan) j["after"]["replanned"] = out.replanned;
   return out;
 }
 

@@ -21,6 +21,8 @@ struct WhatIfOptions {
   // A token budget (`--tokens 15e12`): each side runs ceil(tokens / (global batch x sequence)) steps instead of
   // settings.steps.
   std::optional<double> tokens;
+  // The after side re-planned (`--replan`): its layout replaced by plan #1 of `stepsim plan` for the after job.
+  bool replan = false;
   plan::WhatIfSettings settings;
 };
 
@@ -31,6 +33,7 @@ struct WhatIfOutput {
   int64_t before_steps = 0, after_steps = 0;  // the run's steps on each side
   std::string after_gpu;                      // the after side's GPU (--to cluster.gpu)
   std::vector<std::string> notes;             // what --to changed besides the key it names
+  std::string replanned;                      // --replan: the after side's plan (plan::describe), else ""
   nlohmann::json json;  // what --json writes
 };
 

@@ -8,7 +8,10 @@ namespace stepsim::api {
 namespace {
 
 std::string duration(double s) {
-  return s >= 86400 * 2 ? report::format_number("%.2f days", s / 86400) : s >= 7200 ? report::format_number("%.2f h", s / 3600) : report::format_number("%.1f s", s);
+  if (s >= 86400 * 2) return report::format_number("%.2f days", s / 86400);
+  if (s >= 3600) return report::format_number("%.2f h", s / 3600);
+  if (s >= 120) return report::format_number("%.1f min", s / 60);
+  return report::format_number("%.1f s", s);
 }
 
 std::string change(double before, double after) {

@@ -91,7 +91,8 @@ int run_plan(PlanOptions& o) {
   MpiSession mpi;
   dist = mpi.distribution();
 #endif
-  report::ProgressBar bar(stderr, dist.rank == 0 && report::ProgressBar::terminal());
+  report::ProgressBar bar(stderr,
+                          dist.rank == 0 ? report::ProgressBar::mode_for(false) : report::ProgressBar::Mode::Off);
   a.progress = bar.callback();
   const api::PlanOutput out = api::plan(a, dist);
   bar.clear();

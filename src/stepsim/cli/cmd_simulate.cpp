@@ -19,7 +19,7 @@ struct SimulateOptions : api::SimulateOptions {
 };
 
 int run_simulate(const SimulateOptions& o) {
-  report::ProgressBar bar(stderr, !o.quiet && report::ProgressBar::terminal());
+  report::ProgressBar bar(stderr, report::ProgressBar::mode_for(o.quiet));
   api::SimulateOptions lo = o;
   lo.progress = bar.callback();
   const api::SimulateOutput out = api::simulate(lo);

@@ -18,7 +18,7 @@ struct TraceArgs {
 };
 
 int run_import(TraceArgs& a) {
-  report::ProgressBar bar(stderr, !a.quiet && report::ProgressBar::terminal());
+  report::ProgressBar bar(stderr, report::ProgressBar::mode_for(a.quiet));
   a.opt.progress = bar.callback();
   const api::TraceImportOutput out = api::trace_import(a.opt);
   bar.clear();
@@ -32,7 +32,7 @@ struct ExportChakraArgs {
 };
 
 int run_export_chakra(ExportChakraArgs& a) {
-  report::ProgressBar bar(stderr, !a.quiet && report::ProgressBar::terminal());
+  report::ProgressBar bar(stderr, report::ProgressBar::mode_for(a.quiet));
   a.opt.files.progress = bar.callback();
   const api::ExportChakraOutput out = api::export_chakra(a.opt);
   bar.clear();

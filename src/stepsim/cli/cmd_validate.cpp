@@ -18,7 +18,7 @@ struct ValidateOptions : api::ValidateOptions {
 };
 
 int run_validate(const ValidateOptions& o) {
-  report::ProgressBar bar(stderr, report::ProgressBar::terminal());
+  report::ProgressBar bar(stderr, report::ProgressBar::mode_for(false));
   api::ValidateOptions lo = o;
   lo.progress = bar.callback();
   const api::ValidateOutput out = api::validate(lo);

@@ -26,7 +26,23 @@ std::string seconds(double s) {
 
 }  // namespace
 
-ProgressBar::ProgressBar(std::FILE* out, bool enabled) : out_(out), enabled_(enabled && out != nullptr) {}
+ProgressBar::ProgressBar(std::FILE* out, bool enabled) : ProgressBar(out, enabled ? Mode::Bar : Mode::Off) {}
+
+ProgressBar::ProgressBar(std::FILE* out, Mode mode)
+    : out_(out), enabled_(mode != Mode::Off && out != nullptr), mode_(out ? mode : Mode::Off) {}
+
+ProgressBar::Mode ProgressBar::mode_for(bool quiet) {
+  if (quiet) return Mode::Off;
+  return terminal() ? Mode::Bar : Mode::Lines;
+}
+
+std::string ProgressBar::plain_line(std::string_view what, int64_t done, int64_t total, double elapsed_s) {
+  total = std::max<int64_t>(total, 1);
+  done = std::clamp<int64_t>(done, 0, total);
+  const int pct = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
+  return "stepsim: " + std::string(what) + " " + std::to_string(pct) + " %  " + grouped(done) + "/" + grouped(total) +
+         " after " + seconds(elapsed_s);
+}
 
 ProgressBar::~ProgressBar() { clear(); }
 
@@ -57,6 +73,15 @@ void ProgressBar::update(std::string_view what, int64_t done, int64_t total) {
   if (what != what_) {
     what_ = what;
     stage_start_ = now;
+    last_draw_ = now;
+    if (mode_ == Mode::Lines) return;
+  } else if (mode_ == Mode::Lines) {
+    if (done >= total || now - last_draw_ < kLinePeriod) return;
+    last_draw_ = now;
+    const double elapsed = std::chrono::duration<double>(now - stage_start_).count();
+    std::fprintf(out_, "%s\n", plain_line(what, done, total, elapsed).c_str());
+    std::fflush(out_);
+    return;
   } else if (done < total && now - last_draw_ < std::chrono::milliseconds(100)) {
     return;
   }
@@ -68,7 +93,7 @@ void ProgressBar::update(std::string_view what, int64_t done, int64_t total) {
 }
 
 void ProgressBar::clear() {
-  if (!enabled_) return;
+  if (!enabled_ || mode_ == Mode::Lines) return;
   const std::lock_guard lock(mu_);
   if (!drawn_) return;
   std::fprintf(out_, "\r\033[K");
