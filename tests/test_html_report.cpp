@@ -161,7 +161,7 @@ static nlohmann::json command_report(const std::string& args, const std::string&
 }
 
 
-// plan --report: one bar per ranked plan of --json, one square per (TP, PP) pair of `plan --memory-map --csv` for the
+// plan --report: a stacked bar per ranked plan of --json and one for the job as written, one square per (TP, PP) pair of `plan --memory-map --csv` for the
 // same job (8 GPUs: TP and PP over 1, 2, 4, 8 = 16 pairs), as many green ones as the CSV says fit.
 TEST(HtmlReport, PlanReportDrawsThePlansAndTheMemoryMap) {
   STEPSIM_REQUIRE_BROWSER();
@@ -177,8 +177,14 @@ TEST(HtmlReport, PlanReportDrawsThePlansAndTheMemoryMap) {
   std::getline(in, line);  // header
   while (std::getline(in, line)) ++cells, fits += line.find(",fits") != std::string::npos;
   EXPECT_EQ(cells, 16);
-  EXPECT_EQ(drawn(charts, "plans", "step time (s)"), static_cast<int>(plan["plans"].size()));
+  // A stacked bar per plan and one for the job as written (the baseline), each split into where its step goes.
+  EXPECT_EQ(drawn(charts, "plans", "compute"), static_cast<int>(plan["plans"].size()) + 1);
+  EXPECT_EQ(drawn(charts, "plans", "DP comm"), static_cast<int>(plan["plans"].size()) + 1);
   EXPECT_EQ(plan["plans"].size(), 4u);
+  // The labels carry the optimizer and layout flags, as the text table does.
+  const std::string html = test::read_file(test::temp_dir() + "report-plan.html");
+  EXPECT_NE(html.find("\"label\":\"#1 TP 1 PP 1 DP 8 mbs 1 none dist+ogr+opg\""), std::string::npos);
+  EXPECT_NE(html.find("\"label\":\"job TP 1 PP 1 DP 8 mbs 1 none dist\""), std::string::npos);
   EXPECT_EQ(drawn(charts, "map", "fits"), fits);
   EXPECT_EQ(drawn(charts, "map", "fits") + drawn(charts, "map", "over capacity") + drawn(charts, "map", "not a valid split"),
             cells);

@@ -196,7 +196,8 @@ TEST(PlanCli, Fp8RecipesAreSearchedOnlyWhenAsked) {
     nlohmann::json q = p;
     for (const char* k : {"fp8_recipe", "step_time_s", "estimated_step_time_s", "tflops_per_gpu", "compute_s",
                           "tp_s", "cp_s", "ep_s", "pp_s", "dp_s", "update_s", "host_s", "peak_memory_bytes",
-                          "estimated_peak_memory_bytes", "memory_headroom_bytes", "memory_at_risk", "fits", "tie_group"})
+                          "estimated_peak_memory_bytes", "memory_headroom_bytes", "memory_at_risk", "fits", "tie_group",
+                          "layout"})
       q.erase(k);
     by_recipe[q.dump()][p["fp8_recipe"].get<std::string>()] = p["step_time_s"].get<double>();
   }

@@ -88,7 +88,8 @@ TEST(PlanTies, TheDefaultToleranceIsThePlanToPlanErrorOfTheDevelopmentRuns) {
     };
     validate::ValidationOptions o;
     std::vector<std::vector<std::string>> paired;
-    for (const auto& [key, rows] : groups) {
+    for (const auto& entry : groups) {
+      const auto& rows = entry.second;  // (a structured binding cannot be captured before C++20 in clang)
       std::vector<std::string> ids;
       for (const auto* r : rows) ids.push_back(r->id);
       const bool differ = std::any_of(rows.begin(), rows.end(), [&](auto* r) { return layout(r) != layout(rows[0]); });

@@ -54,6 +54,8 @@ JobInput plan_job_input(const PlanOptions& o) {
   return in;
 }
 
+namespace {
+
 // The job re-planned for another framework (--framework): the job's own keys that framework has no option for are
 // dropped, since its space decides them, and named in `dropped`; a key the user sets with --set stays (and is refused).
 spec::JobSpec load_plan_job(const PlanOptions& o, std::vector<std::string>* dropped) {
@@ -100,6 +102,8 @@ PlanOptions with_plan_section(const PlanOptions& flags, bool* used) {
   if (o.max_tp_per_nvlink_domain == 0) o.max_tp_per_nvlink_domain = p.max_tp_per_nvlink_domain;
   return o;
 }
+
+}  // namespace
 
 PlanOutput plan(const PlanOptions& flags, const Distribution& dist) {
   check_counts(flags.gpus, flags.global_batch);
@@ -201,9 +205,21 @@ MemoryMapOutput memory_map(const JobInput& job, int gpus, int64_t global_batch) 
   return out;
 }
 
-std::string plan_report_html(const PlanOptions& o, const PlanOutput& out) {
-  const MemoryMapOutput m =
-      memory_map(plan_job_input(o), out.json.value("gpus", 0), out.json.value("global_batch", int64_t{0}));
+std::string plan_report_html(const PlanOptions& flags, const PlanOutput& out) {
+  // The map at plan #1's CP, EP, micro-batch, recompute and optimizer (the job's own when no plan was found), TP and
+  // PP walked.
+  bool from_file = false;
+  const PlanOptions o = with_plan_section(flags, &from_file);
+  std::vector<std::string> dropped;
+  spec::JobSpec base = load_plan_job(o, &dropped);
+  const int gpus = out.json.value("gpus", 0);
+  const int64_t gbs = out.json.value("global_batch", int64_t{0});
+  if (!out.result.plans.empty()) base = plan::job_for(base, out.result.plans.front().plan, gpus, gbs);
+  MemoryMapOutput m;
+  m.gpus = gpus;
+  m.model = base.model.name;
+  m.gpu = base.cluster.gpu;
+  m.map = plan::memory_map(catalog::shipped().gpus, base, gpus, gbs);
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   nlohmann::json cells = nlohmann::json::array();
   for (const plan::MapCell& c : m.map.cells) {

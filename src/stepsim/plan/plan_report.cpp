@@ -148,6 +148,8 @@ nlohmann::json plan_row_json(const RankedPlan& p, const ReportContext& c, int64_
   const Plan& x = p.plan;
   json j = {{"tensor", x.tensor},
             {"tie_group", p.tie_group},
+            {"optimizer", optimizer_label(x)},
+            {"layout", layout_label(x)},
             {"pipeline", x.pipeline},
             {"data", x.data},
             {"context", x.context},

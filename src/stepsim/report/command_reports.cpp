@@ -1,6 +1,8 @@
 // HTML reports of plan, reliability and validate (what each chart shows: docs/REPORTS.md).
 #include "stepsim/report/command_reports.hpp"
 
+#include <algorithm>
+
 #include <cstdio>
 
 #include "stepsim/report/html_page.hpp"
@@ -12,19 +14,28 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kPlanJs = R"JS(
-// Ranked plans: one bar per plan, its step time.
-add('plans', {type: 'bar', data: {labels: D.plans.map(p => p.label), datasets: [{label: 'step time (s)',
-    data: D.plans.map(p => p.step_time_s), backgroundColor: D.plans.map(p => p.at_risk ? COLORS.risk : COLORS.fits)}]},
-  options: {indexAxis: 'y', plugins: {legend: {display: false}}, scales: {x: {title: {display: true, text: 's per step'}}}}});
-// TP x PP memory feasibility: one square per (TP, PP) pair.
+// Ranked plans and the job as written: one stacked bar each, where its step goes (per step, on the slowest stage or
+// rank 0); the tooltip adds the peak memory.
+const parts = [['compute', 'compute_s', '#4e79a7'], ['TP + CP + EP comm', 'comm_s', '#f28e2b'],
+               ['pipeline', 'pp_s', '#76b7b2'], ['DP comm', 'dp_s', '#59a14f'], ['update', 'update_s', '#edc948'],
+               ['other (host, waits)', 'other_s', '#bab0ac']];
+add('plans', {type: 'bar', data: {labels: D.plans.map(p => p.label), datasets: parts.map(([name, key, color]) => ({
+    label: name, data: D.plans.map(p => p[key]), backgroundColor: D.plans.map(p => p.baseline ? color + '88' : color),
+    borderColor: D.plans.map(p => p.at_risk ? COLORS.risk : (p.baseline ? '#000' : color)), borderWidth: 1}))},
+  options: {indexAxis: 'y', plugins: {legend: {position: 'bottom'}, tooltip: {callbacks: {
+              footer: items => { const p = D.plans[items[0].dataIndex]; return 'step ' + p.step_time_s.toFixed(3) +
+                  ' s, peak ' + p.peak_gib.toFixed(1) + ' GiB' + (p.at_risk ? ' (memory at risk)' : ''); }}}},
+            scales: {x: {stacked: true, title: {display: true, text: 's per step'}}, y: {stacked: true}}}});
+// TP x PP memory feasibility at plan #1's other settings: one square per (TP, PP) pair.
 const cellSets = ['fits', 'over', 'invalid'].map(st => ({label: {fits: 'fits', over: 'over capacity',
     invalid: 'not a valid split'}[st], data: D.map.cells.filter(c => c.status === st).map(c => ({x: 'PP ' + c.pipeline,
     y: 'TP ' + c.tensor, c})), backgroundColor: COLORS[st], pointStyle: 'rect', pointRadius: 14, pointHoverRadius: 16}));
 add('map', {type: 'scatter', data: {datasets: cellSets},
   options: {scales: {x: {type: 'category', labels: D.map.pipelines.map(p => 'PP ' + p), title: {display: true, text: 'pipeline'}},
                      y: {type: 'category', labels: D.map.tensors.map(t => 'TP ' + t).reverse(), title: {display: true, text: 'tensor'}}},
-            plugins: {tooltip: {callbacks: {label: k => 'TP ' + k.raw.c.tensor + ' PP ' + k.raw.c.pipeline + ' DP ' + k.raw.c.data
-              + ': ' + (k.raw.c.status === 'invalid' ? k.raw.c.reason : 'peak ' + k.raw.c.peak_gib.toFixed(1) + ' GiB')}}}}});
+            plugins: {legend: {position: 'bottom'}, tooltip: {callbacks: {label: k => 'TP ' + k.raw.c.tensor + ' PP ' +
+              k.raw.c.pipeline + ' DP ' + k.raw.c.data + ': ' + (k.raw.c.status === 'invalid' ? k.raw.c.reason : 'peak ' +
+              k.raw.c.peak_gib.toFixed(1) + ' GiB')}}}}});
 )JS";
 
 constexpr const char* kReliabilityJs = R"JS(
@@ -73,16 +84,28 @@ std::string plan_report_html(const json& plan_json, const json& memory_map) {
   d["map"] = memory_map;
   json plans = json::array();
   int rank = 0;
-  for (const json& p : plan_json.at("plans")) {
-    std::string label = "#" + std::to_string(++rank) + " TP " + std::to_string(p.at("tensor").get<int>()) + " PP " +
+  // A bar per plan, labelled as the text table reads it (layout and optimizer flags tell #1 and #3 apart).
+  auto bar = [&](const json& p, const std::string& name, bool baseline) {
+    std::string label = name + " TP " + std::to_string(p.at("tensor").get<int>()) + " PP " +
                         std::to_string(p.at("pipeline").get<int>()) + " DP " + std::to_string(p.at("data").get<int>());
     if (p.at("context").get<int>() > 1) label += " CP " + std::to_string(p.at("context").get<int>());
     if (p.at("expert").get<int>() > 1) label += " EP " + std::to_string(p.at("expert").get<int>());
     label += " mbs " + std::to_string(p.at("micro_batch_size").get<int>());
     if (p.at("virtual_stages").get<int>() > 1) label += " VP " + std::to_string(p.at("virtual_stages").get<int>());
-    label += " " + p.at("recompute").get<std::string>() + " zero" + std::to_string(p.at("zero_stage").get<int>());
-    plans.push_back({{"label", label}, {"step_time_s", p.at("step_time_s")}, {"at_risk", p.value("memory_at_risk", false)}});
-  }
+    label += " " + p.at("recompute").get<std::string>() + " " + p.value("optimizer", std::string());
+    if (p.value("layout", std::string("-")) != "-") label += " " + p.value("layout", std::string());
+    const double step = p.at("step_time_s").get<double>();
+    const double comm = p.value("tp_s", 0.0) + p.value("cp_s", 0.0) + p.value("ep_s", 0.0);
+    const double named = p.value("compute_s", 0.0) + comm + p.value("pp_s", 0.0) + p.value("dp_s", 0.0) +
+                         p.value("update_s", 0.0);
+    plans.push_back({{"label", label}, {"step_time_s", step}, {"at_risk", p.value("memory_at_risk", false)},
+                     {"baseline", baseline}, {"compute_s", p.value("compute_s", 0.0)}, {"comm_s", comm},
+                     {"pp_s", p.value("pp_s", 0.0)}, {"dp_s", p.value("dp_s", 0.0)},
+                     {"update_s", p.value("update_s", 0.0)}, {"other_s", std::max(0.0, step - named)},
+                     {"peak_gib", p.value("peak_memory_bytes", 0.0) / (1024.0 * 1024.0 * 1024.0)}});
+  };
+  for (const json& p : plan_json.at("plans")) bar(p, "#" + std::to_string(++rank), false);
+  if (plan_json.contains("baseline") && plan_json["baseline"].is_object()) bar(plan_json["baseline"], "job", true);
   d["plans"] = plans;
   const std::string title = plan_json.value("model", std::string("job")) + ": plans for " +
                             std::to_string(plan_json.value("gpus", 0)) + " x " + plan_json.value("gpu", std::string("GPU"));
@@ -92,7 +115,7 @@ std::string plan_report_html(const json& plan_json, const json& memory_map) {
                        std::to_string(plan_json.value("global_batch", int64_t{0})) + "; objective " +
                        escape_html(plan_json.value("objective", std::string("step"))) + "</p>";
   header += "<p class=\"note\">Memory map: " + escape_html(memory_map.value("settings", std::string())) + "; capacity " +
-            format_number("%.1f GiB", memory_map.value("capacity_gib", 0.0)) + ". Plans in yellow are within the memory margin.</p>";
+            format_number("%.1f GiB", memory_map.value("capacity_gib", 0.0)) + ". A yellow border: within the memory margin; the faded bar is the job as written.</p>";
   const int rows = static_cast<int>(memory_map.at("tensors").size());
   return html_page(title, header,
                    {{"Ranked plans (step time)", "plans", std::max(200, 36 * static_cast<int>(plans.size()) + 80)},
