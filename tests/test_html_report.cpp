@@ -97,6 +97,24 @@ TEST(HtmlReport, PageIsSelfContainedAndCarriesTheSummary) {
   EXPECT_DOUBLE_EQ(d["step_time_s"].get<double>(), r.summary["step_time_s"].get<double>());
 }
 
+// A job that does not fit says so first, in a banner above the numbers (as the text summary does), and each stage's
+// peak is split into what holds it: the parts add up to the summary's peak.
+TEST(HtmlReport, AnOutOfMemoryJobSaysSoFirstAndItsPeakIsSplit) {
+  const Report r = make_report(test::source_dir() + "/examples/llama3-405b-8192.yaml", "report-oom");
+  ASSERT_TRUE(r.summary["memory"]["oom"].get<bool>());
+  const size_t banner = r.html.find("Does not fit: peak 83.47 GiB on stage 1, 80.00 GiB per GPU");
+  ASSERT_NE(banner, std::string::npos);
+  EXPECT_LT(banner, r.html.find("step 14."));
+  const nlohmann::json d = embedded_data(r.html);
+  ASSERT_EQ(d["memory_parts"].size(), 16u);
+  for (const auto& m : d["memory_parts"]) {
+    double sum = 0;
+    for (const char* k : {"weights_gib", "gradients_gib", "optimizer_gib", "copies_gib", "activations_gib", "other_gib"})
+      sum += m[k].get<double>();
+    EXPECT_NEAR(sum, m["peak_gib"].get<double>(), 1e-9);
+  }
+}
+
 // The GPT-3 175B demo job (96 H800s, TP 8 x PP 12, 128 micro-batches): every chart drawn, no console error, and the
 // marks counted against the summary: one breakdown bar per non-zero part; 12 stages x the first min(128, 2 x 12) = 24
 // micro-batches = 288 forward and 288 backward blocks (1F1B, no recompute: one block per micro-batch and pass);
@@ -130,6 +148,8 @@ TEST(HtmlReport, ChartsDrawWhatTheSummarySaysInChromium) {
     EXPECT_LE(n, 400) << "stage " << st;
   }
   EXPECT_EQ(drawn(charts, "memory", "capacity"), 2);
+  EXPECT_EQ(drawn(charts, "memparts", "weights"), pp);  // a bar per stage, split by component
+  EXPECT_EQ(drawn(charts, "memparts", "activations and working buffers"), pp);
   int dims = 0;
   for (const auto& [dim, v] : r.summary["comm_message_bytes_per_rank"].items()) dims += v.get<int64_t>() > 0;
   EXPECT_EQ(dims, 2);  // tp and pp

@@ -144,6 +144,18 @@ add('memory', {type: 'line', data: {datasets: memSets},
   options: {parsing: false, scales: {x: {type: 'linear', title: {display: true, text: 's'}},
                                       y: {title: {display: true, text: 'GiB allocated'}, beginAtZero: true}}}});
 
+// 3b. What each stage's peak holds, against the capacity.
+const mparts = [['weights', 'weights_gib', '#4e79a7'], ['gradients', 'gradients_gib', '#f28e2b'],
+                ['optimizer states', 'optimizer_gib', '#59a14f'], ['gathered parameters, fp8 copies', 'copies_gib', '#76b7b2'],
+                ['activations and working buffers', 'activations_gib', '#e15759'],
+                ['CUDA context, NCCL, allocator reserve', 'other_gib', '#bab0ac']];
+add('memparts', {type: 'bar', data: {labels: D.memory_parts.map(m => 'stage ' + m.stage), datasets: mparts.map(
+    ([name, key, color]) => ({label: name, data: D.memory_parts.map(m => m[key]), backgroundColor: color}))},
+  options: {indexAxis: 'y', plugins: {legend: {position: 'bottom'}},
+            scales: {x: {stacked: true, max: Math.max(D.capacity_gib, ...D.memory_parts.map(m => m.peak_gib)) * 1.02,
+                         title: {display: true, text: 'GiB at the stage\'s peak (capacity ' + D.capacity_gib.toFixed(1) + ' GiB)'}},
+                     y: {stacked: true}}}});
+
 // 4. Communication per parallel dimension: bytes sent and time left exposed.
 add('comm', {type: 'bar', data: {labels: D.comm.map(c => c.dim), datasets: [
     {label: 'message bytes per step (GiB)', data: D.comm.map(c => c.message_gib), backgroundColor: '#4e79a7', yAxisID: 'y'},
@@ -198,6 +210,18 @@ json simulate_report_data(const sim::Simulation& s, const Summary& sum, const js
   }
   d["timeline"] = {{"microbatch_window", window}, {"stages", stages}, {"blocks", blocks}, {"idle", idle}};
   d["memory"] = memory;
+  // 3b. Each stage's peak by component: static memory as the workload holds it, activations as the engine peaked.
+  json parts_by_stage = json::array();
+  for (const StageMemory& sm : sum.per_stage) {
+    const workload::StaticMemory& st = s.workload.programs[s.workload.role_of_stage[sm.stage]].static_memory;
+    parts_by_stage.push_back({{"stage", sm.stage}, {"weights_gib", (st.weights + st.traced) / kGiB},
+                              {"gradients_gib", st.gradients / kGiB}, {"optimizer_gib", st.optimizer / kGiB},
+                              {"copies_gib", (st.gathered + st.fp8_weight_cache) / kGiB},
+                              {"activations_gib", sm.activation_bytes / kGiB},
+                              {"other_gib", (st.overhead + st.allocator_reserve) / kGiB},
+                              {"peak_gib", sm.peak_bytes / kGiB}});
+  }
+  d["memory_parts"] = parts_by_stage;
   // 4. Communication per dimension with any traffic or exposed time.
   json comm = json::array();
   const json& bytes = summary_json.at("comm_message_bytes_per_rank");
@@ -229,7 +253,19 @@ std::string simulate_report_html(const sim::Simulation& s, const Summary& sum, c
   head += " · MFU " + format_number("%.1f %%", sum.mfu * 100) + " · " + format_number("%.1f", sum.tflops_per_gpu) + " TFLOP/s per GPU · " +
           format_number("%.0f", sum.tokens_per_s) + " tokens/s · peak memory " + format_bytes(static_cast<double>(sum.peak_bytes_max)) +
           " of " + format_bytes(static_cast<double>(sum.capacity_bytes)) + (sum.oom ? " (does not fit)" : "");
-  std::string header = "<p>" + escape_html(head) + "</p>\n<p class=\"note\">micro-batch " +
+  std::string banner;
+  if (sum.oom) {
+    // Said first, as the text summary does: every number below is what the step would take if it ran.
+    int worst = 0;
+    for (size_t i = 0; i < sum.per_stage.size(); ++i) {
+      if (sum.per_stage[i].peak_bytes > sum.per_stage[static_cast<size_t>(worst)].peak_bytes) worst = static_cast<int>(i);
+    }
+    banner = "<p style=\"background:#e15759;color:#fff;padding:8px 12px;font-weight:600\">Does not fit: peak " +
+             escape_html(format_bytes(static_cast<double>(sum.peak_bytes_max))) + " on stage " + std::to_string(worst) +
+             ", " + escape_html(format_bytes(static_cast<double>(sum.capacity_bytes))) +
+             " per GPU. The step below is what it would take if it ran.</p>\n";
+  }
+  std::string header = banner + "<p>" + escape_html(head) + "</p>\n<p class=\"note\">micro-batch " +
                        std::to_string(job.training.micro_batch_size) + ", global batch " +
                        std::to_string(job.training.global_batch_size) + " (" + std::to_string(job.num_microbatches()) +
                        " micro-batches per pipeline), sequence " + std::to_string(job.model.seq_length) +
@@ -246,6 +282,7 @@ std::string simulate_report_html(const sim::Simulation& s, const Summary& sum, c
       {"Pipeline timeline: the first " + std::to_string(d["timeline"]["microbatch_window"].get<int>()) +
            " micro-batches, one rank per stage", "timeline", std::max(240, 40 * job.parallelism.pipeline + 80)},
       {"Memory over the step, per stage", "memory", 360},
+      {"What each stage's peak holds", "memparts", std::max(200, 36 * job.parallelism.pipeline + 110)},
       {"Communication per parallel dimension (rank " + rank + ")", "comm", 320},
       {"Step time and its prediction interval", "interval", 160}};
   return html_page(d["title"].get<std::string>(), header, sections, d, kPageJs);
