@@ -6,25 +6,30 @@
 
 namespace stepsim::workload {
 
-uint16_t ProgramBuilder::intern(const std::string& name) {
+uint16_t ProgramBuilder::intern(std::string_view name) {
   auto it = name_ids_.find(name);
   if (it != name_ids_.end()) return it->second;
   if (p_.names.size() >= 65535) throw std::runtime_error("too many distinct op names in a program");
   const auto id = static_cast<uint16_t>(p_.names.size());
-  p_.names.push_back(name);
-  name_ids_.emplace(name, id);
+  p_.names.emplace_back(name);
+  name_ids_.emplace(std::string(name), id);
   return id;
 }
 
-ProgramBuilder::Ref ProgramBuilder::emit(Op op, const std::string& name, std::initializer_list<Ref> deps) {
-  return emit(std::move(op), name, std::vector<Ref>(deps));
+ProgramBuilder::Ref ProgramBuilder::emit(Op op, std::string_view name, std::initializer_list<Ref> deps) {
+  return emit_after(std::move(op), name, deps.begin(), deps.size());
 }
 
-ProgramBuilder::Ref ProgramBuilder::emit(Op op, const std::string& name, const std::vector<Ref>& deps) {
+ProgramBuilder::Ref ProgramBuilder::emit(Op op, std::string_view name, const std::vector<Ref>& deps) {
+  return emit_after(std::move(op), name, deps.data(), deps.size());
+}
+
+ProgramBuilder::Ref ProgramBuilder::emit_after(Op op, std::string_view name, const Ref* deps, size_t count) {
   op.name = intern(name);
   op.wait_begin = static_cast<uint32_t>(p_.waits.size());
   uint16_t n = 0;
-  for (const Ref& r : deps) {
+  for (size_t d = 0; d < count; ++d) {
+    const Ref& r = deps[d];
     if (r.stream == op.stream || r.count == 0) continue;  // FIFO covers same-stream order
     // Keep only the strongest wait per stream.
     bool merged = false;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -101,8 +102,8 @@ class ProgramBuilder {
   };
 
   // Appends `op` on op.stream; it waits for every ref in deps (same-stream order is implicit).
-  Ref emit(Op op, const std::string& name, std::initializer_list<Ref> deps = {});
-  Ref emit(Op op, const std::string& name, const std::vector<Ref>& deps);
+  Ref emit(Op op, std::string_view name, std::initializer_list<Ref> deps = {});
+  Ref emit(Op op, std::string_view name, const std::vector<Ref>& deps);
   // Ref to the last op issued on a stream (count 0 = nothing yet).
   Ref last(Stream s) const { return Ref{s, counts_[static_cast<int>(s)]}; }
   Op& back() { return p_.ops.back(); }
@@ -112,10 +113,16 @@ class ProgramBuilder {
   void reorder_since(size_t begin, const std::vector<int64_t>& keys);
 
  private:
-  uint16_t intern(const std::string& name);
+  Ref emit_after(Op op, std::string_view name, const Ref* deps, size_t count);
+  uint16_t intern(std::string_view name);
+  // Names are looked up as they are passed (most are literals): no std::string is built for a name already known.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
   Program& p_;
   std::array<uint32_t, kNumStreams> counts_{};
-  std::unordered_map<std::string, uint16_t> name_ids_;
+  std::unordered_map<std::string, uint16_t, NameHash, std::equal_to<>> name_ids_;
 };
 
 }  // namespace stepsim::workload

@@ -49,14 +49,16 @@ Op attention_op(const Context& cx, double flops, int64_t bytes, int64_t kv_token
 
 bool fp8_gemm(const Context& cx, const Op& op) { return cx.f().fp8 && !op.keep_bf16 && is_gemm(op); }
 
-Ref Emitter::compute(const Context& cx, Op op, const std::string& name, std::vector<Ref> deps, int64_t saved) {
+Ref Emitter::compute(const Context& cx, Op op, std::string_view name, std::vector<Ref> deps, int64_t saved) {
   if (f_.fp8 && is_gemm(op) && !op.keep_bf16 && !cx.wgrad) {
     // A linear layer's A operand (the input forward, the output gradient for dgrad) is cast to fp8 with a transposed
     // copy for the later wgrad: one memory-bound kernel reading β and writing 2 x 1 byte per element (current scaling
     // reads once more for the amax). The weight gradient's operands are those copies: no cast of its own.
     const int64_t elements = op.gemm_m * op.gemm_k * std::max<int32_t>(op.gemm_batch, 1);
     const auto bytes = static_cast<int64_t>(std::llround(f_.fp8_cast_bytes * static_cast<double>(elements)));
-    compute(cx, memop(ComputeCategory::Elementwise, bytes), name + "_fp8_cast", deps);
+    std::string cast(name);
+    cast += "_fp8_cast";
+    compute(cx, memop(ComputeCategory::Elementwise, bytes), cast, deps);
   }
   op.kind = OpKind::Compute;
   op.stream = compute_stream_;
@@ -82,7 +84,7 @@ Ref Emitter::compute(const Context& cx, Op op, const std::string& name, std::vec
   return pb_.emit(op, name, deps);
 }
 
-Ref Emitter::host_side(const Context& cx, ComputeCategory cat, Stream stream, int64_t bytes, const std::string& name,
+Ref Emitter::host_side(const Context& cx, ComputeCategory cat, Stream stream, int64_t bytes, std::string_view name,
                        std::vector<Ref> deps) {
   Op op = memop(cat, bytes);
   op.kind = OpKind::Compute;
@@ -91,7 +93,7 @@ Ref Emitter::host_side(const Context& cx, ComputeCategory cat, Stream stream, in
   return pb_.emit(op, name, deps);
 }
 
-Ref Emitter::coll(const Context& cx, CollType c, GroupKind g, int64_t bytes, const std::string& name, Ref dep,
+Ref Emitter::coll(const Context& cx, CollType c, GroupKind g, int64_t bytes, std::string_view name, Ref dep,
                   Ref dep2) {
   if (layout_.group_size(g) <= 1) return dep;
   Op op;

@@ -34,13 +34,13 @@ class Emitter {
   Emitter(Program& prog, const RankLayout& layout, const Features& f) : prog_(prog), pb_(prog), layout_(layout), f_(f) {}
 
   // A compute op tagged with the context's position; stores `saved` bytes for backward (when the context stores).
-  Ref compute(const Context& cx, Op op, const std::string& name, std::vector<Ref> deps, int64_t saved = 0);
+  Ref compute(const Context& cx, Op op, std::string_view name, std::vector<Ref> deps, int64_t saved = 0);
   // A host<->device copy on the memcpy stream (activation and optimizer offload) or a CPU optimizer step on the
   // compute stream.
-  Ref host_side(const Context& cx, ComputeCategory cat, Stream stream, int64_t bytes, const std::string& name,
+  Ref host_side(const Context& cx, ComputeCategory cat, Stream stream, int64_t bytes, std::string_view name,
                 std::vector<Ref> deps);
   // A collective on its group's stream (nothing for a group of one: returns `dep`).
-  Ref coll(const Context& cx, CollType c, GroupKind g, int64_t bytes, const std::string& name, Ref dep, Ref dep2 = {});
+  Ref coll(const Context& cx, CollType c, GroupKind g, int64_t bytes, std::string_view name, Ref dep, Ref dep2 = {});
   // A pipeline exchange (batched send/recv) named after its parts unless `fixed_name`.
   Ref p2p(const Position& at, uint64_t send_prev, uint64_t send_next, uint64_t recv_prev, uint64_t recv_next, Ref dep,
           Ref dep2 = {}, const char* fixed_name = nullptr, Stream stream = Stream::Pp);
