@@ -32,12 +32,15 @@ std::string llama(const std::string& training, const std::string& parallel = "da
   return "model: {name: tiny-llama, num_layers: 4, hidden_size: 1024, num_attention_heads: 16, num_query_groups: 4,"
          " ffn_hidden_size: 2816, activation: swiglu, normalization: rmsnorm, vocab_size: 32000, seq_length: 1024}\n"
          "parallelism: {" + parallel + "}\n"
-         "training: {micro_batch_size: 1, global_batch_size: " + std::to_string(global_batch) + ", precision: " + precision + ", " + training + "}\n"
+         "training: {micro_batch_size: 1, global_batch_size: " + std::to_string(global_batch) +
+         ", precision: " + precision + ", " + training + "}\n"
          "simulation: {host_time_scale: 0}\n"
          "cluster: {gpu: H100-SXM, num_gpus: " + std::to_string(gpus) + "}\n";
 }
 
-workload::Workload build(const std::string& yaml) { return workload::build_megatron_workload(test::job_from_yaml(yaml)); }
+workload::Workload build(const std::string& yaml) {
+  return workload::build_megatron_workload(test::job_from_yaml(yaml));
+}
 
 const workload::Op* find_op(const workload::Program& p, const std::string& name, workload::Phase phase) {
   for (const workload::Op& op : p.ops) {
@@ -123,7 +126,8 @@ TEST(FrameworkMemory, PyTorchCrossEntropyHoldsItsFp32BuffersAndTheCompiledLossOn
     EXPECT_EQ(bwd->mem_transient, c.backward * T * c.v) << c.training;
   }
   // torchtitan before 2025-04 left the loss eager under compile.
-  const workload::Workload old = build(llama("framework: torchtitan, zero_stage: 3, compile: true, compile_loss: false"));
+  const workload::Workload old =
+      build(llama("framework: torchtitan, zero_stage: 3, compile: true, compile_loss: false"));
   EXPECT_EQ(find_op(old.programs[0], "cross_entropy_bwd", Phase::Backward)->mem_transient, 8 * T * V);
   EXPECT_NE(test::job_error(llama("framework: torchtitan, zero_stage: 3, compile_loss: true"))
                 .find("training.compile_loss: needs compile: true"),
@@ -154,7 +158,8 @@ TEST(FrameworkMemory, PyTorchsInterleavedScheduleKeepsItsWarmupWhenMicroBatchesE
 
 TEST(FrameworkMemory, SimulateGivesAllocatedAndReservedBesideTheDevicePeak) {
   const auto cat = catalog::shipped();
-  const sim::Simulation s = sim::run_simulation(cat, test::job_from_yaml(llama("framework: torchtitan, zero_stage: 3")), {0});
+  const sim::Simulation s =
+      sim::run_simulation(cat, test::job_from_yaml(llama("framework: torchtitan, zero_stage: 3")), {0});
   const report::Summary sum = report::summarize(s, 0);
   const workload::StaticMemory& m = s.workload.programs[0].static_memory;
   const report::StageMemory& st = sum.per_stage[0];
@@ -223,7 +228,8 @@ TEST(FrameworkMemory, APeakMemoryColumnIsComparedWithTheReservedPeak) {
   const validate::ValidationResult r = validate::validate_runs(catalog::shipped(), runs);
   ASSERT_EQ(r.rows.size(), 1u);
   const auto& row = r.rows[0];
-  EXPECT_DOUBLE_EQ(row.memory_error, (double(row.predicted_reserved_bytes) - 20.0 * 1073741824.0) / (20.0 * 1073741824.0));
+  const double measured = 20.0 * 1073741824.0;
+  EXPECT_DOUBLE_EQ(row.memory_error, (double(row.predicted_reserved_bytes) - measured) / measured);
   EXPECT_EQ(r.memory.rows, 1);
 }
 

@@ -109,8 +109,10 @@ TEST(HtmlReport, AnOutOfMemoryJobSaysSoFirstAndItsPeakIsSplit) {
   ASSERT_EQ(d["memory_parts"].size(), 16u);
   for (const auto& m : d["memory_parts"]) {
     double sum = 0;
-    for (const char* k : {"weights_gib", "gradients_gib", "optimizer_gib", "copies_gib", "activations_gib", "other_gib"})
+    for (const char* k :
+         {"weights_gib", "gradients_gib", "optimizer_gib", "copies_gib", "activations_gib", "other_gib"}) {
       sum += m[k].get<double>();
+    }
     EXPECT_NEAR(sum, m["peak_gib"].get<double>(), 1e-9);
   }
 }
@@ -181,8 +183,9 @@ static nlohmann::json command_report(const std::string& args, const std::string&
 }
 
 
-// plan --report: a stacked bar per ranked plan of --json and one for the job as written, one square per (TP, PP) pair of `plan --memory-map --csv` for the
-// same job (8 GPUs: TP and PP over 1, 2, 4, 8 = 16 pairs), as many green ones as the CSV says fit.
+// plan --report: a stacked bar per ranked plan of --json and one for the job as written, one square per (TP, PP) pair
+// of `plan --memory-map --csv` for the same job (8 GPUs: TP and PP over 1, 2, 4, 8 = 16 pairs), as many green ones as
+// the CSV says fit (the map is at plan #1's settings, the CSV at the job's: the same here, micro-batch 1 both).
 TEST(HtmlReport, PlanReportDrawsThePlansAndTheMemoryMap) {
   STEPSIM_REQUIRE_BROWSER();
   const std::string job = test::source_dir() + "/examples/llama2-7b-8.yaml";

@@ -79,7 +79,8 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
   return {{"rows", rows}, {"mape", r.mape}, {"mean_signed_error", r.mean_signed_error}, {"by_source", sources},
           {"by_framework_gpu", frameworks}, {"by_kind", bands}, {"by_framework_arch", framework_bands},
           {"failed", failed},
-          {"memory", {{"rows", r.memory.rows}, {"mape", r.memory.mape}, {"mean_signed_error", r.memory.mean_signed_error},
+          {"memory",
+           {{"rows", r.memory.rows}, {"mape", r.memory.mape}, {"mean_signed_error", r.memory.mean_signed_error},
                       {"error_p10", r.memory_p10}, {"error_p90", r.memory_p90}, {"predicted_not_to_fit", r.not_fit}}}};
 }
 
@@ -165,7 +166,8 @@ std::string validation_markdown(const validate::ValidationResult& r, const Valid
                   "counts\"): %d runs, MAPE %.1f %%, mean signed error %+.1f %%, errors %+.1f %% .. %+.1f %% (10th .. "
                   "90th percentile).\n\n", r.memory.rows, 100 * r.memory.mape, 100 * r.memory.mean_signed_error,
                   100 * r.memory_p10, 100 * r.memory_p90);
-    os << buf << "| run | measured | predicted reserved | error | measured from |\n| --- | ---: | ---: | ---: | --- |\n";
+    os << buf << "| run | measured | predicted reserved | error | measured from |\n"
+       << "| --- | ---: | ---: | ---: | --- |\n";
     for (const auto& x : r.rows) {
       if (!x.measured_memory_bytes) continue;
       std::snprintf(buf, sizeof buf, "| %s | %s | %s | %+.1f %% | %s |\n", x.id.c_str(),

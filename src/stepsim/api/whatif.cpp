@@ -82,12 +82,14 @@ spec::JobSpec replanned(const YAML::Node& after_root, const spec::JobSpec& after
   po.simulate = 1;
   const PlanOutput p = plan(po);
   if (p.result.plans.empty()) {
-    throw InputError("--replan: no plan of " + after_job.model.name + " fits " + std::to_string(after_job.cluster.num_gpus) +
+    throw InputError("--replan: no plan of " + after_job.model.name + " fits " +
+                     std::to_string(after_job.cluster.num_gpus) +
                      " x " + after_job.cluster.gpu + " at global batch " +
                      std::to_string(after_job.training.global_batch_size));
   }
   const plan::RankedPlan& best = p.result.plans.front();
-  spec::JobSpec job = plan::job_for(after_job, best.plan, after_job.cluster.num_gpus, after_job.training.global_batch_size);
+  spec::JobSpec job =
+      plan::job_for(after_job, best.plan, after_job.cluster.num_gpus, after_job.training.global_batch_size);
   spec::validate(catalog::shipped().gpus, job);
   out.replanned = plan::describe(best.plan);
   out.notes.push_back("--replan: the after side runs plan #1 of `stepsim plan` for it (" + out.replanned +

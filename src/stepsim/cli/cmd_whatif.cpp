@@ -37,7 +37,8 @@ Action add_whatif(CLI::App& app) {
                   "KEY=FACTOR, repeatable: multiply a numeric job key, e.g. inter_node_bandwidth=2, num_gpus=3 "
                   "(keys: docs/WHATIF.md)");
   cmd->add_flag("--replan", o->replan,
-               "re-plan the after side: its layout becomes plan #1 of `stepsim plan` for the after job (docs/WHATIF.md)");
+               "re-plan the after side: its layout becomes plan #1 of `stepsim plan` for the after job "
+               "(docs/WHATIF.md)");
   cmd->add_option("--to", o->to,
                   "KEY=VALUE, repeatable: set any job key on the after side, e.g. cluster.gpu=B200 (a new GPU brings "
                   "its own NVLink rate; docs/WHATIF.md)");

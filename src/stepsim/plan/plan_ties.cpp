@@ -15,7 +15,9 @@ int layout_complexity(const Plan& p) {
 
 void group_ties(std::vector<RankedPlan>& plans, double tolerance, int64_t capacity_bytes) {
   const double step = std::max(1.0, kHeadroomStep * static_cast<double>(capacity_bytes));
-  auto headroom_class = [&](const RankedPlan& p) { return static_cast<int64_t>(static_cast<double>(p.peak_memory_bytes) / step); };
+  auto headroom_class = [&](const RankedPlan& p) {
+    return static_cast<int64_t>(static_cast<double>(p.peak_memory_bytes) / step);
+  };
   size_t start = 0;
   int group = 0;
   while (start < plans.size()) {
@@ -29,7 +31,8 @@ void group_ties(std::vector<RankedPlan>& plans, double tolerance, int64_t capaci
     }
     ++group;
     for (size_t i = start; i < end; ++i) plans[i].tie_group = group;
-    std::stable_sort(plans.begin() + static_cast<std::ptrdiff_t>(start), plans.begin() + static_cast<std::ptrdiff_t>(end),
+    const auto first_it = plans.begin() + static_cast<std::ptrdiff_t>(start);
+    std::stable_sort(first_it, first_it + static_cast<std::ptrdiff_t>(end - start),
                      [&](const RankedPlan& a, const RankedPlan& b) {
                        return std::tuple(layout_complexity(a.plan), headroom_class(a), a.objective_s) <
                               std::tuple(layout_complexity(b.plan), headroom_class(b), b.objective_s);
@@ -39,8 +42,8 @@ void group_ties(std::vector<RankedPlan>& plans, double tolerance, int64_t capaci
 }
 
 std::string tie_rule_text() {
-  return "the simpler layout first (fewer of TP, PP, CP, EP, interleaving, recompute, ZeRO-2/3, TP overlap, EP overlap, "
-         "expert-TP folding), then more memory headroom (in steps of 10 % of the GPU's memory), then the objective";
+  return "the simpler layout first (fewer of TP, PP, CP, EP, interleaving, recompute, ZeRO-2/3, TP overlap, "
+         "EP overlap, expert-TP folding), then more memory headroom (in steps of 10 % of the GPU's memory), then the objective";
 }
 
 }  // namespace stepsim::plan

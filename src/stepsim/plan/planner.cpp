@@ -334,7 +334,8 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
   {
     char buf[512];
     if (r.tie_tolerance > 0) {
-      std::snprintf(buf, sizeof buf, "ties: a plan within %.1f %% of its group's first (the model's plan-to-plan error: "
+      std::snprintf(buf, sizeof buf, "ties: a plan within %.1f %% of its group's first (the model's plan-to-plan "
+                    "error: "
                     "the median difference between the errors of two layouts of one job over the development runs) "
                     "joins its group, ordered by ", 100 * r.tie_tolerance);
       notes.push_back(buf + tie_rule_text() + "; --tie-tolerance 0 ranks by the objective alone");

@@ -115,7 +115,8 @@ std::string plan_report_html(const json& plan_json, const json& memory_map) {
                        std::to_string(plan_json.value("global_batch", int64_t{0})) + "; objective " +
                        escape_html(plan_json.value("objective", std::string("step"))) + "</p>";
   header += "<p class=\"note\">Memory map: " + escape_html(memory_map.value("settings", std::string())) + "; capacity " +
-            format_number("%.1f GiB", memory_map.value("capacity_gib", 0.0)) + ". A yellow border: within the memory margin; the faded bar is the job as written.</p>";
+            format_number("%.1f GiB", memory_map.value("capacity_gib", 0.0)) +
+            ". A yellow border: within the memory margin; the faded bar is the job as written.</p>";
   const int rows = static_cast<int>(memory_map.at("tensors").size());
   return html_page(title, header,
                    {{"Ranked plans (step time)", "plans", std::max(200, 36 * static_cast<int>(plans.size()) + 80)},

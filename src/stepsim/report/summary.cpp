@@ -35,7 +35,8 @@ std::string format_seconds(double s) {
 
 namespace {
 
-// Layers of each pipeline stage: the job's split per model chunk (stage s holds chunks s, s + p, ...), else an even one.
+// Layers of each pipeline stage: the job's split per model chunk (stage s holds chunks s, s + p, ...), else an even
+// one.
 std::vector<int> layers_per_stage(const spec::JobSpec& job) {
   const auto& par = job.parallelism;
   std::vector<int> layers(static_cast<size_t>(par.pipeline), job.model.num_layers / par.pipeline);

@@ -18,8 +18,8 @@ struct StageMemory {
   int64_t peak_bytes = 0;        // max over the stage's ranks, from the engine
   int64_t static_bytes = 0;      // weights + gradients + optimizer + overheads
   int64_t activation_bytes = 0;  // peak - static
-  // At the stage's peak, what PyTorch's counters would say: max_memory_allocated (the peak less the CUDA context, NCCL's
-  // buffers and the allocator's reserve) and max_memory_reserved (allocated plus the reserve).
+  // At the stage's peak, what PyTorch's counters would say: max_memory_allocated (the peak less the CUDA context,
+  // NCCL's buffers and the allocator's reserve) and max_memory_reserved (allocated plus the reserve).
   int64_t allocated_bytes = 0;
   int64_t reserved_bytes = 0;
 };

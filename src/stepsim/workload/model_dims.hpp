@@ -53,7 +53,8 @@ struct ModelDims {
   int64_t fp8_exempt_params(bool first_stage, bool last_stage, int64_t bf16_layers) const {
     return (first_stage ? params_embedding : 0) + (last_stage ? params_output : 0) + bf16_layers;
   }
-  // Parameters outside the transformer layers on a stage: the embedding on the first, final norm and output on the last.
+  // Parameters outside the transformer layers on a stage: the embedding on the first, final norm and output on the
+  // last.
   int64_t root_params(bool first_stage, bool last_stage) const {
     return (first_stage ? params_embedding : 0) + (last_stage ? params_output + params_final_norm : 0);
   }

@@ -104,7 +104,8 @@ StaticMemory static_memory(const spec::JobSpec& job, const RankParams& q, int64_
     // ZeRO-3 gathers a layer's weights when it runs: its fp8 copies exist for the layers gathered at once, not the
     // stage. torchao (torchtitan) casts its weights at each use and keeps no copies.
     const int64_t fp8_params = zero >= 3 ? 0 : std::max<int64_t>(0, params - q.bf16);
-    m.fp8_weight_cache = static_cast<int64_t>(static_cast<double>(fp8_params) * fp8_cache_bytes_per_param(job.training));
+    m.fp8_weight_cache =
+        static_cast<int64_t>(static_cast<double>(fp8_params) * fp8_cache_bytes_per_param(job.training));
   }
   // CPU optimizer offload (MoFa eq. 27): the offloaded share of the fp32 master weights and Adam moments lives in host
   // memory; the low-precision weights and the main gradients stay on the GPU.

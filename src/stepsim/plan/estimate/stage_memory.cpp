@@ -24,10 +24,12 @@ int64_t stage_memory_bytes(const spec::JobSpec& job, const LayerCosts& lc, const
   const int p = job.parallelism.pipeline, v = job.parallelism.virtual_stages;
   const bool first = s == 0, last = s == p - 1;
   const workload::RankParams q{static_cast<int64_t>(x.dense), static_cast<int64_t>(x.expert),
-                               d.fp8_exempt_params(first, last, static_cast<int64_t>(x.bf16)), d.root_params(first, last),
+                               d.fp8_exempt_params(first, last, static_cast<int64_t>(x.bf16)),
+                               d.root_params(first, last),
                                d.largest_layer_params(job.model.moe.has_value())};
   workload::StaticMemory sm = workload::static_memory(job, q, layout.group_size(workload::GroupKind::Dp),
-                                                      layout.group_size(workload::GroupKind::Edp), layout.communicators());
+                                                      layout.group_size(workload::GroupKind::Edp),
+                                                      layout.communicators());
   const double act = static_cast<double>(chunks_in_flight(job, s)) * x.stored / v + lc.transient_bytes;
   sm.allocator_reserve = workload::allocator_reserve_bytes(job, act);
   return sm.total() + static_cast<int64_t>(act);

@@ -71,7 +71,8 @@ Workload build_megatron_workload(const spec::JobSpec& job) {
   for (Program& p : w.programs) {
     replay_activation_peaks(p);
     const bool first = p.stage == 0, last = p.stage == par.pipeline - 1;
-    const RankParams q{p.dense_parameters, p.expert_parameters, d.fp8_exempt_params(first, last, p.bf16_layer_parameters),
+    const RankParams q{p.dense_parameters, p.expert_parameters,
+                       d.fp8_exempt_params(first, last, p.bf16_layer_parameters),
                        d.root_params(first, last), d.largest_layer_params(job.model.moe.has_value())};
     p.static_memory = static_memory(job, q, w.layout.group_size(GroupKind::Dp), w.layout.group_size(GroupKind::Edp),
                                     communicators);

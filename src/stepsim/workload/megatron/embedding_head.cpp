@@ -13,8 +13,9 @@ bool torch_loss(const Context& cx) { return cx.job().training.framework == spec:
 
 // Working buffers of PyTorch's cross-entropy beyond the stored fp32 log-probabilities, in bytes per local logit.
 // Forward: the bf16 logits (still referenced by the caller) and their fp32 copy; loss_parallel's _log_softmax also
-// holds the shifted logits and their exponentials. Backward: nll_loss's and log_softmax's fp32 gradients; loss_parallel's
-// fused backward holds the one-hot gradient, its masked copy (torch.where), exp of the log-probabilities and their sum.
+// holds the shifted logits and their exponentials. Backward: nll_loss's and log_softmax's fp32 gradients;
+// loss_parallel's fused backward holds the one-hot gradient, its masked copy (torch.where), exp of the
+// log-probabilities and their sum.
 // Compiled (training.compile_loss), Inductor reads the bf16 logits in fused reductions: it keeps them (and a per-token
 // log-sum-exp) for the backward, which writes the bf16 gradient directly.
 int64_t torch_loss_forward_bytes(const Context& cx) {
@@ -104,7 +105,9 @@ Ref head_bwd(Emitter& em, const Context& cx, Ref in) {
   // The unfused path's bf16 gradient of the logits beside the fp32 softmax it is made from (measured 2,004 MiB at
   // 8K x 128,256); TE's kernel wrote its gradient in place. PyTorch's nll_loss and log_softmax backwards each write an
   // fp32 gradient of all logits beside the stored log-probabilities.
-  if (!te) em.working_buffer(em.next_op() - 1, (torch_loss(cx) ? torch_loss_backward_bytes(cx) : beta) * d.tokens * vloc);
+  if (!te) {
+    em.working_buffer(em.next_op() - 1, (torch_loss(cx) ? torch_loss_backward_bytes(cx) : beta) * d.tokens * vloc);
+  }
   // Megatron's own ColumnParallelLinear, in bf16: TE's userbuffers do not cover it.
   Ref r = column_parallel_bwd(em, cx.keeping_bf16(), "output_layer", d.tokens, vloc, d.h, c, d.sp, false);
   return norm_bwd(em, cx, "final_layernorm_bwd", r, NormSite::Final);
