@@ -2,6 +2,7 @@
 #include "stepsim/report/command_reports.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include <cstdio>
 
@@ -104,7 +105,14 @@ std::string plan_report_html(const json& plan_json, const json& memory_map) {
                      {"update_s", p.value("update_s", 0.0)}, {"other_s", std::max(0.0, step - named)},
                      {"peak_gib", p.value("peak_memory_bytes", 0.0) / (1024.0 * 1024.0 * 1024.0)}});
   };
-  for (const json& p : plan_json.at("plans")) bar(p, "#" + std::to_string(++rank), false);
+  // Plans the model cannot tell apart (a tie group of two or more) carry their group: "#2 (tie 1)".
+  std::map<int, int> group_size;
+  for (const json& p : plan_json.at("plans")) ++group_size[p.value("tie_group", 0)];
+  for (const json& p : plan_json.at("plans")) {
+    const int g = p.value("tie_group", 0);
+    const std::string tie = g > 0 && group_size[g] > 1 ? " (tie " + std::to_string(g) + ")" : "";
+    bar(p, "#" + std::to_string(++rank) + tie, false);
+  }
   if (plan_json.contains("baseline") && plan_json["baseline"].is_object()) bar(plan_json["baseline"], "job", true);
   d["plans"] = plans;
   const std::string title = plan_json.value("model", std::string("job")) + ": plans for " +
@@ -138,7 +146,10 @@ std::string reliability_report_html(const json& rel_json, const json& curve) {
   d["optimum_ettr"] = optimum_ettr;
   json e2e = json::array();
   for (const auto& [k, v] : rel_json.at("e2e_breakdown_s").items()) {
-    if (v.get<double>() > 0) e2e.push_back({{"label", k}, {"hours", v.get<double>() / 3600}});
+    if (v.get<double>() <= 0) continue;
+    std::string label = k;  // checkpoint_saves -> checkpoint saves
+    std::replace(label.begin(), label.end(), '_', ' ');
+    e2e.push_back({{"label", label}, {"hours", v.get<double>() / 3600}});
   }
   d["e2e"] = e2e;
   std::vector<HtmlSection> sections = {{"ETTR against the checkpoint interval", "ettr", 320},
