@@ -27,6 +27,34 @@ TEST(InputKinds, AnotherToolsFileIsNamedWithItsOption) {
                  "--torchtitan-config ");
 }
 
+// `--hf-config` on a job file: the model from the Hugging Face config, the file's model keys over it, the same job
+// as `model: {hf_config: path, ...}` in the file.
+TEST(InputKinds, HfConfigGivesAJobFilesModel) {
+  const std::string ex = test::source_dir() + "/examples/";
+  const std::string body = "parallelism: {data: 8}\n"
+                           "training: {micro_batch_size: 1, global_batch_size: 32, distributed_optimizer: true}\n"
+                           "cluster: {gpu: H100-SXM, num_gpus: 8}\n";
+  const std::string flag_job = test::write_temp("hf-flag.yaml", "model: {seq_length: 4096}\n" + body);
+  const std::string file_job = test::write_temp(
+      "hf-file.yaml", "model: {hf_config: " + ex + "deepspeed/llama-2-7b-config.json, seq_length: 4096}\n" + body);
+  const test::CliResult a =
+      test::run_cli("simulate " + flag_job + " --hf-config " + ex + "deepspeed/llama-2-7b-config.json");
+  const test::CliResult b = test::run_cli("simulate " + file_job);
+  ASSERT_EQ(a.code, 0) << a.output;
+  ASSERT_EQ(b.code, 0) << b.output;
+  // From the step time to the engine's own line (its events per second vary from run to run).
+  auto results = [](const std::string& out) {
+    const size_t from = out.find("step time");
+    return out.substr(from, out.find("simulated ") - from);
+  };
+  EXPECT_EQ(results(a.output), results(b.output));
+  expect_refusal("simulate " + file_job + " --hf-config " + ex + "deepspeed/llama-2-7b-config.json",
+                 "key model.hf_config: the job names its Hugging Face config and --hf-config gives another");
+  expect_refusal("simulate --megatron-args \"--num-layers 2\" --cluster " + ex + "clusters/h800-96.yaml --hf-config " +
+                     ex + "deepspeed/llama-2-7b-config.json",
+                 "--hf-config gives the model of a job file or of a --deepspeed-config");
+}
+
 TEST(InputKinds, AMistypedMegatronFlagGetsTheNearestOne) {
   const std::string cluster = test::source_dir() + "/examples/clusters/h800-96.yaml";
   expect_refusal("simulate --cluster " + cluster + " --megatron-args \"--num-layer 4\"",

@@ -55,8 +55,9 @@ JobTree load_job_tree(const JobInput& in) {
   if (sources > 1) {
     throw InputError("give one job: a job file, --megatron-args, --torchtitan-config or --deepspeed-config");
   }
-  if (!in.hf_config_path.empty() && in.deepspeed_config.empty()) {
-    throw InputError("--hf-config is the model of a --deepspeed-config; a job file names its own (model.hf_config)");
+  if (!in.hf_config_path.empty() && in.deepspeed_config.empty() && in.job_path.empty()) {
+    throw InputError("--hf-config gives the model of a job file or of a --deepspeed-config (not of --megatron-args or "
+                     "--torchtitan-config, which give their own)");
   }
   if (!in.cluster_path.empty() && !in.cluster_text.empty()) throw InputError("give a cluster file or a cluster section, not both");
   if (!in.megatron_args.empty()) {
@@ -120,7 +121,9 @@ JobTree load_job_tree(const JobInput& in) {
     throw InputError("--cluster is only for --megatron-args, --torchtitan-config and --deepspeed-config; a job file has "
                      "its cluster section");
   }
-  return {spec::load_job_tree(in.job_path, in.overrides), in.job_path};
+  YAML::Node root = spec::load_job_tree(in.job_path, in.overrides, in.hf_config_path);
+  if (!in.hf_config_path.empty()) drop_overridden_hf_assumptions(root, in.overrides);
+  return {root, in.job_path};
 }
 
 spec::JobSpec load_job(const JobInput& in) {

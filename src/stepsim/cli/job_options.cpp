@@ -19,7 +19,9 @@ void add_job_options(CLI::App& cmd, JobOptions& o) {
                  "the job as a torchtitan config (TOML, with --cluster; docs/USAGE.md)");
   cmd.add_option("--deepspeed-config", o.deepspeed_config,
                  "the job as a DeepSpeed config (JSON, ZeRO-3), with --hf-config and --cluster (docs/USAGE.md)");
-  cmd.add_option("--hf-config", o.hf_config_path, "the Hugging Face config.json of a --deepspeed-config's model");
+  cmd.add_option("--hf-config", o.hf_config_path,
+                 "a Hugging Face config.json as the model: of a job file (its model keys written over it) or of a "
+                 "--deepspeed-config");
   cmd.add_option("--cluster", o.cluster_path,
                  "cluster YAML, for --megatron-args, --torchtitan-config or --deepspeed-config");
   cmd.add_option("--set", o.overrides, "override a job key: --set model.num_layers=80 (repeatable)");

@@ -687,13 +687,25 @@ void refuse_other_file_kinds(const std::string& path, const YAML::Node& root) {
 
 }  // namespace
 
-YAML::Node load_job_tree(const std::string& path, const std::vector<std::string>& overrides) {
+YAML::Node load_job_tree(const std::string& path, const std::vector<std::string>& overrides,
+                         const std::string& hf_config_path) {
   if (fs::path(path).extension() == ".toml") {
     throw InputError(path + ": a TOML file, not a job (YAML): a torchtitan config is read with --torchtitan-config " +
                      path + " --cluster CLUSTER.yaml (docs/USAGE.md)");
   }
   YAML::Node root = parse_yaml(read_text_file(path, "job file"), path);
   refuse_other_file_kinds(path, root);
+  if (!hf_config_path.empty()) {
+    if (root.IsMap() && root["model"].IsMap() && root["model"]["hf_config"].IsDefined()) {
+      throw InputError(path + ": key model.hf_config: the job names its Hugging Face config and --hf-config gives "
+                       "another; give one of them");
+    }
+    if (root.IsMap()) {
+      const YAML::Node model = root["model"].IsMap() ? root["model"] : YAML::Node(YAML::NodeType::Map);
+      const std::string hf = read_text_file(hf_config_path, "Hugging Face config");
+      root["model"] = model_from_hf_config(hf, hf_config_path, model);
+    }
+  }
   const std::string base = fs::path(path).parent_path().string();
   try {
     resolve_includes(root, base.empty() ? "." : base);

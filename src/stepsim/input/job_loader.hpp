@@ -41,7 +41,10 @@ JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const 
 JobSpec load_job_file(const hw::GpuCatalog& gpus, const std::string& path,
                       const std::vector<std::string>& overrides = {});
 // The same up to the tree (includes resolved, overrides applied), for callers that edit it further (whatif).
-YAML::Node load_job_tree(const std::string& path, const std::vector<std::string>& overrides = {});
+// hf_config_path: the model section from that Hugging Face config.json, the file's model keys written over it
+// (`--hf-config`), as `model: {hf_config: path}` in the file would.
+YAML::Node load_job_tree(const std::string& path, const std::vector<std::string>& overrides = {},
+                         const std::string& hf_config_path = "");
 
 // For `simulate --megatron-args "..." --cluster C.yaml`: the job from the argument string, the cluster
 // section from the file (a cluster YAML holds the keys of the job file's cluster section).
