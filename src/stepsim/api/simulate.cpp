@@ -9,6 +9,7 @@
 #include "stepsim/report/html_report.hpp"
 #include "stepsim/report/memory_series.hpp"
 #include "stepsim/sim/engine.hpp"
+#include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/job/rank_list.hpp"
 #include "stepsim/ingest/trace/trace_workload.hpp"
@@ -44,11 +45,9 @@ sim::Simulation run_traced(const SimulateOptions& o, const spec::JobSpec& job, c
   }
 }
 
-// About 40 ops per layer and micro-batch (60 for MoE) on every stage: the ops recorded for one rank per stage.
+// The ops recorded for one rank per stage.
 double stage_ops_estimate(const spec::JobSpec& job) {
-  const auto& par = job.parallelism;
-  return static_cast<double>(job.num_microbatches()) * (job.model.num_layers + 2.0 * par.pipeline) *
-         (job.model.moe ? 60.0 : 40.0);
+  return workload::estimated_ops_per_rank(job) * job.parallelism.pipeline;
 }
 // Recording them is cheap well below the recorded-ops limit; a step larger still gives rank 0's breakdown alone.
 constexpr double kStageRecordOps = static_cast<double>(sim::kMaxRecordedOps) / 4;

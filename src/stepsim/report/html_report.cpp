@@ -256,14 +256,9 @@ std::string simulate_report_html(const sim::Simulation& s, const Summary& sum, c
   std::string banner;
   if (sum.oom) {
     // Said first, as the text summary does: every number below is what the step would take if it ran.
-    int worst = 0;
-    for (size_t i = 0; i < sum.per_stage.size(); ++i) {
-      if (sum.per_stage[i].peak_bytes > sum.per_stage[static_cast<size_t>(worst)].peak_bytes) {
-        worst = static_cast<int>(i);
-      }
-    }
     banner = "<p style=\"background:#e15759;color:#fff;padding:8px 12px;font-weight:600\">Does not fit: peak " +
-             escape_html(format_bytes(static_cast<double>(sum.peak_bytes_max))) + " on stage " + std::to_string(worst) +
+             escape_html(format_bytes(static_cast<double>(sum.peak_bytes_max))) + " on stage " +
+             std::to_string(sum.peak_stage) +
              ", " + escape_html(format_bytes(static_cast<double>(sum.capacity_bytes))) +
              " per GPU. The step below is what it would take if it ran.</p>\n";
   }

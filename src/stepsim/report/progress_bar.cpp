@@ -29,7 +29,7 @@ std::string seconds(double s) {
 ProgressBar::ProgressBar(std::FILE* out, bool enabled) : ProgressBar(out, enabled ? Mode::Bar : Mode::Off) {}
 
 ProgressBar::ProgressBar(std::FILE* out, Mode mode)
-    : out_(out), enabled_(mode != Mode::Off && out != nullptr), mode_(out ? mode : Mode::Off) {}
+    : out_(out), mode_(out ? mode : Mode::Off) {}
 
 ProgressBar::Mode ProgressBar::mode_for(bool quiet) {
   if (quiet) return Mode::Off;
@@ -66,7 +66,7 @@ std::string ProgressBar::line(std::string_view what, int64_t done, int64_t total
 bool ProgressBar::terminal() { return isatty(STDOUT_FILENO) == 1 && isatty(STDERR_FILENO) == 1; }
 
 void ProgressBar::update(std::string_view what, int64_t done, int64_t total) {
-  if (!enabled_) return;
+  if (mode_ == Mode::Off) return;
   const std::unique_lock lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;  // another thread is drawing: this figure is stale in 100 ms anyway
   const auto now = std::chrono::steady_clock::now();
@@ -93,7 +93,7 @@ void ProgressBar::update(std::string_view what, int64_t done, int64_t total) {
 }
 
 void ProgressBar::clear() {
-  if (!enabled_ || mode_ == Mode::Lines) return;
+  if (mode_ != Mode::Bar) return;
   const std::lock_guard lock(mu_);
   if (!drawn_) return;
   std::fprintf(out_, "\r\033[K");
@@ -102,7 +102,7 @@ void ProgressBar::clear() {
 }
 
 ProgressFn ProgressBar::callback() {
-  if (!enabled_) return {};
+  if (mode_ == Mode::Off) return {};
   return [this](std::string_view what, int64_t done, int64_t total) { update(what, done, total); };
 }
 

@@ -46,7 +46,6 @@ class ProgressBar {
 
  private:
   std::FILE* out_;
-  bool enabled_;
   Mode mode_ = Mode::Off;
   std::mutex mu_;
   std::string what_;

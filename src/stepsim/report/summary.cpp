@@ -83,10 +83,16 @@ void add_low_mfu_note(const spec::JobSpec& job, Summary& out) {
   double worst = b.pipeline_bubble_s;
   int kind = -1;
   for (int k = 0; k < kNumCommKinds; ++k) {
-    if (b.exposed_comm_s[k] > worst) worst = b.exposed_comm_s[k], what = std::string("exposed ") + comm_kind_name(k) +
-                                                                          " communication", kind = k;
+    if (b.exposed_comm_s[k] <= worst) continue;
+    worst = b.exposed_comm_s[k];
+    what = std::string("exposed ") + comm_kind_name(k) + " communication";
+    kind = k;
   }
-  if (b.host_gap_s > worst) worst = b.host_gap_s, what = "host gaps (CPU-bound)", kind = -1;
+  if (b.host_gap_s > worst) {
+    worst = b.host_gap_s;
+    what = "host gaps (CPU-bound)";
+    kind = -1;
+  }
   if (worst < 0.25 * out.step_time_s) return;
   char buf[400];
   std::snprintf(buf, sizeof buf, "MFU %.1f %%: %s takes %.0f %% of the step", 100 * out.mfu, what.c_str(),
@@ -176,6 +182,9 @@ Summary summarize(const sim::Simulation& s, int rank) {
     const int st = w.layout.coord(r).pp;
     out.per_stage[st].peak_bytes = std::max(out.per_stage[st].peak_bytes, res.peak_bytes[r]);
     out.peak_bytes_max = std::max(out.peak_bytes_max, res.peak_bytes[r]);
+  }
+  for (const auto& sm : out.per_stage) {
+    if (sm.peak_bytes > out.per_stage[static_cast<size_t>(out.peak_stage)].peak_bytes) out.peak_stage = sm.stage;
   }
   for (auto& sm : out.per_stage) {
     const workload::StaticMemory& st = w.programs[w.role_of_stage[sm.stage]].static_memory;
@@ -321,12 +330,8 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   o << "\n";
   // A job that does not fit is said first: the step time below is what it would take if it ran.
   if (s.oom) {
-    int worst = 0;
-    for (size_t i = 0; i < s.per_stage.size(); ++i) {
-      if (s.per_stage[i].peak_bytes > s.per_stage[static_cast<size_t>(worst)].peak_bytes) worst = static_cast<int>(i);
-    }
     std::snprintf(line, sizeof line, "  DOES NOT FIT: peak %s on stage %d, %s per GPU; the step below is what it would "
-                  "take if it ran\n", format_bytes(static_cast<double>(s.peak_bytes_max)).c_str(), worst,
+                  "take if it ran\n", format_bytes(static_cast<double>(s.peak_bytes_max)).c_str(), s.peak_stage,
                   format_bytes(static_cast<double>(s.capacity_bytes)).c_str());
     o << line;
   }

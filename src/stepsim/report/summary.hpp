@@ -51,6 +51,7 @@ struct Summary {
   std::vector<std::string> notes;  // how the step was simulated where it differs from what the job asked (fallbacks)
   Breakdown breakdown;
   int64_t peak_bytes_max = 0;
+  int peak_stage = 0;  // the stage holding peak_bytes_max
   int64_t capacity_bytes = 0;
   bool oom = false;
   // The stage with the highest reserved peak: PyTorch's max_memory_allocated and max_memory_reserved there, and the

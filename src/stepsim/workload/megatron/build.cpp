@@ -34,7 +34,7 @@ void replay_activation_peaks(Program& p) {
 void check_op_estimate(const spec::JobSpec& job) {
   const auto& par = job.parallelism;
   const double layers_per_stage = static_cast<double>(job.model.num_layers) / par.pipeline + 2.0;
-  const double estimate = static_cast<double>(job.num_microbatches()) * layers_per_stage * (job.model.moe ? 60.0 : 40.0);
+  const double estimate = estimated_ops_per_rank(job);
   if (estimate > static_cast<double>(kMaxOpsPerProgram)) {
     // Name the factor that is out of the ordinary: the layers a stage holds, or the micro-batches.
     const bool layers = layers_per_stage > static_cast<double>(job.num_microbatches());
