@@ -201,18 +201,20 @@ double measured_step_time_raw(const hw::GpuCatalog& catalog_gpus, const Publishe
     say("step_time_s");
     return *r.step_time_s;
   }
+  // Tokens per second is a time measured; TFLOP/s and MFU are that time over a FLOP count whose convention varies by
+  // source (FlagPerf counts 6·N per token, Megatron-Bridge causal attention), so they are read only without it.
+  if (r.tokens_per_s_per_gpu) {
+    say("tokens_per_s_per_gpu");
+    return static_cast<double>(r.global_batch) * static_cast<double>(r.seq_len) / (*r.tokens_per_s_per_gpu * gpus);
+  }
   const FlopConvention c = flop_convention(r);
   const char* conv = c == FlopConvention::Hardware ? "hardware FLOPs (recompute counted)" : "model FLOPs";
   if (r.tflops_per_gpu) {
     say(std::string("tflops_per_gpu, ") + conv);
     return step_flops(r, c) / (*r.tflops_per_gpu * 1e12 * gpus);
   }
-  if (r.mfu) {
-    say(std::string("mfu x ") + std::to_string(static_cast<int>(mfu_peak_tflops(catalog_gpus, r))) + " TFLOP/s, " + conv);
-    return step_flops(r, c) / (*r.mfu * mfu_peak_tflops(catalog_gpus, r) * 1e12 * gpus);
-  }
-  say("tokens_per_s_per_gpu");
-  return static_cast<double>(r.global_batch) * static_cast<double>(r.seq_len) / (*r.tokens_per_s_per_gpu * gpus);
+  say(std::string("mfu x ") + std::to_string(static_cast<int>(mfu_peak_tflops(catalog_gpus, r))) + " TFLOP/s, " + conv);
+  return step_flops(r, c) / (*r.mfu * mfu_peak_tflops(catalog_gpus, r) * 1e12 * gpus);
 }
 
 // A torchtitan row's training section: the framework's profile, torch.compile when the notes name it, and FSDP2 as

@@ -37,8 +37,8 @@ const hw::GpuSpec& gpu_of(const hw::GpuCatalog& gpus, const PublishedRun& r);
 // The catalog GPU of the row with the power limit its name states ("H100-SXM-96GB at 500 W"), for tables by GPU.
 std::string gpu_label(const hw::GpuCatalog& gpus, const PublishedRun& r);
 
-// Measured step time: step_time_s if given, else from tflops_per_gpu (with the source's convention), else from
-// mfu, else from tokens_per_s_per_gpu. `how` says which.
+// Measured step time: step_time_s if given, else from tokens_per_s_per_gpu, else from tflops_per_gpu (with the
+// source's convention), else from mfu. `how` says which.
 double measured_step_time_s(const hw::GpuCatalog& gpus, const PublishedRun& r, std::string* how = nullptr);
 
 struct RunJob {
