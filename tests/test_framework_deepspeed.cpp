@@ -54,9 +54,9 @@ TEST(FrameworkDeepSpeed, EachUnitAndPassWaitsForItsModulesHooks) {
   }
   EXPECT_EQ(total, 2 * (300 + 1400 + 1400 + 200) * 1000);
   EXPECT_EQ(durations.front(), 300'000);  // the embedding's forward comes first
-  // The profile's fitted value when the job sets none: 210 us per module and pass (docs/MODEL.md §12c).
+  // The profile's fitted value when the job sets none: 84 us per module and pass (docs/MODEL.md §12c).
   const auto fitted = ops_named(build_ds(ds_yaml("")).programs[0], "zero3_module_hooks");
-  EXPECT_EQ(fitted.front().duration_ns, 3 * 210'000);
+  EXPECT_EQ(fitted.front().duration_ns, 3 * 84'000);
   // No hooks at 0 (FSDP-style ZeRO-3 then).
   EXPECT_TRUE(ops_named(build_ds(ds_yaml("zero3_hook_us: 0")).programs[0], "zero3_module_hooks").empty());
 }

@@ -235,9 +235,9 @@ struct TrainingSpec {
   // the module; in backward each parameter's gradient hook too), us, which the GPU waits for. Not measured (no GPU
   // host here): fitted, the profile's one free number, to the three DeepSpeed ZeRO-3 runs of
   // shared/data/published-runs/published_runs_2.csv (FlagPerf, Llama-2 7B on 8 A800s or H800s, DeepSpeed 0.11.1),
-  // which ran 0.09-0.20 s per step slower than their GPU work on GPUs 2.7x apart: host time. docs/MODEL.md §12c
+  // which ran 0.06-0.15 s per step slower than their GPU work on GPUs 2.7x apart: host time. docs/MODEL.md §12c
   // shows the fit; a faster or slower host sets its own.
-  double zero3_hook_us = 210;
+  double zero3_hook_us = 84;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool tp_comm_overlap = false;
