@@ -264,7 +264,8 @@ TEST(HfConfig, EmitsOnlySchemaKeys) {
       "tie_embeddings", "attention", "moe", "mtp_layers",
       "_hf_assumed"};  // what the config left to defaults (kHfAssumedKey), read by the loader, not a schema key
   static const std::set<std::string> kAttention = {"type", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
-                                                   "qk_rope_head_dim", "v_head_dim"};
+                                                   "qk_rope_head_dim", "v_head_dim", "window_size",
+                                                   "window_attn_skip_freq"};
   static const std::set<std::string> kMoe = {"num_experts", "topk", "ffn_hidden_size", "shared_expert_ffn_hidden_size",
                                              "layer_freq", "first_k_dense", "capacity_factor", "router_num_groups",
                                              "router_group_topk"};
@@ -466,13 +467,15 @@ TEST(HfConfig, EveryDefaultedValueIsAnAssumptionAndAJobThatDoesNotFitSaysSoFirst
   std::ofstream(dir + "job.yaml") << "model: {hf_config: config.json}\n" << base;
   std::ofstream(dir + "job4k.yaml") << "model: {hf_config: config.json, seq_length: 4096}\n" << base;
   const spec::JobSpec j = spec::load_job_file(stepsim::catalog::shipped().gpus, dir + "job.yaml");
-  ASSERT_EQ(j.model.hf_assumptions.size(), 2u);
+  ASSERT_EQ(j.model.hf_assumptions.size(), 1u);
   EXPECT_EQ(j.model.hf_assumptions[0].rfind("model.seq_length = 32768 from max_position_embeddings", 0), 0u);
-  EXPECT_EQ(j.model.hf_assumptions[1].rfind("sliding_window 4096 is not modelled", 0), 0u);
-  // Written beside hf_config, seq_length is no assumption any more; the sliding window note stays.
+  // Its sliding window (4096 keys, the query included) is modelled on every layer: 4095 before the query.
+  EXPECT_EQ(j.model.window_size, 4095);
+  EXPECT_TRUE(j.model.window_layers.empty());
+  // Written beside hf_config, seq_length is no assumption any more.
   const spec::JobSpec k = spec::load_job_file(stepsim::catalog::shipped().gpus, dir + "job4k.yaml");
-  ASSERT_EQ(k.model.hf_assumptions.size(), 1u);
-  EXPECT_EQ(k.model.hf_assumptions[0].rfind("sliding_window", 0), 0u);
+  EXPECT_TRUE(k.model.hf_assumptions.empty());
+  EXPECT_EQ(k.model.window_size, 4095);
   // GPT-2's config.json leaves n_inner null: the 4h default is said, as every other default is.
   const YAML::Node gpt2 = load("gpt2.json");
   ASSERT_TRUE(gpt2["_hf_assumed"]["ffn_hidden_size"].IsDefined());
@@ -490,7 +493,7 @@ TEST(HfConfig, EveryDefaultedValueIsAnAssumptionAndAJobThatDoesNotFitSaysSoFirst
   EXPECT_NE(r.output.find("assumed (Hugging Face config): model.seq_length = 32768"), std::string::npos) << r.output;
   const auto out = nlohmann::json::parse(test::read_file(dir + "o.json"));
   EXPECT_FALSE(out["fits"].get<bool>());
-  EXPECT_EQ(out["assumptions"].size(), 2u);
+  EXPECT_EQ(out["assumptions"].size(), 1u);
   const auto strict = test::run_cli("simulate " + dir + "job.yaml --quiet --require-fit");
   EXPECT_EQ(strict.code, 2) << strict.output;
   EXPECT_NE(strict.output.find("does not fit: peak "), std::string::npos) << strict.output;

@@ -189,12 +189,44 @@ struct Model {
   bool rope = true;  // every supported family but GPT-2 uses rotary embeddings
   double hidden_dropout = 0.0;  // residual dropout; the Llama-style families have none
   bool mla = false;
+  int64_t window = 0;              // sliding window: keys before the query (Megatron's LEFT); 0 = none
+  std::vector<int> window_layers;  // per layer, 1 = windowed; empty = every layer
   int64_t mtp_layers = 0;  // num_nextn_predict_layers (DeepSeek-V3)
   Mla mla_dims;
   std::optional<Moe> moe;
   // Job keys whose value was not in the config (a default, or another key standing in): key -> what was assumed.
   std::map<std::string, std::string> assumed;
 };
+
+// Sliding-window attention as transformers runs it: `sliding_window` keys per query, the query itself included
+// (FlashAttention's window_size = sliding_window - 1 before it), on the layers `layer_types` names
+// "sliding_attention"; without layer_types on every layer, or for Qwen2 on the layers from max_window_layers on
+// (Qwen2Config). use_sliding_window false (Qwen2's default) turns it off.
+void read_sliding_window(const Config& c, Family fam, Model& m) {
+  const json* w = c.get("sliding_window");
+  const bool qwen = fam == Family::Qwen2 || fam == Family::Qwen2Moe;
+  if (!w || !c.opt_bool("use_sliding_window", !qwen)) return;
+  m.window = c.to_int(*w, "sliding_window", 1) - 1;
+  if (m.window == 0) c.fail("sliding_window", "1 leaves each query only itself; give at least 2");
+  if (const json* types = c.get("layer_types")) {
+    if (!types->is_array() || static_cast<int64_t>(types->size()) != m.num_layers) {
+      c.fail("layer_types", "must list one type per layer (" + std::to_string(m.num_layers) + ")");
+    }
+    for (const json& t : *types) {
+      if (t == "sliding_attention") m.window_layers.push_back(1);
+      else if (t == "full_attention") m.window_layers.push_back(0);
+      else c.fail("layer_types", "each must be \"sliding_attention\" or \"full_attention\"");
+    }
+  } else if (qwen) {
+    const int64_t from = c.opt_int("max_window_layers", 0).value_or(28);
+    for (int64_t l = 0; l < m.num_layers; ++l) m.window_layers.push_back(l >= from ? 1 : 0);
+  }
+  if (!m.window_layers.empty() &&
+      std::none_of(m.window_layers.begin(), m.window_layers.end(), [](int x) { return x == 1; })) {
+    m.window = 0;  // no layer uses the window
+    m.window_layers.clear();
+  }
+}
 
 void check_topk(const Config& c, const std::string& topk_key, int64_t topk, int64_t experts) {
   if (topk > experts)
@@ -393,15 +425,7 @@ void note_assumptions(const Config& c, Family fam, Model& m) {
   if (fam != Family::Gpt2 && !c.get("hidden_act")) {
     m.assumed["activation"] = std::string(m.swiglu ? "swiglu" : "gelu") + ": hidden_act absent (transformers' default)";
   }
-  // Sliding-window attention is not modelled: every token attends to the whole sequence before it.
-  const json* w = c.get("sliding_window");
-  const json* use = c.get("use_sliding_window");  // Qwen2: false turns the window off
-  const bool off = use && use->is_boolean() && !use->get<bool>();
-  if (w && w->is_number_integer() && !off) {
-    m.assumed["sliding_window"] = "sliding_window " + std::to_string(w->get<int64_t>()) +
-                                  " is not modelled: attention spans the whole sequence (exact for sequences up to " +
-                                  std::to_string(w->get<int64_t>()) + " tokens, more attention work beyond)";
-  }
+  read_sliding_window(c, fam, m);
 }
 
 Model read_model(const Config& c, Family fam) {
@@ -472,6 +496,10 @@ YAML::Node to_node(const Model& m) {
     att["v_head_dim"] = m.mla_dims.v_head_dim;
   } else {
     att["type"] = m.query_groups < m.heads ? "gqa" : "mha";
+  }
+  if (m.window > 0) {
+    att["window_size"] = m.window;
+    for (int x : m.window_layers) att["window_attn_skip_freq"].push_back(x);
   }
   n["attention"] = att;
   if (m.moe) {

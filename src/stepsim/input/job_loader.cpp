@@ -119,14 +119,36 @@ namespace {
 
 constexpr int64_t kMaxDim = int64_t{1} << 24;
 
+// model.attention.window_size and window_attn_skip_freq, as Megatron-Core reads --window-size W,0 and
+// --window-attn-skip-freq: an int N makes every N-th layer (1-based) a full-attention layer, a list gives each layer
+// (1 = window, 0 = full).
+void read_attention_window(StrictSection& a, ModelSpec& m) {
+  m.window_size = a.get_int("window_size", 0, 1, kMaxDim);
+  if (!a.has("window_attn_skip_freq")) {
+    a.mark("window_attn_skip_freq");
+    return;
+  }
+  if (m.window_size == 0) a.fail("window_attn_skip_freq", "needs model.attention.window_size");
+  if (a.child("window_attn_skip_freq").IsSequence()) {
+    const std::vector<int64_t> l = a.get_int_list("window_attn_skip_freq", 0, 1);
+    if (static_cast<int64_t>(l.size()) != m.num_layers) {
+      a.fail("window_attn_skip_freq", "a list needs one 0 or 1 per layer: " + std::to_string(l.size()) +
+                                          " given, model.num_layers is " + std::to_string(m.num_layers));
+    }
+    for (int64_t x : l) m.window_layers.push_back(static_cast<uint8_t>(x));
+    return;
+  }
+  const int64_t every = a.get_int("window_attn_skip_freq", 1, 1, 100000);
+  for (int l = 1; l <= m.num_layers; ++l) m.window_layers.push_back(l % every != 0 ? 1 : 0);
+}
+
 ModelSpec read_model(StrictSection s) {
   ModelSpec m;
   if (s.has(kHfAssumedKey)) {
     const YAML::Node a = s.child(kHfAssumedKey);
     for (auto it = a.begin(); it != a.end(); ++it) {
       const std::string k = it->first.Scalar();
-      // sliding_window is no job key: its note stands alone.
-      m.hf_assumptions.push_back(k == "sliding_window" ? it->second.Scalar() : "model." + k + " = " + it->second.Scalar());
+      m.hf_assumptions.push_back("model." + k + " = " + it->second.Scalar());
     }
   }
   m.name = s.get_string("name", "model");
@@ -167,6 +189,7 @@ ModelSpec read_model(StrictSection s) {
       m.mla.qk_rope_head_dim = a.require_int("qk_rope_head_dim", 1, 1 << 16);
       m.mla.v_head_dim = a.require_int("v_head_dim", 1, 1 << 16);
     }
+    read_attention_window(a, m);
     a.finish();
   } else {
     s.mark("attention");

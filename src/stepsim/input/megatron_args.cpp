@@ -176,8 +176,7 @@ const Table& table() {
     add(t, {"--fp4-format", "--fp4-recipe"}, Kind::Value, Use::Map);
     add(t, {"--fp4-param-gather"}, Kind::Flag, Use::Reject,
         "NVFP4's parameter all-gather in fp4 is not modelled (its all-gathers would be costed in bf16)");
-    add(t, {"--window-size", "--window-attn-skip-freq"}, Kind::Value, Use::Reject,
-        "sliding-window attention is not modelled");
+    add(t, {"--window-size", "--window-attn-skip-freq"}, Kind::Value, Use::Map);
     add(t, {"--encoder-num-layers", "--decoder-num-layers", "--encoder-seq-length", "--decoder-seq-length"},
         Kind::Value, Use::Reject, "encoder-decoder models are not modelled; use --num-layers/--seq-length");
     add(t, {"--heterogeneous-layers-config-path", "--heterogeneous-layers-config-encoded-json",
@@ -454,7 +453,7 @@ Args parse(const std::vector<std::string>& words) {
 
 class PatternEval {
  public:
-  explicit PatternEval(std::string_view s) : s_(s) {}
+  explicit PatternEval(std::string_view s, const char* flag = "--moe-layer-freq") : s_(s), flag_(flag) {}
 
   std::vector<int> run() {
     for (char c : s_)
@@ -475,7 +474,7 @@ class PatternEval {
   };
 
   [[noreturn]] void bad(const std::string& why) const {
-    fail("--moe-layer-freq", "invalid pattern '" + printable(s_) + "': " + why);
+    fail(flag_, "invalid pattern '" + printable(s_) + "': " + why);
   }
   bool eat(char c) {
     if (pos_ < s_.size() && s_[pos_] == c) {
@@ -556,6 +555,7 @@ class PatternEval {
 
   static constexpr int64_t kMaxNumber = int64_t{1} << 40;
   std::string_view s_;
+  const char* flag_;
   size_t pos_ = 0;
 };
 
@@ -583,6 +583,35 @@ LayerFreq moe_layer_freq(const Args& a, int64_t num_layers) {
     if (p[static_cast<size_t>(i)] != ((i >= f.first_k_dense && (i - f.first_k_dense) % f.layer_freq == 0) ? 1 : 0))
       fail("--moe-layer-freq", "pattern is not 'first K layers dense, then every N-th layer MoE'");
   return f;
+}
+
+// --window-size LEFT,RIGHT (Megatron's tuple_type) with --window-attn-skip-freq N or a list expression: the
+// attention section's window_size and window_attn_skip_freq. Only causal windows (RIGHT 0) are modelled; LEFT -1 is
+// Megatron's infinite window, i.e. none.
+void attention_window(const Args& a, int64_t num_layers, YAML::Node& att) {
+  const std::string* w = a.get("--window-size");
+  if (!w) {
+    if (a.get("--window-attn-skip-freq")) fail("--window-attn-skip-freq", "needs --window-size");
+    return;
+  }
+  const size_t comma = w->find(',');
+  if (comma == std::string::npos) fail("--window-size", "must be LEFT,RIGHT (e.g. 4096,0), got '" + printable(*w) + "'");
+  const std::string left = w->substr(0, comma), right = w->substr(comma + 1);
+  if (right != "0") fail("--window-size", "only causal windows (RIGHT 0) are modelled, got '" + printable(*w) + "'");
+  if (left == "-1") return;
+  att["window_size"] = a.to_int("--window-size", left, 1);
+  const std::string* f = a.get("--window-attn-skip-freq");
+  if (!f) return;
+  if (f->find('[') == std::string::npos) {
+    att["window_attn_skip_freq"] = a.to_int("--window-attn-skip-freq", *f, 1);
+    return;
+  }
+  const std::vector<int> p = PatternEval(*f, "--window-attn-skip-freq").run();
+  if (static_cast<int64_t>(p.size()) != num_layers) {
+    fail("--window-attn-skip-freq", "pattern has " + std::to_string(p.size()) + " entries, --num-layers is " +
+                                        std::to_string(num_layers));
+  }
+  for (int x : p) att["window_attn_skip_freq"].push_back(x);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -716,6 +745,7 @@ YAML::Node build(const Args& a) {
   model["vocab_size"] = vocab;
   model["seq_length"] = seq;
   model["tie_embeddings"] = !a.has("--untie-embeddings-and-output-weights");  // Megatron ties by default
+  attention_window(a, layers, att);
   model["attention"] = att;
 
   const int64_t experts = a.opt_int("--num-experts", 0).value_or(0);  // 0 means dense, as None

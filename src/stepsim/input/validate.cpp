@@ -56,6 +56,7 @@ std::pair<const char*, const char*> torchtitan_refusal(const ModelSpec& m, const
   if (m.moe) return {"model.moe", "torchtitan's MoE models are not modelled yet (framework: megatron costs them)"};
   if (m.attention == AttentionType::Mla) return {"model.attention", "torchtitan's MLA is not modelled yet"};
   if (m.mtp_layers > 0) return {"model.mtp_layers", "torchtitan's Llama 3 has no multi-token prediction"};
+  if (m.window_size > 0) return {"model.attention.window_size", "torchtitan's Llama 3 has no sliding-window attention"};
   if (p.context > 1 && p.cp_comm_type != CpCommType::P2P)
     return {"parallelism.cp_comm_type", "torchtitan's context parallelism is PyTorch's ring attention: p2p only"};
   return {nullptr, nullptr};
@@ -70,6 +71,7 @@ std::pair<const char*, const char*> deepspeed_refusal(const ModelSpec& m, const 
   if (m.moe) return {"model.moe", "DeepSpeed's MoE (a hook per expert) is not modelled yet"};
   if (m.attention == AttentionType::Mla) return {"model.attention", "DeepSpeed's profile has no MLA"};
   if (m.mtp_layers > 0) return {"model.mtp_layers", "Hugging Face's Llama has no multi-token prediction"};
+  if (m.window_size > 0) return {"model.attention.window_size", "DeepSpeed's profile is Hugging Face's Llama: no sliding window"};
   const char* dp_only = "DeepSpeed's profile is ZeRO-3 data parallelism around a Hugging Face model (no tensor, "
                         "pipeline, context or expert parallelism in it)";
   if (p.tensor > 1) return {"parallelism.tensor", dp_only};
@@ -112,6 +114,11 @@ void validate(const hw::GpuCatalog& gpus, JobSpec& job) {
     }
     m.kv_channels = m.hidden_size / m.num_attention_heads;
     if (m.kv_channels == 0) m.kv_channels = 1;
+  }
+  // Transformer Engine runs a sliding window under context parallelism only with its all-to-all exchange; the ring
+  // blocks a window skips are not modelled.
+  if (m.window_size > 0 && p.context > 1) {
+    fail("model.attention.window_size", "sliding-window attention under context parallelism is not modelled");
   }
   if (m.moe && m.moe->first_k_dense >= m.num_layers) {
     fail("model.moe.first_k_dense", "must be less than model.num_layers " + s(m.num_layers));

@@ -118,8 +118,25 @@ struct ModelSpec {
   bool tie_embeddings = false;
   AttentionType attention = AttentionType::Mha;
   MlaSpec mla;
+  // Sliding-window attention (Megatron-Core's --window-size W,0 and --window-attn-skip-freq; Hugging Face's
+  // sliding_window and layer_types): in a windowed layer each query attends to itself and the window_size tokens
+  // before it. 0 = every layer attends to the whole causal prefix.
+  int64_t window_size = 0;
+  // Which layers are windowed (global index, 1 = window): empty = every layer when window_size > 0.
+  std::vector<uint8_t> window_layers;
   std::optional<MoeSpec> moe;
 
+  // True when layer index `layer` (0-based, global) attends through the window; multi-token prediction layers
+  // (index num_layers and above) attend to the whole prefix.
+  bool is_window_layer(int layer) const {
+    if (window_size <= 0 || layer < 0 || layer >= num_layers) return false;
+    return window_layers.empty() || window_layers[static_cast<size_t>(layer)] != 0;
+  }
+  int window_layer_count() const {
+    int n = 0;
+    for (int l = 0; l < num_layers; ++l) n += is_window_layer(l) ? 1 : 0;
+    return n;
+  }
   // True when layer index `layer` (0-based, global) has a MoE MLP.
   bool is_moe_layer(int layer) const {
     if (!moe) return false;

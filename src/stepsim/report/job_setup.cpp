@@ -53,6 +53,10 @@ std::string job_setup_text(const spec::JobSpec& job) {
   if (job.training.precision == spec::Precision::Fp8) {
     s += "; fp8 recipe " + std::string(spec::name_of(job.training.fp8_recipe));
   }
+  if (job.model.window_size > 0) {
+    s += "; sliding window " + std::to_string(job.model.window_size) + " tokens on " +
+         std::to_string(job.model.window_layer_count()) + " of " + std::to_string(job.model.num_layers) + " layers";
+  }
   return s + "; " + links;
 }
 
@@ -68,6 +72,10 @@ nlohmann::json job_setup_json(const spec::JobSpec& job) {
                       {"intra_node_GBps", job.cluster.intra_node.bandwidth_GBps},
                       {"inter_node_Gbps_per_gpu", 8 * spec::inter_node_GBps_per_gpu(job.cluster)}};
   if (t.precision == spec::Precision::Fp8) j["fp8_recipe"] = spec::name_of(t.fp8_recipe);
+  if (job.model.window_size > 0) {
+    j["window_size"] = job.model.window_size;
+    j["window_layers"] = job.model.window_layer_count();
+  }
   return j;
 }
 

@@ -59,11 +59,12 @@ ProbeShape probe_shape(const catalog::Catalog& cat, const spec::JobSpec& base, c
 // between, whose costs every middle period takes: past one period each way the layers run alike. A 61-layer
 // DeepSeek-V3 probe builds 6 layers (issue 46 item 4: MoE searches in seconds). Features that make a layer's cost
 // depend on its index keep the whole model: fp8's bf16 first/last layers, block or grouped full recompute, activation
-// offload. 0 = the whole model.
+// offload, and sliding-window attention on some layers only. 0 = the whole model.
 int reduced_probe_layers(const spec::JobSpec& job) {
   const spec::ModelSpec& m = job.model;
   const spec::TrainingSpec& t = job.training;
   if (!m.moe || m.moe->layer_freq < 1 || (m.num_layers - m.moe->first_k_dense) % m.moe->layer_freq != 0) return 0;
+  if (m.window_size > 0 && !m.window_layers.empty()) return 0;
   if (t.fp8_bf16_first_layers > 0 || t.fp8_bf16_last_layers > 0 || t.activation_offload_layers > 0) return 0;
   if (t.recompute == spec::Recompute::Full &&
       (t.recompute_method != spec::RecomputeMethod::Uniform || t.recompute_num_layers != 1)) {

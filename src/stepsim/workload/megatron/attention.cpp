@@ -1,5 +1,7 @@
 #include "stepsim/workload/megatron/attention.hpp"
 
+#include <algorithm>
+
 #include "stepsim/workload/megatron/context_parallel.hpp"
 #include "stepsim/workload/megatron/linear.hpp"
 #include "stepsim/workload/megatron/norms.hpp"
@@ -13,6 +15,28 @@ namespace {
 // Causal flash attention's FLOPs: half of the s_loc x s score matrix, Q·Kᵀ and P·V.
 double causal_attention_flops(const ModelDims& d) {
   return 2.0 * d.b * d.heads_loc * d.s_loc * d.s * (d.d_qk + d.d_v) * 0.5;
+}
+
+// (query, key) pairs a causal sequence of s tokens attends over when each query sees itself and at most `window`
+// tokens before it: W(W+1)/2 for the first W queries' growing prefixes plus (s - W)(W + 1); s(s+1)/2 when W >= s.
+double attended_pairs(int64_t s, int64_t window) {
+  const double n = static_cast<double>(s);
+  const double w = static_cast<double>(std::min(window, s - 1));
+  return w * (w + 1) / 2 + (n - w) * (w + 1);
+}
+
+// What flash attention computes in this layer: its share of the causal prefix's FLOPs and the keys one query block
+// walks (the attention efficiency curve's length). A windowed layer's kernel skips the key blocks wholly outside the
+// window (FlashAttention's and cuDNN's window_size), so it does the window's pairs over about W + 1 keys.
+struct FlashSpan {
+  double share = 1;
+  int64_t keys = 0;
+};
+FlashSpan flash_span(const Context& cx) {
+  const ModelDims& d = cx.d();
+  const spec::ModelSpec& m = cx.job().model;
+  if (!m.is_window_layer(cx.at.layer)) return {1, d.s};
+  return {attended_pairs(d.s, m.window_size) / attended_pairs(d.s, d.s), std::min(d.s, m.window_size + 1)};
 }
 int64_t attention_core_bytes(const Context& cx) {
   const ModelDims& d = cx.d();
@@ -91,7 +115,8 @@ Ref unfused_attention_bwd(Emitter& em, const Context& cx, Ref in) {
 // flash, unfused or context-parallel backward. Returns the op after which dQ, dK and dV are ready.
 Ref core_attention_bwd(Emitter& em, const Context& cx, Ref dg) {
   const ModelDims& d = cx.d();
-  const double flops = causal_attention_flops(d);
+  const FlashSpan span = flash_span(cx);
+  const double flops = causal_attention_flops(d) * span.share;
   const int64_t attn_bytes = attention_core_bytes(cx);
   if (cx.recomputes(spec::RecomputeModule::MlaUpProj)) {
     // The up-projections (and RoPE) re-run on the stored latents before the attention core's backward needs Q, K, V,
@@ -111,12 +136,12 @@ Ref core_attention_bwd(Emitter& em, const Context& cx, Ref dg) {
     if (d.c > 1) {
       cp_attention_fwd(em, rc, dg, flops, attn_bytes, 0);
     } else {
-      em.compute(rc, attention_op(rc, flops, attn_bytes, d.s), "core_attention_recompute", {dg});
+      em.compute(rc, attention_op(rc, flops, attn_bytes, span.keys), "core_attention_recompute", {dg});
     }
   }
   if (d.c > 1) return cp_attention_bwd(em, cx, dg, flops, attn_bytes);
   // Flash-attention backward: 5 matmuls of the forward's 2, i.e. 2.5x its FLOPs.
-  return em.compute(cx, attention_op(cx, 2.5 * flops, 2 * attn_bytes, d.s), "core_attention_bwd", {dg});
+  return em.compute(cx, attention_op(cx, 2.5 * flops, 2 * attn_bytes, span.keys), "core_attention_bwd", {dg});
 }
 
 // MLA's projections backward from the attention core's gradients. Latent gradients are partial sums over the TP
@@ -166,7 +191,8 @@ Ref attention_fwd(Emitter& em, const Context& cx, Ref in) {
                                                   gemm(cx, d.tokens, d.q_width + d.kv_width, d.h), "qkv_proj", n,
                                                   in_saved));
   // Flash attention, causal; stores Q, K, V and the softmax statistics.
-  const double flops = causal_attention_flops(d);
+  const FlashSpan span = flash_span(cx);
+  const double flops = causal_attention_flops(d) * span.share;
   const int64_t attn_bytes = attention_core_bytes(cx);
   int64_t attn_saved =
       beta * d.tokens * (d.q_width + d.kv_width) + expanded_kv_bytes(cx) + 4 * d.b * d.heads_loc * d.s_loc;
@@ -182,7 +208,7 @@ Ref attention_fwd(Emitter& em, const Context& cx, Ref in) {
   } else if (cx.job().training.attention_backend == spec::AttentionBackend::Unfused) {
     core = unfused_attention_fwd(em, cx, qkv, false);
   } else {
-    core = em.compute(cx, attention_op(cx, flops, attn_bytes, d.s), "core_attention", {qkv}, attn_saved);
+    core = em.compute(cx, attention_op(cx, flops, attn_bytes, span.keys), "core_attention", {qkv}, attn_saved);
   }
   Ref r = scattered_gemm(em, cx, gemm(cx, d.tokens, d.h, d.attn_out_width), "attention_proj", core,
                          beta * d.tokens * d.attn_out_width, d.sp ? "attention_reduce_scatter" : "attention_all_reduce");
