@@ -653,7 +653,7 @@ TEST(Validate, AJobFillingPartOfAnNvl72RackIsToldHowToSayIt) {
       "training: {micro_batch_size: 1, global_batch_size: 128}\n"
       "cluster: {gpu: GB200, num_gpus: 128, gpus_per_node: 72}\n");
   EXPECT_NE(e.find("128 must be a multiple of cluster.gpus_per_node 72 (a job filling part of each NVLink domain: "
-                   "give the GPUs it uses in each as gpus_per_node, e.g. 64"),
+                   "give the hosts as gpus_per_node and the domain as cluster.nvlink_domain, e.g. 4 and 72"),
             std::string::npos)
       << e;
 }

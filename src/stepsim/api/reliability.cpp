@@ -121,7 +121,7 @@ ReliabilityResolved resolve(const ReliabilityOptions& o) {
     in.nodes = *o.nodes;
   } else if (job) {
     // A partly filled last node still fails like a whole one.
-    in.nodes = (job->cluster.num_gpus + job->cluster.gpus_per_node - 1) / job->cluster.gpus_per_node;
+    in.nodes = (job->cluster.num_gpus + job->cluster.gpus_per_host() - 1) / job->cluster.gpus_per_host();
   } else {
     throw InputError("--nodes: required without a job (nodes the job runs on, >= 1)");
   }

@@ -206,12 +206,13 @@ Simulation run_simulation(const catalog::Catalog& catalog, const spec::JobSpec& 
   // A multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is one node to NCCL. A job whose node is smaller sends
   // every group larger than that node over the NICs: say so.
   const hw::GpuSpec& gpu = hw::effective_gpu(catalog.gpus, job.cluster);
-  if (job.cluster.gpus_per_node < gpu.nvlink_domain_gpus && job.cluster.num_gpus > job.cluster.gpus_per_node) {
+  if (job.cluster.nvlink_domain == 0 && job.cluster.gpus_per_node < gpu.nvlink_domain_gpus &&
+      job.cluster.num_gpus > job.cluster.gpus_per_node) {
     s.notes.push_back(gpu.name + " with cluster.gpus_per_node " + std::to_string(job.cluster.gpus_per_node) +
                       ": traffic between these nodes goes over the NICs. Its NVLink domain spans " +
-                      std::to_string(gpu.nvlink_domain_gpus) + " GPUs (GB200 NVL72): set gpus_per_node to the "
-                      "domain's size (36 for NVL36) unless the nodes are separate NVLink domains (GB200 NVL4 boards); "
-                      "docs/NETWORK.md");
+                      std::to_string(gpu.nvlink_domain_gpus) + " GPUs (GB200 NVL72): set cluster.nvlink_domain to the "
+                      "domain's size (72, or 36 for NVL36) unless the nodes are separate NVLink domains (GB200 NVL4 "
+                      "boards); docs/NETWORK.md");
   }
   return s;
 }

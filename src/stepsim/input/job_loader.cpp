@@ -17,6 +17,7 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/io/input_file.hpp"
 #include "stepsim/input/megatron_args.hpp"
+#include "stepsim/job/nvlink_domain.hpp"
 #include "stepsim/job/pipeline_split.hpp"
 #include "stepsim/io/yaml_reader.hpp"
 
@@ -580,7 +581,9 @@ ClusterSpec read_cluster(const hw::GpuCatalog& gpus, StrictSection s) {
   c.cpu_optimizer_GBps = s.get_double("cpu_optimizer_GBps", 0.0, 1e-3, 1e5);
   if (s.has("network")) c.network = read_network_spec(StrictSection(s.child("network"), s.key_path("network"), s.source()), c);
   else s.mark("network");
+  c.nvlink_domain = static_cast<int>(s.get_int("nvlink_domain", 0, 1, 1 << 16));
   s.finish();
+  apply_nvlink_domain(c, s.source());
   return c;
 }
 

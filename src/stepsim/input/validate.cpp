@@ -136,8 +136,8 @@ void validate(const hw::GpuCatalog& gpus, JobSpec& job) {
   if (c.num_gpus > c.gpus_per_node && c.num_gpus % c.gpus_per_node != 0) {
     // An NVLink domain larger than a node (an NVL72 rack) may hold part of a job: say how to describe that.
     const std::string rack = c.gpus_per_node > 8
-                                 ? " (a job filling part of each NVLink domain: give the GPUs it uses in each as "
-                                   "gpus_per_node, e.g. 64 of an NVL72 rack's 72 for 128 GPUs)"
+                                 ? " (a job filling part of each NVLink domain: give the hosts as gpus_per_node and "
+                                   "the domain as cluster.nvlink_domain, e.g. 4 and 72 for NVL72 racks)"
                                  : "";
     fail("cluster.num_gpus",
          s(c.num_gpus) + " must be a multiple of cluster.gpus_per_node " + s(c.gpus_per_node) + rack);

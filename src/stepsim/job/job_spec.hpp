@@ -344,7 +344,13 @@ struct ClusterSpec {
   // Per-GPU power limit, W (cluster.power_limit_W, or a power figure in cluster.gpu); 0 = the board's default power.
   double power_limit_W = 0;
   int num_gpus = 0;
+  // The GPUs that share NVLink: the node the communication models, the topology and the ranks' placement see. With a
+  // cluster.nvlink_domain larger than the host (an NVL72 rack of 4-GPU trays) the loader sets it to the job's GPUs in
+  // one domain (job/nvlink_domain.hpp) and keeps the host's in host_gpus.
   int gpus_per_node = 8;
+  int nvlink_domain = 0;  // cluster.nvlink_domain as written; 0 = each node is its own NVLink domain
+  int host_gpus = 0;      // cluster.gpus_per_node as written when the domain spans hosts; 0 = gpus_per_node
+  int gpus_per_host() const { return host_gpus > 0 ? host_gpus : gpus_per_node; }
   LinkSpec intra_node{450.0, 1.0, ""};
   LinkSpec inter_node{50.0, 5.0, "fat-tree"};  // 400 Gb/s per GPU NIC = 50 GB/s
   std::map<int, double> slow_ranks;             // rank -> compute slow-down factor (>= 1 slows)

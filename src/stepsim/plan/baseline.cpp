@@ -2,6 +2,7 @@
 
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/job/nvlink_domain.hpp"
 #include "stepsim/input/job_loader.hpp"
 
 namespace stepsim::plan {
@@ -68,7 +69,7 @@ Baseline time_job_as_written(const catalog::Catalog& cat, const spec::JobSpec& b
     out.note = "timed by the engine";
   } else {
     spec::JobSpec pb = base;
-    pb.cluster.num_gpus = gpus;
+    spec::set_num_gpus(pb.cluster, gpus);
     const Estimate e = estimate_plan(job, probe_layer_costs(cat, pb, probe_key(p), compute, comm), compute, comm);
     rp.estimate = e;
     rp.step_time_s = e.step_time_s;

@@ -6,6 +6,7 @@
 
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
+#include "stepsim/job/nvlink_domain.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 
 namespace stepsim::plan {
@@ -188,7 +189,7 @@ spec::JobSpec job_for(const spec::JobSpec& base, const Plan& p, int gpus, int64_
   if (p.ep_overlap != tr.overlap_moe_expert_parallel_comm) tr.delay_wgrad_compute = p.ep_overlap;
   tr.overlap_moe_expert_parallel_comm = p.ep_overlap;
   if (p.fp8_recipe >= 0) tr.fp8_recipe = static_cast<spec::Fp8Recipe>(p.fp8_recipe);
-  j.cluster.num_gpus = gpus;
+  spec::set_num_gpus(j.cluster, gpus);
   return j;
 }
 

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/job/nvlink_domain.hpp"
 #include "stepsim/plan/baseline.hpp"
 #include "stepsim/plan/reliability.hpp"
 #include "stepsim/report/summary.hpp"
@@ -176,7 +177,7 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
   std::atomic<int64_t> probed{0};
   parallel_for(static_cast<int64_t>(keys.size()), threads, [&](int64_t i, int w) {
     spec::JobSpec pb = base;
-    pb.cluster.num_gpus = n;
+    spec::set_num_gpus(pb.cluster, n);
     probes[i] = probe_layer_costs(cat, pb, keys[i], *compute, *comms[w]);
     if (o.progress) o.progress("probing layer costs", ++probed, static_cast<int64_t>(keys.size()));
   });

@@ -57,6 +57,12 @@ std::string job_setup_text(const spec::JobSpec& job) {
     s += "; sliding window " + std::to_string(job.model.window_size) + " tokens on " +
          std::to_string(job.model.window_layer_count()) + " of " + std::to_string(job.model.num_layers) + " layers";
   }
+  const spec::ClusterSpec& c = job.cluster;
+  if (c.nvlink_domain > 0) {
+    s += "; NVLink domains of " + std::to_string(c.nvlink_domain) + " GPUs: " +
+         std::to_string(c.num_gpus / c.gpus_per_node) + " x " + std::to_string(c.gpus_per_node) + " (nodes of " +
+         std::to_string(c.gpus_per_host()) + ")";
+  }
   return s + "; " + links;
 }
 
@@ -72,6 +78,11 @@ nlohmann::json job_setup_json(const spec::JobSpec& job) {
                       {"intra_node_GBps", job.cluster.intra_node.bandwidth_GBps},
                       {"inter_node_Gbps_per_gpu", 8 * spec::inter_node_GBps_per_gpu(job.cluster)}};
   if (t.precision == spec::Precision::Fp8) j["fp8_recipe"] = spec::name_of(t.fp8_recipe);
+  if (job.cluster.nvlink_domain > 0) {
+    j["nvlink_domain"] = job.cluster.nvlink_domain;
+    j["gpus_per_nvlink_domain"] = job.cluster.gpus_per_node;
+    j["gpus_per_host"] = job.cluster.gpus_per_host();
+  }
   if (job.model.window_size > 0) {
     j["window_size"] = job.model.window_size;
     j["window_layers"] = job.model.window_layer_count();

@@ -552,21 +552,20 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   c["gpu"] = gpu.name;
   if (resolved.power_limit_W) c["power_limit_W"] = *resolved.power_limit_W;
   c["num_gpus"] = r.num_gpus;
-  int gpn = std::min(r.gpus_per_node.value_or(8), r.num_gpus);
+  const int gpn = std::min(r.gpus_per_node.value_or(8), r.num_gpus);
   if (!r.gpus_per_node) assume("gpus_per_node not stated: 8");
   if (r.num_gpus % gpn != 0 && gpn > 8) {
-    // An NVLink domain larger than a node (a GB200/GB300 NVL72 rack) holding part of the job: the job takes the same
-    // number of GPUs in each rack, in whole 4-GPU trays, the most that divides it (128, 256 and 512 GPUs: 64 of each
-    // rack's 72, 16 of its 18 trays). Uneven domains are not modelled (issue 44).
-    int domain = gpn - gpn % 4;
-    while (domain >= 4 && r.num_gpus % domain != 0) domain -= 4;
-    if (domain >= 4) {
-      assume("NVLink domain of " + std::to_string(gpn) + " GPUs holding " + std::to_string(r.num_gpus) +
-             ": " + std::to_string(domain) + " GPUs per domain (whole 4-GPU trays, the same in each)");
-      gpn = domain;
-    }
+    // An NVLink domain larger than a host (a GB200/GB300 NVL72 rack of 4-GPU trays) holding part of the job: the
+    // loader spreads it over the fewest domains, the same whole trays in each (job/nvlink_domain.hpp: 128, 256 and 512
+    // GPUs take 64 of each rack's 72).
+    c["gpus_per_node"] = 4;
+    c["nvlink_domain"] = gpn;
+    const int domains = (r.num_gpus + gpn - 1) / gpn;
+    assume("NVLink domain of " + std::to_string(gpn) + " GPUs holding " + std::to_string(r.num_gpus) + ": " +
+           std::to_string(r.num_gpus / domains) + " GPUs per domain (whole 4-GPU trays, the same in each)");
+  } else {
+    c["gpus_per_node"] = gpn;
   }
-  c["gpus_per_node"] = gpn;
   const bool hopper_or_later = gpu.arch >= hw::GpuArch::Hopper;
   const double intra = r.intra_node_bw_GBps.value_or(gpu.intra_node_GBps);  // the GPU's NVLink (data/gpus.yaml)
   const double inter = r.inter_node_bw_Gbps_per_gpu.value_or(hopper_or_later ? 400 : 200);
