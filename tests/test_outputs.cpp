@@ -53,6 +53,17 @@ TEST(Outputs, SummaryJsonHasEveryContractField) {
   EXPECT_NEAR(j["tokens_per_s"].get<double>(), 16.0 * 2048 / j["step_time_s"].get<double>(), 1e-6 * j["tokens_per_s"].get<double>());
 }
 
+TEST(Outputs, JsonToADashIsStandardOutput) {
+  // `--json -` is standard output, as the tools users pipe into read it; it was a file named "-".
+  const std::string dir = test::temp_dir() + "dash/";
+  std::filesystem::create_directories(dir);
+  const auto r = test::run_command("cd " + dir + " && " + STEPSIM_BINARY + " simulate " + kSmall + " --quiet --json - 2>&1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json j = json::parse(r.output);
+  EXPECT_GT(j["step_time_s"].get<double>(), 0);
+  EXPECT_FALSE(std::filesystem::exists(dir + "-"));
+}
+
 TEST(Outputs, ChromeTraceOpensAsPerfettoExpects) {
   const auto r = test::run_cli("simulate " + kSmall + " --quiet --trace " + tmp("t.trace.json"));
   ASSERT_EQ(r.code, 0) << r.output;

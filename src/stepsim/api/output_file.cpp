@@ -1,12 +1,17 @@
 #include "stepsim/api/output_file.hpp"
 
 #include <fstream>
+#include <iostream>
 
 #include "stepsim/io/input_error.hpp"
 
 namespace stepsim::api {
 
 void write_output_file(const std::string& path, const std::string& text, const std::string& what) {
+  if (path == "-") {
+    std::cout << text << std::flush;
+    return;
+  }
   std::ofstream out(path);
   if (!out) throw InputError(path + ": cannot write " + what);
   out << text;
@@ -14,6 +19,11 @@ void write_output_file(const std::string& path, const std::string& text, const s
 }
 
 void write_output_file(const std::string& path, const std::function<void(std::ostream&)>& write, const std::string& what) {
+  if (path == "-") {
+    write(std::cout);
+    std::cout.flush();
+    return;
+  }
   std::ofstream out(path);
   if (!out) throw InputError(path + ": cannot write " + what);
   write(out);

@@ -78,6 +78,13 @@ Family family_of(const PublishedRun& r) {
   } else if (n.find("qwen3") != std::string::npos) {
     llama_like("Qwen3 (SwiGLU, RMSNorm, RoPE, no biases, untied embeddings, head dim 128)");
     f.head_dim = 128;  // every Qwen3 config.json: head_dim 128 whatever hidden / heads is (30B-A3B: 2048 / 32)
+  } else if (n.find("megatron defaults") != std::string::npos) {
+    // A Llama-shaped model launched without Llama's flags (FlagPerf's Megatron scripts pass no
+    // --position-embedding-type rope, --disable-bias-linear, --untie-embeddings-and-output-weights or dropout 0):
+    // Megatron's defaults hold, learned absolute positions, linear biases, tied embeddings and hidden dropout 0.1.
+    f.gated = f.rmsnorm = true;
+    f.name = "Llama dims under Megatron's defaults (SwiGLU, RMSNorm, learned positions, biases, tied embeddings, "
+             "dropout 0.1)";
   } else if (n.find("llama") != std::string::npos || n.find("mistral") != std::string::npos ||
              n.find("mixtral") != std::string::npos || n.find("qwen") != std::string::npos ||
              n.find("deepseek") != std::string::npos || n.find("gemma") != std::string::npos) {
