@@ -5,7 +5,14 @@
   with this package in BUILD/python (PYTHONPATH=build/python /usr/bin/python3 -c 'import stepsim').
 - The ex-situ workload tracer for PyTorch (stepsim.trace, docs/TRACER.md), which needs no build.
 """
+import os as _os
+
 from .errors import InputError
+
+# An installed package (pip install .) carries stepsim's data folder; a build's python/ folder uses the source tree's.
+_data = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "data")
+if not _os.environ.get("STEPSIM_DATA_DIR") and _os.path.isfile(_os.path.join(_data, "gpus.yaml")):
+    _os.environ["STEPSIM_DATA_DIR"] = _data
 
 _API = ("simulate", "memory", "comm", "plan", "whatif", "reliability", "validate", "profile_nccl")
 
