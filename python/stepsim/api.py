@@ -190,18 +190,71 @@ class SimulationResult:
         """Whether every rank's peak memory fits in its GPU (summary["fits"])."""
         return self.summary["fits"]
 
+    def table(self):
+        """The step's headline figures with units in the names, scaled for reading (GiB, %, ms), in the order the
+        summary prints them: a dict, one row of ``to_pandas("table")``."""
+        s, b = self.summary, self.summary["breakdown_s"]
+        m = s["memory"]
+        gib = float(1 << 30)
+        row = {"step time (s)": s["step_time_s"]}
+        if "step_time_interval_s" in s:
+            row["80% interval low (s)"], row["80% interval high (s)"] = s["step_time_interval_s"]
+        row.update({
+            "tokens/s": s["tokens_per_s"],
+            "TFLOP/s per GPU": s["tflops_per_gpu"],
+            "MFU (%)": 100 * s["mfu"],
+            "peak memory (GiB)": m["peak_bytes_max"] / gib,
+            "PyTorch reserved (GiB)": m["peak_reserved_bytes"] / gib,
+            "GPU memory (GiB)": m["capacity_bytes"] / gib,
+            "fits": s["fits"],
+            "compute (ms)": 1e3 * b["compute"],
+            "pipeline bubble (ms)": 1e3 * b["pipeline_bubble"],
+            "optimizer (ms)": 1e3 * b["optimizer"],
+            "host gaps (ms)": 1e3 * b["host_gap"],
+            "offload (ms)": 1e3 * b["offload"],
+        })
+        for k in ("tp", "cp", "ep", "pp", "dp", "world"):
+            row["exposed %s comm (ms)" % k.upper()] = 1e3 * b["exposed_comm"][k]
+        return row
+
     def to_pandas(self, what="summary"):
-        """A DataFrame of ``what``: "summary" (one row, nested keys dotted: concatenate the rows of a sweep),
-        "breakdown" (part, seconds) or "memory" (rank, time_s, allocated_bytes: one row per change)."""
+        """A DataFrame of ``what``: "summary" (one row, every key of the summary JSON, nested keys dotted, raw units
+        as the JSON names them: concatenate the rows of a sweep), "table" (one row of :meth:`table`: units in the
+        column names, GiB, % and ms), "breakdown" (part, seconds) or "memory" (rank, time_s, allocated_bytes: one
+        row per change)."""
         pd = _pandas()
         if what == "summary":
             return pd.json_normalize(self.summary, sep=".")
+        if what == "table":
+            return pd.DataFrame([self.table()])
         if what == "breakdown":
             return pd.DataFrame(self.breakdown, columns=["part", "seconds"])
         if what == "memory":
             rows = [(s["rank"], t, b) for s in self.memory_series for t, b in zip(s["time_s"], s["allocated_bytes"])]
             return pd.DataFrame(rows, columns=["rank", "time_s", "allocated_bytes"])
-        raise ValueError("to_pandas(what): one of 'summary', 'breakdown', 'memory', not %r" % (what,))
+        raise ValueError("to_pandas(what): one of 'summary', 'table', 'breakdown', 'memory', not %r" % (what,))
+
+    def plot(self, ax=None):
+        """Where the step goes, as a horizontal stacked bar in milliseconds (matplotlib; ImportError saying so when it
+        is not installed). Returns the axes."""
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as e:
+            raise ImportError("SimulationResult.plot needs matplotlib (Debian: apt install python3-matplotlib): %s"
+                              % e) from None
+        if ax is None:
+            ax = plt.subplots(figsize=(8, 1.8))[1]
+        left = 0.0
+        for part in self.breakdown:
+            ms = 1e3 * part["seconds"]
+            if ms > 0:
+                ax.barh([0], [ms], left=left, label=part["part"])
+                left += ms
+        ax.set_yticks([])
+        ax.set_xlabel("time in the step (ms)")
+        ax.set_title("step %.3f s, MFU %.1f %%" % (self.step_time_s, 100 * self.mfu))
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=4, fontsize="small", frameon=False)
+        return ax
 
     def __repr__(self):
         return "<stepsim.SimulationResult step_time_s=%r mfu=%r fits=%r>" % (

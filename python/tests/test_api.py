@@ -183,6 +183,21 @@ class SimulateTest(unittest.TestCase):
         self.assertEqual(df.iloc[0]["step_time_s"], r.summary["step_time_s"])
         self.assertEqual(df.iloc[0]["memory.peak_bytes_max"], r.summary["memory"]["peak_bytes_max"])
 
+        # The readable table: units in the names, GiB, % and ms, the same figures.
+        t = r.to_pandas("table")
+        self.assertEqual(len(t), 1)
+        self.assertEqual(t.iloc[0]["step time (s)"], r.summary["step_time_s"])
+        self.assertAlmostEqual(t.iloc[0]["MFU (%)"], 100 * r.mfu, places=9)
+        self.assertAlmostEqual(t.iloc[0]["peak memory (GiB)"], r.summary["memory"]["peak_bytes_max"] / 2**30, places=9)
+        self.assertAlmostEqual(t.iloc[0]["exposed PP comm (ms)"], 1e3 * parts["exposed_comm.pp"], places=9)
+        self.assertTrue(all("(" in c or c in ("tokens/s", "TFLOP/s per GPU", "fits") for c in t.columns), list(t.columns))
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            with self.assertRaises(ImportError) as e:
+                r.plot()
+            self.assertIn("needs matplotlib", str(e.exception))
+
     def test_outputs_written_like_the_cli(self):
         with tempfile.TemporaryDirectory() as d:
             js, tr = os.path.join(d, "s.json"), os.path.join(d, "t.trace.json")
@@ -222,6 +237,16 @@ class InputErrorTest(unittest.TestCase):
     def test_misspelt_key(self):
         e = self.check_same_as_cli(["model.hidden_sizee=4096"], "model.hidden_sizee")
         self.assertEqual(e.rule, "unknown key (did you mean model.hidden_size?)")
+
+    def test_the_file_is_named(self):
+        e = self.check_same_as_cli(["cluster.gpu=Z9000"], "cluster.gpu")
+        self.assertEqual(e.file, JOB)
+        with self.assertRaises(stepsim.InputError) as d:
+            stepsim.simulate({"model": {"num_layers": "many"}})
+        self.assertIsNone(d.exception.file)  # a dict is no file; the attribute is there all the same
+        with self.assertRaises(stepsim.InputError) as v:
+            stepsim.validate("/nonexistent/runs.csv")
+        self.assertEqual(v.exception.file, "/nonexistent/runs.csv")
 
     def test_unknown_gpu_names_its_key(self):
         e = self.check_same_as_cli(["cluster.gpu=Z9000"], "cluster.gpu")
