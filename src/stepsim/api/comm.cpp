@@ -65,7 +65,13 @@ CommOutput comm(const CommOptions& o) {
   const std::vector<uint64_t> sizes = parse_size_range(o.sizes, "--sizes");
   CommOutput out;
   out.collective = cn.name;
-  out.cluster = spec::load_cluster(catalog::shipped().gpus, o.cluster_path, o.gpus, o.gpus_per_node, o.overrides);
+  std::vector<std::string> overrides = o.overrides;
+  for (const std::string& e : o.env) {
+    const size_t eq = e.find('=');
+    if (eq == 0 || eq == std::string::npos) throw InputError("--env " + e + ": must be NAME=VALUE (NCCL_ALGO=Ring,Tree)");
+    overrides.push_back("cluster.nccl_env." + e);
+  }
+  out.cluster = spec::load_cluster(catalog::shipped().gpus, o.cluster_path, o.gpus, o.gpus_per_node, overrides);
   const auto model = sim::make_collective_model(catalog::shipped(), model_kind, out.cluster, {o.store, o.nccl_version});
   out.notes = spec::unused_network_notes(out.cluster, model_kind);
 
@@ -114,6 +120,7 @@ std::string comm_text(const CommOptions& o, const CommOutput& out) {
   std::string t = report::format_text("# stepsim comm: %s, %d GPUs (%d node%s x %d), %s, model %s\n",
                                       out.collective.c_str(), c.num_gpus, out.nodes, out.nodes == 1 ? "" : "s",
                                       out.gpus_per_node, c.gpu.c_str(), o.model.c_str());
+  if (!c.nccl_env.empty()) t += "# nccl env: " + spec::nccl_env_text(c.nccl_env) + "\n";
   for (const std::string& n : out.notes) t += "# note: " + n + "\n";
   t += report::format_text("# %14s %12s %12s %12s  %-10s %-8s %s\n", "size(B)", "time(us)", "algbw(GB/s)",
                            "busbw(GB/s)", "algorithm", "protocol", "channels");

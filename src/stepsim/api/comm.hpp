@@ -21,6 +21,7 @@ struct CommOptions {
   std::string algo = "auto";
   std::string proto = "auto";          // auto | LL | LL128 | Simple (NCCL_PROTO)
   std::vector<std::string> overrides;  // cluster.* keys
+  std::vector<std::string> env;        // NCCL variables as NAME=VALUE (--env), i.e. cluster.nccl_env.NAME=VALUE
   std::string store;                   // calibration store for model nccl; "none" = profile only
   std::string nccl_version;            // prefer stored rows of this version
 };

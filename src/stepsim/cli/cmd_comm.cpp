@@ -42,6 +42,9 @@ Action add_comm(CLI::App& app) {
   cmd->add_option("--proto", a.proto, "auto | LL | LL128 | Simple (as NCCL_PROTO; the nccl model chooses among them)")
       ->capture_default_str();
   cmd->add_option("--set", a.overrides, "override a cluster key: --set cluster.inter_node.bandwidth_Gbps=200");
+  cmd->add_option("--env", a.env,
+                  "an NCCL variable the nccl model honours, NAME=VALUE (NCCL_ALGO=Ring,Tree, NCCL_PROTO=^LL128, "
+                  "NCCL_MAX_NCHANNELS=8, NCCL_NVLS_ENABLE=0, NCCL_BUFFSIZE=8388608); repeatable; cluster.nccl_env");
   cmd->add_option("--json", o->json_path, "write the rows as JSON here")->check(output_file());
   cmd->add_option("--store", a.store,
                   "calibration store for --model nccl (default $STEPSIM_CALIBRATION_DB, else "

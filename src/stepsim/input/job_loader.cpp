@@ -582,6 +582,22 @@ ClusterSpec read_cluster(const hw::GpuCatalog& gpus, StrictSection s) {
   if (s.has("network")) c.network = read_network_spec(StrictSection(s.child("network"), s.key_path("network"), s.source()), c);
   else s.mark("network");
   c.nvlink_domain = static_cast<int>(s.get_int("nvlink_domain", 0, 1, 1 << 16));
+  if (s.has("nccl_env")) {
+    const YAML::Node env = s.child("nccl_env");
+    if (!env.IsMap()) s.fail("nccl_env", "must be a mapping of NCCL variables to values (NCCL_ALGO: Ring,Tree)");
+    std::vector<std::pair<std::string, std::string>> vars;
+    for (auto it = env.begin(); it != env.end(); ++it) {
+      if (!it->second.IsScalar()) s.fail("nccl_env." + it->first.Scalar(), "must be a value as the variable holds it");
+      vars.emplace_back(it->first.Scalar(), it->second.Scalar());
+    }
+    try {
+      c.nccl_env = parse_nccl_env(vars, s.key_path("nccl_env"));
+    } catch (const InputError& e) {
+      throw InputError(s.source() + ": key " + e.what());
+    }
+  } else {
+    s.mark("nccl_env");
+  }
   s.finish();
   apply_nvlink_domain(c, s.source());
   return c;

@@ -51,6 +51,17 @@ std::vector<std::string> unused_network_notes(const ClusterSpec& c, CommModel m)
   if (c.inter_node.latency_us != d.inter_node.latency_us) {
     latency += (latency.empty() ? "" : ", ") + std::string("cluster.inter_node.latency_us");
   }
+  if (!c.nccl_env.empty() && m != CommModel::Nccl) {
+    notes.push_back("cluster.nccl_env (" + nccl_env_text(c.nccl_env) + "): NCCL's own choices, used by the nccl model "
+                    "only (simulation.comm_model: nccl, comm --model nccl); the " + name_of(m) + " model does not use it");
+  }
+  if (m == CommModel::Nccl && !c.nccl_env.unmodelled.empty()) {
+    std::string list;
+    for (const std::string& v : c.nccl_env.unmodelled) list += (list.empty() ? "" : ", ") + v;
+    notes.push_back("cluster.nccl_env: " + list + " read; the nccl model times nothing " +
+                    (c.nccl_env.unmodelled.size() == 1 ? "it changes" : "they change") + " (it models NCCL_ALGO, "
+                    "NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS, NCCL_NVLS_ENABLE, NCCL_BUFFSIZE)");
+  }
   if (m == CommModel::Nccl && !latency.empty()) {
     notes.push_back(latency + ": the nccl model times latency with NCCL's own constants (data/nccl.yaml, scaled by "
                               "inter_node.transport), not these; the alpha-beta and flow models use them");

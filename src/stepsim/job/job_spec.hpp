@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stepsim/job/nccl_env.hpp"
 #include "stepsim/job/network_spec.hpp"
 
 namespace stepsim::spec {
@@ -360,6 +361,7 @@ struct ClusterSpec {
   double host_to_device_GBps = 0;
   double cpu_optimizer_GBps = 0;
   NetworkSpec network;                          // topology for the flow network model (docs/NETWORK.md)
+  NcclEnv nccl_env;                             // cluster.nccl_env: what the nccl model's NCCL runs with
   // Keys of the network section the job's communication model does not use (job/cluster_rates.hpp), printed.
   std::vector<std::string> network_notes;
 };

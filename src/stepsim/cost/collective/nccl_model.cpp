@@ -106,6 +106,27 @@ double time_us(const NcclTerms& t, const NcclParams& p) {
   return us;
 }
 
+namespace {
+
+// What NCCL's environment changes in its search and tuner (spec::NcclEnv; names were checked when it was read).
+void apply_nccl_env(const spec::NcclEnv& env, NcclHardware& h) {
+  TunerTopology& t = h.tuner;
+  if (!env.algorithms.empty()) {
+    t.allowed_algorithms = 0;
+    for (const std::string& a : env.algorithms) t.allowed_algorithms |= bit_of(*parse_algorithm(a));
+  }
+  if (!env.protocols.empty()) {
+    t.allowed_protocols = 0;
+    for (const std::string& p : env.protocols) t.allowed_protocols |= bit_of(*parse_protocol(p));
+  }
+  if (env.nvls_disabled) t.nvls = false;
+  t.min_channels = env.min_channels;
+  t.max_channels = env.max_channels;
+  if (env.buffsize > 0) h.simple_chunk_scale = static_cast<double>(env.buffsize) / (4 << 20);
+}
+
+}  // namespace
+
 NcclHardware nccl_hardware(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster, int channels,
                            double nvls_efficiency) {
   const hw::GpuSpec& gpu = hw::effective_gpu(catalog.gpus, cluster);
@@ -126,6 +147,7 @@ NcclHardware nccl_hardware(const catalog::Catalog& catalog, const spec::ClusterS
   h.nvls_efficiency = nvls_efficiency;
   h.net_latency_scale = catalog.nccl.net_latency_scale(cluster.inter_node.transport);
   h.constants = &catalog.nccl_tuner;
+  apply_nccl_env(cluster.nccl_env, h);
   return h;
 }
 
@@ -176,7 +198,11 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
   const double nch = choice.channels;
   const double eff = protocol_efficiency(p);
   const Scales sc = scales(*hw.constants, a, p, hw.tuner.nvlink_intra);
-  const uint64_t cmax = shrink_chunk(chunk_bytes(a, p, coll), a, p, s.P, choice.channels, s.M, s.K);
+  uint64_t chunk = chunk_bytes(a, p, coll);
+  if (p == Protocol::Simple && a != Algorithm::Nvls && a != Algorithm::NvlsTree) {
+    chunk = std::max<uint64_t>(4096, static_cast<uint64_t>(static_cast<double>(chunk) * hw.simple_chunk_scale));
+  }
+  const uint64_t cmax = shrink_chunk(chunk, a, p, s.P, choice.channels, s.M, s.K);
   const bool reduces = coll == CollType::AllReduce || coll == CollType::ReduceScatter || coll == CollType::Reduce;
   x[0] = sc.a;
   if (a == Algorithm::Ring || a == Algorithm::Tree) {

@@ -21,6 +21,7 @@ struct NcclHardware {
   double nic_GBps = 50;     // nominal NIC bandwidth per GPU, one direction
   double nvls_efficiency = 0;  // achieved NVLS port efficiency (NcclProfile::nvls_efficiency); 0 = NCCL's constant
   double net_latency_scale = 1;  // the inter-node transport's per-step latency over InfiniBand's (gamma's multiplier)
+  double simple_chunk_scale = 1;  // NCCL_BUFFSIZE over NCCL's 4 MiB: the Simple protocol's chunks scale with it
   const NcclTunerTable* constants = nullptr;  // NCCL's tuning constants (the catalog's; outlives the hardware)
 };
 // The hardware of `cluster` as NCCL sees it: the GPU's architecture and links from `catalog`'s GPUs, its tuning

@@ -195,8 +195,10 @@ TunerChoice tuner_choose(const NcclTunerTable& k, CollType coll, uint64_t bytes,
   for (Algorithm a : {Algorithm::Tree, Algorithm::Ring, Algorithm::CollNetDirect, Algorithm::CollNetChain, Algorithm::Nvls,
                       Algorithm::NvlsTree, Algorithm::Pat}) {
     if (force != Algorithm::Auto && a != force) continue;
+    if (force == Algorithm::Auto && !(t.allowed_algorithms & bit_of(a))) continue;
     for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
       if (proto && p != *proto) continue;
+      if (!proto && !(t.allowed_protocols & bit_of(p))) continue;
       const double us = tuner_time_us(k, coll, a, p, bytes, t);
       if (us < 0) continue;
       if (best.time_us < 0 || us < best.time_us) {
@@ -204,6 +206,11 @@ TunerChoice tuner_choose(const NcclTunerTable& k, CollType coll, uint64_t bytes,
         best = TunerChoice{a, p, t.channels, cell.latency_us, cell.algbw_GBps, us};
       }
     }
+  }
+  if (best.time_us < 0 && force == Algorithm::Auto && !proto) {
+    throw InputError("cluster.nccl_env: NCCL_ALGO and NCCL_PROTO leave no algorithm and protocol NCCL can run " +
+                     std::string(workload::name_of(coll)) + " with on " + std::to_string(t.ranks) + " ranks over " +
+                     std::to_string(t.nodes) + " node(s) of this hardware");
   }
   if (best.time_us < 0) {
     // Name what was forced: the protocol alone, the algorithm alone, or both.
@@ -225,6 +232,9 @@ TunerChoice tuner_choose(const NcclTunerTable& k, CollType coll, uint64_t bytes,
     while (nc >= 2 && static_cast<double>(bytes) < nc * k.max_threads[pi] * threshold) --nc;
     best.channels = nc;
   }
+  // NCCL_MIN_NCHANNELS raises the count NCCL would drop to (up to the channels it built), NCCL_MAX_NCHANNELS caps it.
+  if (t.min_channels > 0) best.channels = std::max(best.channels, std::min(t.min_channels, std::max(1, t.channels)));
+  if (t.max_channels > 0) best.channels = std::min(best.channels, t.max_channels);
   return best;
 }
 

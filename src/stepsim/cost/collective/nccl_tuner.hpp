@@ -30,7 +30,14 @@ struct TunerTopology {
   double bw_intra = 20;       // GB/s per channel (graph->bwIntra)
   double bw_inter = 12;       // GB/s per channel (graph->bwInter)
   double latency_inter_us = 0;  // graph->latencyInter
+  // The NCCL environment's limits (cluster.nccl_env): algorithms and protocols as bit masks over Algorithm and
+  // Protocol (all set = NCCL's choice), channel bounds (0 = none).
+  uint32_t allowed_algorithms = ~0u;
+  uint32_t allowed_protocols = ~0u;
+  int min_channels = 0, max_channels = 0;
 };
+inline uint32_t bit_of(Algorithm a) { return 1u << static_cast<int>(a); }
+inline uint32_t bit_of(Protocol p) { return 1u << static_cast<int>(p); }
 
 struct TunerChoice {
   Algorithm algorithm = Algorithm::Ring;
