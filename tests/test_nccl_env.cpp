@@ -85,8 +85,8 @@ TEST(NcclEnv, OtherModelsAndOtherVariablesAreNamedNotIgnored) {
                                                  {"cluster.nccl_env={NCCL_ALGO: Ring, NCCL_SOCKET_IFNAME: eth0}"});
   const auto ab = spec::unused_network_notes(c, spec::CommModel::AlphaBeta);
   ASSERT_EQ(ab.size(), 1u);
-  EXPECT_NE(ab[0].find("cluster.nccl_env (NCCL_ALGO=Ring NCCL_SOCKET_IFNAME=eth0): NCCL's own choices, used by the nccl "
-                       "model only"),
+  EXPECT_NE(ab[0].find("cluster.nccl_env (NCCL_ALGO=Ring NCCL_SOCKET_IFNAME=eth0): NCCL's own choices, used by the "
+                       "nccl model only"),
             std::string::npos);
   const auto nccl = spec::unused_network_notes(c, spec::CommModel::Nccl);
   ASSERT_EQ(nccl.size(), 1u);

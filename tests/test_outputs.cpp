@@ -57,7 +57,8 @@ TEST(Outputs, JsonToADashIsStandardOutput) {
   // `--json -` is standard output, as the tools users pipe into read it; it was a file named "-".
   const std::string dir = test::temp_dir() + "dash/";
   std::filesystem::create_directories(dir);
-  const auto r = test::run_command("cd " + dir + " && " + STEPSIM_BINARY + " simulate " + kSmall + " --quiet --json - 2>&1");
+  const auto r =
+      test::run_command("cd " + dir + " && " + STEPSIM_BINARY + " simulate " + kSmall + " --quiet --json - 2>&1");
   ASSERT_EQ(r.code, 0) << r.output;
   const json j = json::parse(r.output);
   EXPECT_GT(j["step_time_s"].get<double>(), 0);

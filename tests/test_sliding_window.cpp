@@ -157,7 +157,8 @@ TEST(SlidingWindow, HuggingFaceConfigsGiveTheirWindowedLayers) {
   EXPECT_EQ(m["attention"]["window_attn_skip_freq"][0].as<int>(), 1);
   EXPECT_EQ(m["attention"]["window_attn_skip_freq"][1].as<int>(), 0);
   // Qwen2: off unless use_sliding_window; then the layers from max_window_layers on.
-  m = spec::hf_config_to_model_node("{\"model_type\": \"qwen2\", " + llama_like + ", \"sliding_window\": 4096}", "q.json");
+  m = spec::hf_config_to_model_node("{\"model_type\": \"qwen2\", " + llama_like + ", \"sliding_window\": 4096}",
+                                    "q.json");
   EXPECT_FALSE(m["attention"]["window_size"]);
   m = spec::hf_config_to_model_node("{\"model_type\": \"qwen2\", " + llama_like +
                                         ", \"sliding_window\": 4096, \"use_sliding_window\": true, "

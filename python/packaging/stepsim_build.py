@@ -118,6 +118,20 @@ def get_requires_for_build_sdist(config_settings=None):
     return []
 
 
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    """The wheel's .dist-info without building it: pip asks for it first."""
+    dist_info = "%s-%s.dist-info" % (_NAME, _version())
+    os.makedirs(os.path.join(metadata_directory, dist_info), exist_ok=True)
+    for f, text in (("METADATA", _metadata()), ("WHEEL", _wheel_text()), ("top_level.txt", "stepsim\n")):
+        with open(os.path.join(metadata_directory, dist_info, f), "w", encoding="utf-8") as out:
+            out.write(text)
+    return dist_info
+
+
+def _wheel_text():
+    return "Wheel-Version: 1.0\nGenerator: stepsim_build\nRoot-Is-Purelib: false\nTag: %s\n" % _wheel_tag()
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     extension = _extension()
     dist_info = "%s-%s.dist-info" % (_NAME, _version())
@@ -131,7 +145,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             record.append(_record_line(arcname, data))
         meta = {
             "METADATA": _metadata(),
-            "WHEEL": "Wheel-Version: 1.0\nGenerator: stepsim_build\nRoot-Is-Purelib: false\nTag: %s\n" % _wheel_tag(),
+            "WHEEL": _wheel_text(),
             "top_level.txt": "stepsim\n",
         }
         for f, text in meta.items():

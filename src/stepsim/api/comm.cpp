@@ -68,7 +68,9 @@ CommOutput comm(const CommOptions& o) {
   std::vector<std::string> overrides = o.overrides;
   for (const std::string& e : o.env) {
     const size_t eq = e.find('=');
-    if (eq == 0 || eq == std::string::npos) throw InputError("--env " + e + ": must be NAME=VALUE (NCCL_ALGO=Ring,Tree)");
+    if (eq == 0 || eq == std::string::npos) {
+      throw InputError("--env " + e + ": must be NAME=VALUE (NCCL_ALGO=Ring,Tree)");
+    }
     overrides.push_back("cluster.nccl_env." + e);
   }
   out.cluster = spec::load_cluster(catalog::shipped().gpus, o.cluster_path, o.gpus, o.gpus_per_node, overrides);

@@ -595,7 +595,9 @@ void attention_window(const Args& a, int64_t num_layers, YAML::Node& att) {
     return;
   }
   const size_t comma = w->find(',');
-  if (comma == std::string::npos) fail("--window-size", "must be LEFT,RIGHT (e.g. 4096,0), got '" + printable(*w) + "'");
+  if (comma == std::string::npos) {
+    fail("--window-size", "must be LEFT,RIGHT (e.g. 4096,0), got '" + printable(*w) + "'");
+  }
   const std::string left = w->substr(0, comma), right = w->substr(comma + 1);
   if (right != "0") fail("--window-size", "only causal windows (RIGHT 0) are modelled, got '" + printable(*w) + "'");
   if (left == "-1") return;

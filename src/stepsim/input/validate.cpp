@@ -71,7 +71,9 @@ std::pair<const char*, const char*> deepspeed_refusal(const ModelSpec& m, const 
   if (m.moe) return {"model.moe", "DeepSpeed's MoE (a hook per expert) is not modelled yet"};
   if (m.attention == AttentionType::Mla) return {"model.attention", "DeepSpeed's profile has no MLA"};
   if (m.mtp_layers > 0) return {"model.mtp_layers", "Hugging Face's Llama has no multi-token prediction"};
-  if (m.window_size > 0) return {"model.attention.window_size", "DeepSpeed's profile is Hugging Face's Llama: no sliding window"};
+  if (m.window_size > 0) {
+    return {"model.attention.window_size", "DeepSpeed's profile is Hugging Face's Llama: no sliding window"};
+  }
   const char* dp_only = "DeepSpeed's profile is ZeRO-3 data parallelism around a Hugging Face model (no tensor, "
                         "pipeline, context or expert parallelism in it)";
   if (p.tensor > 1) return {"parallelism.tensor", dp_only};

@@ -53,7 +53,8 @@ std::vector<std::string> unused_network_notes(const ClusterSpec& c, CommModel m)
   }
   if (!c.nccl_env.empty() && m != CommModel::Nccl) {
     notes.push_back("cluster.nccl_env (" + nccl_env_text(c.nccl_env) + "): NCCL's own choices, used by the nccl model "
-                    "only (simulation.comm_model: nccl, comm --model nccl); the " + name_of(m) + " model does not use it");
+                    "only (simulation.comm_model: nccl, comm --model nccl); the " + name_of(m) +
+                    " model does not use it");
   }
   if (m == CommModel::Nccl && !c.nccl_env.unmodelled.empty()) {
     std::string list;

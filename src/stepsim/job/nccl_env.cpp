@@ -39,8 +39,11 @@ const std::vector<std::pair<std::string, std::string>>& algorithm_names() {
 }
 
 // A list with an optional leading ^ (exclude what follows) against `all`: the allowed names.
-std::vector<std::string> allowed(const std::string& value, const std::vector<std::pair<std::string, std::string>>& names,
-                                 const std::vector<std::string>& all, const std::string& key, const std::string& hint) {
+using Names = std::vector<std::pair<std::string, std::string>>;
+
+// `what` is "algorithm" or "protocol"; `hint` lists NCCL's names for the error.
+std::vector<std::string> allowed(const std::string& value, const Names& names, const std::vector<std::string>& all,
+                                 const std::string& key, const char* what, const std::string& hint) {
   const bool exclude = !value.empty() && value[0] == '^';
   std::vector<std::string> listed;
   for (const std::string& item : split_list(exclude ? value.substr(1) : value)) {
@@ -48,7 +51,7 @@ std::vector<std::string> allowed(const std::string& value, const std::vector<std
     if (it == names.end()) throw InputError(key + ": unknown '" + item + "' (" + hint + ")");
     listed.push_back(it->second);
   }
-  if (listed.empty()) throw InputError(key + ": names no " + (hint.find("LL") != std::string::npos ? "protocol" : "algorithm"));
+  if (listed.empty()) throw InputError(key + ": names no " + what);
   if (!exclude) return listed;
   std::vector<std::string> out;
   for (const std::string& a : all) {
@@ -73,7 +76,7 @@ NcclEnv parse_nccl_env(const std::vector<std::pair<std::string, std::string>>& v
   NcclEnv e;
   const std::vector<std::string> all_algos = {"ring", "tree", "nvls", "nvls_tree", "pat", "collnet_direct",
                                               "collnet_chain"};
-  const std::vector<std::pair<std::string, std::string>> protos = {{"ll", "LL"}, {"ll128", "LL128"}, {"simple", "Simple"}};
+  const Names protos = {{"ll", "LL"}, {"ll128", "LL128"}, {"simple", "Simple"}};
   for (const auto& [name, value] : vars) {
     const std::string key = where + "." + name;
     if (name.rfind("NCCL_", 0) != 0) throw InputError(key + ": not an NCCL variable (NCCL_ALGO, NCCL_PROTO, ...)");
@@ -85,10 +88,11 @@ NcclEnv parse_nccl_env(const std::vector<std::pair<std::string, std::string>>& v
       if (value.find_first_of(":;") != std::string::npos) {
         throw InputError(key + ": per-collective lists (allreduce:ring;...) are not modelled; give one list for all");
       }
-      e.algorithms = allowed(value, algorithm_names(), all_algos, key,
+      e.algorithms = allowed(value, algorithm_names(), all_algos, key, "algorithm",
                              "NCCL's algorithms: Ring, Tree, NVLS, NVLSTree, PAT, CollnetDirect, CollnetChain");
     } else if (name == "NCCL_PROTO") {
-      e.protocols = allowed(value, protos, {"LL", "LL128", "Simple"}, key, "NCCL's protocols: LL, LL128, Simple");
+      e.protocols =
+          allowed(value, protos, {"LL", "LL128", "Simple"}, key, "protocol", "NCCL's protocols: LL, LL128, Simple");
     } else if (name == "NCCL_MIN_NCHANNELS") {
       e.min_channels = static_cast<int>(whole(key, value, 1, 64));
     } else if (name == "NCCL_MAX_NCHANNELS") {

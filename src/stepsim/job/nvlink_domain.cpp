@@ -21,7 +21,8 @@ void apply_nvlink_domain(ClusterSpec& c, const std::string& source) {
     fail("nvlink_domain", "a domain across nodes is an NVLink switch system: needs cluster.network.node nvswitch");
   }
   if (c.num_gpus % host != 0) {
-    fail("num_gpus", std::to_string(c.num_gpus) + " must be a multiple of cluster.gpus_per_node " + std::to_string(host));
+    fail("num_gpus",
+         std::to_string(c.num_gpus) + " must be a multiple of cluster.gpus_per_node " + std::to_string(host));
   }
   const int domains = (c.num_gpus + domain - 1) / domain;
   const int per_domain = c.num_gpus / domains;
