@@ -77,7 +77,10 @@ NcclEnv parse_nccl_env(const std::vector<std::pair<std::string, std::string>>& v
   const std::vector<std::string> all_algos = {"ring", "tree", "nvls", "nvls_tree", "pat", "collnet_direct",
                                               "collnet_chain"};
   const Names protos = {{"ll", "LL"}, {"ll128", "LL128"}, {"simple", "Simple"}};
-  for (const auto& [name, value] : vars) {
+  for (const auto& var : vars) {
+    // Named copies, not a structured binding: clang does not let a lambda capture one (C++17 rules).
+    const std::string& name = var.first;
+    const std::string& value = var.second;
     const std::string key = where + "." + name;
     if (name.rfind("NCCL_", 0) != 0) throw InputError(key + ": not an NCCL variable (NCCL_ALGO, NCCL_PROTO, ...)");
     if (std::any_of(e.as_written.begin(), e.as_written.end(), [&](const auto& w) { return w.first == name; })) {

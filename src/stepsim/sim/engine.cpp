@@ -126,6 +126,7 @@ struct PairSide {
   bool is_send;
   int64_t t;
   uint64_t bytes;
+  int64_t arrived = -1;  // an eager send's data at the receiver from this time; -1 = not sent yet (rendezvous)
 };
 
 struct CollKey {
@@ -549,8 +550,8 @@ class Engine {
       for (uint32_t i = op.part_begin; i < op.part_begin + op.part_count; ++i) {
         const workload::P2PPart& part = p.p2p_parts[i];
         const int peer = b.peers[part.peer];
-        if (part.send) pair_transfer(rank, peer, true, part.bytes, t);
-        else pair_transfer(peer, rank, false, part.bytes, t);
+        if (part.send) pair_transfer(rank, peer, true, part.bytes, t, p.eager_sends);
+        else pair_transfer(peer, rank, false, part.bytes, t, false);
       }
       return;
     }
@@ -585,11 +586,19 @@ class Engine {
     start_transfer(src, dst, bytes, begin, src_stream, dst_stream);
   }
 
-  // Posts one side of a trace-driven transfer src->dst; matched in FIFO order with the other side's posts.
-  void pair_transfer(int src, int dst, bool is_send, uint64_t bytes, int64_t t) {
+  // Posts one side of a trace-driven transfer src->dst; matched in FIFO order with the other side's posts. An eager
+  // send (Program::eager_sends) with no receive waiting moves its data at once, over the analytic point-to-point time
+  // (the flow model's network is not used for it), and completes; the receive takes the data when it is posted.
+  void pair_transfer(int src, int dst, bool is_send, uint64_t bytes, int64_t t, bool eager) {
     std::deque<PairSide>& q = pairs_[(static_cast<uint64_t>(src) << 32) | static_cast<uint32_t>(dst)];
     if (q.empty() || q.front().is_send == is_send) {
-      q.push_back(PairSide{is_send, t, bytes});
+      PairSide side{is_send, t, bytes};
+      if (is_send && eager) {
+        const bool same_node = layout_.node_of(src) == layout_.node_of(dst);
+        side.arrived = t + std::max<int64_t>(0, comm_.p2p_ns(bytes, same_node));
+        transfer_done(src, kPpStream, t, side.arrived);
+      }
+      q.push_back(side);
       return;
     }
     const PairSide other = q.front();
@@ -598,6 +607,13 @@ class Engine {
       throw std::runtime_error("engine: send/recv size mismatch between ranks " + std::to_string(src) + " and " +
                                std::to_string(dst) + " (" + std::to_string(other.bytes) + " vs " +
                                std::to_string(bytes) + " bytes)");
+    }
+    if (other.arrived >= 0) {  // an eager send's data, waiting for this receive
+      if (record_index_[src] >= 0 && record_index_[dst] >= 0) {
+        result_.flows.push_back(Flow{src, dst, other.t, other.arrived, bytes, kPpStream, kPpStream});
+      }
+      transfer_done(dst, kPpStream, t, std::max(t, other.arrived));
+      return;
     }
     start_transfer(src, dst, bytes, std::max(other.t, t), kPpStream, kPpStream);
   }

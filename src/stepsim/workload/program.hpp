@@ -48,6 +48,10 @@ struct Program {
   std::vector<std::string> names;
   std::array<std::vector<uint32_t>, kNumStreams> stream_ops;  // op indices per stream, FIFO order
   std::vector<P2PPart> p2p_parts;  // trace-driven P2P transfers (Op::part_begin)
+  // Trace-driven sends complete on their own (Chakra's semantics as ASTRA-sim runs them): a send's data leaves when it
+  // is issued and waits at the receiver; a receive completes when it is posted and the data is there. Otherwise a send
+  // and its receive start together (NCCL's rendezvous).
+  bool eager_sends = false;
   // Host issue model (cost/host_issue.hpp), empty when off: host_prefix[i] = the host time to issue ops [0, i) in
   // program order (size ops + 1), host_syncs = indices of the ops after which the host waits for the GPU (ascending).
   std::vector<int64_t> host_prefix;

@@ -96,6 +96,7 @@ class GraphImporter {
     out.rank.rank = *rank;
     out.rank.path = path_;
     out.rank.explicit_deps = true;
+    out.rank.eager_sends = true;  // ASTRA-sim completes a Chakra send on its own
     index_nodes(out);
     resolve_deps();
     order_ops();

@@ -131,6 +131,7 @@ LocalProgram build_program(const TracedRank& tr, const RankLayout& layout, Trace
   LocalProgram lp;
   workload::Program& p = lp.program;
   p.stage = layout.coord(tr.rank).pp;
+  p.eager_sends = tr.eager_sends;
   workload::ProgramBuilder b(p);
   std::map<std::vector<int>, int> comm_index;
   std::map<int, int> peer_index;

@@ -53,6 +53,9 @@ struct TracedRank {
   int64_t static_memory_bytes = 0;
   std::optional<double> measured_step_s;
   bool comm_only = false;         // an ex-situ trace without profiled ops (--no-profile): no program
+  // A send completes on its own, its data waiting at the receiver (Chakra traces, as ASTRA-sim runs them), instead of
+  // when the matching receive takes it (NCCL's rendezvous, the other traces).
+  bool eager_sends = false;
 };
 
 }  // namespace stepsim::trace

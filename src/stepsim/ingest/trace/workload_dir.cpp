@@ -160,6 +160,7 @@ TracedRank parse_program(const JsonField& root, const std::string& path, const W
   r.rank = static_cast<int>(root["rank"].integer(0));
   r.world_size = static_cast<int>(root["world_size"].integer_or(-1, 1));
   r.static_memory_bytes = root["static_memory_bytes"].integer_or(0, 0);
+  r.eager_sends = !root["chakra"].absent();  // written by `trace import` of Chakra traces
   std::vector<std::string> names;
   const JsonField jn = root["names"];
   for (size_t i = 0; !jn.absent() && i < jn.size(); ++i) names.push_back(jn.at(i).string());
