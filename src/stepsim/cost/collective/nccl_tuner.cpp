@@ -207,7 +207,8 @@ TunerChoice tuner_choose(const NcclTunerTable& k, CollType coll, uint64_t bytes,
       }
     }
   }
-  if (best.time_us < 0 && force == Algorithm::Auto && !proto) {
+  const bool env_limits = t.allowed_algorithms != ~0u || t.allowed_protocols != ~0u;
+  if (best.time_us < 0 && force == Algorithm::Auto && !proto && env_limits) {
     throw InputError("cluster.nccl_env: NCCL_ALGO and NCCL_PROTO leave no algorithm and protocol NCCL can run " +
                      std::string(workload::name_of(coll)) + " with on " + std::to_string(t.ranks) + " ranks over " +
                      std::to_string(t.nodes) + " node(s) of this hardware");
