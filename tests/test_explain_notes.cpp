@@ -74,5 +74,14 @@ TEST(ExplainNotes, ALowMfuStepSaysWhatDominatesIt) {
   EXPECT_FALSE(has_note(simulate_yaml(test::small_gpt_yaml(1, 1, 8, 16)).summary, "MFU "));
 }
 
+TEST(ExplainNotes, AHostBoundStepNamesTheRemedy) {
+  // The small GPT with the host issue model on: eager launches outlast its kernels (test_util.hpp says so).
+  std::string yaml = test::small_gpt_yaml(1, 1, 8, 8);
+  yaml.replace(yaml.find("host_time_scale: 0"), 18, "host_time_scale: 1");
+  const api::SimulateOutput eager = simulate_yaml(yaml);
+  ASSERT_TRUE(has_note(eager.summary, "host gaps (CPU-bound) takes")) << eager.summary.mfu;
+  EXPECT_TRUE(has_note(eager.summary, "CUDA graphs, training.cuda_graphs or Megatron's --enable-cuda-graph"));
+}
+
 }  // namespace explain_notes_test
 }  // namespace stepsim

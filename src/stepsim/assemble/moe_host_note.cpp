@@ -85,14 +85,16 @@ std::optional<HostBoundMoe> host_bound_moe(const workload::Workload& w, double s
 }
 
 std::string host_bound_moe_note(const HostBoundMoe& h) {
-  char buf[768];
+  char buf[1024];
   if (h.host_time_scale > 0) {
     std::snprintf(buf, sizeof buf,
                   "MoE layers: %.2f ms of GPU work per layer forward and micro-batch against %.2f ms of host time (the "
                   "%.1f ms an eager Megatron-Core MoE layer forward took on the measuring H100 host, "
                   "data/measurements/h100-sxm/megatron_host.csv, at host_time_scale %.2f): the step is host-bound and "
                   "timed so by the host issue model; with the measuring machine's host it would take up to %.3f s more "
-                  "(the interval's upper end includes it; docs/COST-MODELS.md, \"Host issue model\")",
+                  "(the interval's upper end includes it; docs/COST-MODELS.md, \"Host issue model\"). Remedies: a "
+                  "larger micro-batch (more GPU work per layer), CUDA graphs where the layers can be captured "
+                  "(training.cuda_graphs), the flex (DeepEP) dispatcher's fewer host syncs",
                   h.gpu_us_per_layer_forward * 1e-3, h.host_time_scale * kMoeLayerForwardHostUs * 1e-3,
                   kMoeLayerForwardHostUs * 1e-3, h.host_time_scale, h.extra_s);
   } else {

@@ -106,6 +106,14 @@ void add_low_mfu_note(const spec::JobSpec& job, Summary& out) {
     note += " (ZeRO-2 reduce-scatters the gradients after each of the " + std::to_string(m) + " micro-batches)";
   } else if (kind == kTp && job.parallelism.tensor > job.cluster.gpus_per_node) {
     note += " (TP crosses nodes)";
+  } else if (what == "host gaps (CPU-bound)" && !job.training.cuda_graphs) {
+    // The remedy by framework: what removes eager issue time in each.
+    note += job.training.framework == spec::Framework::Torchtitan
+                ? " (the host issues kernels slower than the GPU runs them: torch.compile, training.compile, fuses them "
+                  "into fewer launches; a larger micro-batch gives each more work)"
+                : " (the host issues kernels slower than the GPU runs them: CUDA graphs, training.cuda_graphs or "
+                  "Megatron's --enable-cuda-graph, replay them without the eager launches; a larger micro-batch gives "
+                  "each more work)";
   }
   out.notes.push_back(note);
 }
