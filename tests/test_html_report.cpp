@@ -134,6 +134,8 @@ TEST(HtmlReport, ChartsDrawWhatTheSummarySaysInChromium) {
   const nlohmann::json got = open_in_chromium(r.html_path, png);
   ASSERT_FALSE(got.is_null());
   EXPECT_TRUE(got["errors"].empty()) << got["errors"].dump();
+  // Readable text: no tick label covers its neighbour (measured in the page, check_report.mjs).
+  EXPECT_TRUE(got["overlaps"].is_array() && got["overlaps"].empty()) << got["overlaps"].dump();
   const nlohmann::json& charts = got["charts"];
   const nlohmann::json& b = r.summary["breakdown_s"];
   int parts = 0;
@@ -178,6 +180,7 @@ static nlohmann::json command_report(const std::string& args, const std::string&
   const nlohmann::json got = open_in_chromium(html, shots + "/" + name + ".png");
   if (got.is_null()) return got;
   EXPECT_TRUE(got["errors"].empty()) << got["errors"].dump();
+  EXPECT_TRUE(got["overlaps"].is_array() && got["overlaps"].empty()) << name << ": " << got["overlaps"].dump();
   EXPECT_GT(std::filesystem::file_size(shots + "/" + name + ".png"), 10000u);
   return got["charts"];
 }

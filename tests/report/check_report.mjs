@@ -1,6 +1,7 @@
 // Opens a stepsim HTML report in headless Chromium (Debian's, driven by puppeteer-core from report-ui/), waits for its
 // charts, and prints as JSON what the page drew: {"errors": [console errors and page exceptions], "charts": [{"id",
-// "datasets": [{"label", "drawn"}]}]}, "drawn" being the marks Chart.js laid out for the dataset. Saves a screenshot.
+// "datasets": [{"label", "drawn"}]}], "overlaps": [{"chart", "axis", "labels"}]}, "drawn" being the marks Chart.js laid
+// out for the dataset, "overlaps" the neighbouring tick labels that cover each other. Saves a screenshot.
 // Usage: node tests/report/check_report.mjs REPORT.html SCREENSHOT.png   (CHROMIUM=path overrides /usr/bin/chromium)
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -26,15 +27,16 @@ try {
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(pathToFileURL(path.resolve(report)).href, { waitUntil: 'load' });
-  let charts = null;
+  let charts = null, overlaps = null;
   try {
     await page.waitForFunction('window.stepsimReport && window.stepsimReport.ready === true', { timeout: 20000 });
     charts = await page.evaluate(() => window.stepsimReport.drawn());
+    overlaps = await page.evaluate(() => window.stepsimReport.overlaps());
   } catch (e) {
     errors.push('the page never finished drawing: ' + String(e));  // with the page's own errors above
   }
   await page.screenshot({ path: screenshot, fullPage: true });
-  console.log(JSON.stringify({ errors, charts }));
+  console.log(JSON.stringify({ errors, charts, overlaps }));
 } finally {
   await browser.close();
 }

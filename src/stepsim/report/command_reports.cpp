@@ -45,7 +45,8 @@ add('ettr', {type: 'line', data: {datasets: [
     {label: 'expected ETTR', data: D.curve.map(p => ({x: p.interval, y: p.ettr})), borderColor: '#4e79a7', pointRadius: 0},
     {label: 'optimal interval', type: 'scatter', data: [{x: D.optimum, y: D.optimum_ettr}], backgroundColor: '#59a14f', pointRadius: 6},
     {label: 'interval used', type: 'scatter', data: [{x: D.interval, y: D.ettr}], backgroundColor: '#e15759', pointRadius: 5, pointStyle: 'triangle'}]},
-  options: {parsing: false, scales: {x: {type: 'logarithmic', title: {display: true, text: 'checkpoint interval (steps)'}},
+  options: {parsing: false, scales: {x: {type: 'logarithmic', ticks: LOG_TICKS,
+                                          title: {display: true, text: 'checkpoint interval (steps)'}},
                                       y: {title: {display: true, text: 'ETTR'}}}}});
 // Where the end-to-end time goes.
 add('e2e', {type: 'bar', data: {labels: D.e2e.map(p => p.label), datasets: [{label: 'hours', data: D.e2e.map(p => p.hours),
@@ -67,8 +68,8 @@ const sets = sources.map((s, i) => ({label: s, data: D.rows.filter(r => r.source
 sets.push({label: 'predicted = measured', type: 'line', data: [{x: loStep, y: loStep}, {x: hiStep, y: hiStep}], borderColor: '#888',
     borderDash: [6, 4], pointRadius: 0});
 add('scatter', {type: 'scatter', data: {datasets: sets},
-  options: {scales: {x: {type: 'logarithmic', title: {display: true, text: 'measured step time (s)'}},
-                     y: {type: 'logarithmic', title: {display: true, text: 'predicted step time (s)'}}},
+  options: {scales: {x: {type: 'logarithmic', ticks: LOG_TICKS, title: {display: true, text: 'measured step time (s)'}},
+                     y: {type: 'logarithmic', ticks: LOG_TICKS, title: {display: true, text: 'predicted step time (s)'}}},
             plugins: {tooltip: {callbacks: {label: k => k.raw.id ? k.raw.id + ': ' + (100 * k.raw.error).toFixed(1) + ' %' : ''}}}}});
 // MAPE and mean signed error per source.
 add('sources', {type: 'bar', data: {labels: D.by_source.map(s => s.source), datasets: [

@@ -34,8 +34,46 @@ const COLORS = {forward: '#4e79a7', backward: '#f28e2b', recompute: '#76b7b2', i
                 risk: '#edc948', over: '#e15759', invalid: '#d3d3d3'};
 const STAGE_COLORS = ['#4e79a7','#f28e2b','#e15759','#76b7b2','#59a14f','#edc948','#b07aa1','#ff9da7','#9c755f','#bab0ac'];
 function add(id, config) { R.charts.push({id, chart: new Chart(document.getElementById(id), config)}); }
+// A logarithmic axis labelled at 1, 2 and 5 times the powers of ten only (Chart.js labels every minor tick, and
+// 60,000 .. 100,000 cover each other).
+const LOG_TICKS = {callback: v => {
+  const m = v / Math.pow(10, Math.floor(Math.log10(v) + 1e-9));
+  return [1, 2, 5].some(x => Math.abs(m - x) < 1e-6) ? Number(v).toLocaleString('en-US') : '';
+}};
 R.drawn = () => R.charts.map(c => ({id: c.id, datasets: c.chart.data.datasets.map((d, i) => ({
   label: d.label, drawn: c.chart.getDatasetMeta(i).data.length}))}));
+// Tick labels that overlap their neighbours on an axis, measured from the page's own layout: each shown label's extent
+// along its axis (its text width, or for a rotated label the line height over the sine of the angle; its line height
+// on a vertical axis) against the distance to the next one. The browser test expects none.
+R.overlaps = () => {
+  const out = [];
+  for (const c of R.charts) {
+    const ctx = c.chart.ctx;
+    for (const scale of Object.values(c.chart.scales)) {
+      if (!scale.options.display || !scale.options.ticks.display) continue;
+      const font = Chart.helpers.toFont(scale.options.ticks.font);
+      ctx.save();
+      ctx.font = font.string;
+      const rot = (scale.labelRotation || 0) * Math.PI / 180;
+      const shown = [];
+      scale.ticks.forEach((t, i) => {
+        const lines = [].concat(t.label === undefined || t.label === null ? [] : t.label).map(String).filter(x => x);
+        if (!lines.length) return;
+        const w = Math.max(...lines.map(x => ctx.measureText(x).width)), h = font.lineHeight * lines.length;
+        const extent = !scale.isHorizontal() ? h : rot < 0.02 ? w : Math.min(w * Math.cos(rot) + h * Math.sin(rot),
+                                                                            h / Math.sin(rot));
+        shown.push({pos: scale.getPixelForTick(i), extent, text: lines.join(' ')});
+      });
+      ctx.restore();
+      shown.sort((a, b) => a.pos - b.pos);
+      for (let i = 1; i < shown.length; ++i) {
+        const a = shown[i - 1], b = shown[i];
+        if (b.pos - a.pos + 1 < (a.extent + b.extent) / 2) out.push({chart: c.id, axis: scale.id, labels: [a.text, b.text]});
+      }
+    }
+  }
+  return out;
+};
 )JS";
 
 }  // namespace
