@@ -213,5 +213,22 @@ TEST(CommCommand, TwoNodeTreeBeatsTheNicRateAsNcclDoes) {
   EXPECT_EQ(api::comm(o).rows[0].algorithm, "ring");
 }
 
+TEST(CommCommand, TheClusterFilesNodeStandsWithoutTheFlag) {
+  // The NVL72 example says gpus_per_node 72; --gpus-per-node's default used to replace it with 8 without a word.
+  const std::string racks = test::source_dir() + "/examples/clusters/gb200-nvl72-8racks.yaml";
+  auto header = [](const test::CliResult& r) { return r.output.substr(0, r.output.find('\n')); };
+  const auto own = test::run_cli("comm --collective all_reduce --gpus 144 --sizes 1G --store none --cluster " + racks);
+  ASSERT_EQ(own.code, 0) << own.output;
+  EXPECT_NE(header(own).find("144 GPUs (2 nodes x 72)"), std::string::npos) << own.output;
+  const auto flag = test::run_cli("comm --collective all_reduce --gpus 144 --gpus-per-node 8 --sizes 1G --store none "
+                                  "--cluster " + racks);
+  EXPECT_NE(header(flag).find("144 GPUs (18 nodes x 8)"), std::string::npos) << flag.output;
+  // A size the file's node does not divide is blamed on the file, not on a flag the user did not give.
+  const auto bad = test::run_cli("comm --collective all_reduce --gpus 100 --sizes 1G --cluster " + racks);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.output.find("--gpus 100: must be a multiple of " + racks + "'s gpus_per_node 72"), std::string::npos)
+      << bad.output;
+}
+
 }  // namespace
 }  // namespace stepsim

@@ -54,7 +54,7 @@ CommOutput comm(const CommOptions& o) {
   const cost::Algorithm algo = cost::algorithm_option(o.algo);
   const std::optional<cost::Protocol> proto = cost::protocol_option(o.proto);
   if (o.gpus < 1 || o.gpus > (1 << 20)) throw InputError("--gpus " + std::to_string(o.gpus) + ": must be 1..1048576");
-  if (o.gpus_per_node < 1) throw InputError("--gpus-per-node: must be >= 1");
+  if (o.gpus_per_node < 0) throw InputError("--gpus-per-node: must be >= 1");
   // The flow model solves the max-min fair rates of every flow of the collective on the cluster's links, which takes
   // about GPUs^1.5 (1.3 s at 4,096 GPUs, 9 s at 16,384 on one core; 131,072 ran 300 s without a word): refused beyond
   // that rather than left running silently.

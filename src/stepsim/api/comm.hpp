@@ -14,7 +14,7 @@ namespace stepsim::api {
 struct CommOptions {
   std::string collective = "all_reduce";
   int gpus = 8;
-  int gpus_per_node = 8;
+  int gpus_per_node = 0;  // 0 = the cluster file's gpus_per_node, else 8
   std::string sizes = "1M-1G";
   std::string cluster_path;
   std::string model = "nccl";

@@ -33,7 +33,7 @@ Action add_comm(CLI::App& app) {
                   "all_reduce | all_gather | reduce_scatter | alltoall | broadcast | reduce | sendrecv")
       ->capture_default_str();
   cmd->add_option("--gpus", a.gpus, "ranks in the communicator")->capture_default_str();
-  cmd->add_option("--gpus-per-node", a.gpus_per_node, "ranks per node")->capture_default_str();
+  cmd->add_option("--gpus-per-node", a.gpus_per_node, "ranks per node (default: the cluster file's gpus_per_node, else 8)");
   cmd->add_option("--sizes", a.sizes, "bytes: MIN-MAX doubling (1M-1G), one size, or a list (8M,64M); K/M/G = 2^10/2^20/2^30")
       ->capture_default_str();
   cmd->add_option("--cluster", a.cluster_path, "cluster YAML (GPU, links, network); defaults: H100-SXM, the GPU's NVLink (data/gpus.yaml), 400 Gb/s NICs");

@@ -789,7 +789,9 @@ ClusterSpec load_cluster(const hw::GpuCatalog& gpus, const std::string& cluster_
     root["cluster"] = YAML::Node(YAML::NodeType::Map);
   }
   root["cluster"]["num_gpus"] = num_gpus;
-  root["cluster"]["gpus_per_node"] = gpus_per_node;
+  // A flag's value wins; without one the cluster file's own gpus_per_node stands (8 when it has none).
+  const bool from_file = gpus_per_node <= 0 && root["cluster"]["gpus_per_node"].IsDefined();
+  if (!from_file) root["cluster"]["gpus_per_node"] = gpus_per_node > 0 ? gpus_per_node : 8;
   apply_overrides(root, overrides);
   for (auto it = root.begin(); it != root.end(); ++it) {
     if (it->first.Scalar() != "cluster") throw InputError("--set " + it->first.Scalar() + ": only cluster.* keys apply here");
@@ -797,7 +799,8 @@ ClusterSpec load_cluster(const hw::GpuCatalog& gpus, const std::string& cluster_
   ClusterSpec c = read_cluster(gpus, cluster_section(root["cluster"], cluster_path.empty() ? std::string("cluster") : cluster_path));
   if (c.gpus_per_node > c.num_gpus) c.gpus_per_node = c.num_gpus;
   if (c.num_gpus % c.gpus_per_node != 0) {
-    throw InputError("--gpus " + std::to_string(c.num_gpus) + ": must be a multiple of --gpus-per-node " +
+    throw InputError("--gpus " + std::to_string(c.num_gpus) + ": must be a multiple of " +
+                     (from_file ? cluster_path + "'s gpus_per_node " : std::string("--gpus-per-node ")) +
                      std::to_string(c.gpus_per_node));
   }
   return c;

@@ -63,7 +63,7 @@ void validate(const hw::GpuCatalog& gpus, JobSpec& job);
 const char* ep_overlap_refusal(const JobSpec& job);
 
 // A cluster alone (for `stepsim comm`): the file's cluster keys (or the defaults when `cluster_path` is empty),
-// num_gpus and gpus_per_node from the caller, then `cluster.*` overrides.
+// num_gpus and gpus_per_node from the caller (gpus_per_node 0: the file's own, else 8), then `cluster.*` overrides.
 ClusterSpec load_cluster(const hw::GpuCatalog& gpus, const std::string& cluster_path, int num_gpus, int gpus_per_node,
                          const std::vector<std::string>& overrides);
 
