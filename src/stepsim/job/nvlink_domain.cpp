@@ -25,7 +25,7 @@ void apply_nvlink_domain(ClusterSpec& c, const std::string& source) {
          std::to_string(c.num_gpus) + " must be a multiple of cluster.gpus_per_node " + std::to_string(host));
   }
   const int domains = (c.num_gpus + domain - 1) / domain;
-  const int per_domain = c.num_gpus / domains;
+  const int per_domain = gpus_per_domain(c.num_gpus, domain);
   if (c.num_gpus % domains != 0 || per_domain % host != 0) {
     fail("num_gpus", std::to_string(c.num_gpus) + " GPUs do not split evenly over the " + std::to_string(domains) +
                          " NVLink domains of " + std::to_string(domain) + " that hold them, in" + hosts +

@@ -13,6 +13,10 @@ namespace stepsim::spec {
 // does not split evenly over the domains, or when the node is not an NVLink switch.
 void apply_nvlink_domain(ClusterSpec& c, const std::string& source);
 
+// The job's GPUs in each of the fewest domains of `domain` GPUs that hold `num_gpus` (evenly; the caller checks that
+// it divides and is whole hosts).
+inline int gpus_per_domain(int num_gpus, int domain) { return num_gpus / ((num_gpus + domain - 1) / domain); }
+
 // The cluster with another GPU count (the planner's --gpus), its NVLink domains split again for it.
 void set_num_gpus(ClusterSpec& c, int num_gpus);
 

@@ -82,6 +82,7 @@ void add_low_mfu_note(const spec::JobSpec& job, Summary& out) {
   std::string what = "pipeline bubble / wait";
   double worst = b.pipeline_bubble_s;
   int kind = -1;
+  bool host = false;
   for (int k = 0; k < kNumCommKinds; ++k) {
     if (b.exposed_comm_s[k] <= worst) continue;
     worst = b.exposed_comm_s[k];
@@ -92,6 +93,7 @@ void add_low_mfu_note(const spec::JobSpec& job, Summary& out) {
     worst = b.host_gap_s;
     what = "host gaps (CPU-bound)";
     kind = -1;
+    host = true;
   }
   if (worst < 0.25 * out.step_time_s) return;
   char buf[400];
@@ -106,7 +108,7 @@ void add_low_mfu_note(const spec::JobSpec& job, Summary& out) {
     note += " (ZeRO-2 reduce-scatters the gradients after each of the " + std::to_string(m) + " micro-batches)";
   } else if (kind == kTp && job.parallelism.tensor > job.cluster.gpus_per_node) {
     note += " (TP crosses nodes)";
-  } else if (what == "host gaps (CPU-bound)" && !job.training.cuda_graphs) {
+  } else if (host && !job.training.cuda_graphs) {
     // The remedy by framework: what removes eager issue time in each.
     note += job.training.framework == spec::Framework::Torchtitan
                 ? " (the host issues kernels slower than the GPU runs them: torch.compile, training.compile, fuses them "

@@ -12,6 +12,7 @@
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/catalog/gpu_name.hpp"
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/job/nvlink_domain.hpp"
 
 namespace stepsim::validate {
 namespace {
@@ -567,9 +568,9 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
     // GPUs take 64 of each rack's 72).
     c["gpus_per_node"] = 4;
     c["nvlink_domain"] = gpn;
-    const int domains = (r.num_gpus + gpn - 1) / gpn;
     assume("NVLink domain of " + std::to_string(gpn) + " GPUs holding " + std::to_string(r.num_gpus) + ": " +
-           std::to_string(r.num_gpus / domains) + " GPUs per domain (whole 4-GPU trays, the same in each)");
+           std::to_string(spec::gpus_per_domain(r.num_gpus, gpn)) +
+           " GPUs per domain (whole 4-GPU trays, the same in each)");
   } else {
     c["gpus_per_node"] = gpn;
   }
