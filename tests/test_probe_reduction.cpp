@@ -16,9 +16,9 @@ namespace stepsim {
 namespace {
 
 // A small DeepSeek-like model: 2 dense layers, then MoE every second layer (dense between), host issue modelled.
-spec::JobSpec moe_job(const std::string& extra_moe) {
+spec::JobSpec moe_job(const std::string& extra_moe, int layers = 12) {
   spec::JobSpec j = test::job_from_yaml(
-      "model: {name: m, num_layers: 12, hidden_size: 2048, num_attention_heads: 16, num_query_groups: 4,"
+      "model: {name: m, num_layers: " + std::to_string(layers) + ", hidden_size: 2048, num_attention_heads: 16, num_query_groups: 4,"
       " ffn_hidden_size: 5632, activation: swiglu, normalization: rmsnorm, add_bias_linear: false, vocab_size: 32000,"
       " seq_length: 2048, moe: {num_experts: 16, topk: 4, ffn_hidden_size: 1024, first_k_dense: 2" + extra_moe +
       "}}\n"
@@ -44,7 +44,11 @@ void expect_same_costs(const spec::JobSpec& job, const plan::ProbeKey& key) {
     const std::string at = "layer " + std::to_string(l);
     expect_near_rel(reduced.fwd[l].total(), whole.fwd[l].total(), tol, at + " forward");
     expect_near_rel(reduced.bwd[l].total(), whole.bwd[l].total(), tol, at + " backward");
-    if (!whole.paired_ep_s.empty()) expect_near_rel(reduced.paired_ep_s[l], whole.paired_ep_s[l], tol, at + " pair");
+    if (!whole.paired_ep_s.empty()) {
+      expect_near_rel(reduced.paired_ep_s[l], whole.paired_ep_s[l], tol, at + " pair EP");
+      expect_near_rel(reduced.paired_tp_s[l], whole.paired_tp_s[l], tol, at + " pair TP");
+      expect_near_rel(reduced.paired_host_s[l], whole.paired_host_s[l], tol, at + " pair host");
+    }
     expect_near_rel(reduced.fwd[l].issue_s, whole.fwd[l].issue_s, 1e-9, at + " forward issue");
     EXPECT_EQ(reduced.stored_bytes[l], whole.stored_bytes[l]) << at;
   }
@@ -61,10 +65,24 @@ TEST(ProbeReduction, CopiedLayersCostWhatTheWholeModelGives) {
   key.micro_batch_size = 2;
   key.recompute = spec::Recompute::Full;
   expect_same_costs(moe_job(""), key);
-  // Under the combined 1F1B EP overlap the probe is not reduced (probe.cpp says why): the same costs trivially.
-  key.recompute = spec::Recompute::None;
+}
+
+// Under the combined 1F1B EP overlap a layer's pair costs depend on the layer its forward runs beside (L - 1 - l): the
+// probe keeps both ends mirrored and one period between (probe.cpp). Models long enough to be reduced: 30 layers with
+// MoE every second one (14 built), 24 with every layer MoE after two dense ones (9 built), with micro-batches whose
+// host falls behind and ones whose GPU does.
+TEST(ProbeReduction, CombinedEpOverlapPairsCostWhatTheWholeModelGives) {
+  plan::ProbeKey key;
+  key.expert = 4;
   key.ep_overlap = true;
-  expect_same_costs(moe_job(", layer_freq: 2"), key);
+  for (int mbs : {1, 4}) {
+    key.micro_batch_size = mbs;
+    expect_same_costs(moe_job(", layer_freq: 2", 30), key);
+    expect_same_costs(moe_job("", 24), key);
+  }
+  key.tensor = 2;
+  key.micro_batch_size = 1;
+  expect_same_costs(moe_job(", layer_freq: 2", 32), key);
 }
 
 }  // namespace

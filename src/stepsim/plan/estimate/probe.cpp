@@ -59,40 +59,70 @@ ProbeShape probe_shape(const catalog::Catalog& cat, const spec::JobSpec& base, c
 // between, whose costs every middle period takes: past one period each way the layers run alike. A 61-layer
 // DeepSeek-V3 probe builds 6 layers (issue 46 item 4: MoE searches in seconds). Features that make a layer's cost
 // depend on its index keep the whole model: fp8's bf16 first/last layers, block or grouped full recompute, activation
-// offload, and sliding-window attention on some layers only. 0 = the whole model.
-int reduced_probe_layers(const spec::JobSpec& job) {
+// offload, and sliding-window attention on some layers only.
+//
+// Under the combined 1F1B EP overlap the pair runs layer l's forward beside layer L - 1 - l's backward, so a layer's
+// pair costs depend on its partner too: a dense forward beside an MoE backward differs from two MoE layers. The probe
+// then keeps an edge of the dense layers and two periods at each end, mirrored (the partners of the first edge are
+// the last edge), and one period between whose layers, and whose partners, are past both edges.
+struct ProbeReduction {
+  int kept = 0;  // layers the probe builds; 0 = the whole model
+  int edge = 0;  // layers kept as they are at each end (0: the first k + f and the last f, without the overlap)
+};
+
+ProbeReduction reduced_probe_layers(const spec::JobSpec& job, bool ep_overlap) {
   const spec::ModelSpec& m = job.model;
   const spec::TrainingSpec& t = job.training;
-  if (!m.moe || m.moe->layer_freq < 1 || (m.num_layers - m.moe->first_k_dense) % m.moe->layer_freq != 0) return 0;
-  if (m.window_size > 0 && !m.window_layers.empty()) return 0;
-  if (t.fp8_bf16_first_layers > 0 || t.fp8_bf16_last_layers > 0 || t.activation_offload_layers > 0) return 0;
+  if (!m.moe || m.moe->layer_freq < 1 || (m.num_layers - m.moe->first_k_dense) % m.moe->layer_freq != 0) return {};
+  if (m.window_size > 0 && !m.window_layers.empty()) return {};
+  if (t.fp8_bf16_first_layers > 0 || t.fp8_bf16_last_layers > 0 || t.activation_offload_layers > 0) return {};
   if (t.recompute == spec::Recompute::Full &&
       (t.recompute_method != spec::RecomputeMethod::Uniform || t.recompute_num_layers != 1)) {
-    return 0;
+    return {};
   }
-  const int kept = m.moe->first_k_dense + 3 * m.moe->layer_freq;
-  return kept < m.num_layers ? kept : 0;
+  const int k = m.moe->first_k_dense, f = m.moe->layer_freq;
+  if (!ep_overlap) {
+    const int kept = k + 3 * f;
+    return kept < m.num_layers ? ProbeReduction{kept, 0} : ProbeReduction{};
+  }
+  // Periods: both edges of k + 2f layers and one between, rounded up to whole periods after the dense layers.
+  const int edge = k + 2 * f;
+  const int periods = (2 * edge + f - k + f - 1) / f;
+  const int kept = k + periods * f;
+  return kept < m.num_layers ? ProbeReduction{kept, edge} : ProbeReduction{};
 }
 
-// The layer of the reduced probe whose costs layer `l` of the whole model takes: the dense layers and the first
-// period themselves, the last period the probe's last, a middle one the same position in the probe's middle period.
-int probe_layer_of(const spec::ModelSpec& m, int l) {
-  const int k = m.moe->first_k_dense, f = m.moe->layer_freq, last = m.num_layers - f;
+// The layer of the reduced probe whose costs layer `l` of the whole model takes. Without the overlap: the dense layers
+// and the first period themselves, the last period the probe's last, a middle one the same position in the probe's
+// middle period. Under it: each edge itself (the last from the probe's end), a middle layer the layer just past the
+// first edge at the same position in its period (its partner then has the same position too, L - kept being whole
+// periods).
+int probe_layer_of(const spec::ModelSpec& m, int l, const ProbeReduction& r) {
+  const int k = m.moe->first_k_dense, f = m.moe->layer_freq, layers = m.num_layers;
+  if (r.edge > 0) {
+    if (l < r.edge) return l;
+    if (l >= layers - r.edge) return r.kept - (layers - l);
+    return r.edge + (l - r.edge) % f;
+  }
+  const int last = layers - f;
   if (l < k + f) return l;
   if (l >= last) return k + 2 * f + (l - last);
   return k + f + (l - k) % f;
 }
 
 // The reduced probe's per-layer costs spread over the whole model's layers.
-void expand_layers(LayerCosts& out, const spec::ModelSpec& m, int kept) {
+void expand_layers(LayerCosts& out, const spec::ModelSpec& m, const ProbeReduction& r) {
   const int layers = m.num_layers;
   auto spread = [&](auto& v) {
-    if (v.size() != static_cast<size_t>(kept)) return;
+    if (v.size() != static_cast<size_t>(r.kept)) return;
     auto copy = v;
     v.resize(layers);
-    for (int l = 0; l < layers; ++l) v[l] = copy[probe_layer_of(m, l)];
+    for (int l = 0; l < layers; ++l) v[l] = copy[probe_layer_of(m, l, r)];
   };
-  for (int l = kept; l < layers; ++l) out.forward_flops += out.layer_forward_flops[probe_layer_of(m, l)];
+  double flops = 0;
+  for (int l = 0; l < layers; ++l) flops += out.layer_forward_flops[probe_layer_of(m, l, r)];
+  for (int l = 0; l < r.kept; ++l) flops -= out.layer_forward_flops[l];
+  out.forward_flops += flops;
   spread(out.fwd);
   spread(out.bwd);
   spread(out.stored_bytes);
@@ -104,16 +134,11 @@ void expand_layers(LayerCosts& out, const spec::ModelSpec& m, int kept) {
 }
 
 // The whole model (or its reduced probe) on one stage.
-spec::JobSpec probe_job(const spec::JobSpec& base, const ProbeKey& k, const ProbeShape& shape, bool reduce) {
+spec::JobSpec probe_job(const spec::JobSpec& base, const ProbeKey& k, const ProbeShape& shape) {
   const int data = probe_data_degree(k);
   spec::JobSpec job = job_for(base, probe_plan(k), k.tensor * k.context * data,
                               int64_t{k.micro_batch_size} * data * shape.microbatches);
   job.parallelism.pipeline_layers.clear();
-  // Under the combined 1F1B EP overlap the host issues two micro-batches' ops per pair and falls behind by more the
-  // more layers there are: the unpaired backward after the pairs waits for it at its end, a wait a shorter model does
-  // not build up. Reduced, DeepSeek-V3's ep1f1b plans on 512 H800 were estimated 11 % (median; up to 27 %) off the
-  // whole probe's, so it builds every layer (every other plan's estimate is unchanged, bit for bit).
-  if (const int kept = reduce && !k.ep_overlap ? reduced_probe_layers(job) : 0) job.model.num_layers = kept;
   return job;
 }
 
@@ -165,7 +190,9 @@ void add_deepspeed_hooks(LayerCosts& out, const spec::JobSpec& base) {
 LayerCosts probe_layer_costs(const catalog::Catalog& cat, const spec::JobSpec& base, const ProbeKey& k,
                              const cost::ComputeModel& compute, const cost::CollectiveModel& comm, bool reduce) {
   const ProbeShape shape = probe_shape(cat, base, k);
-  const spec::JobSpec job = probe_job(base, k, shape, reduce);
+  spec::JobSpec job = probe_job(base, k, shape);
+  const ProbeReduction reduction = reduce ? reduced_probe_layers(job, k.ep_overlap) : ProbeReduction{};
+  if (reduction.kept > 0) job.model.num_layers = reduction.kept;
   const workload::Workload w = build_probe(job, shape, compute);
   const workload::Program& prog = w.programs[0];
   const int layers = job.model.num_layers;  // the probe's (reduced_probe_layers)
@@ -182,7 +209,7 @@ LayerCosts probe_layer_costs(const catalog::Catalog& cat, const spec::JobSpec& b
   if (k.ep_overlap) add_paired_exposure(out, prog, rp, layers);
   out.host_syncs = shape.replay_host && !prog.host_syncs.empty();
   if (out.host_syncs && !k.ep_overlap) out.sync_wait_s = sync_wait_per_sync(out, layers);
-  if (layers < base.model.num_layers) expand_layers(out, base.model, layers);
+  if (reduction.kept > 0) expand_layers(out, base.model, reduction);
   return out;
 }
 
