@@ -1,18 +1,19 @@
-// How far the planner's reduced MoE probe is from the probe of every layer (issue 46 item 4), on the probes a real
-// search builds. For each job: every plan of `stepsim plan`'s default search is enumerated, its probe keys collected,
-// and each key's probe built both ways (probe_layer_costs with reduce true and false). Per key the difference is taken
-// on the sum over layers of the forward, backward and combined-pair costs (what estimate_plan adds up) and on the
-// working memory (keys whose stored activations or working memory differ, and the largest working-memory gap). Not a
-// timing benchmark (the whole probes take about a minute); it prints a table. BENCH_VERBOSE=1 lists the keys whose
-// memory differs.
-// Run: ./build/bench_probe_reduction [ep1f1b|all]   (default ep1f1b: only the keys under the combined 1F1B EP overlap)
-// on DeepSeek-V3 (examples/deepseek-v3-2048.yaml) and Mixtral-8x22B (the mixtral example with the overrides
-// docs/PERFORMANCE.md times), both on 512 GPUs.
+// How far the planner's reduced MoE probe is from the probe of every layer (issue 46 item 4), on the plans a real
+// search estimates. For each job every plan of `stepsim plan`'s default search is enumerated and grouped by its probe
+// key; each key's probe is built both ways (probe_layer_costs with reduce true and false) and each of its plans
+// estimated with both (estimate_plan). Two rows per job: the probes (the sum over layers of the forward, backward
+// and combined-pair costs; the working memory) and the plans (the estimated step time; the peak memory; the plans
+// that fit by the whole probe's estimate and not by the reduced one's, or the other way round). Not a timing
+// benchmark (about a minute per job); it prints a table. BENCH_VERBOSE=1 lists the plans whose step moves by more
+// than 3 %.
+// Run: ./build/bench_probe_reduction [ep1f1b|all]   (default ep1f1b: only the plans under the combined 1F1B EP
+// overlap) on DeepSeek-V3 (examples/deepseek-v3-2048.yaml) and Mixtral-8x22B (the mixtral example with the overrides
+// of bench/run-moe-plan), both on 512 GPUs.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <set>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "stepsim/job/nvlink_domain.hpp"
 #include "stepsim/plan/plan_estimate.hpp"
 #include "stepsim/plan/plan_space.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
 
 namespace {
 
@@ -43,6 +45,27 @@ double layer_sum(const plan::LayerCosts& c) {
   return s;
 }
 
+struct Tally {
+  std::vector<double> errors;  // (reduced - whole) / whole
+  int memory_differs = 0;      // plans whose estimated peak memory differs
+  int fits_lost = 0;           // plans that fit by the whole probe's estimate and not by the reduced one's
+  int fits_gained = 0;         // the other way round
+  double max_memory_gap = 0;   // bytes
+};
+
+void print_row(const char* name, const char* what, const Tally& t) {
+  std::vector<double> abs_errors;
+  for (double e : t.errors) abs_errors.push_back(std::fabs(e));
+  const auto above = [&](double x) {
+    return static_cast<long>(std::count_if(abs_errors.begin(), abs_errors.end(), [&](double e) { return e > x; }));
+  };
+  const auto by_size = [](double a, double b) { return std::fabs(a) < std::fabs(b); };
+  const double worst = t.errors.empty() ? 0 : *std::max_element(t.errors.begin(), t.errors.end(), by_size);
+  std::printf("%-15s %-6s %8zu %8ld %7ld %7ld %+8.2f%% %8d %9.1f MiB %5d/%d\n", name, what, t.errors.size(),
+              above(1e-9), above(0.01), above(0.03), 100 * worst, t.memory_differs, t.max_memory_gap / (1 << 20),
+              t.fits_lost, t.fits_gained);
+}
+
 void run(const Case& c, bool ep_only) {
   const catalog::Catalog& cat = catalog::shipped();
   const std::string path = std::string(STEPSIM_SOURCE_DIR) + "/examples/" + c.example;
@@ -51,38 +74,41 @@ void run(const Case& c, bool ep_only) {
   so.gpus = 512;
   so.global_batch = c.global_batch > 0 ? c.global_batch : base.training.global_batch_size;
   const plan::PlanSpace space = plan::enumerate_plans(cat.gpus, base, so);
-  std::set<plan::ProbeKey> keys;
+  std::map<plan::ProbeKey, std::vector<const plan::Plan*>> plans_of;
   for (const plan::Plan& p : space.plans)
-    if (!ep_only || p.ep_overlap) keys.insert(plan::probe_key(p));
-  spec::set_num_gpus(base.cluster, so.gpus);
-  const auto compute = sim::make_compute_model(cat, base);
-  const auto comm = sim::make_collective_model(cat, base);
-  std::vector<double> errors;
-  int memory_differs = 0;
-  double max_memory_gap = 0;
-  for (const plan::ProbeKey& k : keys) {
-    const plan::LayerCosts whole = plan::probe_layer_costs(cat, base, k, *compute, *comm, false);
-    const plan::LayerCosts reduced = plan::probe_layer_costs(cat, base, k, *compute, *comm, true);
+    if (!ep_only || p.ep_overlap) plans_of[plan::probe_key(p)].push_back(&p);
+  spec::JobSpec probe_base = base;
+  spec::set_num_gpus(probe_base.cluster, so.gpus);
+  const auto compute = sim::make_compute_model(cat, probe_base);
+  const auto comm = sim::make_collective_model(cat, probe_base);
+  const double capacity = hw::effective_gpu(cat.gpus, base.cluster).memory_bytes;
+  Tally probes, estimates;
+  for (const auto& [k, plans] : plans_of) {
+    const plan::LayerCosts whole = plan::probe_layer_costs(cat, probe_base, k, *compute, *comm, false);
+    const plan::LayerCosts reduced = plan::probe_layer_costs(cat, probe_base, k, *compute, *comm, true);
     const double w = layer_sum(whole);
-    errors.push_back(w > 0 ? (layer_sum(reduced) - w) / w : 0.0);
-    const bool memory = whole.transient_bytes != reduced.transient_bytes || whole.stored_bytes != reduced.stored_bytes;
-    memory_differs += memory;
-    if (memory && std::getenv("BENCH_VERBOSE")) {
-      std::printf("  TP %d CP %d EP %d mbs %d: working memory %.0f B whole, %.0f B reduced\n", k.tensor, k.context,
-                  k.expert, k.micro_batch_size, whole.transient_bytes, reduced.transient_bytes);
+    probes.errors.push_back(w > 0 ? (layer_sum(reduced) - w) / w : 0.0);
+    const double gap = std::fabs(reduced.transient_bytes - whole.transient_bytes);
+    probes.memory_differs += gap > 0 || whole.stored_bytes != reduced.stored_bytes;
+    probes.max_memory_gap = std::max(probes.max_memory_gap, gap);
+    for (const plan::Plan* p : plans) {
+      const spec::JobSpec job = plan::job_for(base, *p, so.gpus, so.global_batch);
+      const plan::Estimate a = plan::estimate_plan(job, whole, *compute, *comm);
+      const plan::Estimate b = plan::estimate_plan(job, reduced, *compute, *comm);
+      estimates.errors.push_back((b.step_time_s - a.step_time_s) / a.step_time_s);
+      const double mem_gap = std::fabs(static_cast<double>(b.peak_memory_bytes - a.peak_memory_bytes));
+      estimates.memory_differs += mem_gap > 0;
+      estimates.max_memory_gap = std::max(estimates.max_memory_gap, mem_gap);
+      estimates.fits_lost += a.peak_memory_bytes <= capacity && b.peak_memory_bytes > capacity;
+      estimates.fits_gained += a.peak_memory_bytes > capacity && b.peak_memory_bytes <= capacity;
+      if (std::getenv("BENCH_VERBOSE") && std::fabs(estimates.errors.back()) > 0.03) {
+        std::printf("  %s: step %.4f s whole, %.4f s reduced\n", plan::describe(*p).c_str(), a.step_time_s,
+                    b.step_time_s);
+      }
     }
-    max_memory_gap = std::max(max_memory_gap, std::fabs(reduced.transient_bytes - whole.transient_bytes));
   }
-  std::vector<double> abs_errors;
-  for (double e : errors) abs_errors.push_back(std::fabs(e));
-  std::sort(abs_errors.begin(), abs_errors.end());
-  const auto above = [&](double t) {
-    return static_cast<long>(std::count_if(abs_errors.begin(), abs_errors.end(), [&](double e) { return e > t; }));
-  };
-  const auto by_size = [](double a, double b) { return std::fabs(a) < std::fabs(b); };
-  const double worst = errors.empty() ? 0 : *std::max_element(errors.begin(), errors.end(), by_size);
-  std::printf("%-16s %7zu %12ld %8ld %8ld %+9.2f%% %9d %9.1f MiB\n", c.name, errors.size(), above(1e-9), above(0.01),
-              above(0.03), 100 * worst, memory_differs, max_memory_gap / (1 << 20));
+  print_row(c.name, "probes", probes);
+  print_row(c.name, "plans", estimates);
 }
 
 }  // namespace
@@ -96,10 +122,10 @@ int main(int argc, char** argv) {
         "model.moe.ffn_hidden_size=16384", "model.vocab_size=32768", "parallelism.pipeline=1"},
        1024},
   };
-  std::printf("probe keys: %s; error = (reduced - whole) / whole of the per-layer sum\n",
-              ep_only ? "ep1f1b only" : "all");
-  std::printf("%-16s %7s %12s %8s %8s %10s %9s %13s\n", "job", "keys", "differ>1e-9", ">1%", ">3%", "worst",
-              "memory", "largest gap");
+  std::printf("%s; error = (reduced - whole) / whole: probes of their per-layer sum, plans of their step time\n",
+              ep_only ? "ep1f1b plans and their probes" : "every plan and probe");
+  std::printf("%-15s %-6s %8s %8s %7s %7s %9s %8s %13s %6s\n", "job", "of", "count", "differ", ">1%", ">3%", "worst",
+              "memory", "largest gap", "fit lost/gained");
   for (const Case& c : cases) run(c, ep_only);
   return 0;
 }

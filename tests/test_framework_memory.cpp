@@ -186,6 +186,12 @@ TEST(FrameworkMemory, NotesStateAPeakOnceOrNot) {
   EXPECT_FALSE(validate::peak_memory_in_notes("Memory 70 GiB at first, Memory 72 GiB later", &from));
   EXPECT_TRUE(from.empty());
   EXPECT_FALSE(validate::peak_memory_in_notes("Memory 1234567 GiB", &from));  // more digits than a figure has
+  EXPECT_DOUBLE_EQ(*validate::peak_memory_in_notes("Row: peak memory 33.71 GB", &from), 33.71e9);
+  EXPECT_EQ(from, "notes: 'peak memory 33.71 GB'");  // named from "peak", one figure
+  EXPECT_FALSE(validate::peak_memory_in_notes("Memory 12.34567 GiB", &from));  // more decimals than a figure has
+  EXPECT_FALSE(validate::peak_memory_in_notes("Memory 80 GBs", &from));        // the unit ends a word
+  EXPECT_FALSE(validate::peak_memory_in_notes("Memory  80 GiB", &from));       // one space each side
+  EXPECT_DOUBLE_EQ(*validate::peak_memory_in_notes("MEMORY 5 gib", &from), 5e9);  // any case; only "GiB" is 2^30
 }
 
 // The band `simulate` prints for torchtitan's reserved peak is the 10th..90th percentile of the errors of every

@@ -136,6 +136,12 @@ ResolvedGpu resolve_gpu_name(const GpuCatalog& catalog, const std::string& text)
   const NameParts q = parts_of(text);
   ResolvedGpu r;
   r.power_limit_W = q.power_W;
+  // The catalog's own name, as most jobs write it: that GPU, with nothing to say (the search below would find it too,
+  // after reading every entry's names and aliases).
+  if (const GpuSpec* own = catalog.try_find(text); own && own->name == text && !q.power_W && q.described.empty()) {
+    r.gpu = own;
+    return r;
+  }
   std::vector<const GpuSpec*> same_model, candidates;
   for (const GpuSpec& g : catalog.gpus()) {
     const EntryParts e = entry_parts(g);

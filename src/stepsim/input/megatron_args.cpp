@@ -407,8 +407,11 @@ Args parse(const std::vector<std::string>& words) {
     const auto it = t.find(name);
     if (it == t.end()) {
       // Megatron-LM's own flags, listed in its arguments.py; the nearest one within typo distance is suggested.
-      std::set<std::string> flags;
-      for (const auto& [flag, spec] : t) flags.emplace(flag);
+      static const std::set<std::string> flags = [&t] {
+        std::set<std::string> all;
+        for (const auto& [flag, spec] : t) all.emplace(flag);
+        return all;
+      }();
       const std::string near = name.size() <= 64 ? did_you_mean(name, flags) : "";
       fail_input("unknown argument " + printable(name) + (near.empty() ? "" : " (did you mean " + near + "?)"));
     }

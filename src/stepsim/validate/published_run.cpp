@@ -7,8 +7,9 @@
 #include <cstdio>
 #include <cmath>
 #include <limits>
-#include <regex>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "stepsim/io/csv_table.hpp"
 #include "stepsim/io/input_error.hpp"
@@ -112,18 +113,82 @@ std::string recompute_of(const std::string& cell) {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// A peak memory written in a row's notes: "Memory 82.4 GiB", "peak memory 80 GB" (any case; 1-6 digits, at most 4
+// decimals, one space each side; "GiB" is 2^30 bytes, "GB" and any other spelling 10^9). Scanned by hand: a regular
+// expression over every row's notes was most of the reader's time.
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+
+// The next `word` (any case) at or after `from` that starts a word.
+size_t find_word(const std::string& text, std::string_view word, size_t from) {
+  for (size_t at = from; at + word.size() <= text.size(); ++at) {
+    const bool starts_word = at == 0 || !is_word_char(text[at - 1]);
+    if (starts_word && equal_ignoring_case(std::string_view(text).substr(at, word.size()), word)) return at;
+  }
+  return std::string::npos;
+}
+
+struct Figure {
+  double value = 0;
+  bool gib = false;
+  size_t end = 0;  // one past the unit
+};
+
+// " 82.4 GiB" at `at`, the unit ending a word.
+std::optional<Figure> figure_after(const std::string& t, size_t at) {
+  auto digits = [&](size_t& i, size_t most) {
+    const size_t start = i;
+    while (i < t.size() && i - start < most + 1 && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
+    return i - start;
+  };
+  size_t i = at;
+  if (i >= t.size() || t[i] != ' ') return std::nullopt;
+  const size_t number = ++i;
+  const size_t whole = digits(i, 6);
+  if (whole < 1 || whole > 6) return std::nullopt;
+  if (i < t.size() && t[i] == '.') {
+    size_t j = i + 1;
+    const size_t decimals = digits(j, 4);
+    if (decimals >= 1 && decimals <= 4) i = j;
+  }
+  const size_t number_end = i;
+  if (i >= t.size() || t[i] != ' ') return std::nullopt;
+  ++i;
+  Figure f;
+  for (std::string_view unit : {"GiB", "GB"}) {
+    if (i + unit.size() <= t.size() && equal_ignoring_case(std::string_view(t).substr(i, unit.size()), unit) &&
+        (i + unit.size() == t.size() || !is_word_char(t[i + unit.size()]))) {
+      f.gib = t.compare(i, unit.size(), "GiB") == 0;
+      f.end = i + unit.size();
+      f.value = std::stod(t.substr(number, number_end - number));
+      return f;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<double> peak_memory_in_notes(const std::string& notes, std::string* from) {
-  static const std::regex figure(R"((?:\bpeak memory|\bMemory) ([0-9]{1,6}(?:\.[0-9]{1,4})?) (GiB|GB)\b)",
-                                 std::regex::icase);
   std::optional<double> bytes;
   int found = 0;
-  for (auto it = std::sregex_iterator(notes.begin(), notes.end(), figure); it != std::sregex_iterator(); ++it) {
-    const std::smatch& m = *it;
+  for (size_t at = find_word(notes, "memory", 0); at != std::string::npos; at = find_word(notes, "memory", at + 1)) {
+    const std::optional<Figure> f = figure_after(notes, at + 6);
+    if (!f) continue;
+    // "peak memory 80 GiB" is one figure, named from "peak".
+    const bool peak = at >= 5 && equal_ignoring_case(notes.substr(at - 5, 5), "peak ") &&
+                      (at == 5 || !is_word_char(notes[at - 6]));
+    const size_t begin = peak ? at - 5 : at;
     ++found;
-    bytes = std::stod(m[1].str()) * (m[2].str() == "GiB" ? kGiB : 1e9);
-    if (from) *from = "notes: '" + m[0].str() + "'";
+    bytes = f->value * (f->gib ? kGiB : 1e9);
+    if (from) *from = "notes: '" + notes.substr(begin, f->end - begin) + "'";
+    at = f->end - 1;
   }
   if (found == 1) return bytes;
   if (from) from->clear();
