@@ -72,7 +72,10 @@ P2PTotals check_program(const Program& p) {
     require(op.mem_alloc_at_start >= 0 && op.mem_free_at_end >= 0);
     require(op.flops >= 0);
     if (op.kind == OpKind::P2P) {
-      require(op.stream == Stream::Pp);
+      // Batched exchanges run on the pipeline stream; under overlap_p2p_comm the parts toward the previous stage
+      // queue on a stream of their own (PyTorch's communicator per pair of ranks).
+      require(op.stream == Stream::Pp ||
+              (op.stream == Stream::PpPrev && op.send_next == 0 && op.recv_next == 0));
       require(op.bytes == op.send_prev + op.send_next);
       require(op.send_prev || op.send_next || op.recv_prev || op.recv_next);
       t.send_prev += op.send_prev;

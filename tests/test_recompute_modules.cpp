@@ -171,6 +171,12 @@ TEST(RecomputeModules, MegatronArgsMapTheList) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("attention"), std::string::npos) << e.what();
   }
+  // The flag with no modules (argparse's nargs='*' gives []) recomputes none; the last flag of the line once read
+  // its missing first value (the fuzzer's find).
+  const YAML::Node none = spec::megatron_args_to_job_node(base + "--recompute-granularity selective --recompute-modules");
+  ASSERT_TRUE(none["training"]["recompute_modules"].IsSequence());
+  EXPECT_EQ(none["training"]["recompute_modules"].size(), 0u);
+  EXPECT_THROW(spec::megatron_args_to_job_node("--recompute-modules"), InputError);
 }
 
 }  // namespace

@@ -440,9 +440,9 @@ Args parse(const std::vector<std::string>& words) {
     if (spec.kind == Kind::Flag) {
       a.flags.insert(name);
     } else {
-      // Lists (one value per layer, e.g. --cp-comm-type) are kept space-separated.
-      std::string joined = vals.front();
-      for (size_t k = 1; k < vals.size(); ++k) joined += " " + vals[k];
+      // Lists (one value per layer, e.g. --cp-comm-type) are kept space-separated; a list flag may be given empty.
+      std::string joined;
+      for (size_t k = 0; k < vals.size(); ++k) joined += (k ? " " : "") + vals[k];
       a.values[name] = joined;
     }
   }
