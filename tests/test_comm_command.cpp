@@ -113,6 +113,43 @@ TEST(CommCommand, ForcedProtocolErrorsNameTheFlagAndTheRule) {
   EXPECT_NE(r.output.find("--proto LL"), std::string::npos) << r.output;
 }
 
+// nccl-tests -g 8 (--launch g8): one process launches the 8 GPUs' kernels, so a collective takes at least 8 kernel
+// launches (data/nccl.yaml launch: 4.37 us each), an alltoall also its 8 x 16 sends and receives (0.41 us each): the
+// small sizes sit on that floor, the large ones keep the collective's own time; the floor is marked in the rows.
+TEST(CommCommand, OneProcessDrivingEightGpusIsBoundByItsLaunches) {
+  api::CommOptions o;
+  o.gpus = 8;
+  o.gpus_per_node = 8;
+  o.sizes = "4,1G";
+  o.store = "none";
+  o.overrides = {"cluster.gpu=A100-40GB"};
+  const api::CommOutput procs = api::comm(o);
+  o.launch = "g8";
+  const api::CommOutput g8 = api::comm(o);
+  EXPECT_NEAR(g8.rows[0].time_us, 8 * 4.37, 1e-9);
+  EXPECT_TRUE(g8.rows[0].launch_bound);
+  EXPECT_LT(procs.rows[0].time_us, g8.rows[0].time_us);  // one process per GPU: the collective's own floor
+  EXPECT_FALSE(procs.rows[0].launch_bound);
+  EXPECT_DOUBLE_EQ(g8.rows[1].time_us, procs.rows[1].time_us);
+  EXPECT_FALSE(g8.rows[1].launch_bound);
+  o.collective = "alltoall";
+  EXPECT_NEAR(api::comm(o).rows[0].time_us, 8 * (4.37 + 16 * 0.41), 1e-9);
+  o.collective = "sendrecv";
+  EXPECT_NEAR(api::comm(o).rows[0].time_us, 8 * (4.37 + 2 * 0.41), 1e-9);
+  // A process drives GPUs of one node; the flag's form is checked.
+  o.launch = "g3";
+  EXPECT_THROW(api::comm(o), InputError);
+  for (const char* bad : {"g0", "8", "g", "gx", "threads"}) {
+    o.launch = bad;
+    try {
+      api::comm(o);
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--launch"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(CommCommand, NvlsOnlyWhereNcclEnablesIt) {
   // ncclNvlsInit leaves NVLS off when the communicator has 2 or fewer GPUs on the node: 2 H100s all-reduce 1 GiB on
   // the ring (NVLS was chosen before), 4 and 8 on NVLS. Across two nodes of 2 GPUs no NVLS-tree either.

@@ -249,6 +249,8 @@ py::object comm(const py::dict& opts) {
   o.overrides = get<std::vector<std::string>>(opts, "overrides", {});
   o.store = get<std::string>(opts, "store", o.store);
   o.nccl_version = get<std::string>(opts, "nccl_version", o.nccl_version);
+  o.env = get<std::vector<std::string>>(opts, "env", {});
+  o.launch = get<std::string>(opts, "launch", o.launch);
   const std::string json_path = get<std::string>(opts, "json", "");
   json j;
   {

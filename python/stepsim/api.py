@@ -387,10 +387,13 @@ def comm(collective="all_reduce", overrides=None, **kw):
 
     Options: gpus, gpus_per_node, sizes ("1M-1G", "8M", "1K,64K"), cluster (a cluster YAML path), model
     ("alpha-beta" | "nccl" | "flow"), algo, proto ("LL" | "LL128" | "Simple", as NCCL_PROTO), store, nccl_version,
-    json; overrides: cluster keys, as --set.
+    env (NCCL variables, ["NCCL_ALGO=Ring"], as --env), launch ("procs" or "g8", as --launch), json; overrides:
+    cluster keys, as --set.
     """
     opts = _options(kw, ("gpus", "gpus_per_node", "sizes", "cluster", "model", "algo", "proto", "store",
-                         "nccl_version", "json"), "comm")
+                         "nccl_version", "env", "launch", "json"), "comm")
+    if isinstance(opts.get("env"), str):
+        opts["env"] = [opts["env"]]
     opts["collective"] = collective
     opts["overrides"] = _overrides(overrides)
     return Rows(_native.comm(opts))

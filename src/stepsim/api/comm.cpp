@@ -8,6 +8,7 @@
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
+#include "stepsim/io/yaml_reader.hpp"
 #include "stepsim/catalog/catalog.hpp"
 #include "stepsim/report/text_format.hpp"
 
@@ -42,6 +43,25 @@ spec::CommModel parse_model(const std::string& s) {
   if (s == "nccl") return spec::CommModel::Nccl;
   if (s == "flow") return spec::CommModel::Flow;
   throw InputError("--model " + s + ": one of alpha-beta, nccl, flow");
+}
+
+// --launch: "procs" = 1 GPU per process, "gN" = N.
+int gpus_per_process(const std::string& launch) {
+  if (launch == "procs") return 1;
+  int64_t n = 0;
+  if (launch.size() >= 2 && launch[0] == 'g' && spec::parse_int64(launch.substr(1), n) && n >= 1 && n <= 1024) {
+    return static_cast<int>(n);
+  }
+  throw InputError("--launch " + launch + ": procs (one process per GPU) or gN (nccl-tests -g N: one process drives N "
+                   "GPUs, e.g. g8)");
+}
+
+// The host time one collective costs under nccl-tests -g N: the process's thread launches a kernel on each of its N
+// devices and enqueues each device's sends and receives (alltoall: one of each per rank of the communicator;
+// sendrecv: one of each), and back-to-back iterations run no faster than it.
+double launch_floor_us(const cost::GroupLaunch& g, int per_process, const CollectiveName& cn, int ranks) {
+  const int p2p_ops = cn.p2p ? 2 : cn.coll == CollType::AllToAll ? 2 * ranks : 0;
+  return per_process * (g.kernel_us_per_gpu + p2p_ops * g.p2p_op_us);
 }
 
 }  // namespace
@@ -81,6 +101,17 @@ CommOutput comm(const CommOptions& o) {
   const cost::GroupGeometry g{n, (n + k - 1) / k, k};
   out.nodes = g.nodes;
   out.gpus_per_node = k;
+  out.gpus_per_process = gpus_per_process(o.launch);
+  if (out.gpus_per_process > 1) {
+    if (k % out.gpus_per_process != 0) {
+      throw InputError("--launch " + o.launch + ": a process drives GPUs of one node, and " +
+                       std::to_string(out.gpus_per_process) + " does not divide the " + std::to_string(k) +
+                       " GPUs per node");
+    }
+    const auto& launch = catalog::shipped().nccl.group_launch();
+    if (!launch) throw InputError("--launch " + o.launch + ": the NCCL profile file has no 'launch' section");
+    out.launch_floor_us = launch_floor_us(*launch, out.gpus_per_process, cn, n);
+  }
   const double factor = cn.p2p ? 1.0 : workload::bus_factor(cn.coll, n);
   for (uint64_t bytes : sizes) {
     cost::CollectiveEstimate e;
@@ -95,10 +126,13 @@ CommOutput comm(const CommOptions& o) {
     } else {
       e = model->estimate(cn.coll, bytes, g, algo, proto);
     }
-    const double us = static_cast<double>(e.ns) / 1e3;
+    const double model_us = static_cast<double>(e.ns) / 1e3;
+    const bool launch_bound = out.launch_floor_us > model_us;
+    const double us = launch_bound ? out.launch_floor_us : model_us;
     const double algbw = us > 0 ? static_cast<double>(bytes) / (us * 1e3) : 0.0;  // GB/s = 1e3 B/us
     const double busbw = algbw * factor;
-    out.rows.push_back({bytes, us, algbw, busbw, cost::name_of(e.algorithm), cost::name_of(e.protocol), e.channels});
+    out.rows.push_back({bytes, us, algbw, busbw, cost::name_of(e.algorithm), cost::name_of(e.protocol), e.channels,
+                        launch_bound});
   }
   return out;
 }
@@ -112,7 +146,8 @@ nlohmann::json comm_json(const CommOutput& out) {
                     {"busbw_GBps", r.busbw_GBps},
                     {"algorithm", r.algorithm},
                     {"protocol", r.protocol},
-                    {"channels", r.channels}});
+                    {"channels", r.channels},
+                    {"launch_bound", r.launch_bound}});
   }
   return rows;
 }
@@ -123,11 +158,16 @@ std::string comm_text(const CommOptions& o, const CommOutput& out) {
                                       out.collective.c_str(), c.num_gpus, out.nodes, out.nodes == 1 ? "" : "s",
                                       out.gpus_per_node, c.gpu.c_str(), o.model.c_str());
   if (!c.nccl_env.empty()) t += "# nccl env: " + spec::nccl_env_text(c.nccl_env) + "\n";
+  if (out.gpus_per_process > 1) {
+    t += report::format_text("# launch: one process drives %d GPUs (nccl-tests -g %d): each collective takes at least "
+                             "%.1f us of the host's launches (data/nccl.yaml launch; rows marked host)\n",
+                             out.gpus_per_process, out.gpus_per_process, out.launch_floor_us);
+  }
   for (const std::string& n : out.notes) t += "# note: " + n + "\n";
   t += report::format_text("# %14s %12s %12s %12s  %-10s %-8s %s\n", "size(B)", "time(us)", "algbw(GB/s)",
                            "busbw(GB/s)", "algorithm", "protocol", "channels");
   for (const CommRow& r : out.rows) {
-    const std::string channels = r.channels > 0 ? std::to_string(r.channels) : "-";
+    const std::string channels = (r.channels > 0 ? std::to_string(r.channels) : "-") + (r.launch_bound ? " host" : "");
     t += report::format_text("  %14llu %12.2f %12.2f %12.2f  %-10s %-8s %s\n",
                              static_cast<unsigned long long>(r.size_bytes), r.time_us, r.algbw_GBps, r.busbw_GBps,
                              r.algorithm.c_str(), r.protocol.c_str(), channels.c_str());

@@ -24,6 +24,9 @@ struct CommOptions {
   std::vector<std::string> env;        // NCCL variables as NAME=VALUE (--env), i.e. cluster.nccl_env.NAME=VALUE
   std::string store;                   // calibration store for model nccl; "none" = profile only
   std::string nccl_version;            // prefer stored rows of this version
+  // How nccl-tests was launched: "procs" (one process per GPU, its default under MPI) or "gN" (-g N: one process
+  // drives N GPUs, whose host then launches N kernels per collective; data/nccl.yaml `launch`).
+  std::string launch = "procs";
 };
 
 // One message size as nccl-tests prints it, with the algorithm, protocol and channels the model chose (channels 0:
@@ -33,6 +36,7 @@ struct CommRow {
   double time_us = 0, algbw_GBps = 0, busbw_GBps = 0;
   std::string algorithm, protocol;
   int channels = 0;
+  bool launch_bound = false;  // the time is the host's launches of --launch gN, not the collective's own
 };
 
 struct CommOutput {
@@ -41,6 +45,8 @@ struct CommOutput {
   int nodes = 0, gpus_per_node = 0;
   std::vector<CommRow> rows;  // one per size, in the order of CommOptions::sizes
   std::vector<std::string> notes;  // cluster keys the model does not use (printed, never ignored silently)
+  int gpus_per_process = 1;        // --launch gN
+  double launch_floor_us = 0;      // the least time a collective takes from the host's launches (0: procs)
 };
 
 // InputError for bad options.

@@ -2,6 +2,7 @@
 // Parameters of the white-box NCCL model (Echo §5.3, eq. 1-5) and the per-GPU profiles that hold their defaults
 // (data/nccl.yaml). `stepsim calibrate comm` fits the same six numbers from measurements.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,13 @@ struct NcclProfile {
   std::string source;             // where the defaults come from
 };
 
+// nccl-tests' -g N launch mode (one process drives N GPUs): the host time one collective costs per GPU it drives
+// (data/nccl.yaml `launch`; stepsim comm --launch gN).
+struct GroupLaunch {
+  double kernel_us_per_gpu = 0;  // a kernel launch on one device, with its collective's enqueue
+  double p2p_op_us = 0;          // each send or receive the thread enqueues for a device
+};
+
 class NcclProfiles {
  public:
   // Loads data/nccl.yaml-style files, resolving the GPU names of each profile in `catalog`; InputError naming the
@@ -68,11 +76,14 @@ class NcclProfiles {
   // How many times NCCL's per-step network latency (gamma) a transport pays: `transports.<name>.net_latency_scale`
   // (1 for a transport the file does not list; cluster.inter_node.transport names it).
   double net_latency_scale(const std::string& transport) const;
+  // The `launch` section; nullopt when the file has none.
+  const std::optional<GroupLaunch>& group_launch() const { return group_launch_; }
 
  private:
   static NcclProfiles load_profiles(const std::string& path, const hw::GpuCatalog& catalog);
   std::vector<NcclProfile> profiles_;
   std::map<std::string, double> net_latency_scale_;
+  std::optional<GroupLaunch> group_launch_;
 };
 
 }  // namespace stepsim::cost

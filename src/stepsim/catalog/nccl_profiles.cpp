@@ -41,8 +41,8 @@ NcclProfiles NcclProfiles::load_profiles(const std::string& path, const hw::GpuC
   }
   for (const auto& kv : root) {
     const std::string k = kv.first.as<std::string>();
-    if (k != "profiles" && k != "transports")
-      throw InputError(path + ": key " + k + ": only 'profiles' and 'transports' are allowed at the top level");
+    if (k != "profiles" && k != "transports" && k != "launch")
+      throw InputError(path + ": key " + k + ": only 'profiles', 'transports' and 'launch' are allowed at the top level");
   }
   NcclProfiles out;
   if (const YAML::Node tr = root["transports"]; tr && !tr.IsNull()) {
@@ -56,6 +56,15 @@ NcclProfiles NcclProfiles::load_profiles(const std::string& path, const hw::GpuC
       if (ts.get_string("source", "").empty()) ts.fail("source", "is required: say where the number comes from");
       ts.finish();
     }
+  }
+  if (const YAML::Node ln = root["launch"]; ln && !ln.IsNull()) {
+    spec::StrictSection ls(ln, "launch", path);
+    GroupLaunch g;
+    g.kernel_us_per_gpu = ls.get_double("kernel_us_per_gpu", 0, 0, 1e4);
+    g.p2p_op_us = ls.get_double("p2p_op_us", 0, 0, 1e4);
+    if (ls.get_string("source", "").empty()) ls.fail("source", "is required: say where the numbers come from");
+    ls.finish();
+    out.group_launch_ = g;
   }
   std::set<std::string> seen_gpus;
   const YAML::Node list = root["profiles"];

@@ -50,6 +50,10 @@ Action add_comm(CLI::App& app) {
                   "calibration store for --model nccl (default $STEPSIM_CALIBRATION_DB, else "
                   "~/.cache/stepsim/calibration.sqlite); none = data/nccl.yaml only");
   cmd->add_option("--nccl-version", a.nccl_version, "prefer calibration rows of this NCCL version");
+  cmd->add_option("--launch", a.launch,
+                  "how nccl-tests ran: procs (one process per GPU) or gN (-g N: one process drives N GPUs, and each "
+                  "collective takes at least the host's N kernel launches; data/nccl.yaml launch)")
+      ->capture_default_str();
   return [cmd, o]() { return cmd->parsed() ? run_comm(*o) : -1; };
 }
 
