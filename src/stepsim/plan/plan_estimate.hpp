@@ -67,7 +67,8 @@ struct LayerCosts {
 };
 
 // Builds and times the probe for `key` (base: a validated job). `reduce`: an MoE model's probe builds its dense layers
-// and two periods of its MoE pattern and copies the rest (probe.cpp); false builds every layer (for tests).
+// and a few periods of its MoE pattern and copies the rest (probe.cpp says which); false builds every layer (for tests
+// and bench/bench_probe_reduction).
 LayerCosts probe_layer_costs(const catalog::Catalog& cat, const spec::JobSpec& base, const ProbeKey& key,
                              const cost::ComputeModel& compute, const cost::CollectiveModel& comm, bool reduce = true);
 
