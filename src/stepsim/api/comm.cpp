@@ -157,6 +157,9 @@ std::string comm_text(const CommOptions& o, const CommOutput& out) {
   std::string t = report::format_text("# stepsim comm: %s, %d GPUs (%d node%s x %d), %s, model %s\n",
                                       out.collective.c_str(), c.num_gpus, out.nodes, out.nodes == 1 ? "" : "s",
                                       out.gpus_per_node, c.gpu.c_str(), o.model.c_str());
+  t += report::format_text("# links: intra-node %g GB/s per GPU; inter-node %g Gb/s per GPU over %s%s\n",
+                           c.intra_node.bandwidth_GBps, 8 * spec::inter_node_GBps_per_gpu(c),
+                           c.inter_node.transport.c_str(), out.nodes == 1 ? " (not used: one node)" : "");
   if (!c.nccl_env.empty()) t += "# nccl env: " + spec::nccl_env_text(c.nccl_env) + "\n";
   if (out.gpus_per_process > 1) {
     t += report::format_text("# launch: one process drives %d GPUs (nccl-tests -g %d): each collective takes at least "
