@@ -112,6 +112,10 @@ TEST(DeepSpeedConfig, RefusesWhatItDoesNotModelByName) {
       {head + kZero3 + R"(, "communication_data_type": "fp32"})", "communication_data_type: the gradient reduction"},
       {head + kZero3 + R"(, "train_batch": 8})", "train_batch: unknown key"},
       {head + kZero3 + R"(, "steps_per_print": 1, "steps_per_print": 2})", "appears twice in one object"},
+      // Beyond int64 (the campaign's find: the conversion ran before the range check, UB) and not integral.
+      {head + R"("zero_optimization": {"stage": 3.3e118}})", "zero_optimization.stage: must be an integer in"},
+      {head + R"("zero_optimization": {"stage": 18446744073709551615}})", "zero_optimization.stage: must be an integer"},
+      {head + R"("zero_optimization": {"stage": 2.5}})", "zero_optimization.stage: must be an integer in"},
   };
   for (const auto& c : cases) {
     EXPECT_NE(ds_error(c.json).find(c.message), std::string::npos) << c.json << "\n" << ds_error(c.json);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -98,11 +99,12 @@ class DsConfig {
     if (!v) return std::nullopt;
     // DeepSpeed's own configs write sizes as floats ("5e8"): an integral value is accepted.
     double d = 0;
-    if (v->is_number_integer()) d = static_cast<double>(v->get<int64_t>());
+    if (v->is_number_unsigned()) d = static_cast<double>(v->get<uint64_t>());
+    else if (v->is_number_integer()) d = static_cast<double>(v->get<int64_t>());
     else if (v->is_number_float()) d = v->get<double>();
     else fail(path, "must be a number");
-    if (d != static_cast<double>(static_cast<int64_t>(d)) || d < static_cast<double>(lo) ||
-        d > static_cast<double>(hi)) {
+    // The range first: a value beyond int64 (a float such as 3e118) must not be converted to see if it is integral.
+    if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)) || std::trunc(d) != d) {
       fail(path, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     }
     return static_cast<int64_t>(d);
