@@ -76,13 +76,13 @@ TEST(DumpJob, TheHeaderSaysWhatTheConverterAssumed) {
 // and Mixtral 8x7B 46.7 B of which 12.9 B are active per token (Mistral AI's announcement).
 TEST(JobSetup, ParametersAreTheModelsPublishedCounts) {
   const spec::JobSpec llama = api::load_job(api::JobInput{src("examples/llama2-7b-8.yaml")});
-  const std::string l = report::job_setup_text(llama);
+  const std::string l = report::job_setup_text(llama, 1);
   EXPECT_NE(l.find("parameters 6.74 B (active 6.74 B)"), std::string::npos) << l;
   EXPECT_NE(l.find("distributed optimizer (ZeRO-1)"), std::string::npos) << l;
   EXPECT_NE(l.find("links: intra-node 450 GB/s"), std::string::npos) << l;
-  EXPECT_EQ(report::job_setup_json(llama)["parameters"], 6738415616);
+  EXPECT_EQ(report::job_setup_json(llama, 1)["parameters"], 6738415616);
   const spec::JobSpec mixtral = api::load_job(api::JobInput{src("examples/mixtral-8x7b-ep8.yaml")});
-  const std::string m = report::job_setup_text(mixtral);
+  const std::string m = report::job_setup_text(mixtral, 1);
   EXPECT_NE(m.find("parameters 46.70 B (active 12.88 B)"), std::string::npos) << m;
 }
 

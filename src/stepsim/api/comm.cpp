@@ -10,6 +10,7 @@
 #include "stepsim/input/job_loader.hpp"
 #include "stepsim/io/yaml_reader.hpp"
 #include "stepsim/catalog/catalog.hpp"
+#include "stepsim/catalog/transport_rates.hpp"
 #include "stepsim/report/text_format.hpp"
 
 namespace stepsim::api {
@@ -85,6 +86,7 @@ CommOutput comm(const CommOptions& o) {
   const std::vector<uint64_t> sizes = parse_size_range(o.sizes, "--sizes");
   CommOutput out;
   out.collective = cn.name;
+  out.model = spec::name_of(model_kind);
   std::vector<std::string> overrides = o.overrides;
   for (const std::string& e : o.env) {
     const size_t eq = e.find('=');
@@ -96,6 +98,8 @@ CommOutput comm(const CommOptions& o) {
   out.cluster = spec::load_cluster(catalog::shipped().gpus, o.cluster_path, o.gpus, o.gpus_per_node, overrides);
   const auto model = sim::make_collective_model(catalog::shipped(), model_kind, out.cluster, {o.store, o.nccl_version});
   out.notes = spec::unused_network_notes(out.cluster, model_kind);
+  for (std::string& note : cost::transport_notes(catalog::shipped().nccl, out.cluster)) out.notes.push_back(note);
+  out.transport_bandwidth_efficiency = cost::transport_bandwidth_efficiency(catalog::shipped().nccl, out.cluster);
 
   const int n = out.cluster.num_gpus, k = std::min(out.cluster.gpus_per_node, n);
   const cost::GroupGeometry g{n, (n + k - 1) / k, k};
@@ -139,8 +143,21 @@ CommOutput comm(const CommOptions& o) {
 
 nlohmann::json comm_json(const CommOutput& out) {
   nlohmann::json rows = nlohmann::json::array();
+  const spec::ClusterSpec& c = out.cluster;
   for (const CommRow& r : out.rows) {
-    rows.push_back({{"size_bytes", r.size_bytes},
+    // Each row says what it was computed for, so rows of several runs can be pooled.
+    rows.push_back({{"collective", out.collective},
+                    {"model", out.model},
+                    {"gpu", c.gpu},
+                    {"gpus", c.num_gpus},
+                    {"nodes", out.nodes},
+                    {"gpus_per_node", out.gpus_per_node},
+                    {"gpus_per_process", out.gpus_per_process},
+                    {"intra_node_GBps_per_gpu", c.intra_node.bandwidth_GBps},
+                    {"inter_node_Gbps_per_gpu", 8 * spec::inter_node_GBps_per_gpu(c)},
+                    {"inter_node_transport", c.inter_node.transport},
+                    {"inter_node_bandwidth_efficiency", out.transport_bandwidth_efficiency},
+                    {"size_bytes", r.size_bytes},
                     {"time_us", r.time_us},
                     {"algbw_GBps", r.algbw_GBps},
                     {"busbw_GBps", r.busbw_GBps},
@@ -157,9 +174,9 @@ std::string comm_text(const CommOptions& o, const CommOutput& out) {
   std::string t = report::format_text("# stepsim comm: %s, %d GPUs (%d node%s x %d), %s, model %s\n",
                                       out.collective.c_str(), c.num_gpus, out.nodes, out.nodes == 1 ? "" : "s",
                                       out.gpus_per_node, c.gpu.c_str(), o.model.c_str());
-  t += report::format_text("# links: intra-node %g GB/s per GPU; inter-node %g Gb/s per GPU over %s%s\n",
-                           c.intra_node.bandwidth_GBps, 8 * spec::inter_node_GBps_per_gpu(c),
-                           c.inter_node.transport.c_str(), out.nodes == 1 ? " (not used: one node)" : "");
+  t += report::format_text("# links: intra-node %g GB/s per GPU; inter-node ", c.intra_node.bandwidth_GBps) +
+       spec::inter_node_text(c, out.transport_bandwidth_efficiency) + (out.nodes == 1 ? " (not used: one node)" : "") +
+       "\n";
   if (!c.nccl_env.empty()) t += "# nccl env: " + spec::nccl_env_text(c.nccl_env) + "\n";
   if (out.gpus_per_process > 1) {
     t += report::format_text("# launch: one process drives %d GPUs (nccl-tests -g %d): each collective takes at least "

@@ -41,17 +41,20 @@ struct CommRow {
 
 struct CommOutput {
   std::string collective;  // the canonical name (all_to_all -> alltoall)
+  std::string model;       // the communication model's name (nccl, alpha-beta, flow)
   spec::ClusterSpec cluster;
   int nodes = 0, gpus_per_node = 0;
   std::vector<CommRow> rows;  // one per size, in the order of CommOptions::sizes
   std::vector<std::string> notes;  // cluster keys the model does not use (printed, never ignored silently)
   int gpus_per_process = 1;        // --launch gN
   double launch_floor_us = 0;      // the least time a collective takes from the host's launches (0: procs)
+  double transport_bandwidth_efficiency = 1;  // the fraction of the NICs' line rate the transport reaches
 };
 
 // InputError for bad options.
 CommOutput comm(const CommOptions& o);
-// What --json writes: an array of the rows, each with the CommRow fields as keys.
+// What --json writes: an array of the rows, each with the CommRow fields as keys and what it was computed for
+// (collective, model, GPU, GPUs, nodes, links, transport and the fraction of line rate it reaches).
 nlohmann::json comm_json(const CommOutput& out);
 // What `stepsim comm` prints: a header naming the collective, GPUs, nodes, GPU and model, then one line per size.
 std::string comm_text(const CommOptions& o, const CommOutput& out);

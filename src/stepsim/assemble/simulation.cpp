@@ -19,6 +19,7 @@
 #include "stepsim/cost/overlap/learned/xgboost_overlap_model.hpp"
 #include "stepsim/calibrate/calibration_store.hpp"
 #include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/catalog/transport_rates.hpp"
 #include "stepsim/sim/flow_contended_network.hpp"
 #include "stepsim/assemble/moe_host_note.hpp"
 #include "stepsim/io/input_error.hpp"
@@ -27,8 +28,10 @@
 namespace stepsim::sim {
 
 std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Catalog& catalog, spec::CommModel model,
-                                                             const spec::ClusterSpec& cluster,
+                                                             const spec::ClusterSpec& written,
                                                              const CommSettings& settings) {
+  // Every model sees the inter-node rate the transport reaches; a calibration is keyed by the cluster as written.
+  const spec::ClusterSpec cluster = cost::at_transport_rates(catalog.nccl, written);
   switch (model) {
     case spec::CommModel::AlphaBeta: return cost::make_alpha_beta_model(cluster);
     case spec::CommModel::Nccl: {
@@ -38,7 +41,7 @@ std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Cata
       const std::string store = settings.calibration_store.empty() ? hw::default_calibration_store_path()
                                                                    : settings.calibration_store;
       return cost::make_nccl_model(catalog, cluster, profile,
-                                   cost::calibrated_param_table(gpu, cluster, profile, store, settings.nccl_version));
+                                   cost::calibrated_param_table(gpu, written, profile, store, settings.nccl_version));
     }
     // Times one collective alone (stepsim comm); a job's step runs on a shared FlowContendedNetwork instead.
     case spec::CommModel::Flow: return cost::make_flow_model(cluster);
@@ -203,6 +206,7 @@ Simulation run_simulation(const catalog::Catalog& catalog, const spec::JobSpec& 
   for (std::string& n : plausibility_notes(job, hw::effective_gpu(catalog.gpus, job.cluster))) {
     s.notes.push_back(std::move(n));
   }
+  for (std::string& n : cost::transport_notes(catalog.nccl, job.cluster)) s.notes.push_back(std::move(n));
   // A multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is one node to NCCL. A job whose node is smaller sends
   // every group larger than that node over the NICs: say so.
   const hw::GpuSpec& gpu = hw::effective_gpu(catalog.gpus, job.cluster);
@@ -242,6 +246,7 @@ Simulation run_workload(const catalog::Catalog& catalog, workload::Workload w, c
   const spec::JobSpec& job = s.workload.job;
   const hw::GpuSpec& gpu = hw::effective_gpu(catalog.gpus, job.cluster);
   s.gpu = gpu;
+  s.inter_node_efficiency = cost::transport_bandwidth_efficiency(catalog.nccl, job.cluster);
   const auto comm = make_collective_model(catalog, job);
   std::string overlap_note;
   const auto overlap = make_overlap_model(catalog, job, &overlap_note);
@@ -257,7 +262,8 @@ Simulation run_workload(const catalog::Catalog& catalog, workload::Workload w, c
   // comm_model flow: collectives and send/recv of the whole step share one network and contend for its links.
   std::unique_ptr<FlowContendedNetwork> network;
   if (job.simulation.comm_model == spec::CommModel::Flow) {
-    network = std::make_unique<FlowContendedNetwork>(hw::build_topology(job.cluster));
+    network = std::make_unique<FlowContendedNetwork>(hw::build_topology(cost::at_transport_rates(catalog.nccl,
+                                                                                                  job.cluster)));
     opt.network = network.get();
   }
   try {

@@ -37,6 +37,7 @@ struct Simulation {
   SimResult result;
   ComputeCalibration calibration;  // of the compute model that timed the step (job-built workloads)
   std::vector<std::string> notes;  // what the user should know about how it was simulated (fallbacks)
+  double inter_node_efficiency = 1;  // the fraction of the NICs' line rate the transport reaches (transport_rates.hpp)
   // Host-bound MoE layers: how much longer the step would take with the measuring machine's host than at the job's
   // host speed (0 = not host-bound; moe_host_note.hpp). Not in result.step_ns; the summary's interval reaches up to it.
   double host_bound_extra_s = 0;

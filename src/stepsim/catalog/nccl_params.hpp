@@ -65,6 +65,16 @@ struct GroupLaunch {
   double p2p_op_us = 0;          // each send or receive the thread enqueues for a device
 };
 
+// An inter-node transport as data/nccl.yaml `transports` describes it: what it costs per network step relative to
+// InfiniBand verbs (NCCL's own NET latencies are for IB), the fraction of the NICs' line rate NCCL reaches over it
+// relative to InfiniBand (every communication model's inter-node rate is scaled by it), and a note printed to every
+// job that uses it where a number is assumed rather than measured.
+struct NetTransport {
+  double net_latency_scale = 1;
+  double bandwidth_efficiency = 1;
+  std::string note;
+};
+
 class NcclProfiles {
  public:
   // Loads data/nccl.yaml-style files, resolving the GPU names of each profile in `catalog`; InputError naming the
@@ -73,16 +83,18 @@ class NcclProfiles {
   // The profile of a GPU; InputError listing the GPUs that have one.
   const NcclProfile& find(const hw::GpuSpec& gpu) const;
   const std::vector<NcclProfile>& profiles() const { return profiles_; }
-  // How many times NCCL's per-step network latency (gamma) a transport pays: `transports.<name>.net_latency_scale`
-  // (1 for a transport the file does not list; cluster.inter_node.transport names it).
-  double net_latency_scale(const std::string& transport) const;
+  // A transport's entry (`transports.<name>`; cluster.inter_node.transport names it); a transport the file does not
+  // list behaves as InfiniBand verbs (1, 1, no note).
+  const NetTransport& transport(const std::string& name) const;
+  // How many times NCCL's per-step network latency (gamma) a transport pays.
+  double net_latency_scale(const std::string& name) const { return transport(name).net_latency_scale; }
   // The `launch` section; nullopt when the file has none.
   const std::optional<GroupLaunch>& group_launch() const { return group_launch_; }
 
  private:
   static NcclProfiles load_profiles(const std::string& path, const hw::GpuCatalog& catalog);
   std::vector<NcclProfile> profiles_;
-  std::map<std::string, double> net_latency_scale_;
+  std::map<std::string, NetTransport> transports_;
   std::optional<GroupLaunch> group_launch_;
 };
 

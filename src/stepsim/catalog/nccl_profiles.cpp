@@ -1,4 +1,6 @@
 // data/nccl.yaml -> NcclProfile list, read strictly (unknown keys and out-of-range values name the file and key).
+#include <algorithm>
+#include <iterator>
 #include <mutex>
 #include <set>
 
@@ -7,6 +9,7 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/io/input_file.hpp"
 #include "stepsim/io/yaml_reader.hpp"
+#include "stepsim/job/job_spec.hpp"
 
 namespace stepsim::cost {
 namespace {
@@ -46,13 +49,20 @@ NcclProfiles NcclProfiles::load_profiles(const std::string& path, const hw::GpuC
   }
   NcclProfiles out;
   if (const YAML::Node tr = root["transports"]; tr && !tr.IsNull()) {
-    if (!tr.IsMap()) throw InputError(path + ": transports: must map a transport (ib, roce, efa) to its settings");
+    std::string known;
+    for (const std::string_view t : spec::kInterNodeTransports) known += (known.empty() ? "" : ", ") + std::string(t);
+    if (!tr.IsMap()) throw InputError(path + ": transports: must map a transport (" + known + ") to its settings");
     for (const auto& kv : tr) {
       const std::string name = kv.first.as<std::string>();
-      if (name != "ib" && name != "roce" && name != "efa")
-        throw InputError(path + ": transports." + name + ": must be one of ib, roce, efa");
+      if (std::find(std::begin(spec::kInterNodeTransports), std::end(spec::kInterNodeTransports), name) ==
+          std::end(spec::kInterNodeTransports)) {
+        throw InputError(path + ": transports." + name + ": must be one of " + known);
+      }
       spec::StrictSection ts(kv.second, "transports." + name, path);
-      out.net_latency_scale_[name] = ts.get_double("net_latency_scale", 1.0, 0.01, 1000);
+      NetTransport& t = out.transports_[name];
+      t.net_latency_scale = ts.get_double("net_latency_scale", 1.0, 0.01, 1000);
+      t.bandwidth_efficiency = ts.get_double("bandwidth_efficiency", 1.0, 0.01, 1);
+      t.note = ts.get_string("note", "");
       if (ts.get_string("source", "").empty()) ts.fail("source", "is required: say where the number comes from");
       ts.finish();
     }
@@ -110,9 +120,10 @@ NcclProfiles NcclProfiles::load_profiles(const std::string& path, const hw::GpuC
   return out;
 }
 
-double NcclProfiles::net_latency_scale(const std::string& transport) const {
-  const auto it = net_latency_scale_.find(transport);
-  return it == net_latency_scale_.end() ? 1.0 : it->second;
+const NetTransport& NcclProfiles::transport(const std::string& name) const {
+  static const NetTransport kVerbs;
+  const auto it = transports_.find(name);
+  return it == transports_.end() ? kVerbs : it->second;
 }
 
 const NcclProfile& NcclProfiles::find(const hw::GpuSpec& gpu) const {

@@ -470,7 +470,10 @@ LinkSpec read_link(StrictSection s, bool inter, double bandwidth_default_GBps) {
   l.latency_us = s.get_double("latency_us", inter ? 5.0 : 1.0, 0.0, 1e7);
   if (inter) {
     l.topology = s.get_string("topology", "fat-tree");
-    l.transport = s.get_enum<std::string>("transport", "ib", {{"ib", "ib"}, {"roce", "roce"}, {"efa", "efa"}});
+    std::vector<std::pair<std::string, std::string>> transports;
+    for (const std::string_view t : kInterNodeTransports) transports.emplace_back(t, t);
+    l.transport = s.get_enum<std::string>("transport", "ib", transports);
+    l.bandwidth_efficiency = s.get_double("bandwidth_efficiency", 0, 0.01, 1);
   }
   s.finish();
   return l;

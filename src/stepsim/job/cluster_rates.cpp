@@ -1,6 +1,7 @@
 #include "stepsim/job/cluster_rates.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace stepsim::spec {
 
@@ -10,6 +11,23 @@ double inter_node_GBps_per_gpu(const ClusterSpec& c) {
   const int gpus = std::max(1, std::min(c.gpus_per_node, c.num_gpus));
   const int nics = n.nics_per_node > 0 ? std::min(n.nics_per_node, gpus) : gpus;
   return n.nic_GBps * nics / gpus;
+}
+
+std::string inter_node_text(const ClusterSpec& c, double efficiency) {
+  const auto gbits = [](double GBps) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g Gb/s", 8 * GBps);
+    return std::string(b);
+  };
+  const double line = inter_node_GBps_per_gpu(c);
+  std::string s = gbits(line) + " per GPU";
+  s += " over " + c.inter_node.transport;
+  if (efficiency != 1) {
+    char b[32];
+    std::snprintf(b, sizeof b, " at %g of line rate (", efficiency);
+    s += b + gbits(line * efficiency) + ")";
+  }
+  return s;
 }
 
 std::vector<std::string> flow_only_network_keys(const ClusterSpec& c) {

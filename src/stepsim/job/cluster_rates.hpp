@@ -13,6 +13,10 @@ namespace stepsim::spec {
 // cluster.inter_node.bandwidth (which is per GPU). The flow model's NIC links carry the same rate.
 double inter_node_GBps_per_gpu(const ClusterSpec& c);
 
+// "400 Gb/s per GPU over ib" and, where the transport reaches a fraction
+// `efficiency` of the line rate, " at 0.5 of line rate (200 Gb/s)": the inter-node link as the user should read it.
+std::string inter_node_text(const ClusterSpec& c, double efficiency);
+
 // The keys of cluster.network (and inter_node.topology) set away from their defaults that describe the fabric's
 // graph, which only the flow model builds: routing, switch ports and oversubscription, node and fabric shapes, slow
 // links. Empty when none is set.

@@ -323,10 +323,17 @@ struct LinkSpec {
   double latency_us = 0;
   std::string topology;       // inter-node only: fat-tree | rail-optimized | ... (for network models; the
                               // alpha-beta model uses bandwidth and latency only)
-  // Inter-node only: the NICs' transport, for the NCCL model's per-step network latency (data/nccl.yaml transports):
-  // ib (InfiniBand verbs, the default), roce (RoCE v2 verbs), efa (AWS EFA through libfabric / aws-ofi-nccl).
+  // Inter-node only: the NICs' transport (one of kInterNodeTransports), whose data/nccl.yaml entry sets the NCCL
+  // model's per-step network latency and the fraction of the NIC line rate every model gives the GPUs.
   std::string transport = "ib";
+  // Inter-node only: the fraction of the NIC line rate the transport reaches, as the user states it; 0 = the
+  // transport's own (data/nccl.yaml transports.<name>.bandwidth_efficiency).
+  double bandwidth_efficiency = 0;
 };
+
+// The inter-node transports cluster.inter_node.transport accepts: InfiniBand verbs, RoCE v2 verbs, AWS EFA
+// (libfabric through aws-ofi-nccl), Google's GPUDirect-TCPX and -TCPXO plugins, and NCCL's own socket transport.
+inline constexpr std::string_view kInterNodeTransports[] = {"ib", "roce", "efa", "tcpx", "tcpxo", "socket"};
 
 // cluster.gpu written as a mapping: the catalog GPU `base` with some of its figures replaced (0 = the catalog's).
 // catalog/gpu_catalog.hpp's effective_gpu applies them wherever the job's GPU is looked up.

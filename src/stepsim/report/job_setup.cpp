@@ -42,12 +42,12 @@ std::string overlaps_text(const spec::TrainingSpec& t) {
 
 }  // namespace
 
-std::string job_setup_text(const spec::JobSpec& job) {
+std::string job_setup_text(const spec::JobSpec& job, double inter_node_efficiency) {
   const double total = static_cast<double>(workload::total_parameters(job.model));
   const double active = static_cast<double>(workload::active_parameters(job.model));
-  char links[160];
-  std::snprintf(links, sizeof links, "links: intra-node %g GB/s, inter-node %g Gb/s per GPU",
-                job.cluster.intra_node.bandwidth_GBps, 8 * spec::inter_node_GBps_per_gpu(job.cluster));
+  char intra[64];
+  std::snprintf(intra, sizeof intra, "links: intra-node %g GB/s, inter-node ", job.cluster.intra_node.bandwidth_GBps);
+  const std::string links = intra + spec::inter_node_text(job.cluster, inter_node_efficiency);
   std::string s = "parameters " + count_text(total) + " (active " + count_text(active) + "); " +
                   data_parallel_text(job.training) + ", " + overlaps_text(job.training);
   if (job.training.precision == spec::Precision::Fp8) {
@@ -66,7 +66,7 @@ std::string job_setup_text(const spec::JobSpec& job) {
   return s + "; " + links;
 }
 
-nlohmann::json job_setup_json(const spec::JobSpec& job) {
+nlohmann::json job_setup_json(const spec::JobSpec& job, double inter_node_efficiency) {
   const spec::TrainingSpec& t = job.training;
   nlohmann::json j = {{"parameters", workload::total_parameters(job.model)},
                       {"active_parameters", workload::active_parameters(job.model)},
@@ -76,7 +76,9 @@ nlohmann::json job_setup_json(const spec::JobSpec& job) {
                       {"overlap_param_gather", t.overlap_param_gather},
                       {"tp_comm_overlap", t.tp_comm_overlap},
                       {"intra_node_GBps", job.cluster.intra_node.bandwidth_GBps},
-                      {"inter_node_Gbps_per_gpu", 8 * spec::inter_node_GBps_per_gpu(job.cluster)}};
+                      {"inter_node_Gbps_per_gpu", 8 * spec::inter_node_GBps_per_gpu(job.cluster)},
+                      {"inter_node_transport", job.cluster.inter_node.transport},
+                      {"inter_node_bandwidth_efficiency", inter_node_efficiency}};
   if (t.precision == spec::Precision::Fp8) j["fp8_recipe"] = spec::name_of(t.fp8_recipe);
   if (job.cluster.nvlink_domain > 0) {
     j["nvlink_domain"] = job.cluster.nvlink_domain;

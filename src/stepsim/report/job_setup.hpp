@@ -10,9 +10,10 @@
 namespace stepsim::report {
 
 // "parameters 6.74 B (active 6.74 B); distributed optimizer (ZeRO-1), grad-reduce and param-gather overlapped;
-// links: intra-node 450 GB/s, inter-node 400 Gb/s per GPU" (one line, no indent, no newline).
-std::string job_setup_text(const spec::JobSpec& job);
+// links: intra-node 450 GB/s, inter-node 400 Gb/s per GPU" (one line, no indent, no newline). `inter_node_efficiency`:
+// the fraction of the NICs' line rate the transport reaches (catalog/transport_rates.hpp).
+std::string job_setup_text(const spec::JobSpec& job, double inter_node_efficiency);
 // The same as JSON: {parameters, active_parameters, zero_stage, data_parallel, overlap_grad_reduce, ...}.
-nlohmann::json job_setup_json(const spec::JobSpec& job);
+nlohmann::json job_setup_json(const spec::JobSpec& job, double inter_node_efficiency);
 
 }  // namespace stepsim::report

@@ -152,6 +152,7 @@ Summary summarize(const sim::Simulation& s, int rank) {
   out.step_time_s = static_cast<double>(res.step_ns) * 1e-9;
   out.calibration_source = s.calibration.source;
   out.notes = s.notes;
+  out.inter_node_efficiency = s.inter_node_efficiency;
   if (s.calibration.interval && out.step_time_s > 0) {
     const auto& e = *s.calibration.interval;
     out.step_time_interval_s = std::array<double, 2>{out.step_time_s / (1 + e[1]), out.step_time_s / (1 + e[0])};
@@ -226,7 +227,7 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   json j;
   j["fits"] = !s.oom;  // false: the peak memory exceeds the GPU's; step_time_s is then what it would take
   j["step_time_s"] = s.step_time_s;
-  j["job"] = job_setup_json(job);
+  j["job"] = job_setup_json(job, s.inter_node_efficiency);
   if (!s.notes.empty()) j["notes"] = s.notes;
   if (!job.model.hf_assumptions.empty()) j["assumptions"] = job.model.hf_assumptions;
   if (!job.cluster.gpu_notes.empty()) j["gpu_notes"] = job.cluster.gpu_notes;
@@ -320,7 +321,7 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   o << "  micro-batch " << job.training.micro_batch_size << ", global batch " << job.training.global_batch_size
     << " (" << job.num_microbatches() << " micro-batches per pipeline), seq " << job.model.seq_length << ", "
     << spec::name_of(job.training.precision) << ", recompute " << spec::name_of(job.training.recompute) << "\n";
-  o << "  " << job_setup_text(job) << "\n";
+  o << "  " << job_setup_text(job, s.inter_node_efficiency) << "\n";
   if (!p.pipeline_layers.empty()) {
     o << "  layers per model chunk: " << spec::describe_layers(p.pipeline_layers) << " (" << p.pipeline_split_rule << ")\n";
   }
