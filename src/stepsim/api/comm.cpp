@@ -126,7 +126,9 @@ CommOutput comm(const CommOptions& o) {
       if (proto && *proto != cost::Protocol::Simple) {
         throw InputError(std::string("--proto ") + cost::name_of(*proto) + ": sendrecv is timed with the Simple protocol");
       }
-      e = {model->p2p_ns(bytes, g.nodes == 1), cost::Algorithm::Direct, cost::Protocol::Simple, 1};
+      const bool same_node = g.nodes == 1;
+      e = {model->p2p_ns(bytes, same_node, n), cost::Algorithm::Direct, cost::Protocol::Simple,
+           model->p2p_channels(bytes, same_node, n)};
     } else {
       e = model->estimate(cn.coll, bytes, g, algo, proto);
     }

@@ -89,7 +89,7 @@ NcclTunerTable NcclTunerTable::load(const std::string& path) {
   try {
     p.exact_keys(root, "(top level)",
                  {"source", "base_latency_us", "hw_latency_us", "ll_max_bw_GBps", "per_channel_max_GBps",
-                  "nvls_efficiency", "tree_correction", "max_threads", "thread_threshold_bytes", "refinements"});
+                  "nvls_efficiency", "tree_correction", "max_threads", "thread_threshold_bytes", "refinements", "p2p"});
     t.source = file.text(root["source"], "source");
     t.base_latency_us = p.rows<kAlgorithms, kProtocols>(root["base_latency_us"], "base_latency_us", kAlgorithmKeys, 1e4);
     const YAML::Node hw = root["hw_latency_us"];
@@ -110,6 +110,12 @@ NcclTunerTable NcclTunerTable::load(const std::string& path) {
     t.thread_threshold_bytes = p.scalars<kProtocols>(root["thread_threshold_bytes"], "thread_threshold_bytes", kProtocolKeys, 1e6);
     for (size_t i = 0; i < kProtocols; ++i)
       if (t.max_threads[i] < 32) p.fail("max_threads." + kProtocolKeys[i], "must be at least one warp (32)");
+    const YAML::Node p2p = root["p2p"];
+    p.exact_keys(p2p, "p2p", {"per_channel_net_GBps", "peers_per_batch"});
+    t.p2p_per_channel_net_GBps = p.number(p2p["per_channel_net_GBps"], "p2p.per_channel_net_GBps", 1e4);
+    t.p2p_peers_per_batch = p.number(p2p["peers_per_batch"], "p2p.peers_per_batch", 1024);
+    if (t.p2p_per_channel_net_GBps <= 0) p.fail("p2p.per_channel_net_GBps", "must be > 0");
+    if (t.p2p_peers_per_batch < 1) p.fail("p2p.peers_per_batch", "must be >= 1");
     const YAML::Node r = root["refinements"];
     p.exact_keys(r, "refinements",
                  {"ring_ll_bus_factor", "ring_ll128_bus_factor", "tree_simple_bus_factor", "tree_ll_bus_divisor",

@@ -29,6 +29,8 @@ struct NcclTunerTable {
          collnet_direct_sm90_factor = 0, net_overhead_us_intel = 0, net_overhead_us_amd = 0,
          net_overhead_simple_factor = 0, ring_plateau_sm80_plus = 0, ring_plateau_older = 0,
          pat_inter_latency_divisor = 0, pat_per_rank_us = 0, collnet_direct_per_rank_us = 0;
+  double p2p_per_channel_net_GBps = 0;  // what one point-to-point channel to a peer across the network carries
+  double p2p_peers_per_batch = 0;       // peers one channel serves in a round of grouped send/recv
   std::string source;
 
   // Parses and validates the file (every key required, no other; numbers finite and >= 0, factors and

@@ -22,6 +22,17 @@ class CollectiveModel {
   virtual int64_t collective_ns(workload::CollType coll, uint64_t bytes, const GroupGeometry& g) const = 0;
   // One send/recv of `bytes` between two ranks, on the same node or across nodes.
   virtual int64_t p2p_ns(uint64_t bytes, bool same_node) const = 0;
+  // The same in a communicator of `group_ranks` (nccl-tests' sendrecv: the whole world), for a model whose
+  // point-to-point rate depends on it (NCCL gives a peer across the network fewer channels in a large one).
+  virtual int64_t p2p_ns(uint64_t bytes, bool same_node, int group_ranks) const {
+    (void)group_ranks;
+    return p2p_ns(bytes, same_node);
+  }
+  // The channels such a send is striped over (1 where the model has no channels).
+  virtual int p2p_channels(uint64_t bytes, bool same_node, int group_ranks) const {
+    (void)bytes, (void)same_node, (void)group_ranks;
+    return 1;
+  }
   // The time with the algorithm/protocol the model assumed; `algo` forces an algorithm (Auto = the model's
   // choice) and `proto` a protocol (NCCL_ALGO / NCCL_PROTO). A model that cannot run the forced algorithm or
   // protocol for this collective throws InputError.

@@ -147,6 +147,12 @@ NcclHardware nccl_hardware(const catalog::Catalog& catalog, const spec::ClusterS
   h.nvls_efficiency = nvls_efficiency;
   h.net_latency_scale = catalog.nccl.net_latency_scale(cluster.inter_node.transport);
   h.constants = &catalog.nccl_tuner;
+  // The GPU's local NIC as NCCL finds it (cluster.network gives at most one NIC per GPU): at least one channel, more
+  // until each carries its 14 GB/s of the NIC's rate.
+  const int gpus = std::max(1, std::min(cluster.gpus_per_node, cluster.num_gpus));
+  const int nics = cluster.network.nics_per_node > 0 ? cluster.network.nics_per_node : gpus;
+  const double nic = cluster.network.nic_GBps > 0 ? cluster.network.nic_GBps : h.nic_GBps * gpus / nics;
+  h.net_peer_channels = std::max(1, static_cast<int>(std::ceil(nic / catalog.nccl_tuner.p2p_per_channel_net_GBps)));
   apply_nccl_env(cluster.nccl_env, h);
   return h;
 }
@@ -342,7 +348,24 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
   return out;
 }
 
-NcclTerms nccl_p2p_terms(const NcclHardware& hw, uint64_t bytes, bool same_node) {
+int p2p_net_channels(const NcclHardware& hw, uint64_t bytes, int group_ranks) {
+  const auto pow2_up = [](int64_t x) {
+    int64_t p = 1;
+    while (p < x) p *= 2;
+    return p;
+  };
+  const int64_t p2p_channels = pow2_up(std::max(1, hw.tuner.channels));
+  int64_t per_peer = pow2_up(std::max(1, hw.net_peer_channels));
+  // Every peer of a communicator across nodes must fit the p2p channels in rounds of peers_per_batch.
+  const double batch = hw.constants ? hw.constants->p2p_peers_per_batch : 8;
+  const int64_t rounds = group_ranks > 0 ? static_cast<int64_t>(std::ceil(group_ranks / batch)) : 1;
+  while (per_peer * rounds > p2p_channels && per_peer > 1) per_peer /= 2;
+  // A send is striped over as many channels as it has 128 KiB chunks (NCCL_P2P_NET_CHUNKSIZE), up to the peer's.
+  const int64_t chunks = static_cast<int64_t>((bytes + 131071) / 131072);
+  return static_cast<int>(std::max<int64_t>(1, std::min(per_peer, pow2_up(std::max<int64_t>(1, chunks)))));
+}
+
+NcclTerms nccl_p2p_terms(const NcclHardware& hw, uint64_t bytes, bool same_node, int group_ranks) {
   NcclTerms out;
   out.algorithm = Algorithm::Direct;
   out.channels = 1;
@@ -354,7 +377,12 @@ NcclTerms nccl_p2p_terms(const NcclHardware& hw, uint64_t bytes, bool same_node)
     out.x[3] = P / (hw.intra_GBps * 1e3);
   } else {
     out.x[2] = hw.net_latency_scale;
-    out.x[4] = P / (hw.nic_GBps * 1e3);
+    double GBps = hw.nic_GBps;
+    if (group_ranks > 0 && hw.constants) {
+      out.channels = p2p_net_channels(hw, bytes, group_ranks);
+      GBps = std::min(GBps, out.channels * hw.constants->p2p_per_channel_net_GBps);
+    }
+    out.x[4] = P / (GBps * 1e3);
   }
   out.chunk_bytes = same_node ? 524288 : 131072;  // NCCL_P2P_NVL_CHUNKSIZE / NCCL_P2P_NET_CHUNKSIZE
   out.eta = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(P / static_cast<double>(out.chunk_bytes))));
@@ -375,10 +403,16 @@ class NcclModel final : public CollectiveModel {
     return estimate(coll, bytes, g, Algorithm::Auto, std::nullopt).ns;
   }
 
-  int64_t p2p_ns(uint64_t bytes, bool same_node) const override {
+  int64_t p2p_ns(uint64_t bytes, bool same_node) const override { return p2p_ns(bytes, same_node, 0); }
+
+  int64_t p2p_ns(uint64_t bytes, bool same_node, int group_ranks) const override {
     if (bytes == 0) return 0;
-    const NcclTerms t = nccl_p2p_terms(hw_, bytes, same_node);
+    const NcclTerms t = nccl_p2p_terms(hw_, bytes, same_node, group_ranks);
     return to_ns(time_us(t, table_.lookup(same_node ? 1 : 2, t.chunk_bytes)));
+  }
+
+  int p2p_channels(uint64_t bytes, bool same_node, int group_ranks) const override {
+    return same_node ? 1 : p2p_net_channels(hw_, bytes, group_ranks);
   }
 
   CollectiveEstimate estimate(CollType coll, uint64_t bytes, const GroupGeometry& geometry, Algorithm algo,
@@ -388,7 +422,10 @@ class NcclModel final : public CollectiveModel {
       if (proto && *proto != Protocol::Simple) {
         throw InputError(std::string("--proto ") + name_of(*proto) + ": send/recv is timed with the Simple protocol");
       }
-      return {geometry.ranks <= 1 ? 0 : p2p_ns(bytes, geometry.nodes <= 1), Algorithm::Direct, Protocol::Simple, 0};
+      if (geometry.ranks <= 1) return {0, Algorithm::Direct, Protocol::Simple, 0};
+      const bool same_node = geometry.nodes <= 1;
+      return {p2p_ns(bytes, same_node, geometry.ranks), Algorithm::Direct, Protocol::Simple,
+              same_node ? 0 : p2p_channels(bytes, same_node, geometry.ranks)};
     }
     const NcclTerms t = nccl_terms(hw_, coll, bytes, geometry, algo, proto);
     const GroupGeometry g = normalized(geometry);

@@ -22,6 +22,7 @@ struct NcclHardware {
   double nvls_efficiency = 0;  // achieved NVLS port efficiency (NcclProfile::nvls_efficiency); 0 = NCCL's constant
   double net_latency_scale = 1;  // the inter-node transport's per-step latency over InfiniBand's (gamma's multiplier)
   double simple_chunk_scale = 1;  // NCCL_BUFFSIZE over NCCL's 4 MiB: the Simple protocol's chunks scale with it
+  int net_peer_channels = 4;      // p2p channels NCCL gives a peer across the network before any halving
   const NcclTunerTable* constants = nullptr;  // NCCL's tuning constants (the catalog's; outlives the hardware)
 };
 // The hardware of `cluster` as NCCL sees it: the GPU's architecture and links from `catalog`'s GPUs, its tuning
@@ -48,8 +49,12 @@ double time_us(const NcclTerms& t, const NcclParams& p);
 // protocol (NCCL_PROTO; empty = the tuner's choice).
 NcclTerms nccl_terms(const NcclHardware& hw, workload::CollType coll, uint64_t bytes, const GroupGeometry& g,
                      Algorithm force = Algorithm::Auto, std::optional<Protocol> proto = std::nullopt);
-// Terms of one send/recv (NCCL's P2P path: one chunked flow over NVLink/PCIe or the NIC).
-NcclTerms nccl_p2p_terms(const NcclHardware& hw, uint64_t bytes, bool same_node);
+// Terms of one send/recv (NCCL's P2P path: one chunked flow over NVLink/PCIe or the NIC). `group_ranks`: the
+// communicator's size where known (0: not), which sets how many channels a peer across the network gets.
+NcclTerms nccl_p2p_terms(const NcclHardware& hw, uint64_t bytes, bool same_node, int group_ranks = 0);
+// The channels NCCL stripes one send of `bytes` to a peer across the network over, in a communicator of
+// `group_ranks` (0: unknown, no halving) (src/graph/paths.cc, src/enqueue.cc).
+int p2p_net_channels(const NcclHardware& hw, uint64_t bytes, int group_ranks);
 
 // The model with the given parameters (profile defaults, calibrations).
 std::unique_ptr<CollectiveModel> make_nccl_model(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster,
