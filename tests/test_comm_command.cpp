@@ -173,7 +173,8 @@ TEST(CommCommand, NvlsOnlyWhereNcclEnablesIt) {
 TEST(CommCommand, EveryModelSharesTheNodesNicsAndNamesWhatOnlyTheFlowModelUses) {
   // Two nodes of 8 H100s with one 400 Gb/s NIC each: 50 GB/s per node, 6.25 GB/s per GPU with all eight sending. The
   // alpha-beta model timed 50 GB/s per GPU before (inter_node.bandwidth), eight times too fast; now it and the flow
-  // model, which routes the same NIC, agree; the nccl model slows as much as its algorithm needs the NIC.
+  // model, which routes the same NIC, agree (the flow model's links carry the 0.96 of the NIC's rate NCCL reaches,
+  // data/nccl.yaml's Hopper inter_efficiency); the nccl model slows as much as its algorithm needs the NIC.
   const auto time_us = [](const std::string& model, const std::string& network) {
     api::CommOptions o;
     o.gpus = 16;
@@ -190,7 +191,7 @@ TEST(CommCommand, EveryModelSharesTheNodesNicsAndNamesWhatOnlyTheFlowModelUses) 
     SCOPED_TRACE(model);
     EXPECT_GT(time_us(model, one_nic).rows[0].time_us, 4 * time_us(model, eight).rows[0].time_us);
   }
-  EXPECT_NEAR(time_us("alpha-beta", one_nic).rows[0].time_us / time_us("flow", one_nic).rows[0].time_us, 1.0, 0.01);
+  EXPECT_NEAR(time_us("alpha-beta", one_nic).rows[0].time_us / time_us("flow", one_nic).rows[0].time_us, 0.96, 0.01);
   // Keys that describe the fabric's graph are named under a model that does not build it, not ignored silently.
   const api::CommOutput noted = time_us("nccl", "{oversubscription: 2, routing: ecmp}");
   ASSERT_EQ(noted.notes.size(), 1u);

@@ -37,14 +37,15 @@ bool mentions(const std::vector<std::string>& notes, const std::string& what) {
 
 // A 16 GiB ring all-gather over two nodes is bound by the NICs: every byte but a node's own crosses them once, so the
 // bus bandwidth is the node's NIC total, 4 x 200 Gb/s = 100 GB/s, times the fraction the transport reaches (by hand:
-// 50 GB/s over GPUDirect-TCPX at 0.5). alpha-beta and flow reach it exactly; nccl's Simple protocol keeps 96 % of it.
+// 50 GB/s over GPUDirect-TCPX at 0.5). alpha-beta reaches it exactly; the flow model's links carry the 0.96 of a NIC's
+// rate NCCL reaches (data/nccl.yaml, Hopper inter_efficiency), and so does the nccl model's Simple protocol.
 TEST(Transports, TcpxPlateauIsHalfTheLineRateUnderEveryModel) {
   for (const std::string model : {"alpha-beta", "flow", "nccl"}) {
     const double ib = two_nodes_of_four_nics(model, "ib").rows.at(0).busbw_GBps;
     const api::CommOutput tcpx = two_nodes_of_four_nics(model, "tcpx");
-    const double slack = model == "nccl" ? 0.05 : 0.001;
-    EXPECT_NEAR(ib, 100.0, 100.0 * slack) << model;
-    EXPECT_NEAR(tcpx.rows.at(0).busbw_GBps, 50.0, 50.0 * slack) << model;
+    const double reached = model == "alpha-beta" ? 1.0 : 0.96;
+    EXPECT_NEAR(ib, 100.0 * reached, 0.2) << model;
+    EXPECT_NEAR(tcpx.rows.at(0).busbw_GBps, 50.0 * reached, 0.1) << model;
     EXPECT_NEAR(tcpx.rows.at(0).time_us / two_nodes_of_four_nics(model, "ib").rows.at(0).time_us, 2.0, 0.02) << model;
     EXPECT_DOUBLE_EQ(tcpx.transport_bandwidth_efficiency, 0.5) << model;
     // The assumption is printed, and the link line says what rate it gave.
@@ -60,7 +61,8 @@ TEST(Transports, TheUsersOwnFractionWins) {
   EXPECT_NEAR(stated.rows.at(0).busbw_GBps, 80.0, 0.1);
   EXPECT_FALSE(mentions(stated.notes, "transport"));
   // On InfiniBand too: a fabric that reaches 0.9 of its line rate.
-  EXPECT_NEAR(two_nodes_of_four_nics("flow", "ib", "0.9").rows.at(0).busbw_GBps, 90.0, 0.1);
+  EXPECT_NEAR(two_nodes_of_four_nics("alpha-beta", "ib", "0.9").rows.at(0).busbw_GBps, 90.0, 0.1);
+  EXPECT_NEAR(two_nodes_of_four_nics("flow", "ib", "0.9").rows.at(0).busbw_GBps, 90.0 * 0.96, 0.1);
 }
 
 // A job on one node uses no NIC: no note about the transport's numbers.

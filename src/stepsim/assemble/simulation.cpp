@@ -43,8 +43,11 @@ std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Cata
       return cost::make_nccl_model(catalog, cluster, profile,
                                    cost::calibrated_param_table(gpu, written, profile, store, settings.nccl_version));
     }
-    // Times one collective alone (stepsim comm); a job's step runs on a shared FlowContendedNetwork instead.
-    case spec::CommModel::Flow: return cost::make_flow_model(cluster);
+    // Times one collective alone (stepsim comm); a job's step runs on a shared FlowContendedNetwork instead. Its links
+    // carry what NCCL reaches, so that it agrees with the nccl model where no link is shared.
+    case spec::CommModel::Flow:
+      return cost::make_flow_model(cost::at_achievable_rates(catalog.nccl, hw::effective_gpu(catalog.gpus, written),
+                                                             written));
   }
   throw InputError(std::string("simulation.comm_model: unknown model '") + spec::name_of(model) + "'");
 }
@@ -262,8 +265,8 @@ Simulation run_workload(const catalog::Catalog& catalog, workload::Workload w, c
   // comm_model flow: collectives and send/recv of the whole step share one network and contend for its links.
   std::unique_ptr<FlowContendedNetwork> network;
   if (job.simulation.comm_model == spec::CommModel::Flow) {
-    network = std::make_unique<FlowContendedNetwork>(hw::build_topology(cost::at_transport_rates(catalog.nccl,
-                                                                                                  job.cluster)));
+    network = std::make_unique<FlowContendedNetwork>(
+        hw::build_topology(cost::at_achievable_rates(catalog.nccl, gpu, job.cluster)));
     opt.network = network.get();
   }
   try {

@@ -1,5 +1,7 @@
 #include "stepsim/catalog/transport_rates.hpp"
 
+#include <algorithm>
+
 namespace stepsim::cost {
 
 double transport_bandwidth_efficiency(const NcclProfiles& nccl, const spec::ClusterSpec& c) {
@@ -13,6 +15,18 @@ spec::ClusterSpec at_transport_rates(const NcclProfiles& nccl, const spec::Clust
   out.inter_node.bandwidth_GBps *= e;
   out.network.nic_GBps *= e;  // 0 (no NIC rate given) stays 0
   out.inter_node.bandwidth_efficiency = 1;  // applied: a second call leaves the rates as they are
+  return out;
+}
+
+spec::ClusterSpec at_achievable_rates(const NcclProfiles& nccl, const hw::GpuSpec& gpu, const spec::ClusterSpec& c) {
+  spec::ClusterSpec out = at_transport_rates(nccl, c);
+  for (const NcclProfile& p : nccl.profiles()) {
+    if (std::find(p.gpus.begin(), p.gpus.end(), gpu.name) == p.gpus.end()) continue;
+    out.intra_node.bandwidth_GBps *= p.params.intra_efficiency;
+    out.inter_node.bandwidth_GBps *= p.params.inter_efficiency;
+    out.network.nic_GBps *= p.params.inter_efficiency;
+    break;
+  }
   return out;
 }
 
