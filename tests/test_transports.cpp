@@ -55,6 +55,25 @@ TEST(Transports, TcpxPlateauIsHalfTheLineRateUnderEveryModel) {
   }
 }
 
+// A node of 8 GPUs with two 400 Gb/s NICs: each GPU gets 2 x 400 / 8 = 100 Gb/s across nodes (printed), and a two-node
+// 16 GiB all-gather's bus bandwidth is the node's NIC total, 2 x 50 = 100 GB/s (alpha-beta exactly; the flow and nccl
+// models at the 0.96 NCCL reaches).
+TEST(Transports, ATwoNicNodeSharesItsNicsAmongItsGpus) {
+  for (const std::string model : {"alpha-beta", "flow", "nccl"}) {
+    api::CommOptions o;
+    o.collective = "all_gather";
+    o.gpus = 16;
+    o.gpus_per_node = 8;
+    o.sizes = "16G";
+    o.model = model;
+    o.store = "none";
+    o.overrides = {"cluster.network.nics_per_node=2", "cluster.network.nic_Gbps=400"};
+    const api::CommOutput out = api::comm(o);
+    EXPECT_NEAR(out.rows.at(0).busbw_GBps, model == "alpha-beta" ? 100.0 : 96.0, 0.2) << model;
+    EXPECT_NE(api::comm_text(o, out).find("inter-node 100 Gb/s per GPU over ib\n"), std::string::npos) << model;
+  }
+}
+
 // A measured fraction the user states replaces the transport's assumed one, and silences its note.
 TEST(Transports, TheUsersOwnFractionWins) {
   const api::CommOutput stated = two_nodes_of_four_nics("alpha-beta", "tcpx", "0.8");
