@@ -38,6 +38,16 @@ TEST(P2pChannels, APeerAcrossTheNetworkGetsFewerChannelsInALargeCommunicator) {
   EXPECT_EQ(cost::p2p_net_channels(hw, 1 << 30, 80), 1);
   EXPECT_EQ(cost::p2p_net_channels(hw, 200 << 10, 16), 2);
   EXPECT_EQ(cost::p2p_net_channels(hw, 1 << 30, 0), 4);  // the communicator unknown: no halving
+  // NICs of its own: AWS p5's four 100 Gb/s EFA NICs per GPU get one channel each (max(4, ceil(50 / 14)) = 4); two
+  // 200 Gb/s (p5en) need four for their 50 GB/s; A3 High's 200 Gb/s NIC shared by two GPUs, ceil(25 / 14) = 2.
+  c.network.nics_per_node = 32;
+  c.network.nic_GBps = 12.5;
+  EXPECT_EQ(cost::nccl_hardware(cat, c, 16).net_peer_channels, 4);
+  c.network.nics_per_node = 16;
+  c.network.nic_GBps = 25;
+  EXPECT_EQ(cost::nccl_hardware(cat, c, 16).net_peer_channels, 4);
+  c.network.nics_per_node = 4;
+  EXPECT_EQ(cost::nccl_hardware(cat, c, 16).net_peer_channels, 2);
 
   const double nic = sendrecv(16, "1G").rows.at(0).busbw_GBps;
   const double two = sendrecv(40, "1G").rows.at(0).busbw_GBps;

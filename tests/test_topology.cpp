@@ -258,7 +258,7 @@ TEST(Topology, BadNetworkKeysNameTheKeyAndTheRule) {
       {"network: {pcie: {sockets: 0}}\n", {"cluster.network.pcie.sockets", "[1, 64]"}},
       {"network: {photonic: {ports_per_node: 0}}\n", {"cluster.network.photonic.ports_per_node"}},
       {"network: {photonic: {setup: 3}}\n", {"unknown key cluster.network.photonic.setup"}},
-      {"network: {nics_per_node: 16}\n", {"cluster.network.nics_per_node", "<= cluster.gpus_per_node 8"}},
+      {"network: {nics_per_node: 12}\n", {"cluster.network.nics_per_node", "must be a multiple of it"}},
       {"network: {node: mesh2d, node_dims: [3, 3]}\n", {"cluster.network.node_dims", "cluster.gpus_per_node 8"}},
       {"network: {node_dims: [8]}\n", {"cluster.network.node_dims", "two integers"}},
       {"network: {nic_Gbps: 400, nic_GBps: 50}\n", {"cluster.network.nic_Gbps", "not both"}},

@@ -9,6 +9,7 @@
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/catalog/catalog.hpp"
 #include "stepsim/catalog/transport_rates.hpp"
+#include "stepsim/io/input_error.hpp"
 #include "stepsim/report/summary.hpp"
 #include "test_util.hpp"
 
@@ -71,6 +72,34 @@ TEST(Transports, ATwoNicNodeSharesItsNicsAmongItsGpus) {
     const api::CommOutput out = api::comm(o);
     EXPECT_NEAR(out.rows.at(0).busbw_GBps, model == "alpha-beta" ? 100.0 : 96.0, 0.2) << model;
     EXPECT_NE(api::comm_text(o, out).find("inter-node 100 Gb/s per GPU over ib\n"), std::string::npos) << model;
+  }
+}
+
+// AWS p5 as written: 32 EFA NICs of 100 Gb/s for 8 GPUs, four of its own per GPU, 400 Gb/s per GPU: the same rates as
+// eight 400 Gb/s NICs under every model. A count that does not split evenly over the GPUs is refused by key.
+TEST(Transports, MoreNicsThanGpusGiveEachGpuItsOwn) {
+  auto comm = [](const std::string& model, const std::string& nics, const std::string& gbits) {
+    api::CommOptions o;
+    o.collective = "all_gather";
+    o.gpus = 16;
+    o.sizes = "16G";
+    o.model = model;
+    o.store = "none";
+    o.overrides = {"cluster.network.nics_per_node=" + nics, "cluster.network.nic_Gbps=" + gbits};
+    return api::comm(o);
+  };
+  for (const std::string model : {"alpha-beta", "flow", "nccl"}) {
+    const api::CommOutput p5 = comm(model, "32", "100");
+    EXPECT_NEAR(p5.rows.at(0).time_us / comm(model, "8", "400").rows.at(0).time_us, 1.0, 0.005) << model;
+    EXPECT_NE(api::comm_text(api::CommOptions{}, p5).find("inter-node 400 Gb/s per GPU"), std::string::npos) << model;
+  }
+  try {
+    comm("nccl", "12", "100");
+    ADD_FAILURE() << "12 NICs for 8 GPUs was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("key cluster.network.nics_per_node: more NICs than cluster.gpus_per_node 8"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -9,7 +9,7 @@ double inter_node_GBps_per_gpu(const ClusterSpec& c) {
   const NetworkSpec& n = c.network;
   if (n.nic_GBps <= 0) return c.inter_node.bandwidth_GBps;
   const int gpus = std::max(1, std::min(c.gpus_per_node, c.num_gpus));
-  const int nics = n.nics_per_node > 0 ? std::min(n.nics_per_node, gpus) : gpus;
+  const int nics = n.nics_per_node > 0 ? n.nics_per_node : gpus;
   return n.nic_GBps * nics / gpus;
 }
 

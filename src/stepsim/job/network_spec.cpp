@@ -167,8 +167,10 @@ NetworkSpec read_network_spec(StrictSection s, const ClusterSpec& c) {
   // Cross-key rules that need only this section and gpus_per_node; the rest (dims against the node count,
   // slow-link names) are checked when the topology is built.
   // (A cluster smaller than one node gets gpus_per_node clamped later by load_cluster: skip the check then.)
-  if (c.num_gpus >= c.gpus_per_node && n.nics_per_node > c.gpus_per_node)
-    s.fail("nics_per_node", "must be <= cluster.gpus_per_node " + std::to_string(c.gpus_per_node) + ", got " +
+  // More NICs than GPUs (AWS p5: 32 EFA NICs for 8 GPUs) gives each GPU its own nics / gpus of them.
+  if (c.num_gpus >= c.gpus_per_node && n.nics_per_node > c.gpus_per_node && n.nics_per_node % c.gpus_per_node != 0)
+    s.fail("nics_per_node", "more NICs than cluster.gpus_per_node " + std::to_string(c.gpus_per_node) +
+                                " must be a multiple of it (each GPU its own NICs), got " +
                                 std::to_string(n.nics_per_node));
   if (c.num_gpus >= c.gpus_per_node && !n.node_dims.empty() && n.node_dims[0] * static_cast<int64_t>(n.node_dims[1]) != c.gpus_per_node)
     s.fail("node_dims", "x * y must equal cluster.gpus_per_node " + std::to_string(c.gpus_per_node));

@@ -205,7 +205,9 @@ Topology build_topology(const spec::ClusterSpec& c) {
   p.intra_bw = positive(c.intra_node.bandwidth_GBps, "intra_node.bandwidth_GBps") * 1e9;
   p.intra_lat = non_negative(c.intra_node.latency_us, "intra_node.latency_us") * 1e-6;
   const double inter_bw = positive(c.inter_node.bandwidth_GBps, "inter_node.bandwidth_GBps") * 1e9;
-  p.nic_bw = net.nic_GBps > 0 ? net.nic_GBps * 1e9 : inter_bw * p.gpus_per_node / p.nics_per_node;
+  // A GPU with several NICs of its own (nics_per_node a multiple of the GPUs) gets one link of their total.
+  const int nics_per_gpu = std::max(1, net.nics_per_node / p.gpus_per_node);
+  p.nic_bw = net.nic_GBps > 0 ? net.nic_GBps * 1e9 * nics_per_gpu : inter_bw * p.gpus_per_node / p.nics_per_node;
   p.nic_lat = non_negative(c.inter_node.latency_us, "inter_node.latency_us") * 1e-6 / 2;
   p.hop_lat = non_negative(net.hop_latency_us, "network.hop_latency_us") * 1e-6;
 

@@ -147,12 +147,14 @@ NcclHardware nccl_hardware(const catalog::Catalog& catalog, const spec::ClusterS
   h.nvls_efficiency = nvls_efficiency;
   h.net_latency_scale = catalog.nccl.net_latency_scale(cluster.inter_node.transport);
   h.constants = &catalog.nccl_tuner;
-  // The GPU's local NIC as NCCL finds it (cluster.network gives at most one NIC per GPU): at least one channel, more
-  // until each carries its 14 GB/s of the NIC's rate.
+  // The GPU's local NICs as NCCL finds them: its own where a node has more NICs than GPUs, else the one it shares; at
+  // least one channel per NIC, more until each carries its 14 GB/s of their total.
   const int gpus = std::max(1, std::min(cluster.gpus_per_node, cluster.num_gpus));
   const int nics = cluster.network.nics_per_node > 0 ? cluster.network.nics_per_node : gpus;
+  const int local_nics = std::max(1, nics / gpus);
   const double nic = cluster.network.nic_GBps > 0 ? cluster.network.nic_GBps : h.nic_GBps * gpus / nics;
-  h.net_peer_channels = std::max(1, static_cast<int>(std::ceil(nic / catalog.nccl_tuner.p2p_per_channel_net_GBps)));
+  h.net_peer_channels = std::max(local_nics, static_cast<int>(std::ceil(local_nics * nic /
+                                                                        catalog.nccl_tuner.p2p_per_channel_net_GBps)));
   apply_nccl_env(cluster.nccl_env, h);
   return h;
 }
