@@ -1,11 +1,12 @@
 // What `simulate` explains beyond the step (issue 46 item 6): each pipeline stage's time and the bottleneck of an
 // uneven pipeline, and notes for inputs that are valid but unlikely to be meant (a NIC faster than any sold, a link
 // above the GPU's own, TP across nodes, a step at low MFU dominated by one thing).
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <string>
 
+#include <gtest/gtest.h>
+
+#include "stepsim/api/comm.hpp"
 #include "stepsim/api/simulate.hpp"
 #include "test_util.hpp"
 
@@ -61,6 +62,20 @@ TEST(ExplainNotes, ImplausibleLinksAndTpAcrossNodesAreNamed) {
   EXPECT_TRUE(has_note(odd.summary, "bandwidth_GBps 900 is above the H100-SXM's own link (450 GB/s"));
   const api::SimulateOutput tp = simulate_yaml(test::small_gpt_yaml(16, 1, 1, 16));
   EXPECT_TRUE(has_note(tp.summary, "TP 16 spans 2 nodes of 8 GPUs"));
+  // The same from a network section: eight 400 Gb/s NICs for each GPU of 1-GPU nodes (a file's 8 NICs read with
+  // gpus_per_node 1), in `simulate` and in `comm`.
+  std::string nics = test::small_gpt_yaml(1, 1, 16, 16);
+  nics.replace(nics.find("gpus_per_node: 8"), 16, "gpus_per_node: 1, network: {nics_per_node: 8, nic_Gbps: 400}");
+  EXPECT_TRUE(has_note(simulate_yaml(nics).summary, "8 NICs of 400 Gb/s for 1 GPU give each GPU 3200 Gb/s"));
+  api::CommOptions o;
+  o.gpus = 16;
+  o.gpus_per_node = 1;
+  o.sizes = "1M";
+  o.store = "none";
+  o.overrides = {"cluster.network.nics_per_node=8", "cluster.network.nic_Gbps=400"};
+  const api::CommOutput comm = api::comm(o);
+  EXPECT_TRUE(std::any_of(comm.notes.begin(), comm.notes.end(),
+                          [](const std::string& n) { return n.find("give each GPU 3200 Gb/s") != n.npos; }));
 }
 
 TEST(ExplainNotes, ALowMfuStepSaysWhatDominatesIt) {

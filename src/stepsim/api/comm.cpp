@@ -5,6 +5,7 @@
 #include "stepsim/api/size_range.hpp"
 #include "stepsim/cost/collective/collective_model.hpp"
 #include "stepsim/job/cluster_rates.hpp"
+#include "stepsim/assemble/plausibility.hpp"
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
@@ -99,6 +100,8 @@ CommOutput comm(const CommOptions& o) {
   const auto model = sim::make_collective_model(catalog::shipped(), model_kind, out.cluster, {o.store, o.nccl_version});
   out.notes = spec::unused_network_notes(out.cluster, model_kind);
   for (std::string& note : cost::transport_notes(catalog::shipped().nccl, out.cluster)) out.notes.push_back(note);
+  const hw::GpuSpec& gpu = hw::effective_gpu(catalog::shipped().gpus, out.cluster);
+  for (std::string& note : sim::cluster_plausibility_notes(out.cluster, gpu)) out.notes.push_back(note);
   out.transport_bandwidth_efficiency = cost::transport_bandwidth_efficiency(catalog::shipped().nccl, out.cluster);
 
   const int n = out.cluster.num_gpus, k = std::min(out.cluster.gpus_per_node, n);

@@ -13,5 +13,7 @@ namespace stepsim::sim {
 inline constexpr double kFastestNicGBps = 100.0;
 
 std::vector<std::string> plausibility_notes(const spec::JobSpec& job, const hw::GpuSpec& gpu);
+// The cluster's part of them (its link rates), also for `stepsim comm`.
+std::vector<std::string> cluster_plausibility_notes(const spec::ClusterSpec& c, const hw::GpuSpec& gpu);
 
 }  // namespace stepsim::sim
