@@ -2,6 +2,7 @@
 // communication model, printed, refused when unknown, and the shipped table complete.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -16,9 +17,9 @@
 namespace stepsim {
 namespace {
 
-// Two A3 High-like nodes: 8 H100s sharing four 200 Gb/s NICs (100 Gb/s = 12.5 GB/s of line rate per GPU).
-api::CommOutput two_nodes_of_four_nics(const std::string& model, const std::string& transport,
-                                       const std::string& efficiency = "") {
+// A 16 GiB all-gather over two nodes of 8 H100s with `nics` NICs of `gbits` Gb/s each, and more cluster keys.
+api::CommOptions two_nodes(const std::string& model, const std::string& nics, const std::string& gbits,
+                           std::vector<std::string> more = {}) {
   api::CommOptions o;
   o.collective = "all_gather";
   o.gpus = 16;
@@ -26,10 +27,17 @@ api::CommOutput two_nodes_of_four_nics(const std::string& model, const std::stri
   o.sizes = "16G";
   o.model = model;
   o.store = "none";
-  o.overrides = {"cluster.network.nics_per_node=4", "cluster.network.nic_Gbps=200",
-                 "cluster.inter_node.transport=" + transport};
-  if (!efficiency.empty()) o.overrides.push_back("cluster.inter_node.bandwidth_efficiency=" + efficiency);
-  return api::comm(o);
+  o.overrides = {"cluster.network.nics_per_node=" + nics, "cluster.network.nic_Gbps=" + gbits};
+  for (std::string& m : more) o.overrides.push_back("cluster." + std::move(m));
+  return o;
+}
+
+// Two A3 High-like nodes: 8 H100s sharing four 200 Gb/s NICs (100 Gb/s = 12.5 GB/s of line rate per GPU).
+api::CommOutput two_nodes_of_four_nics(const std::string& model, const std::string& transport,
+                                       const std::string& efficiency = "") {
+  std::vector<std::string> more = {"inter_node.transport=" + transport};
+  if (!efficiency.empty()) more.push_back("inter_node.bandwidth_efficiency=" + efficiency);
+  return api::comm(two_nodes(model, "4", "200", more));
 }
 
 bool mentions(const std::vector<std::string>& notes, const std::string& what) {
@@ -61,14 +69,7 @@ TEST(Transports, TcpxPlateauIsHalfTheLineRateUnderEveryModel) {
 // models at the 0.96 NCCL reaches).
 TEST(Transports, ATwoNicNodeSharesItsNicsAmongItsGpus) {
   for (const std::string model : {"alpha-beta", "flow", "nccl"}) {
-    api::CommOptions o;
-    o.collective = "all_gather";
-    o.gpus = 16;
-    o.gpus_per_node = 8;
-    o.sizes = "16G";
-    o.model = model;
-    o.store = "none";
-    o.overrides = {"cluster.network.nics_per_node=2", "cluster.network.nic_Gbps=400"};
+    const api::CommOptions o = two_nodes(model, "2", "400");
     const api::CommOutput out = api::comm(o);
     EXPECT_NEAR(out.rows.at(0).busbw_GBps, model == "alpha-beta" ? 100.0 : 96.0, 0.2) << model;
     EXPECT_NE(api::comm_text(o, out).find("inter-node 100 Gb/s per GPU over ib\n"), std::string::npos) << model;
@@ -79,14 +80,7 @@ TEST(Transports, ATwoNicNodeSharesItsNicsAmongItsGpus) {
 // eight 400 Gb/s NICs under every model. A count that does not split evenly over the GPUs is refused by key.
 TEST(Transports, MoreNicsThanGpusGiveEachGpuItsOwn) {
   auto comm = [](const std::string& model, const std::string& nics, const std::string& gbits) {
-    api::CommOptions o;
-    o.collective = "all_gather";
-    o.gpus = 16;
-    o.sizes = "16G";
-    o.model = model;
-    o.store = "none";
-    o.overrides = {"cluster.network.nics_per_node=" + nics, "cluster.network.nic_Gbps=" + gbits};
-    return api::comm(o);
+    return api::comm(two_nodes(model, nics, gbits));
   };
   for (const std::string model : {"alpha-beta", "flow", "nccl"}) {
     const api::CommOutput p5 = comm(model, "32", "100");
