@@ -72,7 +72,9 @@ TEST(Transports, ATwoNicNodeSharesItsNicsAmongItsGpus) {
     const api::CommOptions o = two_nodes(model, "2", "400");
     const api::CommOutput out = api::comm(o);
     EXPECT_NEAR(out.rows.at(0).busbw_GBps, model == "alpha-beta" ? 100.0 : 96.0, 0.2) << model;
-    EXPECT_NE(api::comm_text(o, out).find("inter-node 100 Gb/s per GPU over ib\n"), std::string::npos) << model;
+    const std::string text = api::comm_text(o, out);
+    EXPECT_NE(text.find("inter-node 100 Gb/s per GPU (2 NICs of 400 Gb/s per node) over ib\n"), std::string::npos)
+        << text;
   }
 }
 
@@ -132,7 +134,8 @@ TEST(Transports, AJobsSummaryNamesTheTransportAndItsRate) {
   EXPECT_GT(tcpx.result.step_ns, ib.result.step_ns);
   const report::Summary s = report::summarize(tcpx, 0);
   const std::string text = report::to_text(s, tcpx_job);
-  EXPECT_NE(text.find("inter-node 400 Gb/s per GPU over tcpx at 0.5 of line rate (200 Gb/s)"), std::string::npos)
+  EXPECT_NE(text.find("inter-node 400 Gb/s per GPU (one NIC per GPU) over tcpx at 0.5 of line rate (200 Gb/s)"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("note: cluster.inter_node.transport tcpx"), std::string::npos) << text;
   const nlohmann::json j = report::to_json(s, tcpx_job);
@@ -157,7 +160,8 @@ TEST(Transports, UnknownTransportOrFractionIsRefusedByKey) {
   // The fraction is a NIC's: inside a node it is an unknown key.
   std::string y = yaml;
   y.replace(y.find("latency_us: 1}"), 14, "latency_us: 1, bandwidth_efficiency: 0.5}");
-  EXPECT_NE(test::job_error(y).find("cluster.intra_node.bandwidth_efficiency"), std::string::npos) << test::job_error(y);
+  const std::string intra = test::job_error(y);
+  EXPECT_NE(intra.find("cluster.intra_node.bandwidth_efficiency"), std::string::npos) << intra;
 }
 
 // Every transport the cluster accepts has its own entry in the shipped data/nccl.yaml, and InfiniBand is the reference.

@@ -21,6 +21,17 @@ std::string inter_node_text(const ClusterSpec& c, double efficiency) {
   };
   const double line = inter_node_GBps_per_gpu(c);
   std::string s = gbits(line) + " per GPU";
+  const NetworkSpec& n = c.network;
+  if (n.nics_per_node > 0 || n.nic_GBps > 0) {
+    // A multi-host NVLink domain is one node to the models; its NICs are counted per host, as the user wrote them.
+    const int gpus = std::max(1, std::min(c.gpus_per_node, c.num_gpus));
+    const int nics = n.nics_per_node > 0 ? n.nics_per_node : gpus;
+    const int host = c.nvlink_domain > 0 && c.host_gpus > 0 ? c.host_gpus : gpus;
+    const double nic = n.nic_GBps > 0 ? n.nic_GBps : line * gpus / nics;
+    s += " (" + std::to_string(static_cast<int64_t>(nics) * host / gpus) + " NICs of " + gbits(nic) + " per node)";
+  } else {
+    s += " (one NIC per GPU)";
+  }
   s += " over " + c.inter_node.transport;
   if (efficiency != 1) {
     char b[32];
