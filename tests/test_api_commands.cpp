@@ -39,8 +39,10 @@ TEST(ApiCommands, CommRowsAreTypedAndTheJsonCarriesTheSameNumbers) {
   const std::string text = api::comm_text(o, out);
   EXPECT_NE(text.find("all_reduce, 8 GPUs (1 node x 8)"), std::string::npos) << text;
   // The links the rows were computed for (issue 45 item 1): the default H100 node's NVLink and one 400G NIC per GPU.
-  EXPECT_NE(text.find("# links: intra-node 450 GB/s per GPU; inter-node 400 Gb/s per GPU over ib (not used: one node)"),
-            std::string::npos) << text;
+  EXPECT_NE(text.find("# links: intra-node 450 GB/s per GPU; inter-node 400 Gb/s per GPU (one NIC per GPU) over ib "
+                      "(not used: one node)"),
+            std::string::npos)
+      << text;
 }
 
 // A step compared with itself: no step error and no error in any op type.

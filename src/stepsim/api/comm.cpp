@@ -97,9 +97,12 @@ CommOutput comm(const CommOptions& o) {
     overrides.push_back("cluster.nccl_env." + e);
   }
   out.cluster = spec::load_cluster(catalog::shipped().gpus, o.cluster_path, o.gpus, o.gpus_per_node, overrides);
+  std::string version_note;  // a bad --nccl-version is refused here, by its flag's name
+  catalog::shipped().nccl_tuner.for_version(o.nccl_version, "--nccl-version", &version_note);
   const auto model = sim::make_collective_model(catalog::shipped(), model_kind, out.cluster, {o.store, o.nccl_version});
   out.notes = spec::unused_network_notes(out.cluster, model_kind);
   for (std::string& note : cost::transport_notes(catalog::shipped().nccl, out.cluster)) out.notes.push_back(note);
+  if (model_kind == spec::CommModel::Nccl && !version_note.empty()) out.notes.push_back(version_note);
   const hw::GpuSpec& gpu = hw::effective_gpu(catalog::shipped().gpus, out.cluster);
   for (std::string& note : sim::cluster_plausibility_notes(out.cluster, gpu)) out.notes.push_back(note);
   out.transport_bandwidth_efficiency = cost::transport_bandwidth_efficiency(catalog::shipped().nccl, out.cluster);

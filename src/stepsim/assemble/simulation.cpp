@@ -35,13 +35,14 @@ std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Cata
   switch (model) {
     case spec::CommModel::AlphaBeta: return cost::make_alpha_beta_model(cluster);
     case spec::CommModel::Nccl: {
-      if (settings.calibration_store == "none") return cost::make_nccl_model(catalog, cluster);
+      if (settings.calibration_store == "none") return cost::make_nccl_model(catalog, cluster, settings.nccl_version);
       const hw::GpuSpec& gpu = hw::effective_gpu(catalog.gpus, cluster);
       const cost::NcclProfile& profile = catalog.nccl.find(gpu);
       const std::string store = settings.calibration_store.empty() ? hw::default_calibration_store_path()
                                                                    : settings.calibration_store;
       return cost::make_nccl_model(catalog, cluster, profile,
-                                   cost::calibrated_param_table(gpu, written, profile, store, settings.nccl_version));
+                                   cost::calibrated_param_table(gpu, written, profile, store, settings.nccl_version),
+                                   settings.nccl_version);
     }
     // Times one collective alone (stepsim comm); a job's step runs on a shared FlowContendedNetwork instead. Its links
     // carry what NCCL reaches, so that it agrees with the nccl model where no link is shared.
@@ -210,6 +211,11 @@ Simulation run_simulation(const catalog::Catalog& catalog, const spec::JobSpec& 
     s.notes.push_back(std::move(n));
   }
   for (std::string& n : cost::transport_notes(catalog.nccl, job.cluster)) s.notes.push_back(std::move(n));
+  if (job.simulation.comm_model == spec::CommModel::Nccl) {
+    std::string note;
+    catalog.nccl_tuner.for_version(job.simulation.nccl_version, "simulation.nccl_version", &note);
+    if (!note.empty()) s.notes.push_back(note);
+  }
   // A multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is one node to NCCL. A job whose node is smaller sends
   // every group larger than that node over the NICs: say so.
   const hw::GpuSpec& gpu = hw::effective_gpu(catalog.gpus, job.cluster);

@@ -4,10 +4,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -38,8 +40,9 @@ class TableParser {
   [[noreturn]] void fail(const std::string& key, const std::string& rule) const { f_.fail(key, rule); }
 
   // A mapping holding exactly `keys` (none missing, none other).
-  void exact_keys(const YAML::Node& n, const std::string& key, const std::vector<std::string>& keys) const {
-    f_.keys(n, key, keys);
+  void exact_keys(const YAML::Node& n, const std::string& key, const std::vector<std::string>& keys,
+                  const std::vector<std::string>& optional = {}) const {
+    f_.keys(n, key, keys, optional);
   }
 
   double number(const YAML::Node& n, const std::string& key, double hi = 1e6) const {
@@ -79,7 +82,83 @@ class TableParser {
   const spec::DataFile& f_;
 };
 
+std::string version_text(const std::array<int, 3>& v) {
+  return std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
+}
+
+// `versions`: a list of {until, source, base_latency_us?, hw_latency_us?}, newest first, each older than the table.
+std::vector<NcclTunerTable::Release> read_releases(const TableParser& p, const spec::DataFile& file,
+                                                   const YAML::Node& list, const std::array<int, 3>& table_version) {
+  if (!list.IsSequence()) p.fail("versions", "must be a list of {until, source, base_latency_us, hw_latency_us}");
+  std::vector<NcclTunerTable::Release> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string key = "versions[" + std::to_string(i) + "]";
+    const YAML::Node e = list[i];
+    const std::set<std::string> has =
+        file.keys(e, key, {"until", "source"}, {"base_latency_us", "hw_latency_us", "absent"});
+    NcclTunerTable::Release r;
+    const std::string until = file.text(e["until"], key + ".until");
+    const auto v = parse_nccl_version(until);
+    if (!v) p.fail(key + ".until", "must be an NCCL release such as 2.27.7, got " + until);
+    if (*v >= table_version) p.fail(key + ".until", "must be older than the table's version " + version_text(table_version));
+    if (!out.empty() && *v >= out.back().until) p.fail(key + ".until", "must be older than the entry before it (newest first)");
+    r.until = *v;
+    r.source = file.text(e["source"], key + ".source");
+    const auto read_algorithms = [&](const YAML::Node& n, const std::string& at, int table) {
+      if (!n.IsMap() || n.size() == 0) p.fail(at, "must map an algorithm (" + kAlgorithmKeys[0] + ", ...) to [LL, LL128, Simple]");
+      file.keys(n, at, {}, kAlgorithmKeys);
+      for (size_t a = 0; a < kAlgorithmKeys.size(); ++a) {
+        if (n[kAlgorithmKeys[a]]) {
+          r.changes.push_back({table, static_cast<int>(a),
+                               p.row<NcclTunerTable::kProtocols>(n[kAlgorithmKeys[a]], at + "." + kAlgorithmKeys[a], 1e4)});
+        }
+      }
+    };
+    if (has.count("base_latency_us")) read_algorithms(e["base_latency_us"], key + ".base_latency_us", 0);
+    if (has.count("hw_latency_us")) {
+      const YAML::Node hw = e["hw_latency_us"];
+      const std::set<std::string> links = file.keys(hw, key + ".hw_latency_us", {}, kLinkKeys);
+      for (size_t l = 0; l < kLinkKeys.size(); ++l) {
+        if (links.count(kLinkKeys[l])) read_algorithms(hw[kLinkKeys[l]], key + ".hw_latency_us." + kLinkKeys[l], 1 + static_cast<int>(l));
+      }
+    }
+    if (has.count("absent")) {
+      const YAML::Node a = e["absent"];
+      if (!a.IsSequence()) p.fail(key + ".absent", "must be a list of algorithms (" + kAlgorithmKeys.back() + ", ...)");
+      for (size_t j = 0; j < a.size(); ++j) {
+        const std::string name = file.text(a[j], key + ".absent[" + std::to_string(j) + "]");
+        if (std::find(kAlgorithmKeys.begin(), kAlgorithmKeys.end(), name) == kAlgorithmKeys.end())
+          p.fail(key + ".absent[" + std::to_string(j) + "]", "must name an algorithm of the table, got " + name);
+        r.absent.push_back(name);
+      }
+    }
+    if (r.changes.empty() && r.absent.empty()) p.fail(key, "changes nothing (give base_latency_us, hw_latency_us or absent)");
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::optional<std::array<int, 3>> parse_nccl_version(const std::string& text) {
+  std::array<int, 3> v{};
+  size_t i = text.size() > 0 && (text[0] == 'v' || text[0] == 'V') ? 1 : 0;
+  for (int part = 0; part < 3; ++part) {
+    if (i >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i]))) {
+      if (part >= 2) break;
+      return std::nullopt;
+    }
+    int n = 0;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && n < 100000) n = n * 10 + (text[i++] - '0');
+    v[part] = n;
+    if (part < 2) {
+      if (i < text.size() && text[i] == '.') ++i;
+      else if (part == 0) return std::nullopt;
+      else break;
+    }
+  }
+  return v;
+}
 
 NcclTunerTable NcclTunerTable::load(const std::string& path) {
   const spec::DataFile file(path, "NCCL tuner table");
@@ -88,9 +167,13 @@ NcclTunerTable NcclTunerTable::load(const std::string& path) {
   NcclTunerTable t;
   try {
     p.exact_keys(root, "(top level)",
-                 {"source", "base_latency_us", "hw_latency_us", "ll_max_bw_GBps", "per_channel_max_GBps",
-                  "nvls_efficiency", "tree_correction", "max_threads", "thread_threshold_bytes", "refinements", "p2p"});
+                 {"source", "version", "base_latency_us", "hw_latency_us", "ll_max_bw_GBps", "per_channel_max_GBps",
+                  "nvls_efficiency", "tree_correction", "max_threads", "thread_threshold_bytes", "refinements", "p2p"},
+                 {"versions"});
     t.source = file.text(root["source"], "source");
+    t.version = file.text(root["version"], "version");
+    if (!parse_nccl_version(t.version)) p.fail("version", "must be an NCCL release such as 2.30.7, got " + t.version);
+    if (root["versions"]) t.releases = read_releases(p, file, root["versions"], *parse_nccl_version(t.version));
     t.base_latency_us = p.rows<kAlgorithms, kProtocols>(root["base_latency_us"], "base_latency_us", kAlgorithmKeys, 1e4);
     const YAML::Node hw = root["hw_latency_us"];
     p.exact_keys(hw, "hw_latency_us", kLinkKeys);
@@ -147,6 +230,31 @@ NcclTunerTable NcclTunerTable::load(const std::string& path) {
     t.collnet_direct_per_rank_us = f("collnet_direct_per_rank_us", 1e3);
   } catch (const YAML::Exception& e) {
     throw InputError(path + ": " + e.what());  // what the checks above did not name (odd key types, ...)
+  }
+  return t;
+}
+
+NcclTunerTable NcclTunerTable::for_version(const std::string& v, const std::string& key, std::string* note) const {
+  if (v.empty()) return *this;
+  const auto want = parse_nccl_version(v);
+  if (!want) throw InputError(key + ": '" + v + "' is not an NCCL version (such as 2.21.5)");
+  NcclTunerTable t = *this;
+  t.version = version_text(*want);
+  for (const Release& r : releases) {
+    if (*want > r.until) break;
+    for (const LatencyChange& c : r.changes) {
+      (c.table == 0 ? t.base_latency_us : t.hw_latency_us[c.table - 1])[c.algorithm] = c.value;
+    }
+    for (const std::string& a : r.absent) {
+      if (std::find(t.absent_algorithms.begin(), t.absent_algorithms.end(), a) == t.absent_algorithms.end())
+        t.absent_algorithms.push_back(a);
+    }
+  }
+  const std::array<int, 3>& oldest = releases.empty() ? *want : releases.back().until;
+  if (note && !releases.empty() && ((*want)[0] < oldest[0] || ((*want)[0] == oldest[0] && (*want)[1] < oldest[1]))) {
+    // Older releases are not tabulated: say which constants stand in.
+    *note = key + " " + v + ": NCCL's tuning constants are tabulated back to " + version_text(releases.back().until) +
+            " (data/nccl-tuner.yaml versions); those are used";
   }
   return t;
 }

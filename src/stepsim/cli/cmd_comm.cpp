@@ -49,7 +49,8 @@ Action add_comm(CLI::App& app) {
   cmd->add_option("--store", a.store,
                   "calibration store for --model nccl (default $STEPSIM_CALIBRATION_DB, else "
                   "~/.cache/stepsim/calibration.sqlite); none = data/nccl.yaml only");
-  cmd->add_option("--nccl-version", a.nccl_version, "prefer calibration rows of this NCCL version");
+  cmd->add_option("--nccl-version", a.nccl_version,
+                  "NCCL release (e.g. 2.21.5): its tuning constants, and calibration rows of it first");
   cmd->add_option("--launch", a.launch,
                   "how nccl-tests ran: procs (one process per GPU) or gN (-g N: one process drives N GPUs, and each "
                   "collective takes at least the host's N kernel launches; data/nccl.yaml launch)")

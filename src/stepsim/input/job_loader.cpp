@@ -13,6 +13,7 @@
 
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/catalog/gpu_name.hpp"
+#include "stepsim/catalog/nccl_tuner_table.hpp"
 #include "stepsim/input/hf_config.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/io/input_file.hpp"
@@ -618,6 +619,9 @@ SimulationSpec read_simulation(StrictSection s) {
                                                 {"sm_share", OverlapModel::SmShare}});
   sim.calibration_store = s.get_string("calibration_store", "");
   sim.nccl_version = s.get_string("nccl_version", "");
+  if (!sim.nccl_version.empty() && !cost::parse_nccl_version(sim.nccl_version)) {
+    s.fail("nccl_version", "must be an NCCL release such as 2.21.5, got '" + sim.nccl_version + "'");
+  }
   sim.overlap_file = s.get_string("overlap_file", "");
   sim.sustained_clock = s.get_double("sustained_clock", 0.0, 0.01, 2.0);
   sim.attention_scale = s.get_double("attention_scale", 0.0, 0.05, 4.0);

@@ -398,8 +398,15 @@ int64_t to_ns(double us) { return std::max<int64_t>(1, std::llround(us * 1e3)); 
 class NcclModel final : public CollectiveModel {
  public:
   NcclModel(const catalog::Catalog& catalog, const spec::ClusterSpec& c, const NcclProfile& profile,
-            NcclParamTable table)
-      : hw_(nccl_hardware(catalog, c, profile.channels, profile.nvls_efficiency)), table_(std::move(table)) {}
+            NcclParamTable table, const std::string& nccl_version)
+      : constants_(catalog.nccl_tuner.for_version(nccl_version, kVersionKey)),
+        hw_(nccl_hardware(catalog, c, profile.channels, profile.nvls_efficiency)),
+        table_(std::move(table)) {
+    hw_.constants = &constants_;
+    // An algorithm the release does not have is never chosen; forcing it is refused.
+    for (const std::string& a : constants_.absent_algorithms) hw_.tuner.allowed_algorithms &= ~bit_of(*parse_algorithm(a));
+    absent_ = constants_.absent_algorithms;
+  }
 
   int64_t collective_ns(CollType coll, uint64_t bytes, const GroupGeometry& g) const override {
     return estimate(coll, bytes, g, Algorithm::Auto, std::nullopt).ns;
@@ -429,6 +436,12 @@ class NcclModel final : public CollectiveModel {
       return {p2p_ns(bytes, same_node, geometry.ranks), Algorithm::Direct, Protocol::Simple,
               same_node ? 0 : p2p_channels(bytes, same_node, geometry.ranks)};
     }
+    for (const std::string& a : absent_) {
+      if (algo != Algorithm::Auto && *parse_algorithm(a) == algo) {
+        throw InputError(std::string("--algo ") + name_of(algo) + ": NCCL " + constants_.version +
+                         " (the NCCL version asked for) has no " + name_of(algo));
+      }
+    }
     const NcclTerms t = nccl_terms(hw_, coll, bytes, geometry, algo, proto);
     const GroupGeometry g = normalized(geometry);
     if (g.ranks <= 1 || bytes == 0) return {0, t.algorithm, t.protocol, t.channels};
@@ -436,22 +449,27 @@ class NcclModel final : public CollectiveModel {
   }
 
  private:
+  static constexpr const char* kVersionKey = "simulation.nccl_version";
+  NcclTunerTable constants_;  // NCCL's constants of the job's release; hw_.constants points here
   NcclHardware hw_;
   NcclParamTable table_;
+  std::vector<std::string> absent_;
 };
 
 }  // namespace
 
 std::unique_ptr<CollectiveModel> make_nccl_model(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster,
-                                                 const NcclProfile& profile, NcclParamTable table) {
-  return std::make_unique<NcclModel>(catalog, cluster, profile, std::move(table));
+                                                 const NcclProfile& profile, NcclParamTable table,
+                                                 const std::string& nccl_version) {
+  return std::make_unique<NcclModel>(catalog, cluster, profile, std::move(table), nccl_version);
 }
 
-std::unique_ptr<CollectiveModel> make_nccl_model(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster) {
+std::unique_ptr<CollectiveModel> make_nccl_model(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster,
+                                                 const std::string& nccl_version) {
   const NcclProfile& p = catalog.nccl.find(hw::effective_gpu(catalog.gpus, cluster));
   NcclParamTable table(p.params);
   for (const auto& row : p.bands) table.add(row);
-  return make_nccl_model(catalog, cluster, p, std::move(table));
+  return make_nccl_model(catalog, cluster, p, std::move(table), nccl_version);
 }
 
 }  // namespace stepsim::cost

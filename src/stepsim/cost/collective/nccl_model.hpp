@@ -56,10 +56,13 @@ NcclTerms nccl_p2p_terms(const NcclHardware& hw, uint64_t bytes, bool same_node,
 // `group_ranks` (0: unknown, no halving) (src/graph/paths.cc, src/enqueue.cc).
 int p2p_net_channels(const NcclHardware& hw, uint64_t bytes, int group_ranks);
 
-// The model with the given parameters (profile defaults, calibrations).
+// The model with the given parameters (profile defaults, calibrations). `nccl_version` ("" = the tuner table's own,
+// else e.g. "2.21.5") picks NCCL's tuning constants of that release (NcclTunerTable::for_version).
 std::unique_ptr<CollectiveModel> make_nccl_model(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster,
-                                                 const NcclProfile& profile, NcclParamTable table);
+                                                 const NcclProfile& profile, NcclParamTable table,
+                                                 const std::string& nccl_version = "");
 // The model for a cluster with its GPU's profile in the catalog (data/nccl.yaml: defaults and shipped bands).
-std::unique_ptr<CollectiveModel> make_nccl_model(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster);
+std::unique_ptr<CollectiveModel> make_nccl_model(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster,
+                                                 const std::string& nccl_version = "");
 
 }  // namespace stepsim::cost
