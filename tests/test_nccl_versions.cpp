@@ -52,11 +52,22 @@ TEST(NcclVersions, EachReleaseHasItsOwnLatencies) {
   EXPECT_DOUBLE_EQ(v218.hw_latency_us[kNvlink][kTree][kSimple], 4);  // 2.19's 28 undone
   EXPECT_DOUBLE_EQ(v218.hw_latency_us[kNet][kCollnetDirect][kSimple], 10.7);
 
+  const cost::NcclTunerTable v217 = newest.for_version("2.17.1", "k");
+  EXPECT_DOUBLE_EQ(v217.base_latency_us[kNvls][kSimple], 40);
+  EXPECT_DOUBLE_EQ(v217.hw_latency_us[kNet][1][kSimple], 9.6);  // Ring Simple across nodes
+  EXPECT_TRUE(absent(v217, "nvls_tree"));
+  EXPECT_FALSE(absent(v217, "nvls"));
+  const cost::NcclTunerTable v215 = newest.for_version("2.15.5", "k");
+  EXPECT_TRUE(absent(v215, "nvls"));
+  EXPECT_TRUE(absent(v215, "pat"));
+
   std::string note;
-  newest.for_version("2.16.5", "simulation.nccl_version", &note);
-  EXPECT_NE(note.find("tabulated back to 2.18.6"), std::string::npos) << note;
+  newest.for_version("2.13.4", "simulation.nccl_version", &note);
+  EXPECT_NE(note.find("tabulated back to 2.14.0 (data/nccl-tuner.yaml versions); 2.16.5's are used"),
+            std::string::npos)
+      << note;
   note.clear();
-  newest.for_version("2.18.3", "simulation.nccl_version", &note);
+  newest.for_version("2.14.3", "simulation.nccl_version", &note);
   EXPECT_TRUE(note.empty()) << note;
   EXPECT_THROW(newest.for_version("two", "k"), InputError);
 }

@@ -95,7 +95,7 @@ std::vector<NcclTunerTable::Release> read_releases(const TableParser& p, const s
     const std::string key = "versions[" + std::to_string(i) + "]";
     const YAML::Node e = list[i];
     const std::set<std::string> has =
-        file.keys(e, key, {"until", "source"}, {"base_latency_us", "hw_latency_us", "absent"});
+        file.keys(e, key, {"until", "source"}, {"from", "base_latency_us", "hw_latency_us", "absent"});
     NcclTunerTable::Release r;
     const std::string until = file.text(e["until"], key + ".until");
     const auto v = parse_nccl_version(until);
@@ -103,6 +103,13 @@ std::vector<NcclTunerTable::Release> read_releases(const TableParser& p, const s
     if (*v >= table_version) p.fail(key + ".until", "must be older than the table's version " + version_text(table_version));
     if (!out.empty() && *v >= out.back().until) p.fail(key + ".until", "must be older than the entry before it (newest first)");
     r.until = *v;
+    r.from = {(*v)[0], (*v)[1], 0};
+    if (has.count("from")) {
+      const std::string text = file.text(e["from"], key + ".from");
+      const auto f = parse_nccl_version(text);
+      if (!f || *f > *v) p.fail(key + ".from", "must be an NCCL release no later than until, got " + text);
+      r.from = *f;
+    }
     r.source = file.text(e["source"], key + ".source");
     const auto read_algorithms = [&](const YAML::Node& n, const std::string& at, int table) {
       if (!n.IsMap() || n.size() == 0) p.fail(at, "must map an algorithm (" + kAlgorithmKeys[0] + ", ...) to [LL, LL128, Simple]");
@@ -250,11 +257,10 @@ NcclTunerTable NcclTunerTable::for_version(const std::string& v, const std::stri
         t.absent_algorithms.push_back(a);
     }
   }
-  const std::array<int, 3>& oldest = releases.empty() ? *want : releases.back().until;
-  if (note && !releases.empty() && ((*want)[0] < oldest[0] || ((*want)[0] == oldest[0] && (*want)[1] < oldest[1]))) {
+  if (note && !releases.empty() && *want < releases.back().from) {
     // Older releases are not tabulated: say which constants stand in.
-    *note = key + " " + v + ": NCCL's tuning constants are tabulated back to " + version_text(releases.back().until) +
-            " (data/nccl-tuner.yaml versions); those are used";
+    *note = key + " " + v + ": NCCL's tuning constants are tabulated back to " + version_text(releases.back().from) +
+            " (data/nccl-tuner.yaml versions); " + version_text(releases.back().until) + "'s are used";
   }
   return t;
 }

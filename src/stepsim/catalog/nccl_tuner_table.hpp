@@ -48,6 +48,7 @@ struct NcclTunerTable {
   };
   struct Release {
     std::array<int, 3> until{};  // major, minor, patch
+    std::array<int, 3> from{};   // the oldest release the entry is known to hold for (`from`; 0.0.0: until's series)
     std::vector<LatencyChange> changes;
     std::vector<std::string> absent;  // algorithms those releases do not have (NCCL_ALGO names, e.g. "pat")
     std::string source;
