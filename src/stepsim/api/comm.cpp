@@ -98,7 +98,9 @@ CommOutput comm(const CommOptions& o) {
   }
   out.cluster = spec::load_cluster(catalog::shipped().gpus, o.cluster_path, o.gpus, o.gpus_per_node, overrides);
   std::string version_note;  // a bad --nccl-version is refused here, by its flag's name
-  catalog::shipped().nccl_tuner.for_version(o.nccl_version, "--nccl-version", &version_note);
+  const cost::NcclTunerTable tuner = catalog::shipped().nccl_tuner.for_version(o.nccl_version, "--nccl-version",
+                                                                              &version_note);
+  if (model_kind == spec::CommModel::Nccl) out.nccl_version = tuner.version;
   const auto model = sim::make_collective_model(catalog::shipped(), model_kind, out.cluster, {o.store, o.nccl_version});
   out.notes = spec::unused_network_notes(out.cluster, model_kind);
   for (std::string& note : cost::transport_notes(catalog::shipped().nccl, out.cluster)) out.notes.push_back(note);
@@ -165,6 +167,7 @@ nlohmann::json comm_json(const CommOutput& out) {
                     {"inter_node_Gbps_per_gpu", 8 * spec::inter_node_GBps_per_gpu(c)},
                     {"inter_node_transport", c.inter_node.transport},
                     {"inter_node_bandwidth_efficiency", out.transport_bandwidth_efficiency},
+                    {"nccl_version", out.nccl_version},
                     {"size_bytes", r.size_bytes},
                     {"time_us", r.time_us},
                     {"algbw_GBps", r.algbw_GBps},
@@ -185,6 +188,10 @@ std::string comm_text(const CommOptions& o, const CommOutput& out) {
   t += report::format_text("# links: intra-node %g GB/s per GPU; inter-node ", c.intra_node.bandwidth_GBps) +
        spec::inter_node_text(c, out.transport_bandwidth_efficiency) + (out.nodes == 1 ? " (not used: one node)" : "") +
        "\n";
+  if (!out.nccl_version.empty()) {
+    t += "# nccl " + out.nccl_version + ": its tuning latencies (data/nccl-tuner.yaml" +
+         (o.nccl_version.empty() ? ", the newest tabulated; --nccl-version picks another)\n" : " versions)\n");
+  }
   if (!c.nccl_env.empty()) t += "# nccl env: " + spec::nccl_env_text(c.nccl_env) + "\n";
   if (out.gpus_per_process > 1) {
     t += report::format_text("# launch: one process drives %d GPUs (nccl-tests -g %d): each collective takes at least "

@@ -42,6 +42,7 @@ struct CommRow {
 struct CommOutput {
   std::string collective;  // the canonical name (all_to_all -> alltoall)
   std::string model;       // the communication model's name (nccl, alpha-beta, flow)
+  std::string nccl_version;  // the NCCL release whose tuning constants the nccl model used ("" under another model)
   spec::ClusterSpec cluster;
   int nodes = 0, gpus_per_node = 0;
   std::vector<CommRow> rows;  // one per size, in the order of CommOptions::sizes
