@@ -100,8 +100,12 @@ std::vector<NcclTunerTable::Release> read_releases(const TableParser& p, const s
     const std::string until = file.text(e["until"], key + ".until");
     const auto v = parse_nccl_version(until);
     if (!v) p.fail(key + ".until", "must be an NCCL release such as 2.27.7, got " + until);
-    if (*v >= table_version) p.fail(key + ".until", "must be older than the table's version " + version_text(table_version));
-    if (!out.empty() && *v >= out.back().until) p.fail(key + ".until", "must be older than the entry before it (newest first)");
+    if (*v >= table_version) {
+      p.fail(key + ".until", "must be older than the table's version " + version_text(table_version));
+    }
+    if (!out.empty() && *v >= out.back().until) {
+      p.fail(key + ".until", "must be older than the entry before it (newest first)");
+    }
     r.until = *v;
     r.from = {(*v)[0], (*v)[1], 0};
     if (has.count("from")) {
@@ -112,12 +116,15 @@ std::vector<NcclTunerTable::Release> read_releases(const TableParser& p, const s
     }
     r.source = file.text(e["source"], key + ".source");
     const auto read_algorithms = [&](const YAML::Node& n, const std::string& at, int table) {
-      if (!n.IsMap() || n.size() == 0) p.fail(at, "must map an algorithm (" + kAlgorithmKeys[0] + ", ...) to [LL, LL128, Simple]");
+      if (!n.IsMap() || n.size() == 0) {
+        p.fail(at, "must map an algorithm (" + kAlgorithmKeys[0] + ", ...) to [LL, LL128, Simple]");
+      }
       file.keys(n, at, {}, kAlgorithmKeys);
       for (size_t a = 0; a < kAlgorithmKeys.size(); ++a) {
         if (n[kAlgorithmKeys[a]]) {
-          r.changes.push_back({table, static_cast<int>(a),
-                               p.row<NcclTunerTable::kProtocols>(n[kAlgorithmKeys[a]], at + "." + kAlgorithmKeys[a], 1e4)});
+          const std::string row_key = at + "." + kAlgorithmKeys[a];
+          r.changes.push_back(
+              {table, static_cast<int>(a), p.row<NcclTunerTable::kProtocols>(n[kAlgorithmKeys[a]], row_key, 1e4)});
         }
       }
     };
@@ -126,7 +133,9 @@ std::vector<NcclTunerTable::Release> read_releases(const TableParser& p, const s
       const YAML::Node hw = e["hw_latency_us"];
       const std::set<std::string> links = file.keys(hw, key + ".hw_latency_us", {}, kLinkKeys);
       for (size_t l = 0; l < kLinkKeys.size(); ++l) {
-        if (links.count(kLinkKeys[l])) read_algorithms(hw[kLinkKeys[l]], key + ".hw_latency_us." + kLinkKeys[l], 1 + static_cast<int>(l));
+        if (links.count(kLinkKeys[l])) {
+          read_algorithms(hw[kLinkKeys[l]], key + ".hw_latency_us." + kLinkKeys[l], 1 + static_cast<int>(l));
+        }
       }
     }
     if (has.count("absent")) {
@@ -139,7 +148,9 @@ std::vector<NcclTunerTable::Release> read_releases(const TableParser& p, const s
         r.absent.push_back(name);
       }
     }
-    if (r.changes.empty() && r.absent.empty()) p.fail(key, "changes nothing (give base_latency_us, hw_latency_us or absent)");
+    if (r.changes.empty() && r.absent.empty()) {
+      p.fail(key, "changes nothing (give base_latency_us, hw_latency_us or absent)");
+    }
     out.push_back(std::move(r));
   }
   return out;
@@ -156,7 +167,9 @@ std::optional<std::array<int, 3>> parse_nccl_version(const std::string& text) {
       return std::nullopt;
     }
     int n = 0;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && n < 100000) n = n * 10 + (text[i++] - '0');
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && n < 100000) {
+      n = n * 10 + (text[i++] - '0');
+    }
     v[part] = n;
     if (part < 2) {
       if (i < text.size() && text[i] == '.') ++i;

@@ -403,9 +403,10 @@ class NcclModel final : public CollectiveModel {
         hw_(nccl_hardware(catalog, c, profile.channels, profile.nvls_efficiency)),
         table_(std::move(table)) {
     hw_.constants = &constants_;
-    // An algorithm the release does not have is never chosen; forcing it is refused.
-    for (const std::string& a : constants_.absent_algorithms) hw_.tuner.allowed_algorithms &= ~bit_of(*parse_algorithm(a));
-    absent_ = constants_.absent_algorithms;
+    // An algorithm the release does not have is never chosen; forcing it is refused (estimate).
+    for (const std::string& a : constants_.absent_algorithms) {
+      if (const std::optional<Algorithm> alg = parse_algorithm(a)) hw_.tuner.allowed_algorithms &= ~bit_of(*alg);
+    }
   }
 
   int64_t collective_ns(CollType coll, uint64_t bytes, const GroupGeometry& g) const override {
@@ -436,8 +437,8 @@ class NcclModel final : public CollectiveModel {
       return {p2p_ns(bytes, same_node, geometry.ranks), Algorithm::Direct, Protocol::Simple,
               same_node ? 0 : p2p_channels(bytes, same_node, geometry.ranks)};
     }
-    for (const std::string& a : absent_) {
-      if (algo != Algorithm::Auto && *parse_algorithm(a) == algo) {
+    for (const std::string& a : constants_.absent_algorithms) {
+      if (algo != Algorithm::Auto && parse_algorithm(a) == algo) {
         throw InputError(std::string("--algo ") + name_of(algo) + ": NCCL " + constants_.version +
                          " (the NCCL version asked for) has no " + name_of(algo));
       }
@@ -453,7 +454,6 @@ class NcclModel final : public CollectiveModel {
   NcclTunerTable constants_;  // NCCL's constants of the job's release; hw_.constants points here
   NcclHardware hw_;
   NcclParamTable table_;
-  std::vector<std::string> absent_;
 };
 
 }  // namespace
