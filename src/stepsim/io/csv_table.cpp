@@ -36,8 +36,15 @@ void require_unique_columns(const std::vector<std::string>& header, const std::s
 }  // namespace
 
 int CsvTable::column(std::string_view name) const {
-  const std::string key = lower(name);
-  const auto it = std::find(header.begin(), header.end(), key);
+  // The header is stored lower-case; compared in place (readers look a column up for every cell).
+  const auto same = [&](const std::string& h) {
+    if (h.size() != name.size()) return false;
+    for (size_t i = 0; i < h.size(); ++i) {
+      if (h[i] != static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])))) return false;
+    }
+    return true;
+  };
+  const auto it = std::find_if(header.begin(), header.end(), same);
   return it == header.end() ? -1 : static_cast<int>(it - header.begin());
 }
 
@@ -49,21 +56,19 @@ std::optional<std::vector<std::string>> split_csv_line(std::string_view line) {
     std::string field;
     if (i < line.size() && line[i] == '"') {
       ++i;
-      bool closed = false;
-      while (i < line.size()) {
-        if (line[i] == '"') {
-          if (i + 1 < line.size() && line[i + 1] == '"') {
-            field += '"';
-            i += 2;
-            continue;
-          }
+      // Whole runs between quotes at once: a notes cell is hundreds of characters.
+      while (true) {
+        const size_t quote = line.find('"', i);
+        if (quote == std::string_view::npos) return std::nullopt;  // not closed
+        field.append(line.substr(i, quote - i));
+        i = quote + 1;
+        if (i < line.size() && line[i] == '"') {  // "" inside quotes is one quote
+          field += '"';
           ++i;
-          closed = true;
-          break;
+          continue;
         }
-        field += line[i++];
+        break;
       }
-      if (!closed) return std::nullopt;
       // Text after the closing quote up to the comma is kept, as spreadsheet programs do.
       const size_t comma = line.find(',', i);
       field += std::string(trim(line.substr(i, comma == std::string_view::npos ? std::string_view::npos : comma - i)));
