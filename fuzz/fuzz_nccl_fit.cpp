@@ -12,38 +12,14 @@
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/input/job_loader.hpp"
 
-#include "fuzz_support.hpp"
+#include "nccl_tests_checks.hpp"
 #include "stepsim/catalog/catalog.hpp"
 
 namespace {
 
 using fuzz_support::require;
+using nccl_tests_checks::check_file;
 using namespace stepsim;
-
-int line_count(const std::string& text) {
-  int n = 1;
-  for (char c : text) n += c == '\n';
-  return n;
-}
-
-void check_file(const cost::NcclTestsFile& f, int lines) {
-  require(f.row_count() > 0);
-  require(f.garbled_lines >= static_cast<int>(f.garbled_line_numbers.size()));
-  for (int l : f.garbled_line_numbers) require(l >= 1 && l <= lines);
-  for (const auto& m : f.mismatches) require(m.line >= 1 && m.line <= lines && !m.what.empty());
-  for (const auto& t : f.tables) {
-    require(!t.rows.empty());
-    require(t.ranks >= 0 && t.nodes >= 0);
-    int prev = 0;
-    for (const auto& r : t.rows) {
-      require(r.line > prev && r.line <= lines);  // rows keep file order
-      prev = r.line;
-      require(std::isfinite(r.time_us) && r.time_us >= 0);
-      require(std::isfinite(r.algbw_GBps) && std::isfinite(r.busbw_GBps));
-      require(r.time_tol >= 0 && r.algbw_tol >= 0 && r.busbw_tol >= 0);
-    }
-  }
-}
 
 // The fit on a fixed H100 cluster: parameters stay in their bounds and predictions stay finite.
 void check_fit(const std::vector<cost::CommPoint>& pts) {
@@ -67,7 +43,7 @@ void check_fit(const std::vector<cost::CommPoint>& pts) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  const int lines = line_count(text);
+  const int lines = nccl_tests_checks::line_count(text);
   std::vector<cost::CommPoint> pts;
   try {
     const cost::NcclTestsFile f = cost::parse_nccl_tests(text, "fuzz.txt");
@@ -88,13 +64,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     const cost::KernelRecords k = cost::parse_kernel_records(text, "fuzz.csv");
-    require(!k.records.empty());
+    nccl_tests_checks::check_records(k, lines);
     for (const auto& r : k.records) {
-      require(r.line >= 1 && r.line <= lines && r.duration_us > 0 && std::isfinite(r.duration_us));
-      require(r.nodes >= 1 && r.nodes <= r.ranks && r.ranks_per_node * r.nodes >= r.ranks);
-      if (pts.size() < 64 && r.ranks <= 4096) {
-        pts.push_back(cost::comm_point(r, ""));
-      }
+      if (pts.size() < 64 && r.ranks <= 4096) pts.push_back(cost::comm_point(r, ""));
     }
   } catch (const InputError&) {
   }
