@@ -82,6 +82,8 @@ class NcclProfiles {
   static NcclProfiles load(const std::string& path, const hw::GpuCatalog& catalog);
   // The profile of a GPU; InputError listing the GPUs that have one.
   const NcclProfile& find(const hw::GpuSpec& gpu) const;
+  // The same, or nullptr for a GPU without one.
+  const NcclProfile* lookup(const hw::GpuSpec& gpu) const;
   const std::vector<NcclProfile>& profiles() const { return profiles_; }
   // A transport's entry (`transports.<name>`; cluster.inter_node.transport names it); a transport the file does not
   // list behaves as InfiniBand verbs (1, 1, no note).

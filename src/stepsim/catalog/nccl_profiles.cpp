@@ -126,14 +126,19 @@ const NetTransport& NcclProfiles::transport(const std::string& name) const {
   return it == transports_.end() ? kVerbs : it->second;
 }
 
+const NcclProfile* NcclProfiles::lookup(const hw::GpuSpec& gpu) const {
+  for (const auto& p : profiles_) {
+    if (std::find(p.gpus.begin(), p.gpus.end(), gpu.name) != p.gpus.end()) return &p;
+  }
+  return nullptr;
+}
+
 const NcclProfile& NcclProfiles::find(const hw::GpuSpec& gpu) const {
+  if (const NcclProfile* p = lookup(gpu)) return *p;
   const std::string& name = gpu.name;
   std::string known;
   for (const auto& p : profiles_) {
-    for (const auto& g : p.gpus) {
-      if (g == name) return p;
-      known += (known.empty() ? "" : ", ") + g;
-    }
+    for (const auto& g : p.gpus) known += (known.empty() ? "" : ", ") + g;
   }
   throw InputError("cluster.gpu: no NCCL profile for GPU '" + name + "' in data/nccl.yaml; profiles exist for: " + known);
 }

@@ -1,7 +1,5 @@
 #include "stepsim/catalog/transport_rates.hpp"
 
-#include <algorithm>
-
 namespace stepsim::cost {
 
 double transport_bandwidth_efficiency(const NcclProfiles& nccl, const spec::ClusterSpec& c) {
@@ -20,12 +18,10 @@ spec::ClusterSpec at_transport_rates(const NcclProfiles& nccl, const spec::Clust
 
 spec::ClusterSpec at_achievable_rates(const NcclProfiles& nccl, const hw::GpuSpec& gpu, const spec::ClusterSpec& c) {
   spec::ClusterSpec out = at_transport_rates(nccl, c);
-  for (const NcclProfile& p : nccl.profiles()) {
-    if (std::find(p.gpus.begin(), p.gpus.end(), gpu.name) == p.gpus.end()) continue;
-    out.intra_node.bandwidth_GBps *= p.params.intra_efficiency;
-    out.inter_node.bandwidth_GBps *= p.params.inter_efficiency;
-    out.network.nic_GBps *= p.params.inter_efficiency;
-    break;
+  if (const NcclProfile* p = nccl.lookup(gpu)) {
+    out.intra_node.bandwidth_GBps *= p->params.intra_efficiency;
+    out.inter_node.bandwidth_GBps *= p->params.inter_efficiency;
+    out.network.nic_GBps *= p->params.inter_efficiency;
   }
   return out;
 }

@@ -5,12 +5,24 @@
 
 namespace stepsim::spec {
 
+namespace {
+
+int gpus_per_node_used(const ClusterSpec& c) { return std::max(1, std::min(c.gpus_per_node, c.num_gpus)); }
+
+}  // namespace
+
 double inter_node_GBps_per_gpu(const ClusterSpec& c) {
-  const NetworkSpec& n = c.network;
-  if (n.nic_GBps <= 0) return c.inter_node.bandwidth_GBps;
-  const int gpus = std::max(1, std::min(c.gpus_per_node, c.num_gpus));
-  const int nics = n.nics_per_node > 0 ? n.nics_per_node : gpus;
-  return n.nic_GBps * nics / gpus;
+  if (c.network.nic_GBps <= 0) return c.inter_node.bandwidth_GBps;
+  return c.network.nic_GBps * nics_per_node(c) / gpus_per_node_used(c);
+}
+
+int nics_per_node(const ClusterSpec& c) {
+  return c.network.nics_per_node > 0 ? c.network.nics_per_node : gpus_per_node_used(c);
+}
+
+double one_nic_GBps(const ClusterSpec& c) {
+  if (c.network.nic_GBps > 0) return c.network.nic_GBps;
+  return inter_node_GBps_per_gpu(c) * gpus_per_node_used(c) / nics_per_node(c);
 }
 
 std::string inter_node_text(const ClusterSpec& c, double efficiency) {
@@ -24,11 +36,10 @@ std::string inter_node_text(const ClusterSpec& c, double efficiency) {
   const NetworkSpec& n = c.network;
   if (n.nics_per_node > 0 || n.nic_GBps > 0) {
     // A multi-host NVLink domain is one node to the models; its NICs are counted per host, as the user wrote them.
-    const int gpus = std::max(1, std::min(c.gpus_per_node, c.num_gpus));
-    const int nics = n.nics_per_node > 0 ? n.nics_per_node : gpus;
+    const int gpus = gpus_per_node_used(c);
     const int host = c.nvlink_domain > 0 && c.host_gpus > 0 ? c.host_gpus : gpus;
-    const double nic = n.nic_GBps > 0 ? n.nic_GBps : line * gpus / nics;
-    s += " (" + std::to_string(static_cast<int64_t>(nics) * host / gpus) + " NICs of " + gbits(nic) + " per node)";
+    s += " (" + std::to_string(static_cast<int64_t>(nics_per_node(c)) * host / gpus) + " NICs of " +
+         gbits(one_nic_GBps(c)) + " per node)";
   } else {
     s += " (one NIC per GPU)";
   }

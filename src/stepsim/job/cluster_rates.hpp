@@ -12,6 +12,10 @@ namespace stepsim::spec {
 // (cluster.network.nics_per_node x nic rate) shared by its GPUs where the network section gives a NIC rate, else
 // cluster.inter_node.bandwidth (which is per GPU). The flow model's NIC links carry the same rate.
 double inter_node_GBps_per_gpu(const ClusterSpec& c);
+// The NICs of a node (cluster.network.nics_per_node, else one per GPU) and one NIC's rate, GB/s (network.nic_GBps,
+// else the per-GPU rate spread over them).
+int nics_per_node(const ClusterSpec& c);
+double one_nic_GBps(const ClusterSpec& c);
 
 // "400 Gb/s per GPU over ib" and, where the transport reaches a fraction
 // `efficiency` of the line rate, " at 0.5 of line rate (200 Gb/s)": the inter-node link as the user should read it.

@@ -150,11 +150,10 @@ NcclHardware nccl_hardware(const catalog::Catalog& catalog, const spec::ClusterS
   // The GPU's local NICs as NCCL finds them: its own where a node has more NICs than GPUs, else the one it shares; at
   // least one channel per NIC, more until each carries its 14 GB/s of their total.
   const int gpus = std::max(1, std::min(cluster.gpus_per_node, cluster.num_gpus));
-  const int nics = cluster.network.nics_per_node > 0 ? cluster.network.nics_per_node : gpus;
-  const int local_nics = std::max(1, nics / gpus);
-  const double nic = cluster.network.nic_GBps > 0 ? cluster.network.nic_GBps : h.nic_GBps * gpus / nics;
-  h.net_peer_channels = std::max(local_nics, static_cast<int>(std::ceil(local_nics * nic /
-                                                                        catalog.nccl_tuner.p2p_per_channel_net_GBps)));
+  const int local_nics = std::max(1, spec::nics_per_node(cluster) / gpus);
+  h.net_peer_channels =
+      std::max(local_nics, static_cast<int>(std::ceil(local_nics * spec::one_nic_GBps(cluster) /
+                                                      catalog.nccl_tuner.p2p_per_channel_net_GBps)));
   apply_nccl_env(cluster.nccl_env, h);
   return h;
 }
