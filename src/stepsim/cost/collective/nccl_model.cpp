@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/cost/collective/nccl_channels.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/job/cluster_rates.hpp"
 
@@ -154,6 +155,10 @@ NcclHardware nccl_hardware(const catalog::Catalog& catalog, const spec::ClusterS
   h.net_peer_channels =
       std::max(local_nics, static_cast<int>(std::ceil(local_nics * spec::one_nic_GBps(cluster) /
                                                       catalog.nccl_tuner.p2p_per_channel_net_GBps)));
+  h.lone_gpu_channels = lone_gpu_channels(t.cc, local_nics, spec::one_nic_GBps(cluster),
+                                          std::max(1, cluster.num_gpus / gpus));
+  // A cluster of one-GPU nodes: every communicator across its nodes is one.
+  if (gpus == 1 && cluster.num_gpus > 1) t.channels = h.lone_gpu_channels;
   apply_nccl_env(cluster.nccl_env, h);
   return h;
 }
@@ -194,6 +199,7 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
   topo.ranks = g.ranks;
   topo.nodes = g.nodes;
   topo.ranks_per_node = g.ranks_per_node;
+  if (g.ranks_per_node == 1 && g.nodes > 1) topo.channels = hw.lone_gpu_channels;
   topo.bw_intra = hw.intra_GBps * 0.8 / topo.channels;  // NCCL counts 20 GB/s of a nominal 25 GB/s NVLink
   topo.bw_inter = g.ranks_per_node * hw.nic_GBps / topo.channels;
   const TunerChoice choice = tuner_choose(*hw.constants, coll, bytes, topo, force, proto);
@@ -215,7 +221,7 @@ NcclTerms nccl_terms(const NcclHardware& hw, CollType coll, uint64_t bytes, cons
   if (a == Algorithm::Ring || a == Algorithm::Tree) {
     // NCCL gives each channel 1/C of the GPU's bandwidth (bwIntra, bwInter are per channel) and drops channels
     // for small buffers (tuner_choose): with fewer channels only their share of the links is driven.
-    const double share = std::min(1.0, nch / std::max(1, hw.tuner.channels));
+    const double share = std::min(1.0, nch / std::max(1, topo.channels));
     s.Bi *= share;
     s.Bo *= share;
   }

@@ -23,6 +23,7 @@ struct NcclHardware {
   double net_latency_scale = 1;  // the inter-node transport's per-step latency over InfiniBand's (gamma's multiplier)
   double simple_chunk_scale = 1;  // NCCL_BUFFSIZE over NCCL's 4 MiB: the Simple protocol's chunks scale with it
   int net_peer_channels = 4;      // p2p channels NCCL gives a peer across the network before any halving
+  int lone_gpu_channels = 4;      // channels of a communicator with one GPU per node (lone_gpu_channels)
   const NcclTunerTable* constants = nullptr;  // NCCL's tuning constants (the catalog's; outlives the hardware)
 };
 // The hardware of `cluster` as NCCL sees it: the GPU's architecture and links from `catalog`'s GPUs, its tuning
