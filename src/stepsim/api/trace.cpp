@@ -29,6 +29,7 @@ std::string chakra_table(const TraceImportOptions& o, const chakra::ChakraImport
       << fixed(r.compute_s, 6) << "  " << r.cpu_nodes_skipped << "  " << r.other_nodes_skipped << "  " << r.rank.path
       << "\n";
   }
+  for (const std::string& n : c.notes) s << "# note: " << n << "\n";
   s << "# replay: stepsim simulate JOB --workload " << o.out << "\n";
   return s.str();
 }

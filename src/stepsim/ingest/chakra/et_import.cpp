@@ -71,8 +71,8 @@ std::optional<CollType> coll_of_chakra(int64_t t) {
 
 class GraphImporter {
  public:
-  GraphImporter(const EtGraph& g, const std::string& path, const CommGroups* groups)
-      : g_(g), path_(path), groups_(groups) {
+  GraphImporter(const EtGraph& g, const std::string& path, const CommGroups* groups, int files_world)
+      : g_(g), path_(path), groups_(groups), files_world_(files_world) {
     for (const EtAttr& a : g_.metadata) {
       if (const auto* v = std::get_if<int64_t>(&a.value); v && a.name == "world_size") world_size_ = *v;
     }
@@ -101,6 +101,10 @@ class GraphImporter {
     resolve_deps();
     order_ops();
     build_ops(out.rank);
+    if (world_from_files_) {
+      out.world_from_files = true;
+      out.rank.world_size = files_world_;  // simulate then refuses a job of another size, as for world_size metadata
+    }
     for (const TracedOp& o : out.rank.ops) {
       if (o.kind == OpKind::Compute) ++out.compute_ops, out.compute_s += static_cast<double>(o.duration_ns) * 1e-9;
       else ++out.comm_ops;
@@ -276,10 +280,11 @@ class GraphImporter {
       if (*exact < 0 || *exact > (int64_t{1} << 50)) fail(node, "stepsim_bytes must be in [0, 2^50] bytes");
       return static_cast<uint64_t>(*exact);
     }
-    const int64_t n = !ranks.empty() ? static_cast<int64_t>(ranks.size()) : world_size_;
+    const int64_t n = !ranks.empty() ? static_cast<int64_t>(ranks.size()) : whole_world();
     if (n <= 0) {
       fail(node, "an all-gather over the whole world needs its size (metadata world_size, or a pg_name) to turn "
-                 "comm_size, each rank's part, into the gathered bytes");
+                 "comm_size, each rank's part, into the gathered bytes; one rank file does not tell it: give every "
+                 "rank's file, whose count is then the world");
     }
     if (part > (uint64_t{1} << 50) / static_cast<uint64_t>(n)) {
       fail(node, "an all-gather of comm_size x group size above 2^50 bytes");
@@ -287,9 +292,23 @@ class GraphImporter {
     return part * static_cast<uint64_t>(n);
   }
 
+  // The size of the world a collective without a pg_name runs over: the metadata's world_size, else the rank files
+  // given (ASTRA-sim runs such a collective over every NPU it simulates); -1 when neither tells it (one file).
+  int64_t whole_world() const {
+    if (world_size_ > 0) return world_size_;
+    if (files_world_ > 1) {
+      world_from_files_ = true;
+      return files_world_;
+    }
+    return -1;
+  }
+
   std::vector<int> group_ranks(const EtNode& e, size_t node) const {
     const auto pg = attr_string(e, "pg_name");
-    if (!pg) return {};  // the whole world
+    if (!pg) {  // the whole world
+      whole_world();
+      return {};
+    }
     if (!groups_) fail(node, "pg_name '" + *pg + "' names a communicator group, and no group file was given "
                              "(--comm-groups; default: comm_group.json beside the traces)");
     auto it = groups_->groups.find(*pg);
@@ -387,6 +406,8 @@ class GraphImporter {
   int64_t world_size_ = -1;  // metadata world_size; -1: not given
   const std::string& path_;
   const CommGroups* groups_;
+  int files_world_;                         // rank files given to the import; 0: unknown
+  mutable bool world_from_files_ = false;   // a whole-world collective took its size from files_world_
   std::unordered_map<uint64_t, size_t> pos_of_;
   std::vector<int> op_of_;                      // node -> op, -1 when skipped
   std::vector<std::vector<size_t>> op_nodes_;   // op -> its nodes, in file order
@@ -426,8 +447,9 @@ std::optional<int> rank_from_file_name(const std::string& path) {
   return r;
 }
 
-ImportedRank import_graph(const EtGraph& g, const std::string& path, std::optional<int> rank, const CommGroups* groups) {
-  return GraphImporter(g, path, groups).run(rank);
+ImportedRank import_graph(const EtGraph& g, const std::string& path, std::optional<int> rank, const CommGroups* groups,
+                          int files_world) {
+  return GraphImporter(g, path, groups, files_world).run(rank);
 }
 
 bool is_chakra_json(const std::string& text) {
@@ -502,13 +524,13 @@ EtGraph parse_chakra_json(const std::string& text, const std::string& path) {
   return g;
 }
 
-ImportedRank import_file(const std::string& path, const CommGroups* groups) {
+ImportedRank import_file(const std::string& path, const CommGroups* groups, int files_world) {
   const std::optional<int> rank = rank_from_file_name(path);
   trace::TextBuffer buf = trace::read_text_file(path, kMaxEtFileBytes);
   std::string text(buf.data.get(), buf.size);
   buf = {};
-  if (is_chakra_json(text)) return import_graph(parse_chakra_json(text, path), path, rank, groups);
-  return import_graph(parse_et(text, path), path, rank, groups);
+  if (is_chakra_json(text)) return import_graph(parse_chakra_json(text, path), path, rank, groups, files_world);
+  return import_graph(parse_et(text, path), path, rank, groups, files_world);
 }
 
 bool looks_like_chakra(const std::string& path) {
@@ -539,15 +561,33 @@ ChakraImport import_chakra(const std::vector<std::string>& paths, const std::str
   }
   std::map<int, std::string> seen;
   const auto total = static_cast<int64_t>(paths.size());
+  const int files_world = static_cast<int>(std::min<size_t>(paths.size(), size_t{1} << 24));
   for (const std::string& p : paths) {
     if (progress) progress("reading Chakra traces", static_cast<int64_t>(c.ranks.size()), total);
-    ImportedRank r = import_file(p, gpath.empty() ? nullptr : &groups);
+    ImportedRank r = import_file(p, gpath.empty() ? nullptr : &groups, files_world);
     auto [it, added] = seen.emplace(r.rank.rank, p);
     if (!added) throw InputError(p + ": rank " + std::to_string(r.rank.rank) + " again (also " + it->second + ")");
     c.ranks.push_back(std::move(r));
   }
   if (progress) progress("reading Chakra traces", total, total);
   std::sort(c.ranks.begin(), c.ranks.end(), [](const ImportedRank& a, const ImportedRank& b) { return a.rank.rank < b.rank.rank; });
+  const auto assumed =
+      std::count_if(c.ranks.begin(), c.ranks.end(), [](const ImportedRank& r) { return r.world_from_files; });
+  if (assumed > 0) {
+    // The files are the world only if they are all of it: ranks 0 .. count - 1 (distinct, so the highest tells).
+    const ImportedRank& last = c.ranks.back();
+    if (last.rank.rank >= files_world) {
+      throw InputError(last.rank.path + ": rank " + std::to_string(last.rank.rank) + ", but the " +
+                       std::to_string(files_world) + " rank files given are the world of the collectives without a " +
+                       "pg_name (no world_size metadata says otherwise): give the files of ranks 0 to " +
+                       std::to_string(std::max(files_world, last.rank.rank + 1) - 1));
+    }
+    const std::string n = std::to_string(files_world);
+    c.notes.push_back(std::to_string(assumed) + " of " + n + " ranks have collectives without a pg_name and no " +
+                      "world_size metadata: they run over all " + n + " ranks given, as ASTRA-sim runs them over " +
+                      "every NPU it simulates (an all-gather gathers comm_size x " + n + "); the programs say " +
+                      "world_size " + n + ", so simulate needs a job of " + n + " GPUs");
+  }
   return c;
 }
 
@@ -558,17 +598,19 @@ void write_chakra_import(const ChakraImport& c, const std::string& dir) {
   nlohmann::json ranks = nlohmann::json::array();
   trace::RankFileBudget budget(dir);
   for (const ImportedRank& r : c.ranks) {
-    const nlohmann::json prog = trace::traced_program_json(
-        r.rank, r.rank.path, {{"chakra", {{"nodes", r.nodes}, {"cpu_nodes_skipped", r.cpu_nodes_skipped},
-                                          {"other_nodes_skipped", r.other_nodes_skipped},
-                                          {"comm_groups", c.comm_groups.empty() ? nlohmann::json(nullptr)
-                                                                                : nlohmann::json(c.comm_groups)}}}});
+    nlohmann::json block = {{"nodes", r.nodes}, {"cpu_nodes_skipped", r.cpu_nodes_skipped},
+                            {"other_nodes_skipped", r.other_nodes_skipped},
+                            {"comm_groups", c.comm_groups.empty() ? nlohmann::json(nullptr)
+                                                                  : nlohmann::json(c.comm_groups)}};
+    if (r.world_from_files) block["world_size_from"] = "the count of rank files given to the import";
+    const nlohmann::json prog = trace::traced_program_json(r.rank, r.rank.path, {{"chakra", block}});
     trace::write_rank_file(dir + "/rank" + std::to_string(r.rank.rank) + ".json", io::json_text(prog) + "\n", &budget);
     ranks.push_back({{"rank", r.rank.rank}, {"kernels", r.compute_ops}, {"nccl_kernels", r.comm_ops},
                      {"compute_busy_s", r.compute_s}, {"step_time_s", nullptr}, {"nodes", r.nodes},
                      {"cpu_nodes_skipped", r.cpu_nodes_skipped}, {"other_nodes_skipped", r.other_nodes_skipped}});
   }
-  trace::write_output_text(dir + "/summary.json", io::json_text(nlohmann::json{{"ranks", ranks}}, 2) + "\n");
+  trace::write_output_text(dir + "/summary.json",
+                           io::json_text(nlohmann::json{{"ranks", ranks}, {"notes", c.notes}}, 2) + "\n");
 }
 
 }  // namespace stepsim::chakra
