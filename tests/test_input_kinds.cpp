@@ -48,11 +48,44 @@ TEST(InputKinds, HfConfigGivesAJobFilesModel) {
     return out.substr(from, out.find("simulated ") - from);
   };
   EXPECT_EQ(results(a.output), results(b.output));
+  // The trace commands take it too: the export of the flag's job is the file's, node for node.
+  const std::string out_a = test::temp_dir() + "hf-export-flag", out_b = test::temp_dir() + "hf-export-file";
+  const test::CliResult ea = test::run_cli("trace export-chakra " + flag_job + " --hf-config " + ex +
+                                           "deepspeed/llama-2-7b-config.json --quiet --out " + out_a);
+  const test::CliResult eb = test::run_cli("trace export-chakra " + file_job + " --quiet --out " + out_b);
+  ASSERT_EQ(ea.code, 0) << ea.output;
+  ASSERT_EQ(eb.code, 0) << eb.output;
+  EXPECT_EQ(test::read_file(out_a + "/workload.0.et"), test::read_file(out_b + "/workload.0.et"));
   expect_refusal("simulate " + file_job + " --hf-config " + ex + "deepspeed/llama-2-7b-config.json",
                  "key model.hf_config: the job names its Hugging Face config and --hf-config gives another");
   expect_refusal("simulate --megatron-args \"--num-layers 2\" --cluster " + ex + "clusters/h800-96.yaml --hf-config " +
                      ex + "deepspeed/llama-2-7b-config.json",
                  "--hf-config gives the model of a job file or of a --deepspeed-config");
+}
+
+// Keys and values as Hugging Face, torchtitan, DeepSpeed and Megatron-LM spell them get stepsim's spelling, in a file
+// and from --set alike (the flag named, not the file); a value from --set that breaks a rule blames the flag too.
+TEST(InputKinds, OtherToolsSpellingsGetStepsimsKey) {
+  const std::string job = test::source_dir() + "/examples/llama2-7b-8.yaml";
+  expect_refusal("simulate " + job + " --set model.num_kv_heads=8",
+                 "--set model.num_kv_heads=8: unknown key model.num_kv_heads (did you mean model.num_query_groups?");
+  expect_refusal("simulate " + job + " --set model.num_key_value_heads=8", "did you mean model.num_query_groups?");
+  expect_refusal("simulate " + job + " --set parallelism.tp=2", "(did you mean parallelism.tensor?)");
+  expect_refusal("simulate " + job + " --set training.zero=3", "(did you mean training.zero_stage?");
+  expect_refusal("simulate " + job + " --set training.fsdp=true", "(did you mean training.zero_stage: 3?");
+  expect_refusal("simulate " + job + " --set cluster.gpus=8", "(did you mean cluster.num_gpus?");
+  expect_refusal("simulate " + job + " --set training.precision=bfloat16",
+                 "--set training.precision=bfloat16: key training.precision: must be one of fp32 | fp16 | bf16 | fp8 "
+                 "| nvfp4, got 'bfloat16' (did you mean bf16?)");
+  expect_refusal("simulate " + job + " --set training.micro_batch_size=0",
+                 "--set training.micro_batch_size=0: key training.micro_batch_size: must be in [1, 65536], got 0");
+  const std::string file = test::write_temp(
+      "foreign-keys.yaml",
+      "model: {name: x, num_layers: 2, hidden_size: 1024, num_attention_heads: 8, n_kv_heads: 2, seq_length: 2048,"
+      " vocab_size: 32000}\n"
+      "training: {micro_batch_size: 1, global_batch_size: 8}\ncluster: {gpu: H100-SXM, num_gpus: 8}\n");
+  expect_refusal("simulate " + file,
+                 "foreign-keys.yaml: unknown key model.n_kv_heads (did you mean model.num_query_groups? torchtitan's");
 }
 
 TEST(InputKinds, AMistypedMegatronFlagGetsTheNearestOne) {

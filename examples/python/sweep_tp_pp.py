@@ -26,7 +26,7 @@ for tp in (1, 2, 4, 8):
         except stepsim.InputError as e:  # a plan the rules refuse (e.g. layers not divisible by PP): say why
             rows.append({"tp": tp, "pp": pp, "refused": str(e)})
             continue
-        row = r.to_pandas().iloc[0]
+        row = r.to_pandas("raw").iloc[0]
         rows.append({"tp": tp, "pp": pp, "step_time_s": row["step_time_s"], "mfu": row["mfu"],
                      "fits": row["fits"], "peak_GiB": row["memory.peak_bytes_max"] / 2**30,
                      "exposed_tp_s": row["breakdown_s.exposed_comm.tp"], "bubble_s": row["breakdown_s.pipeline_bubble"],

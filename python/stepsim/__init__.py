@@ -27,8 +27,8 @@ except ImportError as _e:  # the source tree without the build: the tracer still
 
     def _missing(name):
         def f(*args, **kwargs):
-            raise ImportError("stepsim.%s needs the compiled extension stepsim._stepsim_native (%s): build with CMake and put BUILD/python "
-                              "first on PYTHONPATH (docs/PYTHON.md)" % (name, _why))
+            raise ImportError("stepsim.%s needs the compiled extension stepsim._stepsim_native (%s): build with CMake "
+                              "and put BUILD/python first on PYTHONPATH (docs/PYTHON.md)" % (name, _why))
         f.__name__ = name
         return f
 
@@ -36,5 +36,6 @@ except ImportError as _e:  # the source tree without the build: the tracer still
         globals()[_name] = _missing(_name)
 else:
     from .api import *  # noqa: F401,F403
-    from .api import SimulationResult, Rows  # noqa: F401
+    from .api import (SimulationResult, Rows, Record, Plan, PlanResult, WhatIfResult,  # noqa: F401
+                      ReliabilityResult)
     available = True

@@ -73,7 +73,8 @@ class SimulateTest(unittest.TestCase):
     def test_overrides_change_the_result_as_set_does(self):
         base = stepsim.simulate(JOB, overrides={"model.num_layers": 8})
         more = stepsim.simulate(JOB, overrides={"model.num_layers": 16, "training.recompute": "full"})
-        cli_more = cli_json("simulate", JOB, "--quiet", "--set", "model.num_layers=16", "--set", "training.recompute=full")
+        cli_more = cli_json("simulate", JOB, "--quiet", "--set", "model.num_layers=16",
+                            "--set", "training.recompute=full")
         self.assertEqual(more.summary["step_time_s"], cli_more["step_time_s"])
         self.assertGreater(more.step_time_s, 1.5 * base.step_time_s)
         # The list form is --set's text
@@ -178,10 +179,35 @@ class SimulateTest(unittest.TestCase):
         self.assertEqual(parts["exposed_comm.pp"], r.summary["breakdown_s"]["exposed_comm"]["pp"])
         self.assertEqual(len(r.to_pandas("breakdown")), len(r.breakdown))
 
+        raw = r.to_pandas("raw")  # the JSON's keys dotted, its units
+        self.assertEqual(len(raw), 1)
+        self.assertEqual(raw.iloc[0]["step_time_s"], r.summary["step_time_s"])
+        self.assertEqual(raw.iloc[0]["memory.peak_bytes_max"], r.summary["memory"]["peak_bytes_max"])
+
+        # The default: units in the column names, values in them (GiB = 2**30 bytes, ms, %).
         df = r.to_pandas()
         self.assertEqual(len(df), 1)
-        self.assertEqual(df.iloc[0]["step_time_s"], r.summary["step_time_s"])
-        self.assertEqual(df.iloc[0]["memory.peak_bytes_max"], r.summary["memory"]["peak_bytes_max"])
+        row = df.iloc[0]
+        mem, bd = r.summary["memory"], r.summary["breakdown_s"]
+        self.assertEqual(row["step time (s)"], r.summary["step_time_s"])
+        self.assertAlmostEqual(row["peak memory (GiB)"], mem["peak_bytes_max"] / 2**30, places=9)
+        self.assertAlmostEqual(row["GPU memory (GiB)"], 80.0, places=9)  # an H100-SXM's 80 GiB
+        self.assertAlmostEqual(row["MFU (%)"], 100 * r.summary["mfu"], places=9)
+        self.assertAlmostEqual(row["exposed DP comm (ms)"], 1e3 * bd["exposed_comm"]["dp"], places=9)
+        self.assertAlmostEqual(row["stage 1 peak (GiB)"], mem["per_stage"][1]["peak_bytes"] / 2**30, places=9)
+        self.assertAlmostEqual(row["DP comm volume per rank (GiB)"],
+                               r.summary["comm_volume_bytes_per_rank"]["dp"] / 2**30, places=9)
+        self.assertEqual(row["micro-batches"], r.summary["num_microbatches"])
+        self.assertEqual(df.columns[0], "step time (s)")  # the headline first
+        # No raw JSON name is left: no dotted keys, no byte counts, no seconds spelt _s.
+        self.assertFalse([c for c in df.columns if "." in c or "bytes" in c or c.endswith("_s")], list(df.columns))
+        # Every field of the summary is in it: the raw form's columns, with the lists (the step's interval, the
+        # stages) spread over columns of their own: low and high; for each of the 2 stages 5 memory figures
+        # (peak, static, activations, allocated, reserved) and 12 of time (layers, busy, compute, bubble, optimizer,
+        # host gaps and the 6 groups' exposed comm).
+        lists = [c for c in raw.columns if isinstance(raw.iloc[0][c], list)]
+        self.assertEqual(sorted(lists), ["memory.per_stage", "pipeline_stages", "step_time_interval_s"])
+        self.assertEqual(len(df.columns), len(raw.columns) - len(lists) + 2 + 2 * 5 + 2 * 12)
 
         # The readable table: units in the names, GiB, % and ms, the same figures.
         t = r.to_pandas("table")
@@ -212,6 +238,28 @@ class SimulateTest(unittest.TestCase):
             stepsim.simulate(JOB, overrides=SMALL, dump_job=dumped)
             self.assertEqual(stepsim.simulate(dumped).step_time_s, r.step_time_s)
 
+    def test_every_summary_field_is_an_attribute(self):
+        want = cli_json("simulate", JOB, "--quiet", *sets(SMALL + ["parallelism.pipeline=2", "parallelism.data=4"]))
+        r = stepsim.simulate(JOB, overrides=SMALL + ["parallelism.pipeline=2", "parallelism.data=4"])
+        for key, value in want.items():
+            self.assertIn(key, dir(r))
+            if key != "simulation":  # its wall_s is the engine's own run time
+                self.assertEqual(getattr(r, key), value, key)
+        self.assertEqual(r.simulation.ranks, 8)
+        self.assertEqual(r.memory.per_stage[1].peak_bytes, want["memory"]["per_stage"][1]["peak_bytes"])
+        self.assertEqual(r.breakdown_s.exposed_comm.pp, want["breakdown_s"]["exposed_comm"]["pp"])
+        self.assertEqual(r.comm_calls_per_rank.dp, want["comm_calls_per_rank"]["dp"])
+        self.assertEqual(r.num_microbatches, 32 // 4)  # global batch 32 over DP 4, micro-batch 1
+        self.assertEqual(r.peak_bytes, want["memory"]["peak_bytes_max"])
+        self.assertAlmostEqual(r.peak_memory_gib, want["memory"]["peak_bytes_max"] / 2**30, places=12)
+        self.assertEqual(r.gpu_memory_gib, 80.0)
+        # Fields this job leaves out are there all the same: None, or [] for the notes.
+        self.assertIsNone(r.power_limit_W)
+        self.assertEqual(r.assumptions, [])
+        self.assertLess(len(repr(r)), 120)
+        with self.assertRaises(AttributeError):
+            r.no_such_field  # noqa: B018
+
     def test_threads_run_at_once_with_the_same_numbers(self):
         want = stepsim.simulate(JOB, overrides=SMALL).step_time_s
         got = []
@@ -240,14 +288,82 @@ class InputErrorTest(unittest.TestCase):
         self.assertEqual(e.rule, "unknown key (did you mean model.hidden_size?)")
 
     def test_the_file_is_named(self):
-        e = self.check_same_as_cli(["cluster.gpu=Z9000"], "cluster.gpu")
-        self.assertEqual(e.file, JOB)
+        with open(JOB) as f:
+            text = f.read()
+        self.assertIn("gpu: H100-SXM", text)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "z9000.yaml")
+            with open(path, "w") as f:
+                f.write(text.replace("gpu: H100-SXM", "gpu: Z9000"))
+            with self.assertRaises(stepsim.InputError) as j:
+                stepsim.simulate(path)
+        self.assertEqual((j.exception.file, j.exception.key), (path, "cluster.gpu"))
         with self.assertRaises(stepsim.InputError) as d:
             stepsim.simulate({"model": {"num_layers": "many"}})
-        self.assertIsNone(d.exception.file)  # a dict is no file; the attribute is there all the same
+        self.assertEqual(d.exception.file, "job dict")  # no file: the message's name for a job given as a dict
         with self.assertRaises(stepsim.InputError) as v:
             stepsim.validate("/nonexistent/runs.csv")
         self.assertEqual(v.exception.file, "/nonexistent/runs.csv")
+        self.assertEqual(v.exception.key, "runs")
+
+    def raised(self, call):
+        with self.assertRaises(stepsim.InputError) as e:
+            call()
+        for attr in ("file", "key", "rule"):
+            self.assertIsInstance(getattr(e.exception, attr), str, attr)
+        return e.exception
+
+    def test_file_key_and_rule_are_always_set(self):
+        # An override: the source is overrides= (the message's --set), the key the one it names.
+        e = self.raised(lambda: stepsim.simulate(JOB, overrides={"model.hidden_sizee": 4096}))
+        self.assertEqual((e.file, e.key), ("overrides", "model.hidden_sizee"))
+        self.assertEqual(e.rule, "unknown key (did you mean model.hidden_size?)")
+        e = self.raised(lambda: stepsim.simulate(JOB, overrides=["model.hidden_size"]))  # no '='
+        self.assertEqual((e.file, e.key), ("overrides", "--set"))
+        self.assertIn("key=value", e.rule)
+        # A file that cannot be read, or is of another kind: the argument that named it is the key.
+        missing = "/nonexistent/job.yaml"
+        e = self.raised(lambda: stepsim.simulate(missing))
+        self.assertEqual((e.file, e.key), (missing, "job"))
+        self.assertFalse(e.rule.startswith(missing), e.rule)  # the rule is without the file in front
+        hf = os.path.join(ROOT, "tests", "data", "hf", "gpt2.json")
+        e = self.raised(lambda: stepsim.simulate(hf))
+        self.assertEqual((e.file, e.key), (hf, "job"))
+        self.assertIn("Hugging Face", e.rule)
+        toml = os.path.join(ROOT, "examples", "torchtitan", "llama3-8b-float8.toml")
+        e = self.raised(lambda: stepsim.simulate(toml))
+        self.assertEqual((e.file, e.key), (toml, "job"))
+        self.assertIn("TOML", e.rule)
+        h100 = os.path.join(ROOT, "examples", "clusters", "h100-1024.yaml")
+        e = self.raised(lambda: stepsim.simulate(torchtitan_config="/nonexistent.toml", cluster=h100))
+        self.assertEqual((e.file, e.key), ("/nonexistent.toml", "torchtitan_config"))
+        e = self.raised(lambda: stepsim.profile_nccl("/nonexistent.log"))
+        self.assertEqual((e.file, e.key), ("/nonexistent.log", "log"))
+        # A what-if side's file: the path alone.
+        e = self.raised(lambda: stepsim.whatif(JOB, to={"model.hidden_sizee": 1}))
+        self.assertEqual((e.file, e.key), (JOB, "model.hidden_sizee"))
+        # An option: no file; the key is the CLI option, or the Python keyword argument where only Python has it.
+        e = self.raised(lambda: stepsim.simulate(JOB, rank=10**6))
+        self.assertEqual((e.file, e.key, e.rule), ("", "--rank", "must be in 0..7"))
+        e = self.raised(lambda: stepsim.reliability(step_time=1.0, nodes=4, save_time=10.0))
+        self.assertEqual((e.file, e.key), ("", "--steps"))
+        e = self.raised(lambda: stepsim.whatif(JOB, tokens=1e9, steps=4))
+        self.assertEqual((e.file, e.key), ("", "tokens"))
+        e = self.raised(lambda: stepsim.plan(JOB, fix="tensor=2"))
+        self.assertEqual((e.file, e.key), ("", "fix"))
+        e = self.raised(lambda: stepsim.simulate(42))
+        self.assertEqual((e.file, e.key), ("", "job"))
+        e = self.raised(lambda: stepsim.simulate(megatron_args="--num-layers 8", hf_config=hf))
+        self.assertEqual(e.key, "megatron_args")
+        e = self.raised(lambda: stepsim.simulate("--num-layers 8"))  # a Megatron string needs a cluster
+        self.assertEqual((e.file, e.key), ("", "cluster"))
+        # The Megatron string: its flag is the key.
+        cluster = os.path.join(ROOT, "examples", "clusters", "h800-96.yaml")
+        e = self.raised(lambda: stepsim.simulate("--num-layers 96 --hidden-size x", cluster=cluster))
+        self.assertEqual((e.file, e.key), ("megatron_args", "--hidden-size"))
+        e = self.raised(lambda: stepsim.simulate("--num-layer 96", cluster=cluster))
+        self.assertEqual((e.file, e.key), ("megatron_args", "--num-layer"))
+        self.assertIn("did you mean --num-layers", e.rule)
 
     def test_unknown_gpu_names_its_key(self):
         e = self.check_same_as_cli(["cluster.gpu=Z9000"], "cluster.gpu")
@@ -289,12 +405,38 @@ class CommandsTest(unittest.TestCase):
                              price=2.5)
         self.assertEqual(got, want)
         self.assertEqual(got["after"]["gpus"], 16)
+        # Typed: attributes for the fields, dict access as before.
+        self.assertIsInstance(got, stepsim.WhatIfResult)
+        self.assertIsInstance(got, dict)
+        self.assertEqual(got.after.gpus, 16)
+        self.assertEqual(got.before.step_time_s, want["before"]["step_time_s"])
+        self.assertEqual(got.speedup, want["before"]["step_time_s"] / want["after"]["step_time_s"])
+        self.assertEqual(got.scales[0].key, want["scales"][0]["key"])
+        self.assertIn("WhatIfResult", repr(got))
+
+    def test_whatif_to_and_tokens(self):
+        want = cli_json("whatif", JOB, *sets(SMALL), "--to", "cluster.gpu=H200", "--tokens", "1e9")
+        got = stepsim.whatif(JOB, overrides=SMALL, to={"cluster.gpu": "H200"}, tokens=1e9)
+        self.assertEqual(got, want)
+        self.assertEqual(got.after.gpu, "H200")
+        self.assertEqual(got.before.gpu, "H100-SXM")
+        # 1e9 tokens at 32 sequences of 4096 tokens per step (the job's global batch and sequence)
+        self.assertEqual(got.before.steps, int(-(-1e9 // (32 * 4096))))
+        self.assertEqual(stepsim.whatif(JOB, overrides=SMALL, to=["cluster.gpu=H200"], tokens=1e9), want)
 
     def test_reliability(self):
         want = cli_json("reliability", JOB, *sets(SMALL), "--steps", "20000", "--monte-carlo", "50", "--seed", "7")
         got = stepsim.reliability(JOB, overrides=SMALL, steps=20000, monte_carlo=50, seed=7)
         self.assertEqual(got, want)
         self.assertEqual(got["inputs"]["step_time_source"], "simulated")
+        self.assertIsInstance(got, stepsim.ReliabilityResult)
+        self.assertEqual(got.ettr, want["ettr"])
+        self.assertEqual(got.inputs.steps, 20000)
+        self.assertEqual(got.e2e_breakdown_s.training, want["e2e_breakdown_s"]["training"])
+        self.assertEqual(got.e2e_time_h, want["e2e_time_s"] / 3600)
+        tokens = stepsim.reliability(JOB, overrides=SMALL, tokens=32 * 4096 * 1000)  # 1,000 steps of the batch
+        self.assertEqual(tokens.inputs.steps, 1000)
+        self.assertEqual(tokens, cli_json("reliability", JOB, *sets(SMALL), "--tokens", str(32 * 4096 * 1000)))
         no_job = stepsim.reliability(steps=1000, step_time=2.0, nodes=128, save_time=30.0)
         self.assertEqual(no_job, cli_json("reliability", "--steps", "1000", "--step-time", "2", "--nodes", "128",
                                           "--save-time", "30"))
@@ -305,6 +447,14 @@ class CommandsTest(unittest.TestCase):
         plans = stepsim.plan(JOB, overrides=SMALL, top=3, simulate=1, threads=2)
         self.assertEqual(plans.json, want)
         self.assertEqual(list(plans), want["plans"])
+        # Typed: the document's fields as attributes, each plan a Plan with its keys as attributes.
+        self.assertIsInstance(plans, stepsim.PlanResult)
+        self.assertEqual((plans.gpus, plans.enumerated), (want["gpus"], want["enumerated"]))
+        self.assertEqual(plans.baseline, want["baseline"])
+        self.assertIs(plans.best, plans[0])
+        self.assertEqual(plans[0].tensor * plans[0].pipeline * plans[0].data * plans[0].context, 8)
+        self.assertEqual(plans[0].peak_memory_gib, want["plans"][0]["peak_memory_bytes"] / 2**30)
+        self.assertIn("gpus", dir(plans))
         self.assertEqual(len(plans.to_pandas()), len(want["plans"]))
         self.assertIn("engine", [p["timed_by"] for p in plans])  # ties may put an estimated plan first
         self.assertTrue(all(p["tie_group"] >= 1 for p in plans))
@@ -335,6 +485,22 @@ class CommandsTest(unittest.TestCase):
         self.assertEqual(len(m), len(rows) - 1)
         self.assertEqual(list(m[0].keys()), rows[0].split(","))
 
+    def test_plan_framework_nvlink_and_tokens(self):
+        args = ("--top", "4", "--simulate", "0")
+        want = cli_json("plan", JOB, *sets(SMALL), "--framework", "torchtitan", *args)
+        got = stepsim.plan(JOB, overrides=SMALL, framework="torchtitan", top=4, simulate=0)
+        self.assertEqual(got.json, want)
+        self.assertEqual(got.framework, "torchtitan")
+        want = cli_json("plan", JOB, *sets(SMALL), "--max-tp-per-nvlink-domain", "2", *args)
+        got = stepsim.plan(JOB, overrides=SMALL, max_tp_per_nvlink_domain=2, top=4, simulate=0)
+        self.assertEqual(got.json, want)
+        self.assertTrue(got and all(p.tensor <= 2 for p in got))
+        e2e = ("--objective", "e2e", "--tokens", "1e9")
+        want = cli_json("plan", JOB, *sets(SMALL), *e2e, *args)
+        got = stepsim.plan(JOB, overrides=SMALL, objective="e2e", tokens=1e9, top=4, simulate=0)
+        self.assertEqual(got.json, want)
+        self.assertEqual(got.objective, "e2e")
+
     def test_comm(self):
         args = ("--collective", "all_gather", "--gpus", "16", "--sizes", "1M-64M", "--model", "nccl", "--store", "none")
         want = cli_json("comm", *args)
@@ -342,7 +508,8 @@ class CommandsTest(unittest.TestCase):
         self.assertEqual(list(got), want)
         self.assertEqual(len(got), 7)
         self.assertEqual(list(got.to_pandas()["size_bytes"]), [2**20 << k for k in range(7)])
-        got = stepsim.comm(gpus=16, sizes="8M", overrides={"cluster.inter_node.bandwidth_Gbps": 200}, model="alpha-beta")
+        got = stepsim.comm(gpus=16, sizes="8M", overrides={"cluster.inter_node.bandwidth_Gbps": 200},
+                           model="alpha-beta")
         self.assertEqual(list(got), cli_json("comm", "--gpus", "16", "--sizes", "8M", "--model", "alpha-beta",
                                              "--set", "cluster.inter_node.bandwidth_Gbps=200"))
         got = stepsim.comm(sizes="1G", algo="ring", proto="LL128", store="none")

@@ -1,5 +1,7 @@
 #include "stepsim/api/calibrate_comm_report.hpp"
 
+#include <filesystem>
+
 #include <cstdio>
 #include <string>
 
@@ -203,6 +205,17 @@ std::string store_listing(const std::string& path, const std::vector<hw::Calibra
   }
   s += "# '*': not fitted (no measured point exercised it): the profile value at calibration time\n";
   return s;
+}
+
+std::string calibration_remove(const std::string& store, const std::vector<int64_t>& ids,
+                               const std::vector<std::string>& archs) {
+  const std::string path = store.empty() ? hw::default_calibration_store_path() : store;
+  if (ids.empty() && archs.empty()) throw InputError("calibrate remove: name the rows (IDS, from calibrate list) or "
+                                                     "--compute ARCH");
+  if (!std::filesystem::exists(path)) throw InputError(path + ": no such calibration store");
+  hw::CalibrationStore opened = hw::CalibrationStore::open(path);
+  const int64_t n = opened.remove(ids, archs);
+  return "# removed " + std::to_string(n) + " row" + (n == 1 ? "" : "s") + " from " + path + "\n";
 }
 
 std::string calibration_list(const std::string& store) {

@@ -21,5 +21,9 @@ std::string store_listing(const std::string& path, const std::vector<hw::Calibra
 // `stepsim calibrate list`: the listing of the store at `store` ("" = the default store), or a line saying it holds no
 // calibrations yet (a store that does not exist is not created).
 std::string calibration_list(const std::string& store);
+// `stepsim calibrate remove`: deletes the NCCL rows `ids` and the compute calibrations of `archs` from the store at
+// `store` ("" = the default); what was removed, or InputError (a store that does not exist, an id it does not hold).
+std::string calibration_remove(const std::string& store, const std::vector<int64_t>& ids,
+                               const std::vector<std::string>& archs);
 
 }  // namespace stepsim::api

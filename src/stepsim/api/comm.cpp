@@ -105,6 +105,11 @@ CommOutput comm(const CommOptions& o) {
   out.notes = spec::unused_network_notes(out.cluster, model_kind);
   for (std::string& note : cost::transport_notes(catalog::shipped().nccl, out.cluster)) out.notes.push_back(note);
   if (model_kind == spec::CommModel::Nccl && !version_note.empty()) out.notes.push_back(version_note);
+  if (model_kind == spec::CommModel::Nccl) {
+    const std::string calibration =
+        sim::nccl_calibration_note(catalog::shipped(), out.cluster, {o.store, o.nccl_version});
+    if (!calibration.empty()) out.notes.push_back(calibration);
+  }
   const hw::GpuSpec& gpu = hw::effective_gpu(catalog::shipped().gpus, out.cluster);
   for (std::string& note : sim::cluster_plausibility_notes(out.cluster, gpu)) out.notes.push_back(note);
   out.transport_bandwidth_efficiency = cost::transport_bandwidth_efficiency(catalog::shipped().nccl, out.cluster);

@@ -21,8 +21,8 @@ std::string reliability_text(const ReliabilityOutput& x) {
   const plan::ReliabilityInputs& in = x.r.in;
   const double per_day = static_cast<double>(in.nodes) * in.failures_per_node_day;
   std::ostringstream o;
-  o << "stepsim reliability: " << in.nodes << " nodes, " << in.steps << " steps of " << secs(in.step_time_s) << " ("
-    << x.r.step_time_source << ")\n";
+  o << "stepsim reliability: " << report::counted(in.nodes, "node", "nodes") << ", " << in.steps
+    << " steps of " << secs(in.step_time_s) << " (" << x.r.step_time_source << ")\n";
   if (x.r.tokens > 0) {
     o << "  tokens            " << report::format_number("%.4g", x.r.tokens) << " = " << in.steps << " steps of "
       << report::format_number("%.0f", x.r.tokens_per_step) << " tokens (global batch x sequence; the last step "

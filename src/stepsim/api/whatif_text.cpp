@@ -57,7 +57,7 @@ std::string whatif_text(const WhatIfOptions& o, const WhatIfOutput& r) {
   row("end-to-end time", duration(b.e2e_s), duration(a.e2e_s), change(b.e2e_s, a.e2e_s));
   row("GPU-hours", report::format_number("%.0f", b.gpu_hours), report::format_number("%.0f", a.gpu_hours), change(b.gpu_hours, a.gpu_hours));
   if (o.settings.usd_per_gpu_hour > 0)
-    row("cost", report::format_number("%.0f USD", b.cost_usd), report::format_number("%.0f USD", a.cost_usd), change(b.cost_usd, a.cost_usd));
+    row("cost", report::format_usd(b.cost_usd), report::format_usd(a.cost_usd), change(b.cost_usd, a.cost_usd));
   return out.str();
 }
 

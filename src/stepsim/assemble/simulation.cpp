@@ -27,6 +27,21 @@
 
 namespace stepsim::sim {
 
+namespace {
+
+std::string store_path(const CommSettings& settings) {
+  return settings.calibration_store.empty() ? hw::default_calibration_store_path() : settings.calibration_store;
+}
+
+}  // namespace
+
+std::string nccl_calibration_note(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster,
+                                  const CommSettings& settings) {
+  if (settings.calibration_store == "none") return "";
+  return cost::calibration_note(hw::effective_gpu(catalog.gpus, cluster), cluster, store_path(settings),
+                                settings.nccl_version);
+}
+
 std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Catalog& catalog, spec::CommModel model,
                                                              const spec::ClusterSpec& written,
                                                              const CommSettings& settings) {
@@ -38,11 +53,10 @@ std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Cata
       if (settings.calibration_store == "none") return cost::make_nccl_model(catalog, cluster, settings.nccl_version);
       const hw::GpuSpec& gpu = hw::effective_gpu(catalog.gpus, cluster);
       const cost::NcclProfile& profile = catalog.nccl.find(gpu);
-      const std::string store = settings.calibration_store.empty() ? hw::default_calibration_store_path()
-                                                                   : settings.calibration_store;
-      return cost::make_nccl_model(catalog, cluster, profile,
-                                   cost::calibrated_param_table(gpu, written, profile, store, settings.nccl_version),
-                                   settings.nccl_version);
+      return cost::make_nccl_model(
+          catalog, cluster, profile,
+          cost::calibrated_param_table(gpu, written, profile, store_path(settings), settings.nccl_version),
+          settings.nccl_version);
     }
     // Times one collective alone (stepsim comm); a job's step runs on a shared FlowContendedNetwork instead. Its links
     // carry what NCCL reaches, so that it agrees with the nccl model where no link is shared.
@@ -215,6 +229,9 @@ Simulation run_simulation(const catalog::Catalog& catalog, const spec::JobSpec& 
     std::string note;
     catalog.nccl_tuner.for_version(job.simulation.nccl_version, "simulation.nccl_version", &note);
     if (!note.empty()) s.notes.push_back(note);
+    const std::string calibration =
+        nccl_calibration_note(catalog, job.cluster, {job.simulation.calibration_store, job.simulation.nccl_version});
+    if (!calibration.empty()) s.notes.push_back(calibration);
   }
   // A multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is one node to NCCL. A job whose node is smaller sends
   // every group larger than that node over the NICs: say so.

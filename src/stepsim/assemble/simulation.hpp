@@ -56,6 +56,10 @@ std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Cata
                                                              const CommSettings& settings = {});
 std::unique_ptr<cost::CollectiveModel> make_collective_model(const catalog::Catalog& catalog,
                                                              const spec::JobSpec& job);
+// The note that the calibration store changes the nccl model's parameters for `cluster` (which store and rows); ""
+// when it does not (no such rows, no store, or calibration_store none).
+std::string nccl_calibration_note(const catalog::Catalog& catalog, const spec::ClusterSpec& cluster,
+                                  const CommSettings& settings);
 
 // The roofline compute model of the job's GPU and precision, with the job's sustained-clock override if any.
 std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& catalog, const spec::JobSpec& job,

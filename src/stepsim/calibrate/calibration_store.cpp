@@ -14,6 +14,7 @@
 
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/io/printable.hpp"
 
 namespace stepsim::hw {
 namespace {
@@ -256,6 +257,38 @@ CalibrationStore CalibrationStore::open(const std::string& path) {
     throw;
   }
   return store;
+}
+
+int64_t CalibrationStore::remove(const std::vector<int64_t>& ids, const std::vector<std::string>& archs) {
+  int64_t removed = 0;
+  exec(db_, "BEGIN IMMEDIATE", path_, "cannot write");
+  try {
+    for (int64_t id : ids) {
+      Stmt s(db_, "DELETE FROM nccl_calibration WHERE id = ?1", path_);
+      s.bind(1, id);
+      s.step(path_, "cannot write");
+      if (sqlite3_changes(db_) == 0) throw InputError(path_ + ": no NCCL calibration row " + std::to_string(id));
+      removed += sqlite3_changes(db_);
+    }
+    const std::vector<std::string> tables = table_names(db_, path_);
+    const bool compute = std::find(tables.begin(), tables.end(), "compute_calibration") != tables.end();
+    for (const std::string& arch : archs) {
+      int64_t changed = 0;
+      if (compute) {
+        Stmt s(db_, "DELETE FROM compute_calibration WHERE arch = ?1", path_);
+        s.bind(1, arch);
+        s.step(path_, "cannot write");
+        changed = sqlite3_changes(db_);
+      }
+      if (changed == 0) throw InputError(path_ + ": no compute calibration of architecture " + spec::printable(arch));
+      removed += changed;
+    }
+    exec(db_, "COMMIT", path_, "cannot write");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return removed;
 }
 
 int64_t CalibrationStore::insert_compute(const ComputeCalibrationRow& r) {

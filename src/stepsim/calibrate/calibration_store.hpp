@@ -82,6 +82,11 @@ class CalibrationStore {
                                        uint64_t chunk_bytes = 0) const;
   const std::string& path() const { return path_; }
 
+  // Deletes the NCCL rows `ids` and every compute calibration of the architectures `archs`, in one transaction;
+  // InputError naming the first id or architecture the store does not hold (then nothing is deleted). Returns the
+  // rows deleted.
+  int64_t remove(const std::vector<int64_t>& ids, const std::vector<std::string>& archs);
+
   // Compute calibrations (table compute_calibration, created when a store is opened for writing).
   int64_t insert_compute(const ComputeCalibrationRow& row);
   // The newest row of an architecture; nullopt when none (or a store from before the table existed).

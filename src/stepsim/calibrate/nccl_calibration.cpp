@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <vector>
 
 #include "stepsim/io/input_error.hpp"
 
@@ -37,6 +38,30 @@ NcclParams params_of(const hw::CalibrationRow& r, const std::string& where) {
   return p;
 }
 
+namespace {
+
+// The store's rows the NCCL model uses for `cluster`: per (nodes, chunk_bytes) the row of `nccl_version` when there is
+// one, else the newest, among the rows with collective "all" for the cluster's GPU and interconnect.
+std::vector<hw::CalibrationRow> chosen_rows(const hw::CalibrationStore& store, const hw::GpuSpec& gpu,
+                                            const spec::ClusterSpec& cluster, const std::string& nccl_version) {
+  const hw::CalibrationKey key = hw::calibration_key(gpu, cluster);
+  auto rank = [&](const hw::CalibrationRow& r) {
+    return std::pair(!nccl_version.empty() && r.nccl_version == nccl_version, r.id);
+  };
+  std::map<std::pair<int, uint64_t>, hw::CalibrationRow> chosen;
+  for (hw::CalibrationRow& r : store.query(key.gpu, key.interconnect)) {
+    if (r.collective != "all") continue;
+    const auto slot = chosen.find({r.nodes, r.chunk_bytes});
+    if (slot == chosen.end()) chosen.emplace(std::pair(r.nodes, r.chunk_bytes), std::move(r));
+    else if (rank(r) > rank(slot->second)) slot->second = std::move(r);
+  }
+  std::vector<hw::CalibrationRow> out;
+  for (auto& [k, r] : chosen) out.push_back(std::move(r));
+  return out;
+}
+
+}  // namespace
+
 NcclParamTable calibrated_param_table(const hw::GpuSpec& gpu, const spec::ClusterSpec& cluster,
                                       const NcclProfile& profile, const std::string& store_path,
                                       const std::string& nccl_version) {
@@ -44,26 +69,28 @@ NcclParamTable calibrated_param_table(const hw::GpuSpec& gpu, const spec::Cluste
   for (const auto& band : profile.bands) table.add(band);
   const auto store = hw::CalibrationStore::open_existing(store_path);
   if (!store) return table;
-  const hw::CalibrationKey key = hw::calibration_key(gpu, cluster);
-  // Per (nodes, chunk_bytes): the requested NCCL version first, then the newest row.
-  auto rank = [&](const hw::CalibrationRow& r) {
-    return std::pair(!nccl_version.empty() && r.nccl_version == nccl_version, r.id);
-  };
-  std::map<std::pair<int, uint64_t>, const hw::CalibrationRow*> chosen;
-  const std::vector<hw::CalibrationRow> rows = store->query(key.gpu, key.interconnect);
-  for (const auto& r : rows) {
-    if (r.collective != "all") continue;
-    const hw::CalibrationRow*& slot = chosen[{r.nodes, r.chunk_bytes}];
-    if (!slot || rank(r) > rank(*slot)) slot = &r;
-  }
-  for (const auto& [k, r] : chosen) {
+  for (const hw::CalibrationRow& r : chosen_rows(*store, gpu, cluster, nccl_version)) {
     NcclParamRow row;
-    row.nodes = k.first;
-    row.chunk_bytes = k.second;
-    row.params = params_of(*r, store_path + ": row " + std::to_string(r->id));
+    row.nodes = r.nodes;
+    row.chunk_bytes = r.chunk_bytes;
+    row.params = params_of(r, store_path + ": row " + std::to_string(r.id));
     table.add(row);
   }
   return table;
+}
+
+std::string calibration_note(const hw::GpuSpec& gpu, const spec::ClusterSpec& cluster, const std::string& store_path,
+                             const std::string& nccl_version) {
+  const auto store = hw::CalibrationStore::open_existing(store_path);
+  if (!store) return "";
+  const std::vector<hw::CalibrationRow> rows = chosen_rows(*store, gpu, cluster, nccl_version);
+  if (rows.empty()) return "";
+  std::string ids;
+  for (const hw::CalibrationRow& r : rows) ids += (ids.empty() ? "" : ", ") + std::to_string(r.id);
+  const hw::CalibrationKey key = hw::calibration_key(gpu, cluster);
+  return "NCCL parameters from the calibration store " + store_path + " (row" + (rows.size() > 1 ? "s " : " ") + ids +
+         ", fitted for " + key.gpu + " at " + key.interconnect + ") over data/nccl.yaml's; `stepsim calibrate list` " +
+         "shows them, store none gives the profile alone";
 }
 
 std::string fitted_names(const NcclFit& fit) {

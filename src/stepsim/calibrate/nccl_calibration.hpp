@@ -18,6 +18,11 @@ NcclParamTable calibrated_param_table(const hw::GpuSpec& gpu, const spec::Cluste
                                       const NcclProfile& profile, const std::string& store_path,
                                       const std::string& nccl_version = "");
 
+// What a user should be told when the store changes the NCCL model's parameters for `cluster` (which store, which
+// rows, for which key); "" when the store holds none for it (or does not exist).
+std::string calibration_note(const hw::GpuSpec& gpu, const spec::ClusterSpec& cluster, const std::string& store_path,
+                             const std::string& nccl_version = "");
+
 // A stored row's parameters; InputError naming `where` when a value is outside the ranges data/nccl.yaml accepts.
 NcclParams params_of(const hw::CalibrationRow& row, const std::string& where);
 

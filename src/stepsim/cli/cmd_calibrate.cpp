@@ -20,14 +20,25 @@ int run_calibrate_comm(const api::CalibrateOptions& o) {
   const char* s = out.rows == 1 ? "" : "s";
   if (!out.stored_ids.empty()) {
     const auto& ids = out.stored_ids;
-    std::cout << "# stored " << out.rows << " row" << s << " in " << out.store_path << " (ids " << ids.front()
-              << (ids.size() > 1 ? "-" + std::to_string(ids.back()) : "") << "); stepsim calibrate list shows them\n";
+    std::string listed;
+    for (int64_t id : ids) listed += (listed.empty() ? "" : " ") + std::to_string(id);
+    // Every later `comm_model: nccl` simulation and `comm --model nccl` of this cluster reads it: say how to undo.
+    std::cout << "# stored " << out.rows << " row" << s << " in " << out.store_path << " (ids " << listed
+              << "): simulations and comm --model nccl of this GPU and links now use them (they say so in a note); "
+              << "stepsim calibrate list shows them, stepsim calibrate remove " << listed << " --store "
+              << out.store_path << " undoes this, --dry-run stores nothing\n";
   } else {
     std::cout << "# --dry-run: " << out.rows << " row" << s << " not stored\n";
   }
   if (!o.json_path.empty()) write_output_file(o.json_path, io::json_text(out.json, 2) + "\n", "calibration JSON");
   return 0;
 }
+
+struct RemoveArgs {
+  std::vector<int64_t> ids;
+  std::vector<std::string> archs;
+  std::string store;
+};
 
 int run_calibrate_list(const std::string& store) {
   std::cout << api::calibration_list(store);
@@ -64,10 +75,22 @@ Action add_calibrate(CLI::App& app) {
   CLI::App* list = cal->add_subcommand("list", "print the rows of the calibration store");
   list->add_option("--store", *list_store, "calibration store (default: $STEPSIM_CALIBRATION_DB, else ~/.cache/stepsim/calibration.sqlite)");
 
-  return [comm, list, o, list_store, compute]() {
+  auto rm = std::make_shared<RemoveArgs>();
+  CLI::App* remove = cal->add_subcommand("remove", "delete calibrations from the store: NCCL rows by id (calibrate "
+                                                   "list shows them), compute calibrations by architecture");
+  remove->add_option("ids", rm->ids, "ids of NCCL calibration rows");
+  remove->add_option("--compute", rm->archs, "an architecture whose compute calibrations to delete (hopper, ...)");
+  remove->add_option("--store", rm->store, "calibration store (default: $STEPSIM_CALIBRATION_DB, else "
+                                           "~/.cache/stepsim/calibration.sqlite)");
+
+  return [comm, list, remove, o, list_store, rm, compute]() {
     if (comm->parsed()) return run_calibrate_comm(*o);
     if (const int rc = compute(); rc != -1) return rc;
     if (list->parsed()) return run_calibrate_list(*list_store);
+    if (remove->parsed()) {
+      std::cout << api::calibration_remove(rm->store, rm->ids, rm->archs);
+      return 0;
+    }
     return -1;
   };
 }

@@ -22,8 +22,11 @@ int run_calibrate_compute(const CalibrateComputeArgs& a) {
   if (!a.json_path.empty()) write_output_file(a.json_path, io::json_text(out.json, 2) + "\n", "calibration JSON");
   if (out.fit.archs.empty()) return 1;
   if (!out.store_path.empty()) {
+    std::string undo;
+    for (const auto& a : out.fit.archs) undo += " --compute " + a.arch;
     std::cout << "stored in " << out.store_path
-              << " (simulations of these architectures use it unless simulation.calibration_store is none)\n";
+              << " (simulations of these architectures use it unless simulation.calibration_store is none; "
+              << "stepsim calibrate remove" << undo << " --store " << out.store_path << " undoes this)\n";
   }
   return 0;
 }

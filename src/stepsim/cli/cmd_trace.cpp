@@ -74,6 +74,8 @@ Action add_trace(CLI::App& app) {
                                                         "(<name>.<rank>.et + comm_group.json) for ASTRA-sim");
   exp->add_option("job", e->opt.job.job_path, "job YAML")->required();
   exp->add_option("--set", e->opt.job.overrides, "override a job key (key=value), repeatable");
+  exp->add_option("--hf-config", e->opt.job.hf_config_path,
+                  "a Hugging Face config.json as the job's model (its model keys written over it)");
   exp->add_option("--out", e->opt.files.dir, "folder for the traces and comm_group.json")->required()->check(output_folder());
   exp->add_option("--name", e->opt.files.name, "file name prefix (default workload: workload.0.et, ...)");
   exp->add_option("--max-gib", e->opt.files.max_gib, "refuse an export larger than this many GiB, estimated before "
@@ -86,6 +88,8 @@ Action add_trace(CLI::App& app) {
   ext->add_option("--et", x->opt.fit.et, "the same run's execution trace (shapes: FLOPs, bytes, layers, gradients)");
   ext->add_option("--job", x->opt.job.job_path, "job YAML: parallelism, batch sizes, cluster")->required();
   ext->add_option("--set", x->opt.job.overrides, "override a job key (key=value), repeatable");
+  ext->add_option("--hf-config", x->opt.job.hf_config_path,
+                  "a Hugging Face config.json as the job's model (its model keys written over it)");
   ext->add_option("--out", x->opt.out, "folder for rank<r>.json, summary.json and extrapolation.json")->required()
       ->check(output_folder());
   ext->add_option("--dp-overlap", x->opt.dp_overlap, "backward (DDP: a bucket's all-reduce when it is ready) or after");

@@ -1,4 +1,5 @@
 #include "stepsim/input/job_loader.hpp"
+#include "stepsim/input/foreign_spellings.hpp"
 
 #include "stepsim/input/torchtitan_toml.hpp"
 #include "stepsim/job/cluster_rates.hpp"
@@ -678,6 +679,9 @@ PlanSection read_plan(StrictSection s) {
 JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const std::string& source) {
   if (!root || !root.IsMap()) throw InputError(source + ": a job must be a mapping with model, parallelism, training, cluster");
   StrictSection top(root, "", source);
+  const YAML::Node cluster_node = root["cluster"];  // an absent key is an invalid node: ask IsDefined first
+  refuse_foreign_spellings(root, source,
+                           cluster_node.IsDefined() ? cluster_section(cluster_node, source).source() : source);
   JobSpec job;
   job.source = source;
   if (!top.has("model")) top.fail("model", "is required");
@@ -700,14 +704,18 @@ JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const 
   try {
     return job_from_node(gpus, root, source);
   } catch (const InputError& e) {
+    // A key that came from --set is blamed on the flag, not on the file: "FILE: unknown key PATH ..." and
+    // "FILE: key PATH: RULE".
     const std::string msg = e.what();
-    constexpr std::string_view kUnknown = ": unknown key ";
-    const size_t at = msg.find(kUnknown);
-    if (at == std::string::npos) throw;
-    const size_t from = at + kUnknown.size();
-    const std::string path = msg.substr(from, msg.find(' ', from) - from);
-    for (const std::string& ov : overrides) {
-      if (ov.substr(0, ov.find('=')) == path) throw InputError("--set " + ov + msg.substr(at));
+    for (const std::string_view marker : {std::string_view(": unknown key "), std::string_view(": key ")}) {
+      const size_t at = msg.find(marker);
+      if (at == std::string::npos) continue;
+      const size_t from = at + marker.size();
+      const size_t end = msg.find_first_of(" :", from);
+      const std::string path = msg.substr(from, end == std::string::npos ? std::string::npos : end - from);
+      for (const std::string& ov : overrides) {
+        if (ov.substr(0, ov.find('=')) == path) throw InputError("--set " + ov + msg.substr(at));
+      }
     }
     throw;
   }

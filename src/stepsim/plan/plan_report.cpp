@@ -5,6 +5,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "stepsim/report/text_format.hpp"
+
 namespace stepsim::plan {
 
 namespace {
@@ -93,7 +95,7 @@ std::string plan_text(const PlanResult& r, const ReportContext& c) {
       std::snprintf(buf, sizeof buf, " %10s %10s %7s", "ckpt every", "E2E", "ETTR");
       o << buf;
     }
-    if (price) o << (e2e ? "   run cost" : "   step cost");
+    if (price) o << (e2e ? "        run cost" : "       step cost");
     o << "\n";
     auto row = [&](const std::string& label, const RankedPlan& p) {
       const Plan& x = p.plan;
@@ -117,7 +119,7 @@ std::string plan_text(const PlanResult& r, const ReportContext& c) {
         o << buf;
       }
       if (price) {
-        std::snprintf(buf, sizeof buf, " %10.2f USD", p.cost_usd);
+        std::snprintf(buf, sizeof buf, " %15s", report::format_usd(p.cost_usd).c_str());
         o << buf;
       }
       if (p.peak_memory_bytes > r.capacity_bytes) o << "  does not fit";

@@ -1,5 +1,6 @@
 // HTML reports of plan, reliability and validate (what each chart shows: docs/REPORTS.md).
 #include "stepsim/report/command_reports.hpp"
+#include "stepsim/report/text_format.hpp"
 
 #include <algorithm>
 #include <map>
@@ -169,7 +170,7 @@ std::string reliability_report_html(const json& rel_json, const json& curve) {
   }
   const json& in = rel_json.at("inputs");
   const std::string title = "end-to-end time of " + std::to_string(in.value("steps", int64_t{0})) + " steps on " +
-                            std::to_string(in.value("nodes", int64_t{0})) + " nodes";
+                            counted(in.value("nodes", int64_t{0}), "node", "nodes");
   const std::string header = "<p>" + format_number("%.1f h", rel_json.at("e2e_time_s").get<double>() / 3600) + " end to end, ETTR " +
                              format_number("%.2f %%", 100 * rel_json.at("ettr").get<double>()) + ", a checkpoint every " +
                              std::to_string(rel_json.at("checkpoint_interval_steps").get<int64_t>()) + " steps (optimum " +

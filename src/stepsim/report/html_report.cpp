@@ -1,5 +1,6 @@
 // Self-contained HTML report of a simulated step (what each chart shows: html_report.hpp; docs/REPORTS.md).
 #include "stepsim/report/html_report.hpp"
+#include "stepsim/report/text_format.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -264,8 +265,9 @@ std::string simulate_report_html(const sim::Simulation& s, const Summary& sum, c
   }
   std::string header = banner + "<p>" + escape_html(head) + "</p>\n<p class=\"note\">micro-batch " +
                        std::to_string(job.training.micro_batch_size) + ", global batch " +
-                       std::to_string(job.training.global_batch_size) + " (" + std::to_string(job.num_microbatches()) +
-                       " micro-batches per pipeline), sequence " + std::to_string(job.model.seq_length) +
+                       std::to_string(job.training.global_batch_size) + " (" +
+                       counted(job.num_microbatches(), "micro-batch", "micro-batches") +
+                       " per pipeline), sequence " + std::to_string(job.model.seq_length) +
                        "; breakdown and communication for rank " + std::to_string(sum.rank) + "; compute calibration: " +
                        escape_html(sum.calibration_source) + "</p>";
   if (!sum.notes.empty()) {
@@ -276,8 +278,9 @@ std::string simulate_report_html(const sim::Simulation& s, const Summary& sum, c
   const std::string rank = std::to_string(sum.rank);
   const std::vector<HtmlSection> sections = {
       {"Where the step goes (rank " + rank + ")", "breakdown", 320},
-      {"Pipeline timeline: the first " + std::to_string(d["timeline"]["microbatch_window"].get<int>()) +
-           " micro-batches, one rank per stage", "timeline", std::max(240, 40 * job.parallelism.pipeline + 80)},
+      {"Pipeline timeline: the first " +
+           counted(d["timeline"]["microbatch_window"].get<int>(), "micro-batch", "micro-batches") +
+           ", one rank per stage", "timeline", std::max(240, 40 * job.parallelism.pipeline + 80)},
       {"Memory over the step, per stage", "memory", 360},
       {"What each stage's peak holds", "memparts", std::max(200, 36 * job.parallelism.pipeline + 110)},
       {"Communication per parallel dimension (rank " + rank + ")", "comm", 320},

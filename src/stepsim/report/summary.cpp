@@ -1,4 +1,5 @@
 #include "stepsim/report/summary.hpp"
+#include "stepsim/report/text_format.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -170,6 +171,8 @@ Summary summarize(const sim::Simulation& s, int rank) {
     out.tokens_per_s = tokens / out.step_time_s;
     out.tflops_per_gpu = w.model_flops_per_step / out.step_time_s / job.cluster.num_gpus / 1e12;
     out.mfu = out.tflops_per_gpu * 1e12 / gpu.peak_flops(job.training.precision);
+    out.mfu_peak_tflops = gpu.peak_flops(job.training.precision) / 1e12;
+    out.bf16_peak_tflops = gpu.peak_flops(spec::Precision::Bf16) / 1e12;
   }
   const sim::RankTimeline* tl = nullptr;
   for (const auto& r : res.recorded) {
@@ -245,6 +248,7 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   j["tokens_per_s"] = s.tokens_per_s;
   j["tflops_per_gpu"] = s.tflops_per_gpu;
   j["mfu"] = s.mfu;
+  j["mfu_peak_tflops"] = s.mfu_peak_tflops;
   json exposed;
   for (int k = 0; k < kNumCommKinds; ++k) exposed[comm_kind_name(k)] = s.breakdown.exposed_comm_s[k];
   j["breakdown_s"] = {{"compute", s.breakdown.compute_s},
@@ -319,7 +323,8 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
     << (p.sequence_parallel ? ", SP" : "") << ", " << spec::name_of(p.schedule)
     << (p.virtual_stages > 1 ? " x" + std::to_string(p.virtual_stages) : std::string()) << ")\n";
   o << "  micro-batch " << job.training.micro_batch_size << ", global batch " << job.training.global_batch_size
-    << " (" << job.num_microbatches() << " micro-batches per pipeline), seq " << job.model.seq_length << ", "
+    << " (" << counted(job.num_microbatches(), "micro-batch", "micro-batches") << " per pipeline), seq "
+    << job.model.seq_length << ", "
     << spec::name_of(job.training.precision) << ", recompute " << spec::name_of(job.training.recompute) << "\n";
   o << "  " << job_setup_text(job, s.inter_node_efficiency) << "\n";
   if (!p.pipeline_layers.empty()) {
@@ -374,7 +379,17 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   std::snprintf(line, sizeof line, "  tokens/s       %.0f\n", s.tokens_per_s);
   o << line;
   if (s.tflops_per_gpu > 0) {
-    std::snprintf(line, sizeof line, "  TFLOP/s/GPU    %.1f\n  MFU            %.1f %%\n\n", s.tflops_per_gpu, 100.0 * s.mfu);
+    std::snprintf(line, sizeof line, "  TFLOP/s/GPU    %.1f\n  MFU            %.1f %%", s.tflops_per_gpu,
+                  100.0 * s.mfu);
+    o << line;
+    // Against a low precision's larger peak MFU reads half as high: say which peak, and bf16's figure beside it.
+    if (s.bf16_peak_tflops > 0 && s.mfu_peak_tflops != s.bf16_peak_tflops) {
+      std::snprintf(line, sizeof line, " of the %s peak (%.0f TFLOP/s; %.1f %% of the bf16 peak, %.0f TFLOP/s)",
+                    spec::name_of(job.training.precision), s.mfu_peak_tflops,
+                    100.0 * s.tflops_per_gpu / s.bf16_peak_tflops, s.bf16_peak_tflops);
+      o << line;
+    }
+    std::snprintf(line, sizeof line, "\n\n");
   } else {  // a traced workload whose files give no FLOPs
     std::snprintf(line, sizeof line, "  TFLOP/s/GPU    n/a (the workload gives no FLOPs)\n  MFU            n/a\n\n");
   }
@@ -434,11 +449,9 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
                 s.wall_s > 0 ? s.events / s.wall_s / 1e6 : 0.0, spec::name_of(job.simulation.comm_model));
   o << line;
   if (s.mirrored_ranks > 0) {
-    std::snprintf(line, sizeof line,
-                  "  (%d representative ranks run, %d mirror one: same programs and groups up to their data/context "
-                  "index; --all-ranks runs every rank)\n",
-                  s.simulated_ranks, s.mirrored_ranks);
-    o << line;
+    o << "  (" << counted(s.simulated_ranks, "representative rank", "representative ranks") << " run, "
+      << counted(s.mirrored_ranks, "mirrors", "mirror") << " one: same programs and groups up to their data/context "
+      << "index; --all-ranks runs every rank)\n";
   }
   return o.str();
 }

@@ -37,6 +37,9 @@ struct Summary {
   int rank = 0;  // the rank the breakdown and communication figures are for
   double inter_node_efficiency = 1;  // the fraction of the NICs' line rate the job's transport reaches
   double step_time_s = 0, tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
+  // The dense peak MFU is taken against: the training precision's (fp8's for fp8, fp4's for nvfp4), and bf16's, the
+  // usual comparison across precisions.
+  double mfu_peak_tflops = 0, bf16_peak_tflops = 0;
   // 80% prediction interval of the step time from the compute calibration's residuals: measured = predicted /
   // (1 + error), error between the calibration runs' 10th and 90th percentile. Empty when not calibrated.
   std::optional<std::array<double, 2>> step_time_interval_s;

@@ -1,6 +1,7 @@
 #include "stepsim/report/text_format.hpp"
 
 #include <cstdarg>
+#include <cmath>
 #include <cstdio>
 
 namespace stepsim::report {
@@ -22,6 +23,22 @@ std::string format_text(const char* format, ...) {
   va_end(again);
   out.pop_back();  // the terminating NUL vsnprintf wrote
   return out;
+}
+
+std::string counted(int64_t n, const char* singular, const char* plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
+
+std::string format_usd(double usd) {
+  if (!std::isfinite(usd)) return format_number("%g USD", usd);
+  if (std::fabs(usd) < 100) return format_number("%.2f USD", usd);
+  const std::string digits = format_number("%.0f", std::fabs(usd));
+  std::string grouped;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
+    grouped += digits[i];
+  }
+  return (usd < 0 ? "-" : "") + grouped + " USD";
 }
 
 }  // namespace stepsim::report

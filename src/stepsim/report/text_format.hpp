@@ -1,6 +1,7 @@
 #pragma once
 // printf-style formatting into a std::string for the text and HTML reports: one helper instead of a copy per file
 // (copies of an anonymous-namespace helper also collide inside a unity batch).
+#include <cstdint>
 #include <string>
 
 namespace stepsim::report {
@@ -10,5 +11,12 @@ std::string format_number(const char* format, double v);
 
 // Any printf format, any length.
 std::string format_text(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+// "1 micro-batch", "8 micro-batches": a count with its noun in the right number.
+std::string counted(int64_t n, const char* singular, const char* plural);
+
+// An amount of US dollars as people read it: cents below 100 USD, whole dollars with thousands separated above
+// ("6,407,567 USD"); a negative amount keeps its sign.
+std::string format_usd(double usd);
 
 }  // namespace stepsim::report
