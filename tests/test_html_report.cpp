@@ -215,6 +215,31 @@ TEST(HtmlReport, PlanReportDrawsThePlansAndTheMemoryMap) {
   EXPECT_EQ(drawn(charts, "map", "fits"), fits);
   EXPECT_EQ(drawn(charts, "map", "fits") + drawn(charts, "map", "over capacity") + drawn(charts, "map", "not a valid split"),
             cells);
+  // The table beside the chart: a row per plan and the job's, each with its settings, breakdown and peak memory (what
+  // the tooltips hold, readable on paper), and the plans the model's own error cannot order named as equivalent.
+  size_t rows = 0;
+  for (size_t at = html.find("<tr><td>"); at != std::string::npos; at = html.find("<tr><td>", at + 1)) ++rows;
+  EXPECT_EQ(rows, plan["plans"].size() + 1);
+  EXPECT_NE(html.find("<tr><td>#1</td><td>#2, #3, #4</td><td>1</td><td>1</td><td>8</td>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>job as written</td><td>-</td>"), std::string::npos);
+  const double peak_gib = plan["plans"][0]["peak_memory_bytes"].get<double>() / (1024.0 * 1024.0 * 1024.0);
+  char peak[32];
+  std::snprintf(peak, sizeof peak, "<td>%.1f GiB</td></tr>", peak_gib);
+  EXPECT_NE(html.find(peak), std::string::npos) << peak;
+  EXPECT_NE(html.find("Plans listed as equivalent are within 6.9 % of each other"), std::string::npos);
+}
+
+// The out-of-memory report in Chromium: its banner and every stage's split of the peak drawn, no console error, no
+// tick label over another.
+TEST(HtmlReport, AnOutOfMemoryReportDrawsInChromium) {
+  STEPSIM_REQUIRE_BROWSER();
+  nlohmann::json summary;
+  const nlohmann::json charts =
+      command_report("simulate " + test::source_dir() + "/examples/llama3-405b-8192.yaml", "report-oom-browser", summary);
+  if (charts.is_null()) return;
+  ASSERT_TRUE(summary["memory"]["oom"].get<bool>());
+  EXPECT_EQ(drawn(charts, "memparts", "weights"), 16);  // a bar per pipeline stage (PP 16)
+  EXPECT_EQ(drawn(charts, "memory", "capacity"), 2);
 }
 
 // reliability --report: the ETTR curve (81 log-spaced intervals plus the optimum and the interval used, fewer where

@@ -79,6 +79,58 @@ add('sources', {type: 'bar', data: {labels: D.by_source.map(s => s.source), data
   options: {indexAxis: 'y', scales: {x: {title: {display: true, text: '%'}}}}});
 )JS";
 
+// The ranked plans as the text table reads them, with the job as written last: each plan's settings, where its step
+// goes, its peak memory against the GPU's, and its tie group (plans the model's own error cannot order), so that a
+// printed or screenshotted report shows what the tooltips hold.
+std::string plans_table(const json& plan_json) {
+  const double capacity = plan_json.value("capacity_bytes", 0.0);
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  std::map<int, std::vector<int>> groups;  // tie group -> ranks in it
+  int rank = 0;
+  for (const json& p : plan_json.at("plans")) groups[p.value("tie_group", 0)].push_back(++rank);
+  const double best = plan_json.at("plans").empty() ? 0 : plan_json["plans"][0].value("step_time_s", 0.0);
+  std::string t = "<table class=\"plans\" style=\"white-space:nowrap\"><tr><th>plan</th><th>equivalent to</th>"
+                  "<th>TP</th><th>PP</th><th>DP</th><th>CP</th><th>EP</th><th>micro-batch</th><th>VP</th>"
+                  "<th>recompute</th><th>optimizer</th><th>layout</th><th>step</th><th>vs #1</th><th>compute</th><th>TP+CP+EP comm</th><th>pipeline</th>"
+                  "<th>DP comm</th><th>peak memory</th></tr>";
+  auto row = [&](const json& p, const std::string& name, const std::string& ties) {
+    auto n = [&](const char* k) { return std::to_string(p.value(k, 0)); };
+    auto sec = [&](double v) { return format_number("%.3f s", v); };
+    const double step = p.value("step_time_s", 0.0), peak = p.value("peak_memory_bytes", 0.0);
+    const std::string fit = capacity > 0 && peak > capacity ? " (does not fit)"
+                            : p.value("memory_at_risk", false) ? " (at risk)" : "";
+    t += "<tr><td>" + escape_html(name) + "</td><td>" + escape_html(ties) + "</td><td>" + n("tensor") + "</td><td>" +
+         n("pipeline") + "</td><td>" + n("data") + "</td><td>" + n("context") + "</td><td>" + n("expert") +
+         "</td><td>" + n("micro_batch_size") + "</td><td>" + n("virtual_stages") + "</td><td>" +
+         escape_html(p.value("recompute", std::string())) + "</td><td>" +
+         escape_html(p.value("optimizer", std::string())) + "</td><td>" +
+         escape_html(p.value("layout", std::string("-"))) + "</td><td>" + sec(step) + "</td><td>" +
+         (best > 0 ? format_number("%+.1f %%", 100 * (step / best - 1)) : std::string("-")) + "</td><td>" +
+         sec(p.value("compute_s", 0.0)) + "</td><td>" +
+         sec(p.value("tp_s", 0.0) + p.value("cp_s", 0.0) + p.value("ep_s", 0.0)) + "</td><td>" +
+         sec(p.value("pp_s", 0.0)) + "</td><td>" + sec(p.value("dp_s", 0.0)) + "</td><td>" +
+         format_number("%.1f GiB", peak / kGiB) + escape_html(fit) + "</td></tr>";
+  };
+  rank = 0;
+  for (const json& p : plan_json.at("plans")) {
+    ++rank;
+    std::string ties;
+    for (int other : groups[p.value("tie_group", 0)]) {
+      if (other != rank && p.value("tie_group", 0) > 0) ties += (ties.empty() ? "#" : ", #") + std::to_string(other);
+    }
+    row(p, "#" + std::to_string(rank), ties.empty() ? "-" : ties);
+  }
+  if (plan_json.contains("baseline") && plan_json["baseline"].is_object()) {
+    row(plan_json["baseline"], "job as written", "-");
+  }
+  t += "</table>";
+  t += "<p class=\"note\">Plans listed as equivalent are within " +
+       format_number("%.1f %%", 100 * plan_json.value("tie_tolerance", 0.0)) +
+       " of each other, the model's plan-to-plan error: they are ordered by the simpler layout, then memory headroom, "
+       "not by a difference the model can resolve. Capacity " + format_number("%.1f GiB", capacity / kGiB) + ".</p>";
+  return t;
+}
+
 }  // namespace
 
 std::string plan_report_html(const json& plan_json, const json& memory_map) {
@@ -124,6 +176,7 @@ std::string plan_report_html(const json& plan_json, const json& memory_map) {
                        std::to_string(plan_json.value("simulated", int64_t{0})) + " re-timed by the engine; global batch " +
                        std::to_string(plan_json.value("global_batch", int64_t{0})) + "; objective " +
                        escape_html(plan_json.value("objective", std::string("step"))) + "</p>";
+  header += plans_table(plan_json);
   header += "<p class=\"note\">Memory map: " + escape_html(memory_map.value("settings", std::string())) + "; capacity " +
             format_number("%.1f GiB", memory_map.value("capacity_gib", 0.0)) +
             ". A yellow border: within the memory margin; the faded bar is the job as written.</p>";
