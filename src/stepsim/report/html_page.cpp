@@ -44,7 +44,8 @@ R.drawn = () => R.charts.map(c => ({id: c.id, datasets: c.chart.data.datasets.ma
   label: d.label, drawn: c.chart.getDatasetMeta(i).data.length}))}));
 // Tick labels that overlap their neighbours on an axis, measured from the page's own layout: each shown label's extent
 // along its axis (its text width, or for a rotated label the line height over the sine of the angle; its line height
-// on a vertical axis) against the distance to the next one. The browser test expects none.
+// on a vertical axis) against the distance to the next one; and a legend over the plot area. The browser test expects
+// none.
 R.overlaps = () => {
   const out = [];
   for (const c of R.charts) {
@@ -70,6 +71,12 @@ R.overlaps = () => {
         const a = shown[i - 1], b = shown[i];
         if (b.pos - a.pos + 1 < (a.extent + b.extent) / 2) out.push({chart: c.id, axis: scale.id, labels: [a.text, b.text]});
       }
+    }
+    // A legend drawn over the plot hides marks: its box must not cut into the chart area.
+    const lg = c.chart.legend, area = c.chart.chartArea;
+    if (lg && lg.options.display && area && Math.min(lg.right, area.right) - Math.max(lg.left, area.left) > 1 &&
+        Math.min(lg.bottom, area.bottom) - Math.max(lg.top, area.top) > 1) {
+      out.push({chart: c.id, axis: 'legend', labels: ['legend', 'plot area']});
     }
   }
   return out;
