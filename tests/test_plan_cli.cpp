@@ -27,7 +27,7 @@ TEST(PlanCli, BadInputExitsTwoWithOneLine) {
   expect_one_line_error("plan " + job + " --top 0", "--top");
   expect_one_line_error("plan " + job + " --objective fastest", "--objective");
   expect_one_line_error("plan " + job + " --objective e2e", "--steps");
-  expect_one_line_error("plan " + job + " --steps 10", "--steps");
+  expect_one_line_error("plan " + job + " --steps 0", "--steps");
   expect_one_line_error("plan " + job + " --csv x.csv", "--csv");
   expect_one_line_error("plan " + job + " --price -1", "--price");
   expect_one_line_error("plan " + job + " --gpus abc", "--gpus");

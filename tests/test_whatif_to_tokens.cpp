@@ -56,6 +56,32 @@ TEST(WhatIfTo, AnotherGpuBringsItsOwnNvlink) {
   EXPECT_NE(text.find("GPU"), std::string::npos) << text;
 }
 
+// Each side's links are shown, and what the after side's simulation notes beyond the before side's: a GB200 on 8-GPU
+// nodes runs its traffic between them over the NICs until cluster.nvlink_domain says the 72-GPU domain.
+TEST(WhatIfTo, EachSideShowsItsLinksAndTheAfterSidesNotes) {
+  api::WhatIfOptions o;
+  std::string two_nodes = h100_job("H100-SXM", true);  // 16 GPUs: two nodes of 8
+  two_nodes.replace(two_nodes.find("num_gpus: 8"), 11, "num_gpus: 16");
+  two_nodes.replace(two_nodes.find("data: 4"), 7, "data: 8");
+  o.job.job_text = two_nodes;
+  o.to = {"cluster.gpu=GB200"};
+  const api::WhatIfOutput r = api::whatif(o);
+  EXPECT_EQ(r.before.intra_node_GBps, 450);
+  EXPECT_EQ(r.after.intra_node_GBps, 900);  // GB200's NVLink 5 (data/gpus.yaml intra_node_GBps)
+  EXPECT_EQ(r.json["after"]["intra_node_GBps"], 900);
+  const std::string text = api::whatif_text(o, r);
+  EXPECT_NE(text.find("NVLink per GPU                   450 GB/s           900 GB/s   +100.0 %"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  network: 400 Gb/s per GPU (one NIC per GPU) over ib\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  after: note: GB200 with cluster.gpus_per_node 8: traffic between these nodes goes over the "
+                      "NICs. Its NVLink domain spans 72 GPUs"),
+            std::string::npos)
+      << text;
+  bool noted = false;
+  for (const auto& n : r.json["after"]["notes"]) noted = noted || n.get<std::string>().find("NVL72") != std::string::npos;
+  EXPECT_TRUE(noted) << r.json["after"]["notes"].dump();
+}
+
 // --replan: the after side's layout is plan #1 of `stepsim plan` for the after job, and its step is that plan's as the
 // engine times it.
 TEST(WhatIfTo, ReplanRunsTheBestPlanForTheAfterSide) {
@@ -143,7 +169,17 @@ TEST(Tokens, EachSideRunsItsOwnSteps) {
   po.top = 1;
   const api::PlanOutput p = api::plan(po);
   EXPECT_EQ(p.json["steps"], 7630);
+  // A token budget with the step objective asks for the run's time: the same steps and ranking, and a note of each.
   po.objective = "step";
+  const api::PlanOutput implied = api::plan(po);
+  EXPECT_EQ(implied.json["steps"], 7630);
+  EXPECT_EQ(implied.json["objective"], p.json["objective"]);
+  const auto& notes = implied.json["notes"];
+  ASSERT_GE(notes.size(), 2u);
+  EXPECT_EQ(notes[0].get<std::string>().rfind("--tokens: ranked by the run's end-to-end time", 0), 0u) << notes.dump();
+  EXPECT_EQ(notes[1], "tokens 1e+09 = 7630 steps of 131072 tokens (global batch x sequence; the last step rounded up)");
+  po.tokens.reset();
+  po.steps = 0;
   EXPECT_THROW(api::plan(po), InputError);
 }
 

@@ -1,5 +1,7 @@
 #include "stepsim/api/plan.hpp"
 
+#include "stepsim/report/text_format.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -141,7 +143,12 @@ PlanOutput plan(const PlanOptions& flags, const Distribution& dist) {
   po.memory_margin = o.memory_margin;
   po.tie_tolerance = o.tie_tolerance;
   po.progress = o.progress;
-  if (o.objective == "e2e") {
+  // A run's length (--tokens, --steps) asks for the run's time: every plan runs the same steps on the same GPUs, so
+  // the end-to-end ranking is the step ranking, with each plan's run time, checkpoints and cost beside it.
+  const bool run_length = (o.tokens || o.steps) && o.objective == "step";
+  const std::string objective = run_length ? "e2e" : o.objective;
+  std::string tokens_note;
+  if (objective == "e2e") {
     po.objective = plan::Objective::E2E;
     plan::E2EOptions e;
     if (o.tokens) {
@@ -149,6 +156,9 @@ PlanOutput plan(const PlanOptions& flags, const Distribution& dist) {
       if (o.steps) throw InputError("--tokens: gives the steps of the run; not with --steps");
       check_finite("--tokens", *o.tokens, 1);
       e.steps = static_cast<int64_t>(std::ceil(*o.tokens / (static_cast<double>(gbs) * base.model.seq_length)));
+      tokens_note = "tokens " + report::format_number("%.4g", *o.tokens) + " = " + std::to_string(e.steps) +
+                    " steps of " + std::to_string(static_cast<int64_t>(gbs) * base.model.seq_length) +
+                    " tokens (global batch x sequence; the last step rounded up)";
     } else {
       if (!o.steps || *o.steps < 1) {
         throw InputError("--steps: required with --objective e2e (training steps of the run, >= 1), or --tokens");
@@ -162,9 +172,7 @@ PlanOutput plan(const PlanOptions& flags, const Distribution& dist) {
     check_finite("--storage-GBps", e.storage_GBps, 1e-9);
     check_finite("--init-time", e.init_time_s, 0);
     po.e2e = e;
-  } else if (o.objective == "step") {
-    if (o.steps) throw InputError("--steps: only with --objective e2e");
-    if (o.tokens) throw InputError("--tokens: only with --objective e2e");
+  } else if (objective == "step") {
     if (o.failure_rate) throw InputError("--failure-rate: only with --objective e2e");
     if (o.storage_GBps) throw InputError("--storage-GBps: only with --objective e2e");
     if (o.init_time_s) throw InputError("--init-time: only with --objective e2e");
@@ -173,6 +181,13 @@ PlanOutput plan(const PlanOptions& flags, const Distribution& dist) {
   }
   PlanOutput out;
   out.result = plan::run_planner(catalog::shipped(), base, po, dist);
+  if (!tokens_note.empty()) out.result.notes.insert(out.result.notes.begin(), tokens_note);
+  if (run_length) {
+    out.result.notes.insert(out.result.notes.begin(),
+                            std::string(o.tokens ? "--tokens" : "--steps") + ": ranked by the run's end-to-end time "
+                            "(objective e2e; at a fixed GPU count the same order as step time), with each plan's "
+                            "checkpoint interval, run time and ETTR");
+  }
   if (from_file) {
     out.result.notes.insert(out.result.notes.begin(), "the job file's plan section gave the search's framework or "
                                                       "constraints (a flag wins over it for the key it names)");

@@ -47,8 +47,12 @@ std::string reliability_text(const ReliabilityOutput& x) {
   if (x.interval != x.optimum) o << "  interval used     " << x.interval << " steps (--interval)\n";
   o << "  ETTR              " << report::format_number("%.3f", 100.0 * x.ettr) << " %\n";
   o << "  end-to-end time   " << secs(x.e2e.total_s) << "\n";
+  // Each part in seconds (they add up to the total) and as people read a duration.
   auto part = [&](const char* name, double s, const std::string& how) {
-    o << "    " << name << report::format_number("%16.3f s", s) << report::format_number("  %6.2f %%", 100.0 * s / x.e2e.total_s) << how << "\n";
+    o << "    " << name << report::format_number("%16.3f s", s)
+      << report::format_number("  %6.2f %%", 100.0 * s / x.e2e.total_s) << (how.empty() ? "  " + report::format_duration(s)
+                       : report::format_text("  %-11s", report::format_duration(s).c_str()) + how)
+      << "\n";
   };
   part("training        ", x.e2e.training_s, "");
   part("checkpoint saves", x.e2e.saves_s, "  " + std::to_string(x.e2e.checkpoints) + " saves");

@@ -24,7 +24,10 @@ nlohmann::json to_json(const plan::Outcome& o) {
           {"ettr", o.ettr},
           {"e2e_time_s", o.e2e_s},
           {"gpu_hours", o.gpu_hours},
-          {"cost_usd", o.cost_usd}};
+          {"cost_usd", o.cost_usd},
+          {"intra_node_GBps", o.intra_node_GBps},
+          {"inter_node", o.inter_node},
+          {"notes", o.notes}};
 }
 
 void check(const std::string& flag, double v, double lo, double hi, const std::string& unit) {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -6,13 +7,6 @@
 
 namespace stepsim::api {
 namespace {
-
-std::string duration(double s) {
-  if (s >= 86400 * 2) return report::format_number("%.2f days", s / 86400);
-  if (s >= 3600) return report::format_number("%.2f h", s / 3600);
-  if (s >= 120) return report::format_number("%.1f min", s / 60);
-  return report::format_number("%.1f s", s);
-}
 
 std::string change(double before, double after) {
   return before > 0 ? report::format_number("%+.1f %%", (after / before - 1) * 100) : "";
@@ -41,6 +35,8 @@ std::string whatif_text(const WhatIfOptions& o, const WhatIfOutput& r) {
   row("", "before", "after", "change");
   row("GPUs", std::to_string(b.gpus), std::to_string(a.gpus), change(b.gpus, a.gpus));
   if (r.before_job.cluster.gpu != r.after_gpu) row("GPU", r.before_job.cluster.gpu, r.after_gpu, "");
+  row("NVLink per GPU", report::format_number("%g GB/s", b.intra_node_GBps),
+      report::format_number("%g GB/s", a.intra_node_GBps), change(b.intra_node_GBps, a.intra_node_GBps));
   if (o.tokens) {
     row("steps (tokens)", std::to_string(r.before_steps), std::to_string(r.after_steps),
         change(static_cast<double>(r.before_steps), static_cast<double>(r.after_steps)));
@@ -54,10 +50,20 @@ std::string whatif_text(const WhatIfOptions& o, const WhatIfOutput& r) {
   row("checkpoint interval", report::format_number("%.0f steps", static_cast<double>(b.interval_steps)),
       report::format_number("%.0f steps", static_cast<double>(a.interval_steps)), "");
   row("ETTR", report::format_number("%.2f %%", b.ettr * 100), report::format_number("%.2f %%", a.ettr * 100), "");
-  row("end-to-end time", duration(b.e2e_s), duration(a.e2e_s), change(b.e2e_s, a.e2e_s));
+  row("end-to-end time", report::format_duration(b.e2e_s), report::format_duration(a.e2e_s), change(b.e2e_s, a.e2e_s));
   row("GPU-hours", report::format_number("%.0f", b.gpu_hours), report::format_number("%.0f", a.gpu_hours), change(b.gpu_hours, a.gpu_hours));
   if (o.settings.usd_per_gpu_hour > 0)
     row("cost", report::format_usd(b.cost_usd), report::format_usd(a.cost_usd), change(b.cost_usd, a.cost_usd));
+  // The links each side ran on, and what the after side's simulation noted that the before side's did not (a GPU
+  // whose NVLink domain spans more than the job's nodes, a transport's assumed rate, ...).
+  if (b.inter_node != a.inter_node) {
+    out << "  network before: " << b.inter_node << "\n  network after:  " << a.inter_node << "\n";
+  } else {
+    out << "  network: " << a.inter_node << "\n";
+  }
+  for (const std::string& n : a.notes) {
+    if (std::find(b.notes.begin(), b.notes.end(), n) == b.notes.end()) out << "  after: note: " << n << "\n";
+  }
   return out.str();
 }
 

@@ -8,6 +8,7 @@
 #include "stepsim/report/summary.hpp"
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/job/cluster_rates.hpp"
 
 namespace stepsim::plan {
 namespace {
@@ -159,6 +160,9 @@ Outcome evaluate(const catalog::Catalog& cat, const spec::JobSpec& job, const Wh
   o.tokens_per_s = sum.tokens_per_s;
   o.tflops_per_gpu = sum.tflops_per_gpu;
   o.oom = sum.oom;
+  o.intra_node_GBps = job.cluster.intra_node.bandwidth_GBps;
+  o.inter_node = spec::inter_node_text(job.cluster, sum.inter_node_efficiency);
+  o.notes = sum.notes;
   o.gpus = job.cluster.num_gpus;
   o.nodes = (job.cluster.num_gpus + job.cluster.gpus_per_node - 1) / job.cluster.gpus_per_node;
   ReliabilityInputs in;

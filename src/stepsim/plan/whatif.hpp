@@ -51,6 +51,9 @@ struct Outcome {
   double e2e_s = 0;            // expected end-to-end time of `steps` steps with failures and checkpoints
   double gpu_hours = 0;        // e2e x GPUs
   double cost_usd = 0;         // gpu_hours x price (0 without a price)
+  double intra_node_GBps = 0;  // the links the side ran on: NVLink per GPU, and the network as `simulate` prints it
+  std::string inter_node;
+  std::vector<std::string> notes;  // the side's simulation notes (an NVLink domain left unset, a transport, ...)
 };
 
 // Simulates one step of `job` and turns it into a run of `s.steps` steps.

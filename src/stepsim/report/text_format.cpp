@@ -29,6 +29,13 @@ std::string counted(int64_t n, const char* singular, const char* plural) {
   return std::to_string(n) + " " + (n == 1 ? singular : plural);
 }
 
+std::string format_duration(double s) {
+  if (s >= 86400 * 2) return format_number("%.2f days", s / 86400);
+  if (s >= 3600) return format_number("%.2f h", s / 3600);
+  if (s >= 120) return format_number("%.1f min", s / 60);
+  return format_number("%.1f s", s);
+}
+
 std::string format_usd(double usd) {
   if (!std::isfinite(usd)) return format_number("%g USD", usd);
   if (std::fabs(usd) < 100) return format_number("%.2f USD", usd);

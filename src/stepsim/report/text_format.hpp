@@ -15,6 +15,9 @@ std::string format_text(const char* format, ...) __attribute__((format(printf, 1
 // "1 micro-batch", "8 micro-batches": a count with its noun in the right number.
 std::string counted(int64_t n, const char* singular, const char* plural);
 
+// A duration as people read it: seconds below 2 minutes, then minutes, hours, and days from 2 days.
+std::string format_duration(double s);
+
 // An amount of US dollars as people read it: cents below 100 USD, whole dollars with thousands separated above
 // ("6,407,567 USD"); a negative amount keeps its sign.
 std::string format_usd(double usd);
