@@ -419,5 +419,28 @@ TEST(TraceSimulation, AWorkloadFolderAboveItsTotalIsRefusedBeforeAnyFileIsRead) 
             std::string::npos);
 }
 
+// A writer refused part-way (the folder's budget spent by its second rank) leaves none of its rank files: a folder
+// holding rank 0 alone would replay it for every rank with exit 0. A committed write keeps them.
+TEST(TraceWorkload, ARefusedWriteLeavesNoPartOfTheWorkload) {
+  const std::string dir = test::temp_dir() + "budget-refused";
+  std::filesystem::create_directories(dir);
+  {
+    RankFileBudget budget(dir);
+    write_rank_file(dir + "/rank0.json", "{}\n", &budget);
+    EXPECT_TRUE(std::filesystem::exists(dir + "/rank0.json"));
+    EXPECT_NE(test::error_of([&] { budget.add(kMaxWorkloadBytes); }).find("more than the 128 MiB"), std::string::npos);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/rank0.json"));
+  {
+    RankFileBudget budget(dir);
+    write_rank_file(dir + "/rank0.json", "{}\n", &budget);
+    write_rank_file(dir + "/rank1.json", "{}\n", &budget);
+    budget.commit();
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir + "/rank0.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/rank1.json"));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace stepsim::trace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "stepsim/io/utf8.hpp"
@@ -45,10 +46,34 @@ TEST(Utf8Output, AModelNameOfBadBytesGivesValidFilesAndExitZero) {
   EXPECT_NE(test::read_file(dir + "bad.html").find("tiny" + kReplacement), std::string::npos);
   const auto c = test::run_cli("compare " + dir + "bad-trace.json " + dir + "bad-trace.json");
   EXPECT_EQ(c.code, 0) << c.output;
-  const auto p = test::run_cli("plan " + job + " --json " + dir + "bad-plan.json");
+  const auto p = test::run_cli("plan " + job + " --json " + dir + "bad-plan.json --report " + dir + "bad-plan.html");
   EXPECT_EQ(p.code, 0) << p.output;
+  // Every byte of the reports is well-formed UTF-8 (the <title> and <h1> carried the raw bytes before).
+  for (const char* f : {"bad.html", "bad-plan.html"}) {
+    const std::string text = test::read_file(dir + f);
+    EXPECT_EQ(io::valid_utf8(text), text) << f;
+  }
   nlohmann::json plan;
   EXPECT_NO_THROW(plan = nlohmann::json::parse(test::read_file(dir + "bad-plan.json")));
+}
+
+// A runs CSV whose id carries bad bytes: validate's JSON, HTML and Markdown are all well-formed UTF-8.
+TEST(Utf8Output, ARunIdOfBadBytesGivesValidValidationFiles) {
+  std::istringstream in(test::read_file(std::string(STEPSIM_SHARED_DIR) + "/data/published-runs/published_runs.csv"));
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  row.replace(0, row.find(','), "NAR\xFF\xFE-01");
+  const std::string csv = test::write_temp("bad-id.csv", header + "\n" + row + "\n");
+  const std::string dir = test::temp_dir();
+  const auto r = test::run_cli("validate " + csv + " --json " + dir + "bad-v.json --report " + dir + "bad-v.html " +
+                               "--markdown " + dir + "bad-v.md");
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const char* f : {"bad-v.json", "bad-v.html", "bad-v.md"}) {
+    const std::string text = test::read_file(dir + f);
+    EXPECT_EQ(io::valid_utf8(text), text) << f;
+    EXPECT_NE(text.find("NAR" + kReplacement + kReplacement + "-01"), std::string::npos) << f;
+  }
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "stepsim/api/output_file.hpp"
+#include "stepsim/io/utf8.hpp"
 
 #include <fstream>
 #include <iostream>
@@ -14,7 +15,9 @@ void write_output_file(const std::string& path, const std::string& text, const s
   }
   std::ofstream out(path);
   if (!out) throw InputError(path + ": cannot write " + what);
-  out << text;
+  // The edge every text file passes: a user's bytes in a name (a model, a CSV id) end up valid UTF-8 in HTML,
+  // Markdown, CSV and YAML as they already do in JSON.
+  out << io::valid_utf8(text);
   if (!out) throw InputError(path + ": error while writing " + what);
 }
 

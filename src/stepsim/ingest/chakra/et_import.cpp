@@ -611,6 +611,7 @@ void write_chakra_import(const ChakraImport& c, const std::string& dir) {
   }
   trace::write_output_text(dir + "/summary.json",
                            io::json_text(nlohmann::json{{"ranks", ranks}, {"notes", c.notes}}, 2) + "\n");
+  budget.commit();
 }
 
 }  // namespace stepsim::chakra

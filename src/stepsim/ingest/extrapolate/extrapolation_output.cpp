@@ -75,6 +75,7 @@ void write_extrapolation(const Extrapolation& x, const spec::JobSpec& job, const
   const json summary = {{"ranks", summary_ranks},
                         {"source_step_time_s", x.source.measured_step_s ? json(*x.source.measured_step_s) : json(nullptr)}};
   write_text(dir + "/summary.json", io::json_text(summary, 2) + "\n");
+  budget.commit();
 
   const SourceStep& s = x.source;
   json buckets = json::array();

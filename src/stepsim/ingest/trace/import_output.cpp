@@ -123,19 +123,17 @@ void write_import(const std::vector<RankImport>& ranks, const std::string& dir) 
   for (const RankImport& r : ranks) {
     const std::string path = dir + "/rank" + std::to_string(r.rank) + ".json";
     uintmax_t bytes = 0;
+    budget.wrote(path);
     write(path, [&](std::ofstream& o) {
       write_rank_program(r, o);
       bytes = static_cast<uintmax_t>(o.tellp());
     });
-    try {  // streamed, so measured once written: removed rather than left to be refused
-      check_rank_file_size(path, bytes);
-      budget.add(bytes);
-    } catch (const InputError&) {
-      std::filesystem::remove(path, ec);
-      throw;
-    }
+    // Streamed, so measured once written; a refusal removes it with the ones before (the budget's transaction).
+    check_rank_file_size(path, bytes);
+    budget.add(bytes);
   }
   write(dir + "/summary.json", [&](std::ostream& o) { o << io::json_text(summary_json(ranks), 2) << "\n"; });
+  budget.commit();
 }
 
 }  // namespace stepsim::trace

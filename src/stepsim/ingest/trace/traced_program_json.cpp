@@ -1,6 +1,8 @@
 // stepsim-trace-program files with explicit dependencies, from TracedRank ops (format: docs/TRACES.md).
 #include "stepsim/ingest/trace/traced_program_json.hpp"
 
+#include <filesystem>
+
 #include <fstream>
 
 #include "stepsim/io/input_error.hpp"
@@ -87,6 +89,11 @@ void check_workload_size(const std::string& dir, uintmax_t bytes) {
                    "trace fewer steps");
 }
 
+RankFileBudget::~RankFileBudget() {
+  std::error_code ec;
+  for (const std::string& path : written_) std::filesystem::remove(path, ec);
+}
+
 void RankFileBudget::add(uintmax_t bytes) {
   used_ += bytes;
   check_workload_size(dir_, used_);
@@ -95,6 +102,7 @@ void RankFileBudget::add(uintmax_t bytes) {
 void write_rank_file(const std::string& path, const std::string& text, RankFileBudget* budget) {
   check_rank_file_size(path, text.size());
   if (budget) budget->add(text.size());
+  if (budget) budget->wrote(path);  // before the write: a file cut short by a failed write is removed too
   write_output_text(path, text);
 }
 

@@ -33,15 +33,23 @@ void check_rank_file_size(const std::string& path, uintmax_t bytes, uintmax_t li
 void check_workload_size(const std::string& dir, uintmax_t bytes);
 
 // What the rank files written to one folder hold so far: a writer adds each file and stops (InputError) once the
-// folder would exceed what `simulate --workload` reads.
+// folder would exceed what `simulate --workload` reads. It is the writer's transaction too: the files written through
+// it are removed when it goes out of scope before commit(), so a refused write leaves no part of a workload that
+// `simulate --workload` would replay as if whole.
 class RankFileBudget {
  public:
   explicit RankFileBudget(std::string dir) : dir_(std::move(dir)) {}
+  RankFileBudget(const RankFileBudget&) = delete;
+  RankFileBudget& operator=(const RankFileBudget&) = delete;
+  ~RankFileBudget();
   void add(uintmax_t bytes);
+  void wrote(std::string path) { written_.push_back(std::move(path)); }
+  void commit() { written_.clear(); }
 
  private:
   std::string dir_;
   uintmax_t used_ = 0;
+  std::vector<std::string> written_;
 };
 
 // write_output_text for a rank file: above the limits (the file's, and the folder's when `budget` is given) nothing
