@@ -246,6 +246,13 @@ TEST(JobInput, AnAliasBombIsRefusedAtOnce) {
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find(path + ": malformed YAML: its aliases expand it past two nodes per byte of its text"),
             std::string::npos) << r.output;
+  // The same bomb as a cluster file (`comm --cluster`, a job's `cluster: FILE`): one YAML reader for every file.
+  const auto cluster_start = std::chrono::steady_clock::now();
+  r = run_cli("comm --collective all_reduce --gpus 8 --sizes 1M --cluster " + path);
+  EXPECT_LT(std::chrono::steady_clock::now() - cluster_start, test::kRefusalTime);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(path + ": malformed YAML: its aliases expand it past two nodes per byte of its text"),
+            std::string::npos) << r.output;
   // The same bomb as one --set value (a flow sequence of the nine anchored lists).
   std::string flow = "[&a0 [x, x, x, x, x, x, x, x, x]";
   for (int i = 1; i <= 9; ++i) {
