@@ -108,6 +108,30 @@ std::string calibration_kind(const spec::JobSpec& job) {
 
 // Sustained clock (and the attention scale fitted with it), in order: the job's own value; the newest `calibrate compute` row of the GPU's architecture in
 // the calibration store (unless simulation.calibration_store is "none"); data/efficiency.yaml.
+namespace {
+
+// The power model's one constant (the static share of a board's power) is estimated, not fitted: where the band's
+// runs did not run at the job's power limit, the interval takes in the clocks at the share -/+ its spread. A step
+// bound by the tensor cores takes the clock's ratio: measured = predicted x f / f', so the error (predicted -
+// measured) / measured moves by f' / f - 1 at each end.
+void widen_for_power_model(const spec::JobSpec& job, const hw::GpuSpec& gpu, const cost::EfficiencyTable& table,
+                           double f, double band_power_W, ComputeCalibration& cal) {
+  const double spread = table.power_static_share_spread;
+  if (!cal.interval || spread <= 0 || f >= 1 || band_power_W == job.cluster.power_limit_W) return;
+  const double share = table.power_static_share;
+  const double faster = cost::power_limited_clock(job.cluster.power_limit_W, gpu.tdp_W, std::max(0.0, share - spread));
+  const double slower = cost::power_limited_clock(job.cluster.power_limit_W, gpu.tdp_W, share + spread);
+  auto& band = *cal.interval;
+  band[0] = (1 + band[0]) * (slower / f) - 1;
+  band[1] = (1 + band[1]) * (faster / f) - 1;
+  char note[160];
+  std::snprintf(note, sizeof note, "; widened for the power model (static share %.2f-%.2f: clock x%.3f-x%.3f)",
+                std::max(0.0, share - spread), share + spread, faster, slower);
+  cal.source += note;
+}
+
+}  // namespace
+
 std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& catalog, const spec::JobSpec& job,
                                                        ComputeCalibration* calibration) {
   const hw::GpuSpec& gpu = hw::effective_gpu(catalog.gpus, job.cluster);
@@ -147,6 +171,7 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
       }
     }
   }
+  double band_power_W = 0;  // the power limit the band's runs ran at (0: the board's default)
   // A framework other than Megatron-Core is outside the calibration runs (all Megatron-Core): its runs' band if any.
   if (job.training.framework != spec::Framework::MegatronCore && cal.interval) {
     const auto it = table.prediction_interval_by_framework.find(spec::name_of(job.training.framework));
@@ -155,6 +180,7 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
       cal.interval = std::array<double, 2>{std::min(it->second.low, 0.0), std::max(it->second.high, 0.0)};
       cal.interval_kind = it->first;
       cal.interval_runs = it->second.runs;
+      band_power_W = it->second.power_limit_W;
     }
   }
   // The job's attention scale wins over the store's (it is a property of the user's kernels, not of the clock).
@@ -178,6 +204,9 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
       table.sustained_clock *= f;
       std::snprintf(note, sizeof note, "; %.0f W power limit (default %.0f W): tensor-core clock x%.3f",
                     job.cluster.power_limit_W, gpu.tdp_W, f);
+      cal.source += note;
+      widen_for_power_model(job, gpu, table, f, band_power_W, cal);
+      note[0] = '\0';
     }
     cal.source += note;
   }

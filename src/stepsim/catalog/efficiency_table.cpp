@@ -25,7 +25,7 @@ struct EfficiencyCatalog::Partial {
   std::optional<std::vector<ShapePoint>> attention_sequence, attention_head_dim;
   std::array<std::optional<double>, static_cast<int>(MemoryClass::kCount)> memory;
   std::optional<double> kernel_floor_us, launch_gap_us, host_time_scale, host_to_device_GBps, cpu_optimizer_GBps;
-  std::optional<double> sustained_clock, power_static_share;
+  std::optional<double> sustained_clock, power_static_share, power_static_share_spread;
   std::optional<std::array<double, 2>> prediction_interval;
   std::optional<hw::KindIntervals> prediction_interval_by_kind;
   std::optional<hw::KindIntervals> prediction_interval_by_framework;
@@ -131,7 +131,8 @@ class Parser {
     const auto present = keys(n, key,
                               {"gemm_waves", "gemm_precision_scale", "grouped_gemm_scale", "attention",
                                "memory_efficiency", "kernel_floor_us", "launch_gap_us", "host_time_scale", "host_to_device_GBps", "cpu_optimizer_GBps", "sustained_clock",
-                               "power_static_share", "prediction_interval", "prediction_interval_by_kind",
+                               "power_static_share", "power_static_share_spread", "prediction_interval",
+                               "prediction_interval_by_kind",
                                "prediction_interval_by_framework"});
     if (present.count("gemm_waves")) {
       const YAML::Node w = n["gemm_waves"];
@@ -203,7 +204,7 @@ class Parser {
       for (const std::string& name : keys(by, k, names)) {
         const YAML::Node e = by[name];
         const std::string ek = k + "." + name;
-        keys(e, ek, {"interval", "runs"});
+        const auto have = keys(e, ek, {"interval", "runs", "power_limit_W"});
         const YAML::Node pi = e["interval"];
         if (!pi || !pi.IsSequence() || pi.size() != 2) fail(ek + ".interval", "must be [low, high] signed fractions");
         const double lo = number(pi[0], ek + ".interval[0]"), hi = number(pi[1], ek + ".interval[1]");
@@ -213,7 +214,12 @@ class Parser {
         const double runs = number(e["runs"], ek + ".runs");
         if (!(runs >= 1 && runs <= 1e6 && runs == std::floor(runs)))
           fail(ek + ".runs", "must be a whole number in [1, 1e6], got " + fmt(runs));
-        out[name] = hw::KindInterval{lo, hi, static_cast<int>(runs)};
+        double power_W = 0;
+        if (have.count("power_limit_W")) {
+          power_W = number(e["power_limit_W"], ek + ".power_limit_W");
+          if (!(power_W > 0 && power_W <= 5000)) fail(ek + ".power_limit_W", "must be in (0, 5000] W, got " + fmt(power_W));
+        }
+        out[name] = hw::KindInterval{lo, hi, static_cast<int>(runs), power_W};
       }
       return out;
     };
@@ -229,6 +235,11 @@ class Parser {
       const double v = number(n["power_static_share"], key + ".power_static_share");
       if (!(v >= 0 && v < 0.9)) fail(key + ".power_static_share", "must be in [0, 0.9), got " + fmt(v));
       t.power_static_share = v;
+    }
+    if (present.count("power_static_share_spread")) {
+      const double v = number(n["power_static_share_spread"], key + ".power_static_share_spread");
+      if (!(v >= 0 && v < 0.5)) fail(key + ".power_static_share_spread", "must be in [0, 0.5), got " + fmt(v));
+      t.power_static_share_spread = v;
     }
     if (present.count("host_to_device_GBps")) {
       const double v = number(n["host_to_device_GBps"], key + ".host_to_device_GBps");
@@ -273,6 +284,7 @@ Partial merge(const Partial& base, const Partial& over) {
   take(r.cpu_optimizer_GBps, over.cpu_optimizer_GBps);
   take(r.sustained_clock, over.sustained_clock);
   take(r.power_static_share, over.power_static_share);
+  take(r.power_static_share_spread, over.power_static_share_spread);
   take(r.prediction_interval, over.prediction_interval);
   take(r.prediction_interval_by_kind, over.prediction_interval_by_kind);
   take(r.prediction_interval_by_framework, over.prediction_interval_by_framework);
@@ -322,6 +334,7 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   t.cpu_optimizer_GBps = *p.cpu_optimizer_GBps;
   t.sustained_clock = p.sustained_clock.value_or(1.0);
   t.power_static_share = p.power_static_share.value_or(0.0);  // optional: absent = all power scales with the clock
+  t.power_static_share_spread = p.power_static_share_spread.value_or(0.0);  // optional: absent = no widening
   t.prediction_interval = p.prediction_interval;
   t.prediction_interval_by_kind = p.prediction_interval_by_kind.value_or(hw::KindIntervals{});
   t.prediction_interval_by_framework = p.prediction_interval_by_framework.value_or(hw::KindIntervals{});

@@ -61,6 +61,9 @@ struct EfficiencyTable {
   // Share of the board's default power that does not scale with the SM clock under a GEMM load (leakage, HBM, board):
   // the power model's one constant (cost/compute/power_limit.hpp).
   double power_static_share = 0;
+  // How far the static share may be from that value (it is estimated, not fitted): a power-limited job's interval
+  // takes the clocks at share -/+ this spread in, where its band's runs did not run at the job's limit.
+  double power_static_share_spread = 0;
   // Signed relative errors (predicted - measured) / measured bounding 80% of the calibration runs of this
   // architecture (10th and 90th percentile), for the step-time prediction interval; absent = not calibrated.
   std::optional<std::array<double, 2>> prediction_interval;

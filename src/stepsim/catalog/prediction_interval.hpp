@@ -13,6 +13,7 @@ namespace stepsim::hw {
 struct KindInterval {
   double low = 0, high = 0;  // signed fractions
   int runs = 0;              // calibration runs of this kind behind the band
+  double power_limit_W = 0;  // the power limit those runs ran at; 0: the board's default
 };
 
 // Kinds a calibration tells apart: a model with routed experts is "moe", any other "dense".
