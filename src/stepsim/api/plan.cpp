@@ -14,17 +14,23 @@ namespace stepsim::api {
 
 namespace {
 
+// A refused flag, worded as the command line's own checks word theirs: "--top: must be at least 1, got 0".
+[[noreturn]] void refuse(const std::string& flag, const std::string& rule, double got) {
+  throw InputError(flag + ": " + rule + ", got " + report::format_number("%g", got));
+}
+
 void check_finite(const std::string& flag, double v, double lo) {
   if (!std::isfinite(v) || v < lo) {
-    throw InputError(flag + " " + std::to_string(v) + ": must be a finite number >= " + std::to_string(lo));
+    refuse(flag, "must be a finite number of at least " + report::format_number("%g", lo), v);
   }
 }
 
 // 0 (or absent) means the job's own value; a negative count is a mistake, never "the default".
 void check_counts(int gpus, int64_t global_batch) {
-  if (gpus < 0) throw InputError("--gpus " + std::to_string(gpus) + ": must be a positive GPU count");
-  if (global_batch < 0)
-    throw InputError("--global-batch " + std::to_string(global_batch) + ": must be a positive number of sequences");
+  if (gpus < 0) refuse("--gpus", "must be a positive GPU count", gpus);
+  if (global_batch < 0) {
+    refuse("--global-batch", "must be a positive number of sequences", static_cast<double>(global_batch));
+  }
 }
 
 // The framework's own space narrowed by the user's constraints (issue 46 item 2): what the walk may vary.
@@ -119,14 +125,14 @@ PlanOutput plan(const PlanOptions& flags, const Distribution& dist) {
   const spec::JobSpec base = load_plan_job(o, &dropped);
   const int gpus = o.gpus > 0 ? o.gpus : base.cluster.num_gpus;
   const int64_t gbs = o.global_batch > 0 ? o.global_batch : base.training.global_batch_size;
-  if (o.top < 1) throw InputError("--top " + std::to_string(o.top) + ": must be at least 1");
-  if (o.simulate < 0) throw InputError("--simulate " + std::to_string(o.simulate) + ": must be >= 0");
-  if (o.threads < 0) throw InputError("--threads " + std::to_string(o.threads) + ": must be >= 0 (0 = all cores)");
+  if (o.top < 1) refuse("--top", "must be at least 1", o.top);
+  if (o.simulate < 0) refuse("--simulate", "must be at least 0", o.simulate);
+  if (o.threads < 0) refuse("--threads", "must be at least 0 (0 = all cores)", o.threads);
   if (!(o.memory_margin >= 0.0 && o.memory_margin <= 0.5)) {
-    throw InputError("--memory-margin " + std::to_string(o.memory_margin) + ": must be in [0, 0.5]");
+    refuse("--memory-margin", "must be in [0, 0.5]", o.memory_margin);
   }
   if (!(o.tie_tolerance >= 0.0 && o.tie_tolerance <= 0.5)) {
-    throw InputError("--tie-tolerance " + std::to_string(o.tie_tolerance) + ": must be in [0, 0.5]");
+    refuse("--tie-tolerance", "must be in [0, 0.5]", o.tie_tolerance);
   }
   check_finite("--price", o.price, 0);
 
