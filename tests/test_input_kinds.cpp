@@ -18,8 +18,8 @@ void expect_refusal(const std::string& args, const std::string& says) {
 TEST(InputKinds, AnotherToolsFileIsNamedWithItsOption) {
   const std::string ex = test::source_dir() + "/examples/";
   expect_refusal("simulate " + ex + "deepspeed/llama-2-7b-config.json",
-                 "llama-2-7b-config.json: a Hugging Face config.json, not a job: name it in a job file (model: "
-                 "{hf_config: ");
+                 "llama-2-7b-config.json: a Hugging Face config.json, not a job: give a job file with it as its "
+                 "model (JOB.yaml --hf-config ");
   expect_refusal("simulate " + ex + "deepspeed/llama2-7b-zero3.json",
                  "llama2-7b-zero3.json: a DeepSpeed config, not a job: give it as --deepspeed-config ");
   expect_refusal("plan " + ex + "torchtitan/llama3-8b-float8.toml",
@@ -74,6 +74,9 @@ TEST(InputKinds, OtherToolsSpellingsGetStepsimsKey) {
   expect_refusal("simulate " + job + " --set training.zero=3", "(did you mean training.zero_stage?");
   expect_refusal("simulate " + job + " --set training.fsdp=true", "(did you mean training.zero_stage: 3?");
   expect_refusal("simulate " + job + " --set cluster.gpus=8", "(did you mean cluster.num_gpus?");
+  expect_refusal("simulate " + job + " --set model.precision=bf16", "(did you mean training.precision?");
+  expect_refusal("simulate " + job + " --set num_key_value_heads=8",
+                 "unknown key num_key_value_heads (did you mean model.num_query_groups? it belongs in the model section)");
   expect_refusal("simulate " + job + " --set training.precision=bfloat16",
                  "--set training.precision=bfloat16: key training.precision: must be one of fp32 | fp16 | bf16 | fp8 "
                  "| nvfp4, got 'bfloat16' (did you mean bf16?)");
@@ -94,6 +97,13 @@ TEST(InputKinds, AMistypedMegatronFlagGetsTheNearestOne) {
                  "unknown argument --num-layer (did you mean --num-layers?)");
   expect_refusal("simulate --cluster " + cluster + " --megatron-args \"--num-layers 4 --sequence-paralel\"",
                  "unknown argument --sequence-paralel (did you mean --sequence-parallel?)");
+  // Other tools' names are not typos of Megatron's: the flag they mean, not the nearest spelling.
+  expect_refusal("simulate --cluster " + cluster + " --megatron-args \"--tensor-parallel-size 2\"",
+                 "unknown argument --tensor-parallel-size (did you mean --tensor-model-parallel-size?)");
+  expect_refusal("simulate --cluster " + cluster + " --megatron-args \"--tp 2\"",
+                 "unknown argument --tp (did you mean --tensor-model-parallel-size?)");
+  expect_refusal("simulate --cluster " + cluster + " --megatron-args \"--num-key-value-heads 8\"",
+                 "unknown argument --num-key-value-heads (did you mean --num-query-groups?)");
   // Nothing near: no guess.
   expect_refusal("simulate --cluster " + cluster + " --megatron-args \"--frobnicate-everything 1\"",
                  "unknown argument --frobnicate-everything\n");

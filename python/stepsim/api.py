@@ -9,7 +9,7 @@ threads can simulate in parallel.
 import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from . import _stepsim_native as _native
 from .errors import InputError
@@ -36,13 +36,16 @@ def _set_value(v):
     return v if isinstance(v, str) else _dumps(v)
 
 
-def _overrides(overrides):
+def _overrides(overrides, name="overrides"):
     if overrides is None:
         return []
     if isinstance(overrides, Mapping):
         return ["%s=%s" % (k, _set_value(v)) for k, v in overrides.items()]
     if isinstance(overrides, str):
         return [overrides]
+    if not isinstance(overrides, Iterable):
+        raise InputError("%r: give {'key': value}, 'key=value' or a list of 'key=value'" % (overrides,),
+                         key=name, rule="must be a dict, a 'key=value' string or a list of them")
     return [str(x) for x in overrides]
 
 
@@ -89,9 +92,15 @@ def _job(job=None, *, megatron_args=None, torchtitan_config=None, deepspeed_conf
         _cluster_of(d, cluster, "--megatron-args")
         return d
     if isinstance(job, (str, os.PathLike)):
-        if hf_config is not None or cluster is not None or any(v is not None for v in sections.values()):
+        if cluster is not None or any(v is not None for v in sections.values()):
             raise InputError("a job file holds its sections; change them with overrides={'key': value}", key="job")
         d["job_path"] = os.fspath(job)
+        # A Hugging Face config beside a job file is its model, the file's model keys over it (the CLI's --hf-config).
+        if isinstance(hf_config, Mapping):
+            raise InputError("hf_config= beside a job file is a config.json path; a dict goes with a job dict",
+                             key="hf_config")
+        if hf_config is not None:
+            d["hf_config_path"] = os.fspath(hf_config)
         return d
     if job is None and hf_config is None and all(v is None for v in sections.values()) and cluster is None:
         if required:
@@ -587,7 +596,7 @@ def whatif(job=None, scale=None, overrides=None, to=None, **kw):
     """
     jk = _job_kwargs(kw)
     opts = _options(kw, ("steps", "tokens", "failure_rate", "storage_GBps", "price", "replan", "json"), "whatif")
-    opts["scale"] = _overrides(scale)
+    opts["scale"] = _overrides(scale, "scale")
     opts["to"] = _overrides(to)
     d = _job(job, overrides=overrides, **jk)
     with _naming(d):

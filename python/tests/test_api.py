@@ -111,6 +111,16 @@ class SimulateTest(unittest.TestCase):
         self.assertEqual(b["step_time_s"], want["step_time_s"])
         self.assertEqual(a["assumptions"], want["assumptions"])
         self.assertEqual(b["assumptions"], want["assumptions"])
+        # Beside a job file, as the CLI's `JOB.yaml --hf-config C.json`: the same job.
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "job-without-model.yaml")
+            with open(path, "w") as f:
+                yaml.safe_dump(dict(sections, model={"seq_length": 1024}), f)
+            c = stepsim.simulate(path, hf_config=hf).summary
+            self.assertEqual(c["step_time_s"], want["step_time_s"])
+            with self.assertRaises(stepsim.InputError) as e:
+                stepsim.simulate(path, hf_config={"model_type": "gpt2"})
+            self.assertEqual(e.exception.key, "hf_config")
 
     def test_megatron_args(self):
         args = ("--num-layers 8 --hidden-size 4096 --num-attention-heads 32 --seq-length 2048 "

@@ -28,8 +28,8 @@ std::string reliability_text(const ReliabilityOutput& x) {
       << report::format_number("%.0f", x.r.tokens_per_step) << " tokens (global batch x sequence; the last step "
       << "rounded up)\n";
   }
-  o << "  failures          " << report::format_number("%g", in.failures_per_node_day) << " per node-day x " << in.nodes
-    << " nodes = " << report::format_number("%.4g", per_day) << " per day, one every " << report::format_number("%.2f", 24.0 / per_day) << " h\n";
+  o << "  failures          " << report::format_number("%g", in.failures_per_node_day) << " per node-day x "
+    << report::counted(in.nodes, "node", "nodes") << " = " << report::format_number("%.4g", per_day) << " per day, one every " << report::format_number("%.2f", 24.0 / per_day) << " h\n";
   o << "  repair u_b        " << secs(plan::mean_time_to_repair(in.recovery)) << " (" << x.r.recovery_source;
   if (in.recovery.size() > 1) {
     for (size_t k = 0; k < in.recovery.size(); ++k) {

@@ -25,6 +25,7 @@ nlohmann::json to_json(const plan::Outcome& o) {
           {"e2e_time_s", o.e2e_s},
           {"gpu_hours", o.gpu_hours},
           {"cost_usd", o.cost_usd},
+          {"mfu_of", o.mfu_of},
           {"intra_node_GBps", o.intra_node_GBps},
           {"inter_node", o.inter_node},
           {"notes", o.notes}};

@@ -45,7 +45,11 @@ std::string whatif_text(const WhatIfOptions& o, const WhatIfOutput& r) {
   row("tokens/s", report::format_number("%.0f", b.tokens_per_s), report::format_number("%.0f", a.tokens_per_s), change(b.tokens_per_s, a.tokens_per_s));
   row("TFLOP/s per GPU", report::format_number("%.1f", b.tflops_per_gpu), report::format_number("%.1f", a.tflops_per_gpu),
       change(b.tflops_per_gpu, a.tflops_per_gpu));
-  row("MFU", report::format_number("%.1f %%", b.mfu * 100), report::format_number("%.1f %%", a.mfu * 100), change(b.mfu, a.mfu));
+  // A side at fp8 or nvfp4 is against that precision's peak: said beside its figure.
+  auto mfu = [](const plan::Outcome& x) {
+    return report::format_number("%.1f %%", x.mfu * 100) + (x.mfu_of.empty() ? "" : " of " + x.mfu_of);
+  };
+  row("MFU", mfu(b), mfu(a), change(b.mfu, a.mfu));
   row("fits in memory", b.oom ? "no (OOM)" : "yes", a.oom ? "no (OOM)" : "yes", "");
   row("checkpoint interval", report::format_number("%.0f steps", static_cast<double>(b.interval_steps)),
       report::format_number("%.0f steps", static_cast<double>(a.interval_steps)), "");

@@ -55,10 +55,25 @@ constexpr ForeignKey kForeignKeys[] = {
     {"training", "activation_checkpointing", "training.recompute", "full or selective"},
     {"training", "dtype", "training.precision", ""},
     {"training", "mixed_precision", "training.precision", ""},
+    {"model", "precision", "training.precision", "the precision is the training's"},
+    {"model", "dtype", "training.precision", ""},
+    {"model", "torch_dtype", "training.precision", "Hugging Face's name; the precision is the training's"},
     {"cluster", "gpus", "cluster.num_gpus", "how many; which GPU is cluster.gpu"},
     {"cluster", "gpu_type", "cluster.gpu", ""},
     {"cluster", "num_nodes", "cluster.num_gpus", "nodes x cluster.gpus_per_node"},
     {"cluster", "nodes", "cluster.num_gpus", "nodes x cluster.gpus_per_node"},
+};
+
+// A section's key written at the top of the job, outside its section.
+constexpr std::pair<std::string_view, std::string_view> kSectionKeys[] = {
+    {"num_layers", "model"},          {"hidden_size", "model"},           {"num_attention_heads", "model"},
+    {"num_query_groups", "model"},    {"num_key_value_heads", "model"},   {"ffn_hidden_size", "model"},
+    {"seq_length", "model"},          {"vocab_size", "model"},            {"tensor", "parallelism"},
+    {"pipeline", "parallelism"},      {"data", "parallelism"},            {"context", "parallelism"},
+    {"expert", "parallelism"},        {"micro_batch_size", "training"},   {"global_batch_size", "training"},
+    {"precision", "training"},        {"recompute", "training"},          {"zero_stage", "training"},
+    {"framework", "training"},        {"gpu", "cluster"},                 {"num_gpus", "cluster"},
+    {"gpus_per_node", "cluster"},
 };
 
 struct ForeignValue {
@@ -87,6 +102,13 @@ void refuse_foreign_spellings(const YAML::Node& root, const std::string& source,
     const std::string& file = f.section == "cluster" ? cluster_source : source;
     throw InputError(file + ": unknown key " + std::string(f.section) + "." + std::string(f.key) + " (did you mean " +
                      std::string(f.ours) + "?" + (f.why.empty() ? "" : " " + std::string(f.why)) + ")");
+  }
+  for (const auto& [key, section] : kSectionKeys) {
+    if (!root[std::string(key)].IsDefined()) continue;
+    const std::string ours = std::string(section) + "." +
+                             (key == "num_key_value_heads" ? std::string("num_query_groups") : std::string(key));
+    throw InputError(source + ": unknown key " + std::string(key) + " (did you mean " + ours + "? it belongs in the " +
+                     std::string(section) + " section)");
   }
   const YAML::Node training = root["training"];
   if (!is_map(training)) return;

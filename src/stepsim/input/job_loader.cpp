@@ -736,9 +736,9 @@ void refuse_other_file_kinds(const std::string& path, const YAML::Node& root) {
                      " --hf-config CONFIG.json --cluster CLUSTER.yaml (docs/USAGE.md, \"DeepSpeed config\")");
   }
   if (has("model_type") || has("architectures") || has("num_hidden_layers")) {
-    throw InputError(path + ": a Hugging Face config.json, not a job: name it in a job file (model: {hf_config: " +
-                     path + "} beside parallelism, training and cluster), or give it with --deepspeed-config DS.json "
-                     "--hf-config " + path + " --cluster CLUSTER.yaml (docs/USAGE.md)");
+    throw InputError(path + ": a Hugging Face config.json, not a job: give a job file with it as its model (JOB.yaml "
+                     "--hf-config " + path + ", or model: {hf_config: " + path + "} in the job), or it with "
+                     "--deepspeed-config DS.json --hf-config " + path + " --cluster CLUSTER.yaml (docs/USAGE.md)");
   }
 }
 

@@ -412,7 +412,25 @@ Args parse(const std::vector<std::string>& words) {
         for (const auto& [flag, spec] : t) all.emplace(flag);
         return all;
       }();
-      const std::string near = name.size() <= 64 ? did_you_mean(name, flags) : "";
+      // Spellings of other tools and of older Megatron-LM, which are not typos of the flag they mean.
+      static const std::map<std::string, std::string> other_spellings = {
+          {"--tp", "--tensor-model-parallel-size"},
+          {"--tensor-parallel-size", "--tensor-model-parallel-size"},
+          {"--tensor-parallel", "--tensor-model-parallel-size"},
+          {"--pp", "--pipeline-model-parallel-size"},
+          {"--pipeline-parallel-size", "--pipeline-model-parallel-size"},
+          {"--cp", "--context-parallel-size"},
+          {"--ep", "--expert-model-parallel-size"},
+          {"--expert-parallel-size", "--expert-model-parallel-size"},
+          {"--num-key-value-heads", "--num-query-groups"},
+          {"--num-kv-heads", "--num-query-groups"},
+          {"--intermediate-size", "--ffn-hidden-size"},
+          {"--num-hidden-layers", "--num-layers"},
+      };
+      const auto other = other_spellings.find(name);
+      const std::string near = other != other_spellings.end() ? other->second
+                               : name.size() <= 64              ? did_you_mean(name, flags)
+                                                                : "";
       fail_input("unknown argument " + printable(name) + (near.empty() ? "" : " (did you mean " + near + "?)"));
     }
     const Spec& spec = it->second;

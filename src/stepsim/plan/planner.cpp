@@ -1,4 +1,5 @@
 #include "stepsim/plan/planner.hpp"
+#include "stepsim/report/text_format.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -405,7 +406,8 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
                                                                       : "reduce_bucket_size, zero3_hook_us") +
                     ", the attention kernels (the job's own settings are kept)");
   }
-  notes.push_back("every plan uses all " + std::to_string(n) + " GPUs (eq. 42 allows fewer; not searched); sequence "
+  notes.push_back((n == 1 ? std::string("every plan uses the 1 GPU") : "every plan uses all " + std::to_string(n) + " GPUs") +
+                  " (eq. 42 allows fewer; not searched); sequence "
                   "parallelism is on whenever TP > 1; VP > 1 uses interleaved 1F1B with overlapped p2p");
   if (o.space.framework == spec::Framework::MegatronCore) {
     notes.push_back("optimizer variants: plain (overlap_grad_reduce off/on), distributed optimizer = ZeRO-1 "
@@ -426,7 +428,8 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
   }
   if (o.objective == Objective::E2E) {
     std::ostringstream s;
-    s << "objective e2e (MoFa eq. 43): " << o.e2e.steps << " steps, " << r.nodes << " nodes, "
+    s << "objective e2e (MoFa eq. 43): " << report::counted(o.e2e.steps, "step", "steps") << ", "
+      << report::counted(r.nodes, "node", "nodes") << ", "
       << o.e2e.failures_per_node_day << " failures per node-day, checkpoint save " << r.checkpoint_save_s
       << " s at " << o.e2e.storage_GBps << " GB/s; interval per eq. 44 with the up/down rounding rule";
     notes.push_back(s.str());

@@ -43,6 +43,7 @@ struct WhatIfSettings {
 // One side of the comparison.
 struct Outcome {
   double step_time_s = 0, mfu = 0, tokens_per_s = 0, tflops_per_gpu = 0;
+  std::string mfu_of;  // the precision whose peak mfu is against, where that is not bf16's ("" at bf16's)
   int gpus = 0;
   int64_t nodes = 0;
   bool oom = false;

@@ -251,8 +251,9 @@ std::string simulate_report_html(const sim::Simulation& s, const Summary& sum, c
     head += " (80 % interval " + format_seconds((*sum.step_time_interval_s)[0]) + " .. " +
             format_seconds((*sum.step_time_interval_s)[1]) + ")";
   }
-  head += " · MFU " + format_number("%.1f %%", sum.mfu * 100) + " · " + format_number("%.1f", sum.tflops_per_gpu) + " TFLOP/s per GPU · " +
-          format_number("%.0f", sum.tokens_per_s) + " tokens/s · peak memory " + format_bytes(static_cast<double>(sum.peak_bytes_max)) +
+  head += " · MFU " + format_number("%.1f %%", sum.mfu * 100) + mfu_peak_note(sum) + " · " +
+          format_number("%.1f", sum.tflops_per_gpu) + " TFLOP/s per GPU · " + format_grouped(sum.tokens_per_s) +
+          " tokens/s · peak memory " + format_bytes(static_cast<double>(sum.peak_bytes_max)) +
           " of " + format_bytes(static_cast<double>(sum.capacity_bytes)) + (sum.oom ? " (does not fit)" : "");
   std::string banner;
   if (sum.oom) {

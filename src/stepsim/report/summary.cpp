@@ -173,6 +173,7 @@ Summary summarize(const sim::Simulation& s, int rank) {
     out.mfu = out.tflops_per_gpu * 1e12 / gpu.peak_flops(job.training.precision);
     out.mfu_peak_tflops = gpu.peak_flops(job.training.precision) / 1e12;
     out.bf16_peak_tflops = gpu.peak_flops(spec::Precision::Bf16) / 1e12;
+    out.mfu_precision = spec::name_of(job.training.precision);
   }
   const sim::RankTimeline* tl = nullptr;
   for (const auto& r : res.recorded) {
@@ -314,6 +315,13 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   return j;
 }
 
+// Against a low precision's larger peak MFU reads half as high: say which peak, and bf16's figure beside it.
+std::string mfu_peak_note(const Summary& s) {
+  if (s.bf16_peak_tflops <= 0 || s.mfu_peak_tflops == s.bf16_peak_tflops) return "";
+  return format_text(" of the %s peak (%.0f TFLOP/s; %.1f %% of the bf16 peak, %.0f TFLOP/s)", s.mfu_precision.c_str(),
+                     s.mfu_peak_tflops, 100.0 * s.tflops_per_gpu / s.bf16_peak_tflops, s.bf16_peak_tflops);
+}
+
 std::string to_text(const Summary& s, const spec::JobSpec& job) {
   std::ostringstream o;
   const auto& p = job.parallelism;
@@ -381,14 +389,7 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   if (s.tflops_per_gpu > 0) {
     std::snprintf(line, sizeof line, "  TFLOP/s/GPU    %.1f\n  MFU            %.1f %%", s.tflops_per_gpu,
                   100.0 * s.mfu);
-    o << line;
-    // Against a low precision's larger peak MFU reads half as high: say which peak, and bf16's figure beside it.
-    if (s.bf16_peak_tflops > 0 && s.mfu_peak_tflops != s.bf16_peak_tflops) {
-      std::snprintf(line, sizeof line, " of the %s peak (%.0f TFLOP/s; %.1f %% of the bf16 peak, %.0f TFLOP/s)",
-                    spec::name_of(job.training.precision), s.mfu_peak_tflops,
-                    100.0 * s.tflops_per_gpu / s.bf16_peak_tflops, s.bf16_peak_tflops);
-      o << line;
-    }
+    o << line << mfu_peak_note(s);
     std::snprintf(line, sizeof line, "\n\n");
   } else {  // a traced workload whose files give no FLOPs
     std::snprintf(line, sizeof line, "  TFLOP/s/GPU    n/a (the workload gives no FLOPs)\n  MFU            n/a\n\n");
@@ -435,7 +436,9 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
     o << line;
   }
   o << "\n  communication per step (rank " << s.rank << "):\n";
-  o << "    kind   calls     message bytes     bus volume\n";
+  bool any = false;
+  for (int k = 0; k < kNumCommKinds; ++k) any = any || s.comm.calls[k] > 0;
+  o << (any ? "    kind   calls     message bytes     bus volume\n" : "    none (the rank talks to no other)\n");
   for (int k = 0; k < kNumCommKinds; ++k) {
     if (!s.comm.calls[k]) continue;
     std::snprintf(line, sizeof line, "    %-4s %7llu  %16s  %13s\n", comm_kind_name(k),
@@ -444,8 +447,8 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
                   format_bytes(static_cast<double>(s.comm.volume[k])).c_str());
     o << line;
   }
-  std::snprintf(line, sizeof line, "\n  simulated %d ranks, %llu events in %.2f s (%.1f M events/s), comm_model %s\n",
-                s.ranks, static_cast<unsigned long long>(s.events), s.wall_s,
+  std::snprintf(line, sizeof line, "\n  simulated %s, %llu events in %.2f s (%.1f M events/s), comm_model %s\n",
+                counted(s.ranks, "rank", "ranks").c_str(), static_cast<unsigned long long>(s.events), s.wall_s,
                 s.wall_s > 0 ? s.events / s.wall_s / 1e6 : 0.0, spec::name_of(job.simulation.comm_model));
   o << line;
   if (s.mirrored_ranks > 0) {

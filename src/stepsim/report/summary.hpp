@@ -40,6 +40,7 @@ struct Summary {
   // The dense peak MFU is taken against: the training precision's (fp8's for fp8, fp4's for nvfp4), and bf16's, the
   // usual comparison across precisions.
   double mfu_peak_tflops = 0, bf16_peak_tflops = 0;
+  std::string mfu_precision;  // the precision whose peak mfu is against
   // 80% prediction interval of the step time from the compute calibration's residuals: measured = predicted /
   // (1 + error), error between the calibration runs' 10th and 90th percentile. Empty when not calibrated.
   std::optional<std::array<double, 2>> step_time_interval_s;
@@ -75,6 +76,10 @@ struct Summary {
   int simulated_ranks = 0, mirrored_ranks = 0;  // the engine's run ranks and those copied from a representative
   double wall_s = 0;
 };
+
+// What MFU is against where that is not the bf16 peak: " of the fp8 peak (1979 TFLOP/s; 31.0 % of the bf16 peak,
+// 990 TFLOP/s)"; "" at bf16's.
+std::string mfu_peak_note(const Summary& s);
 
 // `rank` must be one of the ranks the simulation recorded.
 Summary summarize(const sim::Simulation& s, int rank);

@@ -36,16 +36,21 @@ std::string format_duration(double s) {
   return format_number("%.1f s", s);
 }
 
-std::string format_usd(double usd) {
-  if (!std::isfinite(usd)) return format_number("%g USD", usd);
-  if (std::fabs(usd) < 100) return format_number("%.2f USD", usd);
-  const std::string digits = format_number("%.0f", std::fabs(usd));
+std::string format_grouped(double v) {
+  if (!std::isfinite(v)) return format_number("%g", v);
+  const std::string digits = format_number("%.0f", std::fabs(v));
   std::string grouped;
   for (size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
     grouped += digits[i];
   }
-  return (usd < 0 ? "-" : "") + grouped + " USD";
+  return (v < 0 && digits != "0" ? "-" : "") + grouped;
+}
+
+std::string format_usd(double usd) {
+  if (!std::isfinite(usd)) return format_number("%g USD", usd);
+  if (std::fabs(usd) < 100) return format_number("%.2f USD", usd);
+  return format_grouped(usd) + " USD";
 }
 
 }  // namespace stepsim::report

@@ -18,6 +18,9 @@ std::string counted(int64_t n, const char* singular, const char* plural);
 // A duration as people read it: seconds below 2 minutes, then minutes, hours, and days from 2 days.
 std::string format_duration(double s);
 
+// A whole number with its thousands separated ("10,539,825"); the value rounded, its sign kept.
+std::string format_grouped(double v);
+
 // An amount of US dollars as people read it: cents below 100 USD, whole dollars with thousands separated above
 // ("6,407,567 USD"); a negative amount keeps its sign.
 std::string format_usd(double usd);
