@@ -317,6 +317,7 @@ _COLUMNS = {
     "tokens_per_s": ("tokens/s", None),
     "tflops_per_gpu": ("TFLOP/s per GPU", None),
     "mfu": ("MFU (%)", 100),
+    "mfu_peak_tflops": ("MFU against (peak TFLOP/s)", None),
     "fits": ("fits", None),
     "num_microbatches": ("micro-batches", None),
     "rank": ("rank", None),
