@@ -23,7 +23,9 @@ void write_output_text(const std::string& path, const std::string& text, const s
 
 // The largest rank file `simulate --workload` reads (workload_dir.cpp says why). Every writer of rank files (trace
 // import of Kineto or Chakra traces, trace extrapolate) refuses a larger one rather than write what the reader refuses.
-constexpr uintmax_t kMaxRankFileBytes = uintmax_t{128} << 20;
+// 112 MiB: a file of the smallest ops peaks at about 17 MB of memory per MiB of file (120 MiB: 2.08 GB), so this keeps
+// the largest valid one under 2 GiB (128 MiB reached 2.2 GB).
+constexpr uintmax_t kMaxRankFileBytes = uintmax_t{112} << 20;
 // The rank files of one folder together: the reader keeps every rank's ops while it parses the next (two files at the
 // per-file limit peaked at 3.1 GB), so the per-file limit alone does not bound its memory. The writers keep to it too.
 constexpr uintmax_t kMaxWorkloadBytes = kMaxRankFileBytes;

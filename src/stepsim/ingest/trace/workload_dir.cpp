@@ -24,8 +24,8 @@ using workload::OpKind;
 namespace {
 
 // A rank's program is parsed into a JSON tree, then built and simulated: a 130 MB file of 740,000 compute ops peaked at
-// 1.51 GB (`stepsim simulate --workload`, 4 ranks, Release), 230 MB at 2.70 GB; 128 MiB per file and per folder
-// (kMaxWorkloadBytes) keeps any input near 2 GB.
+// 1.51 GB (`stepsim simulate --workload`, 4 ranks, Release), 230 MB at 2.70 GB; 112 MiB per file and per folder
+// (kMaxWorkloadBytes) keeps any input under 2 GiB.
 // GPT-3 175B's step on one rank is about 120,000 kernels (20 MB).
 constexpr uintmax_t kMaxFileBytes = kMaxRankFileBytes;  // traced_program_json.hpp: the writers keep to it too
 constexpr int64_t kMaxOpNs = 100'000'000'000;           // 100 s per op; x the ops of 2 GiB (< 5.4e7) < 2^63 ns
