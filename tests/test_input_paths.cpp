@@ -57,7 +57,7 @@ TEST(InputPaths, ADeviceIsRefusedBeforeItIsRead) {
   EXPECT_NE(m.output.find("/dev/zero: cannot read slowdown model: not a regular file"), std::string::npos) << m.output;
 }
 
-// A rank's workload file is read whole into a JSON tree: above 112 MiB it is refused by its size, before a byte is read
+// A rank's workload file is read whole into a JSON tree: above 96 MiB it is refused by its size, before a byte is read
 // (a sparse file of 129 MiB here, which costs no disk).
 TEST(InputPaths, AnOversizedWorkloadFileIsRefusedByItsSize) {
   const std::string dir = test::temp_dir() + "big-workload/";
@@ -67,7 +67,7 @@ TEST(InputPaths, AnOversizedWorkloadFileIsRefusedByItsSize) {
   const std::string job = test::write_temp("wl.yaml", test::small_gpt_yaml(1, 1, 1, 1));
   const auto r = test::run_cli("simulate " + job + " --workload " + dir);
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("rank0.json: a rank's workload file is 135266304 bytes, more than the limit of 117440512"),
+  EXPECT_NE(r.output.find("rank0.json: a rank's workload file is 135266304 bytes, more than the limit of 100663296"),
             std::string::npos) << r.output;
   EXPECT_LT(r.peak_rss_bytes, int64_t{1} << 30);
 }

@@ -119,7 +119,7 @@ void expect_exit2(const std::string& args, const std::string& file, const std::s
 // Issue 48 item 7: the writers of rank files keep to the limit `simulate --workload` reads (a 503 MB trace made a
 // 197 MB rank file that simulate then refused). The rule with a small limit, and the shared limit itself.
 TEST(TraceImport, RankFilesAboveTheWorkloadLimitAreNotWritten) {
-  EXPECT_EQ(kMaxRankFileBytes, uintmax_t{112} << 20);
+  EXPECT_EQ(kMaxRankFileBytes, uintmax_t{96} << 20);
   check_rank_file_size("rank0.json", 1000, 1000);  // at the limit: fine
   const std::string e = test::error_of([] { check_rank_file_size("out/rank3.json", uintmax_t{3} << 20, 2 << 20); });
   EXPECT_EQ(e.rfind("out/rank3.json: the rank's program would be 3 MiB, more than the 2 MiB a rank file of `simulate "
@@ -127,7 +127,7 @@ TEST(TraceImport, RankFilesAboveTheWorkloadLimitAreNotWritten) {
             0u)
       << e;
   const std::string path = test::temp_dir() + "rank-too-big.json";
-  EXPECT_NE(test::error_of([&] { write_rank_file(path, std::string(kMaxRankFileBytes + 1, ' ')); }).find("113 MiB"),
+  EXPECT_NE(test::error_of([&] { write_rank_file(path, std::string(kMaxRankFileBytes + 1, ' ')); }).find("97 MiB"),
             std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(path));
 }

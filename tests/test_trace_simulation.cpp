@@ -409,13 +409,13 @@ TEST(TraceSimulation, AWorkloadFolderAboveItsTotalIsRefusedBeforeAnyFileIsRead) 
   const auto r = test::run_cli("simulate " + job + " --workload " + dir);
   EXPECT_LT(std::chrono::steady_clock::now() - start, test::kRefusalTime);
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find(dir + ": the rank files hold 140 MiB together, more than the 112 MiB `simulate --workload` "
+  EXPECT_NE(r.output.find(dir + ": the rank files hold 140 MiB together, more than the 96 MiB `simulate --workload` "
                           "reads from one folder"), std::string::npos) << r.output;
   std::filesystem::remove_all(dir);
   RankFileBudget budget("out");
-  budget.add(uintmax_t{100} << 20);
-  EXPECT_EQ(test::error_of([&] { budget.add(uintmax_t{12} << 20); }), "<no error>");
-  EXPECT_NE(test::error_of([&] { budget.add(1); }).find("out: the rank files hold 113 MiB together"),
+  budget.add(uintmax_t{90} << 20);
+  EXPECT_EQ(test::error_of([&] { budget.add(uintmax_t{6} << 20); }), "<no error>");
+  EXPECT_NE(test::error_of([&] { budget.add(1); }).find("out: the rank files hold 97 MiB together"),
             std::string::npos);
 }
 
@@ -428,7 +428,7 @@ TEST(TraceWorkload, ARefusedWriteLeavesNoPartOfTheWorkload) {
     RankFileBudget budget(dir);
     write_rank_file(dir + "/rank0.json", "{}\n", &budget);
     EXPECT_TRUE(std::filesystem::exists(dir + "/rank0.json"));
-    EXPECT_NE(test::error_of([&] { budget.add(kMaxWorkloadBytes); }).find("more than the 112 MiB"), std::string::npos);
+    EXPECT_NE(test::error_of([&] { budget.add(kMaxWorkloadBytes); }).find("more than the 96 MiB"), std::string::npos);
   }
   EXPECT_FALSE(std::filesystem::exists(dir + "/rank0.json"));
   {

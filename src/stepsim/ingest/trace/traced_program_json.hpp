@@ -23,9 +23,10 @@ void write_output_text(const std::string& path, const std::string& text, const s
 
 // The largest rank file `simulate --workload` reads (workload_dir.cpp says why). Every writer of rank files (trace
 // import of Kineto or Chakra traces, trace extrapolate) refuses a larger one rather than write what the reader refuses.
-// 112 MiB: a file of the smallest ops peaks at about 17 MB of memory per MiB of file (120 MiB: 2.08 GB), so this keeps
-// the largest valid one under 2 GiB (128 MiB reached 2.2 GB).
-constexpr uintmax_t kMaxRankFileBytes = uintmax_t{112} << 20;
+// 96 MiB: the parse holds about 900 bytes per op, and the smallest op a file can hold is 44 bytes
+// ({"kind":"compute","name":"","duration_ns":1}): 96 MiB of them, 2.24 M ops, peaked at 2.01 GB, under 2 GiB (112 MiB
+// of 46-byte ops reached 2.15 GB, 128 MiB 2.2 GB).
+constexpr uintmax_t kMaxRankFileBytes = uintmax_t{96} << 20;
 // The rank files of one folder together: the reader keeps every rank's ops while it parses the next (two files at the
 // per-file limit peaked at 3.1 GB), so the per-file limit alone does not bound its memory. The writers keep to it too.
 constexpr uintmax_t kMaxWorkloadBytes = kMaxRankFileBytes;

@@ -24,7 +24,7 @@ using workload::OpKind;
 namespace {
 
 // A rank's program is parsed into a JSON tree, then built and simulated: a 130 MB file of 740,000 compute ops peaked at
-// 1.51 GB (`stepsim simulate --workload`, 4 ranks, Release), 230 MB at 2.70 GB; 112 MiB per file and per folder
+// 1.51 GB (`stepsim simulate --workload`, 4 ranks, Release), 230 MB at 2.70 GB; 96 MiB per file and per folder
 // (kMaxWorkloadBytes) keeps any input under 2 GiB.
 // GPT-3 175B's step on one rank is about 120,000 kernels (20 MB).
 constexpr uintmax_t kMaxFileBytes = kMaxRankFileBytes;  // traced_program_json.hpp: the writers keep to it too
