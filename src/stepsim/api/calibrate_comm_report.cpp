@@ -215,7 +215,7 @@ std::string calibration_remove(const std::string& store, const std::vector<int64
   if (!std::filesystem::exists(path)) throw InputError(path + ": no such calibration store");
   hw::CalibrationStore opened = hw::CalibrationStore::open(path);
   const int64_t n = opened.remove(ids, archs);
-  return "# removed " + std::to_string(n) + " row" + (n == 1 ? "" : "s") + " from " + path + "\n";
+  return "# removed " + report::counted(n, "row", "rows") + " from " + path + "\n";
 }
 
 std::string calibration_list(const std::string& store) {

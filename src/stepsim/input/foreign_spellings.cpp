@@ -64,16 +64,30 @@ constexpr ForeignKey kForeignKeys[] = {
     {"cluster", "nodes", "cluster.num_gpus", "nodes x cluster.gpus_per_node"},
 };
 
-// A section's key written at the top of the job, outside its section.
+// A section's key written at the top of the job, outside its section: the key and where it belongs.
 constexpr std::pair<std::string_view, std::string_view> kSectionKeys[] = {
-    {"num_layers", "model"},          {"hidden_size", "model"},           {"num_attention_heads", "model"},
-    {"num_query_groups", "model"},    {"num_key_value_heads", "model"},   {"ffn_hidden_size", "model"},
-    {"seq_length", "model"},          {"vocab_size", "model"},            {"tensor", "parallelism"},
-    {"pipeline", "parallelism"},      {"data", "parallelism"},            {"context", "parallelism"},
-    {"expert", "parallelism"},        {"micro_batch_size", "training"},   {"global_batch_size", "training"},
-    {"precision", "training"},        {"recompute", "training"},          {"zero_stage", "training"},
-    {"framework", "training"},        {"gpu", "cluster"},                 {"num_gpus", "cluster"},
-    {"gpus_per_node", "cluster"},
+    {"num_layers", "model.num_layers"},
+    {"hidden_size", "model.hidden_size"},
+    {"num_attention_heads", "model.num_attention_heads"},
+    {"num_query_groups", "model.num_query_groups"},
+    {"num_key_value_heads", "model.num_query_groups"},
+    {"ffn_hidden_size", "model.ffn_hidden_size"},
+    {"seq_length", "model.seq_length"},
+    {"vocab_size", "model.vocab_size"},
+    {"tensor", "parallelism.tensor"},
+    {"pipeline", "parallelism.pipeline"},
+    {"data", "parallelism.data"},
+    {"context", "parallelism.context"},
+    {"expert", "parallelism.expert"},
+    {"micro_batch_size", "training.micro_batch_size"},
+    {"global_batch_size", "training.global_batch_size"},
+    {"precision", "training.precision"},
+    {"recompute", "training.recompute"},
+    {"zero_stage", "training.zero_stage"},
+    {"framework", "training.framework"},
+    {"gpu", "cluster.gpu"},
+    {"num_gpus", "cluster.num_gpus"},
+    {"gpus_per_node", "cluster.gpus_per_node"},
 };
 
 struct ForeignValue {
@@ -103,12 +117,11 @@ void refuse_foreign_spellings(const YAML::Node& root, const std::string& source,
     throw InputError(file + ": unknown key " + std::string(f.section) + "." + std::string(f.key) + " (did you mean " +
                      std::string(f.ours) + "?" + (f.why.empty() ? "" : " " + std::string(f.why)) + ")");
   }
-  for (const auto& [key, section] : kSectionKeys) {
+  for (const auto& [key, ours] : kSectionKeys) {
     if (!root[std::string(key)].IsDefined()) continue;
-    const std::string ours = std::string(section) + "." +
-                             (key == "num_key_value_heads" ? std::string("num_query_groups") : std::string(key));
-    throw InputError(source + ": unknown key " + std::string(key) + " (did you mean " + ours + "? it belongs in the " +
-                     std::string(section) + " section)");
+    const std::string_view section = ours.substr(0, ours.find('.'));
+    throw InputError(source + ": unknown key " + std::string(key) + " (did you mean " + std::string(ours) +
+                     "? it belongs in the " + std::string(section) + " section)");
   }
   const YAML::Node training = root["training"];
   if (!is_map(training)) return;

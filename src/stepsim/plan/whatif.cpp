@@ -157,7 +157,7 @@ Outcome evaluate(const catalog::Catalog& cat, const spec::JobSpec& job, const Wh
   Outcome o;
   o.step_time_s = sum.step_time_s;
   o.mfu = sum.mfu;
-  if (!report::mfu_peak_note(sum).empty()) o.mfu_of = sum.mfu_precision;
+  if (sum.mfu_peak_tflops != sum.bf16_peak_tflops) o.mfu_of = sum.mfu_precision;
   o.tokens_per_s = sum.tokens_per_s;
   o.tflops_per_gpu = sum.tflops_per_gpu;
   o.oom = sum.oom;
