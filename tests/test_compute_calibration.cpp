@@ -120,17 +120,25 @@ TEST(ComputeCalibration, AJobGetsItsKindsBandFromTheShippedTableAndTheStore) {
   const spec::JobSpec moe = test::job_from_yaml(moe_yaml + "simulation: {calibration_store: none}\n");
   EXPECT_EQ(sim::calibration_kind(dense), "dense");
   EXPECT_EQ(sim::calibration_kind(moe), "moe");
+  // The shipped calibration's band is at least new_source_interval's (what a run from a source never seen can expect):
+  // Hopper's MoE band [-0.167, +0.090] and [-0.246, +0.073] give [-0.246, +0.090].
+  ASSERT_TRUE(hopper.new_source_interval.has_value());
+  const hw::NewSourceInterval g = *hopper.new_source_interval;
+  const double low = std::min(moe_band.low, g.low), high = std::max(moe_band.high, g.high);
   const sim::Simulation s = sim::run_simulation(stepsim::catalog::shipped(), moe, {0});
   ASSERT_TRUE(s.calibration.interval.has_value());
-  EXPECT_DOUBLE_EQ((*s.calibration.interval)[0], moe_band.low);
-  EXPECT_DOUBLE_EQ((*s.calibration.interval)[1], moe_band.high);
+  EXPECT_DOUBLE_EQ((*s.calibration.interval)[0], low);
+  EXPECT_DOUBLE_EQ((*s.calibration.interval)[1], high);
+  EXPECT_EQ(s.calibration.interval_sources, g.sources);
   const report::Summary sum = report::summarize(s, 0);
-  EXPECT_DOUBLE_EQ((*sum.step_time_interval_s)[1], sum.step_time_s / (1 + moe_band.low));
-  EXPECT_NE(report::to_text(sum, moe).find("errors of 1 moe run, too few for a percentile)"), std::string::npos)
-      << report::to_text(sum, moe);
+  EXPECT_DOUBLE_EQ((*sum.step_time_interval_s)[1], sum.step_time_s / (1 + low));
+  const std::string said = "errors of 1 moe run (too few for a percentile) and of " + std::to_string(g.sources) +
+                           " sources weighted equally (a new source))";
+  EXPECT_NE(report::to_text(sum, moe).find(said), std::string::npos) << report::to_text(sum, moe);
   const auto j = report::to_json(sum, moe);
   EXPECT_EQ(j["step_time_interval_basis"]["kind"], "moe");
   EXPECT_EQ(j["step_time_interval_basis"]["runs"], 1);
+  EXPECT_EQ(j["step_time_interval_basis"]["new_source_sources"], g.sources);
   sim::ComputeCalibration dc;
   sim::make_compute_model(stepsim::catalog::shipped(), dense, &dc);
   EXPECT_EQ(dc.interval_kind, "dense");
@@ -151,7 +159,9 @@ TEST(ComputeCalibration, AJobGetsItsKindsBandFromTheShippedTableAndTheStore) {
   sim::ComputeCalibration mc;
   sim::make_compute_model(stepsim::catalog::shipped(), test::job_from_yaml(moe_yaml + "simulation: {calibration_store: " + store + "}\n"), &mc);
   EXPECT_DOUBLE_EQ((*mc.interval)[0], -0.4);
+  EXPECT_DOUBLE_EQ((*mc.interval)[1], 0.05);  // a store's band is the user's own runs': not widened to new sources
   EXPECT_EQ(mc.interval_runs, 7);
+  EXPECT_EQ(mc.interval_sources, 0);
   sim::ComputeCalibration dc2;
   sim::make_compute_model(stepsim::catalog::shipped(), test::job_from_yaml(test::small_gpt_yaml(1, 1, 8, 8, "", "", ", calibration_store: " + store)),
                           &dc2);
@@ -211,6 +221,24 @@ TEST(ComputeCalibration, FrameworkBandsInTheEfficiencyFileAreChecked) {
   EXPECT_NE(error_with("composer: {interval: [-0.4, 0.1], runs: 3}").find("prediction_interval_by_framework.composer: unknown key"),
             std::string::npos);
   EXPECT_NE(error_with("torchtitan: {interval: [-0.1, 0.1], runs: 0}").find("prediction_interval_by_framework.torchtitan.runs: must be"),
+            std::string::npos);
+}
+
+TEST(ComputeCalibration, TheNewSourceBandInTheEfficiencyFileIsChecked) {
+  auto error_with = [](const std::string& entry) {
+    return efficiency_error_with("new-source", "  new_source_interval: {interval: [-0.246, 0.073], sources: 20, runs: 137}",
+                                 "  new_source_interval: " + entry);
+  };
+  EXPECT_EQ(error_with("{interval: [-0.246, 0.073], sources: 20, runs: 137}"), "");
+  // It must hold the prediction (an interval of a new source's errors around 0) and say on what it rests.
+  EXPECT_NE(error_with("{interval: [0.05, 0.1], sources: 2, runs: 3}")
+                .find("new_source_interval.interval: needs -1 < low <= 0 <= high < 10, got [0.05, 0.1]"),
+            std::string::npos);
+  EXPECT_NE(error_with("{interval: [-0.1, 0.1], runs: 3}").find("new_source_interval.sources: missing"),
+            std::string::npos);
+  EXPECT_NE(error_with("{interval: [-0.1, 0.1], sources: 2, runs: 1.5}").find("new_source_interval.runs: must be a whole"),
+            std::string::npos);
+  EXPECT_NE(error_with("{interval: [-0.1, 0.1], sources: 2, runs: 3, spread: 1}").find("new_source_interval.spread"),
             std::string::npos);
 }
 

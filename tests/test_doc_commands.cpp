@@ -16,6 +16,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "stepsim/catalog/catalog.hpp"
+#include "stepsim/validate/validation.hpp"
 #include "test_util.hpp"
 
 namespace stepsim {
@@ -295,19 +299,39 @@ TEST(DocCommands, GeneratedValidationReportsAreCurrent) {
 #ifdef STEPSIM_SANITIZED
   GTEST_SKIP() << "documentation check: run in the release suite";
 #endif
+  std::map<std::string, std::vector<double>> errors_by_source;
   for (const auto& [csv, doc] : {std::pair{"published_runs.csv", "docs/VALIDATION.md"},
                                  std::pair{"published_runs_2.csv", "docs/VALIDATION-FRAMEWORKS.md"},
                                  std::pair{"published_runs_blackwell.csv", "docs/VALIDATION-BLACKWELL.md"}}) {
     const std::string out = test::temp_dir() + "generated.md";
+    const std::string json = test::temp_dir() + "generated.json";
     const auto r = test::run_command("cd " + test::source_dir() + " && STEPSIM_CALIBRATION_DB=/nonexistent/none.sqlite " +
                                      STEPSIM_BINARY + " validate ../shared/data/published-runs/" + csv +
-                                     " --markdown " + out + " > /dev/null 2>&1");
+                                     " --markdown " + out + " --json " + json + " > /dev/null 2>&1");
     ASSERT_EQ(r.code, 0) << csv;  // every row of every development file is simulated
     std::string generated = test::read_file(out);
     generated.replace(generated.find(out), out.size(), doc);  // the command line it names
     EXPECT_EQ(generated, test::read_file(test::source_dir() + "/" + doc))
         << doc << " is stale: regenerate it with the command on its first line";
+    const nlohmann::json result = nlohmann::json::parse(test::read_file(json));
+    for (const auto& row : result["rows"]) {
+      errors_by_source[row["source"].get<std::string>()].push_back(row["error"].get<double>());
+    }
   }
+  // data/efficiency.yaml's new_source_interval is the three files' errors with each source weighted equally, to the
+  // three decimals it is written with (what `stepsim validate` over the three files prints as "all runs").
+  std::vector<std::pair<double, double>> weighted;
+  int runs = 0;
+  for (const auto& [source, errors] : errors_by_source) {
+    for (double e : errors) weighted.emplace_back(e, 1.0 / static_cast<double>(errors.size()));
+    runs += static_cast<int>(errors.size());
+  }
+  const auto g = catalog::shipped().efficiency.resolve_arch("hopper").new_source_interval;
+  ASSERT_TRUE(g.has_value());
+  EXPECT_NEAR(g->low, validate::weighted_quantile(weighted, 0.1), 0.0005) << "data/efficiency.yaml new_source_interval";
+  EXPECT_NEAR(g->high, validate::weighted_quantile(weighted, 0.9), 0.0005) << "data/efficiency.yaml new_source_interval";
+  EXPECT_EQ(g->sources, static_cast<int>(errors_by_source.size()));
+  EXPECT_EQ(g->runs, runs);
 }
 
 }  // namespace

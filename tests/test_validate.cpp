@@ -13,6 +13,7 @@
 #include "stepsim/input/job_loader.hpp"
 #include "stepsim/validate/published_run.hpp"
 #include "stepsim/validate/run_job.hpp"
+#include "stepsim/validate/validation.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
 #include "stepsim/catalog/efficiency_table.hpp"
 #include "test_util.hpp"
@@ -387,10 +388,13 @@ TEST(Validate, IntervalCoverageAndErrorSpreadByKind) {
     EXPECT_EQ(row["kind"], is_moe ? "moe" : "dense");
     EXPECT_EQ(row["arch"], "hopper");
     // measured = predicted / (1 + error) for error in the kind's band.
+    // The kind's band, at least new_source_interval's (the shipped calibration: data/efficiency.yaml).
     const hw::KindInterval band = hopper.prediction_interval_by_kind.at(is_moe ? "moe" : "dense");
+    const double low = std::min(band.low, hopper.new_source_interval->low);
+    const double high = std::max(band.high, hopper.new_source_interval->high);
     const double p = row["predicted_step_time_s"].get<double>();
-    EXPECT_NEAR(row["predicted_interval_s"][0].get<double>(), p / (1 + band.high), 1e-12);
-    EXPECT_NEAR(row["predicted_interval_s"][1].get<double>(), p / (1 + band.low), 1e-12);
+    EXPECT_NEAR(row["predicted_interval_s"][0].get<double>(), p / (1 + high), 1e-12);
+    EXPECT_NEAR(row["predicted_interval_s"][1].get<double>(), p / (1 + low), 1e-12);
     EXPECT_EQ(row["measured_inside_interval"], row["id"].get<std::string>().find("_in") != std::string::npos);
   }
   ASSERT_EQ(j["by_kind"].size(), 2u);
@@ -404,6 +408,54 @@ TEST(Validate, IntervalCoverageAndErrorSpreadByKind) {
   }
   EXPECT_NE(r.output.find("hopper moe                        2"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("1 of 2"), std::string::npos) << r.output;
+}
+
+// The weighted percentile by hand: each value at the middle of its share of the cumulative weight, linear between.
+// Equal weights on 0 and 1 sit at 0.25 and 0.75: the median is 0.5, the 10th percentile the lowest value (below the
+// first middle), the 60th 0.7. Weights 3, 1 on -0.3 and 0.1 sit at 0.375 and 0.875: the 50th percentile is
+// -0.3 + (0.5 - 0.375) / 0.5 x 0.4 = -0.2.
+TEST(Validate, WeightedQuantileByHand) {
+  EXPECT_DOUBLE_EQ(validate::weighted_quantile({{1, 1}, {0, 1}}, 0.5), 0.5);
+  EXPECT_DOUBLE_EQ(validate::weighted_quantile({{1, 1}, {0, 1}}, 0.1), 0.0);
+  EXPECT_DOUBLE_EQ(validate::weighted_quantile({{1, 1}, {0, 1}}, 0.9), 1.0);
+  EXPECT_NEAR(validate::weighted_quantile({{1, 1}, {0, 1}}, 0.6), 0.7, 1e-12);
+  EXPECT_NEAR(validate::weighted_quantile({{0.1, 1}, {-0.3, 3}}, 0.5), -0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(validate::weighted_quantile({}, 0.5), 0.0);
+}
+
+// Several CSVs are one set: rows of both, sources weighted equally in the "all runs" band (new_source_interval is
+// made this way), a row id in two files refused naming both. Source A has three rows at error 0 (measured =
+// predicted), source B one at -0.5 (measured twice the prediction): weights 1/3 each and 1 (total 2); sorted, -0.5
+// sits at 1/4 and the zeros at 7/12, 9/12, 11/12: 10th percentile -0.5, 90th 0.
+TEST(Validate, SeveralFilesAreOneSetWithSourcesWeightedEqually) {
+  const std::string body = "GPT-tiny,4,1024,16,16,4096,32000,1024,,,,0.1,H100-SXM,8,8,450,400,1,1,8,1,1,,1,16,bf16,full,,";
+  const std::string probe = test::write_temp("probe1.csv", std::string(kHeader) + "p,S," + body + "1.0,,,,\n");
+  const std::string pout = test::write_temp("probe1.json", "");
+  ASSERT_EQ(test::run_cli("validate " + probe + " --json " + pout).code, 0);
+  const double p = nlohmann::json::parse(test::read_file(pout))["rows"][0]["predicted_step_time_s"].get<double>();
+  char a[1024], b[512];
+  std::snprintf(a, sizeof a, "a1,A,%s%.9g,,,,\na2,A,%s%.9g,,,,\na3,A,%s%.9g,,,,\n", body.c_str(), p, body.c_str(), p,
+                body.c_str(), p);
+  std::snprintf(b, sizeof b, "b1,B,%s%.9g,,,,\n", body.c_str(), 2 * p);
+  const std::string fa = test::write_temp("set_a.csv", std::string(kHeader) + a);
+  const std::string fb = test::write_temp("set_b.csv", std::string(kHeader) + b);
+  const std::string out = test::write_temp("set.json", "");
+  const auto r = test::run_cli("validate " + fa + " " + fb + " --json " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(test::read_file(out));
+  ASSERT_EQ(j["rows"].size(), 4u);
+  EXPECT_EQ(j["rows"][3]["id"], "b1");
+  EXPECT_EQ(j["all_sources"]["sources"], 2);
+  EXPECT_EQ(j["all_sources"]["rows"], 4);
+  EXPECT_NEAR(j["all_sources"]["error_p10"].get<double>(), -0.5, 1e-6);
+  EXPECT_NEAR(j["all_sources"]["error_p90"].get<double>(), 0.0, 1e-6);
+  // Unweighted, three zeros of four would put the 10th percentile at -0.35.
+  EXPECT_NEAR(validate::quantile({0, 0, 0, -0.5}, 0.1), -0.35, 1e-12);
+  EXPECT_NE(r.output.find("2 sources, weighted equally"), std::string::npos) << r.output;
+  const std::string dup = test::write_temp("set_dup.csv", std::string(kHeader) + a);
+  const auto d = test::run_cli("validate " + fa + " " + dup);
+  EXPECT_EQ(d.code, 2) << d.output;
+  EXPECT_NE(d.output.find(dup + ": line 2: row id 'a1' is also in " + fa), std::string::npos) << d.output;
 }
 
 TEST(Validate, CommandReportsRowsErrorsAndFailures) {

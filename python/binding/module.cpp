@@ -263,7 +263,7 @@ py::object comm(const py::dict& opts) {
 
 py::object validate(const py::dict& opts) {
   stepsim::api::ValidateOptions o;
-  o.csv = get<std::string>(opts, "runs", "");
+  o.csvs = get<std::vector<std::string>>(opts, "runs", {});
   o.only = get<std::vector<std::string>>(opts, "only", {});
   o.overrides = get<std::vector<std::string>>(opts, "overrides", {});
   o.jobs = get<unsigned>(opts, "jobs", 0);

@@ -714,16 +714,16 @@ def comm(collective="all_reduce", overrides=None, **kw):
 
 
 def validate(runs, overrides=None, **kw):
-    """``stepsim validate RUNS.csv``: every published run simulated against its measured step time (the --json
-    dict: rows, mape, mean_signed_error, by_source, failed). Unlike the CLI, refused rows do not raise: they are in
-    ``failed``.
+    """``stepsim validate RUNS.csv...``: every published run simulated against its measured step time (the --json
+    dict: rows, mape, mean_signed_error, by_source, all_sources, failed). ``runs`` is a path or a list of paths
+    (validated as one set). Unlike the CLI, refused rows do not raise: they are in ``failed``.
 
     Options: only (row ids), jobs, json, markdown, jobs_dir; overrides apply to every row's job, as --set.
     """
     opts = _options(kw, ("only", "jobs", "json", "markdown", "jobs_dir"), "validate")
     if isinstance(opts.get("only"), str):
         opts["only"] = opts["only"].split(",")
-    opts["runs"] = os.fspath(runs)
+    opts["runs"] = [os.fspath(runs)] if isinstance(runs, (str, os.PathLike)) else [os.fspath(p) for p in runs]
     opts["overrides"] = _overrides(overrides)
     with _naming({"runs": opts["runs"]}):
         return _native.validate(opts)

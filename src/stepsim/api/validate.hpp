@@ -1,6 +1,7 @@
 #pragma once
-// `stepsim validate RUNS.csv` as a library call (the CLI and the Python API): every published run of the CSV
-// simulated, predicted vs measured step time, MAPE per source and overall (docs/VALIDATION.md).
+// `stepsim validate RUNS.csv...` as a library call (the CLI and the Python API): every published run of the CSV
+// simulated, predicted vs measured step time, MAPE per source and overall (docs/VALIDATION.md). Several CSVs are
+// validated as one set: the spread over all their sources is data/efficiency.yaml's new_source_interval.
 #include <string>
 #include <vector>
 
@@ -11,7 +12,7 @@
 namespace stepsim::api {
 
 struct ValidateOptions {
-  std::string csv;
+  std::vector<std::string> csvs;       // one or more runs CSVs, read in order (row ids unique across them)
   std::vector<std::string> only;       // row ids (empty: all)
   std::vector<std::string> overrides;  // key=value applied to every row's job
   unsigned jobs = 0;                   // rows simulated at once (0: one per hardware thread)
@@ -24,6 +25,9 @@ struct ValidateOutput {
 };
 
 ValidateOutput validate(const ValidateOptions& o);
+
+// The files given, joined with spaces (report titles and the command a report names).
+std::string runs_files(const ValidateOptions& o);
 
 // What `stepsim validate` prints: a line per run, MAPE and mean signed error per source and overall, the error band
 // per architecture and kind, the rows refused; with verbose, each row's assumptions, breakdown and memory.

@@ -183,6 +183,16 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
       band_power_W = it->second.power_limit_W;
     }
   }
+  // The shipped calibration's runs come from a few sources; a user's job is from another: its interval holds at
+  // least the spread of every development source's errors (a store's calibration is the user's own runs).
+  if (cal.interval && cal.source == "data/efficiency.yaml" && table.new_source_interval) {
+    const hw::NewSourceInterval& g = *table.new_source_interval;
+    auto& band = *cal.interval;
+    if (g.low < band[0] || g.high > band[1]) {
+      band = {std::min(band[0], g.low), std::max(band[1], g.high)};
+      cal.interval_sources = g.sources;
+    }
+  }
   // The job's attention scale wins over the store's (it is a property of the user's kernels, not of the clock).
   if (job.simulation.attention_scale > 0) cal.attention_scale = job.simulation.attention_scale;
   if (cal.attention_scale != 1.0) {

@@ -26,6 +26,9 @@ struct ComputeCalibration {
   // of the architecture (a calibration that does not tell kinds apart, or none of this kind).
   std::string interval_kind;
   int interval_runs = 0;
+  // Sources whose equally weighted errors the interval was widened to hold (data/efficiency.yaml's
+  // new_source_interval, for the shipped calibration); 0 = not widened.
+  int interval_sources = 0;
 };
 
 // "moe" for a model with routed experts, else "dense": the kind of job whose calibration runs bound its error.

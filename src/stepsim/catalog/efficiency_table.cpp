@@ -29,6 +29,7 @@ struct EfficiencyCatalog::Partial {
   std::optional<std::array<double, 2>> prediction_interval;
   std::optional<hw::KindIntervals> prediction_interval_by_kind;
   std::optional<hw::KindIntervals> prediction_interval_by_framework;
+  std::optional<hw::NewSourceInterval> new_source_interval;
 };
 
 namespace {
@@ -133,7 +134,7 @@ class Parser {
                                "memory_efficiency", "kernel_floor_us", "launch_gap_us", "host_time_scale", "host_to_device_GBps", "cpu_optimizer_GBps", "sustained_clock",
                                "power_static_share", "power_static_share_spread", "prediction_interval",
                                "prediction_interval_by_kind",
-                               "prediction_interval_by_framework"});
+                               "prediction_interval_by_framework", "new_source_interval"});
     if (present.count("gemm_waves")) {
       const YAML::Node w = n["gemm_waves"];
       const std::string k = key + ".gemm_waves";
@@ -230,6 +231,24 @@ class Parser {
     if (present.count("prediction_interval_by_framework")) {
       t.prediction_interval_by_framework = read_bands("prediction_interval_by_framework", {"torchtitan", "deepspeed"});
     }
+    if (present.count("new_source_interval")) {
+      const YAML::Node e = n["new_source_interval"];
+      const std::string k = key + ".new_source_interval";
+      keys(e, k, {"interval", "sources", "runs"});
+      const YAML::Node pi = e["interval"];
+      if (!pi || !pi.IsSequence() || pi.size() != 2) fail(k + ".interval", "must be [low, high] signed fractions");
+      const double lo = number(pi[0], k + ".interval[0]"), hi = number(pi[1], k + ".interval[1]");
+      if (!(lo > -1 && lo <= 0 && 0 <= hi && hi < 10))
+        fail(k + ".interval", "needs -1 < low <= 0 <= high < 10, got [" + fmt(lo) + ", " + fmt(hi) + "]");
+      auto count = [&](const char* field) {
+        if (!e[field]) fail(k + "." + field, "missing: how many development " + std::string(field) + " the band is of");
+        const double v = number(e[field], k + "." + field);
+        if (!(v >= 1 && v <= 1e6 && v == std::floor(v)))
+          fail(k + "." + field, "must be a whole number in [1, 1e6], got " + fmt(v));
+        return static_cast<int>(v);
+      };
+      t.new_source_interval = hw::NewSourceInterval{lo, hi, count("sources"), count("runs")};
+    }
     if (present.count("sustained_clock")) t.sustained_clock = fraction(n["sustained_clock"], key + ".sustained_clock");
     if (present.count("power_static_share")) {
       const double v = number(n["power_static_share"], key + ".power_static_share");
@@ -288,6 +307,7 @@ Partial merge(const Partial& base, const Partial& over) {
   take(r.prediction_interval, over.prediction_interval);
   take(r.prediction_interval_by_kind, over.prediction_interval_by_kind);
   take(r.prediction_interval_by_framework, over.prediction_interval_by_framework);
+  take(r.new_source_interval, over.new_source_interval);
   return r;
 }
 
@@ -338,6 +358,7 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   t.prediction_interval = p.prediction_interval;
   t.prediction_interval_by_kind = p.prediction_interval_by_kind.value_or(hw::KindIntervals{});
   t.prediction_interval_by_framework = p.prediction_interval_by_framework.value_or(hw::KindIntervals{});
+  t.new_source_interval = p.new_source_interval;
   return t;
 }
 

@@ -73,6 +73,8 @@ struct EfficiencyTable {
   // The same per training framework other than Megatron-Core ("torchtitan"), from that framework's runs: the
   // calibration runs are Megatron-Core's, so a job of another framework takes its framework's band where there is one.
   hw::KindIntervals prediction_interval_by_framework;
+  // What a run from a source never seen can expect (hw::NewSourceInterval); absent = no widening.
+  std::optional<hw::NewSourceInterval> new_source_interval;
 
   // Product of the two attention shape factors (1 where a curve is empty or an argument is <= 0).
   double attention_shape_factor(double kv_tokens, double head_dim) const;

@@ -21,6 +21,15 @@ inline constexpr std::array<const char*, 2> kCalibrationKinds = {"dense", "moe"}
 
 using KindIntervals = std::map<std::string, KindInterval>;
 
+// The errors of every development run with each source weighted equally (10th and 90th percentile, `stepsim validate`
+// over the development files): a run from a source never seen errs by its source's offset as well as its own
+// scatter, which the bands of the calibration's own sources do not hold. A job on the shipped calibration gets at
+// least this band.
+struct NewSourceInterval {
+  double low = 0, high = 0;
+  int sources = 0, runs = 0;
+};
+
 // Runs of one kind from which the band is their own 10th and 90th percentile; with fewer (but at least one) the
 // band is the architecture's over all runs, widened to cover each of the kind's errors, since a percentile of one
 // to four values says little.

@@ -40,7 +40,9 @@ int run_validate(const ValidateOptions& o) {
 Action add_validate(CLI::App& app) {
   auto o = std::make_shared<ValidateOptions>();
   CLI::App* cmd = app.add_subcommand("validate", "simulate published measured runs (CSV) and report the errors");
-  cmd->add_option("runs", o->csv, "published-runs CSV (format of shared/data/published-runs)")->required();
+  cmd->add_option("runs", o->csvs,
+                  "published-runs CSV(s) (format of shared/data/published-runs); several are validated as one set")
+      ->required();
   cmd->add_option("--json", o->json_path, "write rows, MAPE, mean signed error and failures as JSON here")->check(output_file());
   cmd->add_option("--report", o->report_path, "write an HTML report (predicted against measured, error per source) here")
       ->check(output_file());

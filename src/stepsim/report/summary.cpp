@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 
@@ -159,6 +160,7 @@ Summary summarize(const sim::Simulation& s, int rank) {
     out.step_time_interval_s = std::array<double, 2>{out.step_time_s / (1 + e[1]), out.step_time_s / (1 + e[0])};
     out.interval_kind = s.calibration.interval_kind;
     out.interval_runs = s.calibration.interval_runs;
+    out.interval_sources = s.calibration.interval_sources;
   }
   if (s.host_bound_extra_s > 0 && out.step_time_s > 0) {
     out.step_time_host_bound_s = out.step_time_s + s.host_bound_extra_s;
@@ -244,6 +246,7 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   if (s.step_time_interval_s) {
     j["step_time_interval_s"] = {(*s.step_time_interval_s)[0], (*s.step_time_interval_s)[1]};
     if (s.interval_runs > 0) j["step_time_interval_basis"] = {{"kind", s.interval_kind}, {"runs", s.interval_runs}};
+    if (s.interval_sources > 0) j["step_time_interval_basis"]["new_source_sources"] = s.interval_sources;
   }
   if (s.step_time_host_bound_s > 0) j["step_time_host_bound_s"] = s.step_time_host_bound_s;
   j["tokens_per_s"] = s.tokens_per_s;
@@ -364,11 +367,16 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   o << line;
   if (s.step_time_interval_s) {
     // Whose errors: "errors of 16 dense runs" tells a user how much evidence the band stands on.
-    char basis[64] = "";
+    char basis[160] = "";
     if (s.interval_runs > 0)
       std::snprintf(basis, sizeof basis, "; errors of %d %s run%s%s", s.interval_runs, s.interval_kind.c_str(),
                     s.interval_runs == 1 ? "" : "s",
-                    s.interval_runs < hw::kMinRunsForKindQuantiles ? ", too few for a percentile" : "");
+                    s.interval_runs < hw::kMinRunsForKindQuantiles ? " (too few for a percentile)" : "");
+    if (s.interval_sources > 0) {
+      const size_t used = std::strlen(basis);
+      std::snprintf(basis + used, sizeof basis - used, "%s %d sources weighted equally (a new source)",
+                    used > 0 ? " and of" : "; errors of", s.interval_sources);
+    }
     char host[96] = "";
     if (s.step_time_host_bound_s > 0)
       std::snprintf(host, sizeof host, "; upper end at least the host-bound step, %s",

@@ -48,6 +48,7 @@ struct Summary {
   // 0 when it is every run of the architecture.
   std::string interval_kind;
   int interval_runs = 0;
+  int interval_sources = 0;  // widened to hold the errors of this many development sources (0: not widened)
   // Host-bound MoE layers: the step with the measuring machine's host (host issue model at speed 1; 0 = not
   // host-bound). The interval's upper end is at least this, since no calibration run was a host-bound MoE step
   // (docs/COST-MODELS.md, "Host issue model").

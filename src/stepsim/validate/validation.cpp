@@ -73,6 +73,24 @@ double quantile(std::vector<double> v, double q) {
   return v[i] + (pos - static_cast<double>(i)) * (v[j] - v[i]);
 }
 
+double weighted_quantile(std::vector<std::pair<double, double>> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double total = 0;
+  for (const auto& [x, w] : v) total += w;
+  double before = 0, prev_mid = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double mid = (before + v[i].second / 2) / total;
+    if (q <= mid) {
+      if (i == 0) return v[0].first;
+      return v[i - 1].first + (q - prev_mid) / (mid - prev_mid) * (v[i].first - v[i - 1].first);
+    }
+    before += v[i].second;
+    prev_mid = mid;
+  }
+  return v.back().first;
+}
+
 ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<PublishedRun>& runs,
                                const ValidationOptions& o) {
   ValidationResult res;
@@ -194,6 +212,16 @@ ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<Pu
     return out;
   };
   res.bands = bands_of(groups);
+  std::vector<std::pair<double, double>> weighted;
+  for (const RowResult& row : res.rows) {
+    weighted.emplace_back(row.error, 1.0 / res.by_source.at(row.source).rows);
+    res.all_sources.with_interval += row.interval_s.has_value();
+    res.all_sources.covered += row.covered();
+  }
+  res.all_sources.sources = static_cast<int>(res.by_source.size());
+  res.all_sources.rows = static_cast<int>(res.rows.size());
+  res.all_sources.p10 = weighted_quantile(weighted, 0.1);
+  res.all_sources.p90 = weighted_quantile(weighted, 0.9);
   res.framework_bands = bands_of(framework_groups);
   for (auto& [name, s] : res.by_source) finish_stats(s);
   for (auto& [key, s] : res.by_framework_gpu) finish_stats(s);

@@ -69,8 +69,19 @@ struct KindBand {
   int covered = 0;            // of those, measured within it
 };
 
+// Every row with each source weighted equally (a row of a source with n rows weighs 1/n): the spread of errors a run
+// from a source never seen can expect, data/efficiency.yaml's new_source_interval; and how many measured steps fall
+// inside the intervals their predictions carry.
+struct SourceWeightedBand {
+  int sources = 0, rows = 0;
+  double p10 = 0, p90 = 0;
+  int with_interval = 0;
+  int covered = 0;
+};
+
 struct ValidationResult {
   std::vector<RowResult> rows;
+  SourceWeightedBand all_sources;
   std::vector<KindBand> bands;  // by architecture, then kind: rows of Megatron-Core (framework megatron or not stated)
   // The same by architecture and framework (`kind` holds the framework) for rows of a framework other than
   // Megatron-Core: what data/efficiency.yaml's prediction_interval_by_framework ships.
@@ -94,6 +105,10 @@ struct ValidationOptions {
 
 // q-th quantile (0..1) by linear interpolation of the sorted values.
 double quantile(std::vector<double> v, double q);
+
+// q-th quantile of weighted values: each value sits at the middle of its share of the cumulative weight, linear in
+// between, the extremes below the first middle and above the last (equal weights: (i + 1/2) / n).
+double weighted_quantile(std::vector<std::pair<double, double>> value_weight, double q);
 
 // Simulates each row (rows the simulator refuses go to `failed` with the reason). A row whose recompute is not
 // stated runs with the least recompute that fits the GPU memory (none, selective, full), as its authors must have.
