@@ -38,6 +38,17 @@ StrictSection::StrictSection(const YAML::Node& node, std::string path, std::stri
   if (node_ && !node_.IsNull() && !node_.IsMap()) {
     throw InputError(source_ + ": key " + (path_.empty() ? "<root>" : path_) + ": must be a mapping");
   }
+  if (node_ && node_.IsMap()) {
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      if (it->first.IsScalar()) index_.emplace(it->first.Scalar(), it->second);  // the first of equal keys, as yaml-cpp
+    }
+  }
+}
+
+YAML::Node StrictSection::value(const std::string& key) const {
+  const auto it = index_.find(key);
+  if (it != index_.end()) return it->second;
+  return node_ && node_.IsMap() ? node_[key] : YAML::Node();
 }
 
 std::string StrictSection::key_path(const std::string& key) const {
@@ -152,14 +163,13 @@ std::string StrictSection::closest_unknown_to(const std::string& key) const {
 
 bool StrictSection::has(const std::string& key) const {
   asked_.insert(key);
-  if (!node_ || !node_.IsMap()) return false;
-  const YAML::Node v = node_[key];
-  return v.IsDefined() && !v.IsNull();
+  const auto it = index_.find(key);
+  return it != index_.end() && it->second.IsDefined() && !it->second.IsNull();
 }
 
 std::string StrictSection::scalar(const std::string& key) {
   used_.insert(key);
-  const YAML::Node v = node_[key];
+  const YAML::Node v = value(key);
   if (!v.IsScalar()) fail(key, "must be a single value, not a list or mapping");
   return v.Scalar();
 }
@@ -243,14 +253,14 @@ std::string StrictSection::get_string(const std::string& key, const std::string&
 YAML::Node StrictSection::child(const std::string& key) {
   used_.insert(key);
   if (!node_ || !node_.IsMap()) return YAML::Node();
-  return node_[key];
+  return value(key);
 }
 
 std::vector<int64_t> StrictSection::get_int_list(const std::string& key, int64_t min, int64_t max) {
   used_.insert(key);
   std::vector<int64_t> out;
   if (!has(key)) return out;
-  const YAML::Node v = node_[key];
+  const YAML::Node v = value(key);
   if (!v.IsSequence()) fail(key, "must be a list of integers");
   if (v.size() > 1u << 20) fail(key, "list too long");
   for (size_t i = 0; i < v.size(); ++i) {
@@ -272,7 +282,7 @@ std::map<int64_t, double> StrictSection::get_int_double_map(const std::string& k
   used_.insert(key);
   std::map<int64_t, double> out;
   if (!has(key)) return out;
-  const YAML::Node v = node_[key];
+  const YAML::Node v = value(key);
   if (!v.IsMap()) fail(key, "must be a mapping {rank: factor}");
   for (auto it = v.begin(); it != v.end(); ++it) {
     int64_t k = 0;

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -64,7 +65,12 @@ class StrictSection {
 
  private:
   std::string scalar(const std::string& key);
+  // The mapping's value at `key` (an undefined node where absent), by the index below.
+  YAML::Node value(const std::string& key) const;
   YAML::Node node_;
+  // The mapping's scalar keys: yaml-cpp finds a key by comparing it with every key of the mapping, and a section is
+  // asked about each of the hundred keys it knows, most of them absent.
+  std::unordered_map<std::string, YAML::Node> index_;
   std::string path_;
   std::string source_;
   std::set<std::string> used_;
