@@ -4,7 +4,10 @@
 // independently of this reader (the one-liners are in the comments).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/ingest/trace/import_output.hpp"
 #include "stepsim/ingest/trace/kernel_naming.hpp"
 #include "stepsim/ingest/trace/kineto_trace.hpp"
 #include "stepsim/ingest/trace/trace_program.hpp"
@@ -225,6 +228,42 @@ TEST(TraceKineto, PunctuationOverTheLimitIsRefusedBeforeParsing) {
     EXPECT_EQ(std::string(e.what()), "dense.json: 101711877 JSON punctuation characters, over the limit of 100663296 "
                                      "(simdjson's index of them would exceed 768 MiB)");
   }
+}
+
+// The kernels are counted on the text before the parse: a `"cat"` key (with any blanks around its colon) whose value
+// is "kernel", not one inside a string. The DLRM rank 0 trace holds 245 (DlrmAllEightRanks counts them parsed).
+TEST(TraceKineto, KernelEventsAreCountedOnTheText) {
+  EXPECT_EQ(count_kernel_events(R"({"traceEvents":[{"ph":"X","cat":"kernel"},{"cat" :
+ "kernel"},{"cat":"cpu_op"},{"name":"\"cat\": \"kernel\"","cat":"kernel"}]})"), 3u);
+  EXPECT_EQ(count_kernel_events(R"("cat":)"), 0u);
+  EXPECT_EQ(count_kernel_events(test::read_file(real("param/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json"))),
+            245u);
+}
+
+// An imported op takes at least {"kind":"compute","name":0,"cuda_stream":0,"start_ns":0,"duration_ns":0,
+// "stream":"compute","category":"gemm","cpu_op":null,"correlation":null,"step":null,"et_node":null} and ",\n":
+// 171 bytes (gemm, norm and loss have the shortest names). 96 MiB / 171 = 588,674.2 kernels: 588,674 may fit, one more
+// cannot. `trace import` of a trace with that many (10 MB of bare kernel events) is refused before the parse, naming
+// the file and the limit, and writes nothing.
+TEST(TraceKineto, ATraceWhoseKernelsCannotFitARankFileIsRefusedBeforeParsing) {
+  EXPECT_EQ(min_imported_op_bytes(), 171u);
+  EXPECT_NO_THROW(check_kernel_events_fit("t.json", 588674, 171));
+  EXPECT_THROW(check_kernel_events_fit("t.json", 588675, 171), InputError);
+  std::string text = "{\"traceEvents\":[";
+  for (int i = 0; i < 588675; ++i) text += "{\"cat\":\"kernel\"},";
+  text.back() = ']';
+  text += "}";
+  const std::string path = test::write_temp("long.json", text);
+  const std::string out = test::temp_dir() + "/long-import";
+  const auto r = test::run_cli("trace import " + path + " --out " + out);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(path + ": 588675 kernel events: the rank's program would be at least 97 MiB (171 bytes an "
+                                 "op), more than the 96 MiB a rank file of `simulate --workload` may hold; trace fewer "
+                                 "steps (torch.profiler's schedule with active=1) or a smaller part of the run"),
+            std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out + "/rank0.json"));
+  // Read for another purpose than an import (trace extrapolate's source step), the same text is not refused for it.
+  EXPECT_NO_THROW(parse_kineto_trace(TextBuffer::copy_of(text.data(), text.size()), "long.json"));
 }
 
 TEST(TraceKineto, MalformedInputIsInputError) {

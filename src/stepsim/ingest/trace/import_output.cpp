@@ -1,4 +1,8 @@
 #include "stepsim/ingest/trace/import_output.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <sstream>
 #include "stepsim/io/utf8.hpp"
 
 #include <filesystem>
@@ -94,6 +98,22 @@ void write_rank_program(const RankImport& r, std::ostream& o) {
     write_op(o, r.ops[i]);
   }
   o << "]}\n";
+}
+
+uintmax_t min_imported_op_bytes() {
+  static const uintmax_t bytes = [] {
+    size_t shortest = SIZE_MAX;
+    for (int c = 0; c <= static_cast<int>(workload::ComputeCategory::Host); ++c) {
+      ImportedOp op;
+      op.cuda_stream = 0;
+      op.category = static_cast<workload::ComputeCategory>(c);
+      std::ostringstream o;
+      write_op(o, op);
+      shortest = std::min(shortest, o.str().size());
+    }
+    return static_cast<uintmax_t>(shortest + 2);  // ",\n" between ops
+  }();
+  return bytes;
 }
 
 nlohmann::json summary_json(const std::vector<RankImport>& ranks) {

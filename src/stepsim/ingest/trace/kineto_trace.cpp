@@ -8,6 +8,7 @@
 #include "stepsim/ingest/trace/json_read.hpp"
 #include "stepsim/ingest/trace/readers.hpp"
 #include "stepsim/ingest/trace/trace_document.hpp"
+#include "stepsim/ingest/trace/traced_program_json.hpp"
 
 namespace stepsim::trace {
 namespace {
@@ -106,8 +107,36 @@ uint32_t KinetoReader::intern(std::string_view s) {
   return it->second;
 }
 
-void KinetoReader::expect_events(const TextBuffer& text) {
+size_t count_kernel_events(std::string_view s) {
+  constexpr std::string_view kKey = "\"cat\"";
+  constexpr std::string_view kValue = "\"kernel\"";
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  size_t n = 0;
+  for (size_t at = s.find(kKey); at != std::string_view::npos; at = s.find(kKey, at + 1)) {
+    if (at > 0 && s[at - 1] == '\\') continue;  // an escaped quote: text inside a string
+    size_t i = at + kKey.size();
+    while (i < s.size() && blank(s[i])) ++i;
+    if (i >= s.size() || s[i] != ':') continue;
+    ++i;
+    while (i < s.size() && blank(s[i])) ++i;
+    if (s.substr(i, kValue.size()) == kValue) ++n;
+  }
+  return n;
+}
+
+void check_kernel_events_fit(const std::string& path, size_t kernels, uintmax_t op_bytes) {
+  const uintmax_t least = static_cast<uintmax_t>(kernels) * op_bytes;
+  if (least <= kMaxRankFileBytes) return;
+  throw InputError(path + ": " + std::to_string(kernels) + " kernel events: the rank's program would be at least " +
+                   std::to_string((least + (uintmax_t{1} << 20) - 1) >> 20) + " MiB (" + std::to_string(op_bytes) +
+                   " bytes an op), more than the " + std::to_string(kMaxRankFileBytes >> 20) +
+                   " MiB a rank file of `simulate --workload` may hold; trace fewer steps (torch.profiler's schedule "
+                   "with active=1) or a smaller part of the run");
+}
+
+void KinetoReader::expect_events(const TextBuffer& text, uintmax_t op_bytes) {
   const std::string_view s(text.data.get(), text.size);
+  if (op_bytes > 0) check_kernel_events_fit(t_.path, count_kernel_events(s), op_bytes);
   auto count = [&](std::string_view token) {
     size_t n = 0;
     for (size_t at = s.find(token); at != std::string_view::npos && n < kMaxTraceEvents; at = s.find(token, at + 1)) ++n;

@@ -5,6 +5,7 @@
 // kept to the nanosecond). Keys read: docs/TRACES.md.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stepsim/ingest/trace/text_buffer.hpp"
@@ -79,5 +80,14 @@ KinetoTrace read_kineto_trace(const std::string& path);
 
 // True for NCCL kernel names (ncclKernel_*, ncclDevKernel_*, optionally after "void ").
 bool is_nccl_kernel(const std::string& name);
+
+// Kernel events a Kineto trace's text holds: each `"cat"` key (not inside a string: no backslash before its quote)
+// whose value is "kernel", by a scan of the text, before any parse. Each becomes one op of the rank's program.
+size_t count_kernel_events(std::string_view text);
+
+// Refuses a trace whose kernels alone would make its rank file larger than `simulate --workload` reads, each op
+// taking at least `op_bytes` there (trace import's floor, min_imported_op_bytes): before the parse, which would take
+// about 900 bytes per op and seconds.
+void check_kernel_events_fit(const std::string& path, size_t kernels, uintmax_t op_bytes);
 
 }  // namespace stepsim::trace

@@ -19,7 +19,9 @@ class KinetoReader {
   bool saw_events() const { return saw_events_; }
   // Reserves the event lists for the kernels, CPU ops and runtime calls the text names (a count of the category
   // tokens), so that they do not grow by doubling: at the event limit a doubling copy would hold both lists at once.
-  void expect_events(const TextBuffer& text);
+  // With op_bytes > 0 (trace import: an op's floor in the rank file), refuses first a trace whose kernels cannot fit
+  // a rank file (check_kernel_events_fit).
+  void expect_events(const TextBuffer& text, uintmax_t op_bytes = 0);
   KinetoTrace finish();  // links kernels to CPU ops and steps
 
   struct Runtime {

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/ingest/trace/import_output.hpp"
 #include "stepsim/ingest/trace/trace_document.hpp"
 
 namespace stepsim::trace {
@@ -14,7 +15,7 @@ std::vector<RankImport> import_traces(const std::vector<std::string>& paths, con
   const auto n = static_cast<int64_t>(paths.size());
   for (const std::string& p : paths) {
     if (progress) progress("reading traces", static_cast<int64_t>(kineto.size() + ets.size()), n);
-    TraceDocument d = read_trace_document(p);
+    TraceDocument d = read_trace_document(p, min_imported_op_bytes());
     if (d.format == TraceFormat::Kineto) kineto.push_back(std::move(d.kineto));
     else ets.push_back(std::move(d.execution));
   }
