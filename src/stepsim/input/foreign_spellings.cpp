@@ -112,12 +112,12 @@ void refuse_foreign_spellings(const YAML::Node& root, const std::string& source,
   if (!is_map(root)) return;
   // The keys as written, each looked up in the tables (the tables looked up in the file would ask yaml-cpp, which
   // compares with every key of a mapping, a hundred times).
-  for (auto sec = root.begin(); sec != root.end(); ++sec) {
-    if (!sec->first.IsScalar() || !is_map(sec->second)) continue;
-    const std::string& section = sec->first.Scalar();
-    for (auto entry = sec->second.begin(); entry != sec->second.end(); ++entry) {
-      if (!entry->first.IsScalar()) continue;
-      const std::string& key = entry->first.Scalar();
+  for (const auto& sec : root) {  // each entry dereferenced once: yaml-cpp builds a pair of nodes every time
+    if (!sec.first.IsScalar() || !is_map(sec.second)) continue;
+    const std::string& section = sec.first.Scalar();
+    for (const auto& entry : sec.second) {
+      if (!entry.first.IsScalar()) continue;
+      const std::string& key = entry.first.Scalar();
       for (const ForeignKey& f : kForeignKeys) {
         if (f.section != section || f.key != key) continue;
         const std::string& file = f.section == "cluster" ? cluster_source : source;
@@ -126,10 +126,10 @@ void refuse_foreign_spellings(const YAML::Node& root, const std::string& source,
       }
     }
   }
-  for (auto top = root.begin(); top != root.end(); ++top) {
-    if (!top->first.IsScalar()) continue;
+  for (const auto& top : root) {
+    if (!top.first.IsScalar()) continue;
     for (const auto& [key, ours] : kSectionKeys) {
-      if (top->first.Scalar() != key) continue;
+      if (top.first.Scalar() != key) continue;
       const std::string_view section = ours.substr(0, ours.find('.'));
       throw InputError(source + ": unknown key " + std::string(key) + " (did you mean " + std::string(ours) +
                        "? it belongs in the " + std::string(section) + " section)");

@@ -674,14 +674,8 @@ PlanSection read_plan(StrictSection s) {
   return p;
 }
 
-}  // namespace
-
-JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const std::string& source) {
-  if (!root || !root.IsMap()) throw InputError(source + ": a job must be a mapping with model, parallelism, training, cluster");
+JobSpec read_job(const hw::GpuCatalog& gpus, const YAML::Node& root, const std::string& source) {
   StrictSection top(root, "", source);
-  const YAML::Node cluster_node = root["cluster"];  // an absent key is an invalid node: ask IsDefined first
-  refuse_foreign_spellings(root, source,
-                           cluster_node.IsDefined() ? cluster_section(cluster_node, source).source() : source);
   JobSpec job;
   job.source = source;
   if (!top.has("model")) top.fail("model", "is required");
@@ -697,6 +691,23 @@ JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const 
   job.cluster.network_notes = unused_network_notes(job.cluster, job.simulation.comm_model);
   validate(gpus, job);
   return job;
+}
+
+}  // namespace
+
+JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const std::string& source) {
+  if (!root || !root.IsMap()) throw InputError(source + ": a job must be a mapping with model, parallelism, training, cluster");
+  try {
+    return read_job(gpus, root, source);
+  } catch (const InputError&) {
+    // A key or value as another tool spells it is refused anyway (an unknown key, a value out of its set): whatever
+    // refused the job, such a spelling is named first, with stepsim's. Looked for only on refusal: a job that loads
+    // has none, and the search walks every key.
+    const YAML::Node cluster_node = root["cluster"];  // an absent key is an invalid node: ask IsDefined first
+    refuse_foreign_spellings(root, source,
+                             cluster_node.IsDefined() ? cluster_section(cluster_node, source).source() : source);
+    throw;
+  }
 }
 
 JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const std::string& source,
