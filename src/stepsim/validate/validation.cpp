@@ -82,7 +82,7 @@ double weighted_quantile(std::vector<std::pair<double, double>> v, double q) {
   for (size_t i = 0; i < v.size(); ++i) {
     const double mid = (before + v[i].second / 2) / total;
     if (q <= mid) {
-      if (i == 0) return v[0].first;
+      if (i == 0 || mid <= prev_mid) return v[i].first;  // below the first middle, or a weightless value
       return v[i - 1].first + (q - prev_mid) / (mid - prev_mid) * (v[i].first - v[i - 1].first);
     }
     before += v[i].second;
