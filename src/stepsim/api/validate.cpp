@@ -82,7 +82,8 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
   const nlohmann::json all_sources = {{"sources", a.sources}, {"rows", a.rows}, {"error_p10", a.p10},
                                       {"error_p90", a.p90}, {"rows_with_interval", a.with_interval},
                                       {"measured_inside_interval", a.covered}};
-  return {{"rows", rows}, {"mape", r.mape}, {"all_sources", all_sources}, {"mean_signed_error", r.mean_signed_error}, {"by_source", sources},
+  return {{"rows", rows}, {"mape", r.mape}, {"mean_signed_error", r.mean_signed_error}, {"all_sources", all_sources},
+          {"by_source", sources},
           {"by_framework_gpu", frameworks}, {"by_kind", bands}, {"by_framework_arch", framework_bands},
           {"failed", failed},
           {"memory",

@@ -89,9 +89,9 @@ std::string validate_text(const ValidateOutput& out, bool verbose) {
   band_table("by arch and kind, Megatron-Core  ", r.bands);
   if (!r.framework_bands.empty()) band_table("by architecture and framework    ", r.framework_bands);
   const validate::SourceWeightedBand& a = r.all_sources;
-  std::snprintf(buf, sizeof buf, "  %-30s %4d  %+6.1f%% .. %+6.1f%%              %d of %d\n",
-                (std::to_string(a.sources) + (a.sources == 1 ? " source" : " sources, weighted equally")).c_str(), a.rows, 100 * a.p10,
-                100 * a.p90, a.covered, a.with_interval);
+  const std::string who = std::to_string(a.sources) + (a.sources == 1 ? " source" : " sources, weighted equally");
+  std::snprintf(buf, sizeof buf, "  %-30s %4d  %+6.1f%% .. %+6.1f%%              %d of %d\n", who.c_str(), a.rows,
+                100 * a.p10, 100 * a.p90, a.covered, a.with_interval);
   os << "\nall runs                         rows  errors 10th..90th percentile  measured inside the 80% interval\n"
      << buf;
   if (!r.failed.empty()) {

@@ -139,6 +139,7 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
   ComputeCalibration cal;
   cal.sustained_clock = table.sustained_clock;
   cal.source = "data/efficiency.yaml";
+  bool shipped = true;  // the clock and bands are data/efficiency.yaml's (not the job's, not a store's)
   cal.interval = table.prediction_interval;
   const std::string kind = calibration_kind(job);
   // The band of the job's kind where the calibration has runs of it, else the architecture's over all runs.
@@ -155,6 +156,7 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
   if (job.simulation.sustained_clock > 0) {
     cal.sustained_clock = job.simulation.sustained_clock;
     cal.source = "job (simulation.sustained_clock)";
+    shipped = false;
     cal.interval.reset();  // the shipped residuals do not describe a value the user chose
     cal.interval_kind.clear();
     cal.interval_runs = 0;
@@ -166,6 +168,7 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
         cal.sustained_clock = row->sustained_clock;
         cal.attention_scale = row->attention_scale;
         cal.source = "store " + path;
+        shipped = false;
         cal.interval = std::array<double, 2>{row->interval_low, row->interval_high};
         take_kind_band(row->kind_intervals);
       }
@@ -185,7 +188,7 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
   }
   // The shipped calibration's runs come from a few sources; a user's job is from another: its interval holds at
   // least the spread of every development source's errors (a store's calibration is the user's own runs).
-  if (cal.interval && cal.source == "data/efficiency.yaml" && table.new_source_interval) {
+  if (cal.interval && shipped && table.new_source_interval) {
     const hw::NewSourceInterval& g = *table.new_source_interval;
     auto& band = *cal.interval;
     if (g.low < band[0] || g.high > band[1]) {

@@ -73,6 +73,25 @@ class Parser {
 
   double number(const YAML::Node& n, const std::string& key) const { return f_.number(n, key); }
 
+  // A band of signed relative errors [low, high] at `key`; `around_zero`: it must hold 0 (a prediction's own point).
+  std::array<double, 2> band(const YAML::Node& pi, const std::string& key, bool around_zero = false) const {
+    if (!pi || !pi.IsSequence() || pi.size() != 2) fail(key, "must be [low, high] signed fractions");
+    const double lo = number(pi[0], key + "[0]"), hi = number(pi[1], key + "[1]");
+    const bool ok = around_zero ? lo > -1 && lo <= 0 && 0 <= hi && hi < 10 : lo > -1 && lo <= hi && hi < 10;
+    if (!ok) {
+      fail(key, std::string(around_zero ? "needs -1 < low <= 0 <= high < 10" : "needs -1 < low <= high < 10") +
+                    ", got [" + fmt(lo) + ", " + fmt(hi) + "]");
+    }
+    return {lo, hi};
+  }
+
+  // How many runs (or sources) a band stands on: a whole number in [1, 1e6].
+  int count(const YAML::Node& n, const std::string& key) const {
+    const double v = number(n, key);
+    if (!(v >= 1 && v <= 1e6 && v == std::floor(v))) fail(key, "must be a whole number in [1, 1e6], got " + fmt(v));
+    return static_cast<int>(v);
+  }
+
   double fraction(const YAML::Node& n, const std::string& key) const {
     const double v = number(n, key);
     if (!(v > 0 && v <= 1)) fail(key, "efficiency must be in (0, 1], got " + fmt(v) + line_of(n));
@@ -190,12 +209,7 @@ class Parser {
       t.host_time_scale = v;
     }
     if (present.count("prediction_interval")) {
-      const YAML::Node pi = n["prediction_interval"];
-      const std::string k = key + ".prediction_interval";
-      if (!pi.IsSequence() || pi.size() != 2) fail(k, "must be [low, high] signed fractions");
-      const double lo = number(pi[0], k + "[0]"), hi = number(pi[1], k + "[1]");
-      if (!(lo > -1 && lo <= hi && hi < 10)) fail(k, "needs -1 < low <= high < 10, got [" + fmt(lo) + ", " + fmt(hi) + "]");
-      t.prediction_interval = std::array<double, 2>{lo, hi};
+      t.prediction_interval = band(n["prediction_interval"], key + ".prediction_interval");
     }
     // Bands by kind of job or by framework: {name: {interval: [low, high], runs: N}} for the names allowed.
     auto read_bands = [&](const char* field, const std::vector<std::string>& names) {
@@ -206,21 +220,15 @@ class Parser {
         const YAML::Node e = by[name];
         const std::string ek = k + "." + name;
         const auto have = keys(e, ek, {"interval", "runs", "power_limit_W"});
-        const YAML::Node pi = e["interval"];
-        if (!pi || !pi.IsSequence() || pi.size() != 2) fail(ek + ".interval", "must be [low, high] signed fractions");
-        const double lo = number(pi[0], ek + ".interval[0]"), hi = number(pi[1], ek + ".interval[1]");
-        if (!(lo > -1 && lo <= hi && hi < 10))
-          fail(ek + ".interval", "needs -1 < low <= high < 10, got [" + fmt(lo) + ", " + fmt(hi) + "]");
+        const auto [lo, hi] = band(e["interval"], ek + ".interval");
         if (!e["runs"]) fail(ek + ".runs", "missing: the number of calibration runs behind the band");
-        const double runs = number(e["runs"], ek + ".runs");
-        if (!(runs >= 1 && runs <= 1e6 && runs == std::floor(runs)))
-          fail(ek + ".runs", "must be a whole number in [1, 1e6], got " + fmt(runs));
+        const int runs = count(e["runs"], ek + ".runs");
         double power_W = 0;
         if (have.count("power_limit_W")) {
           power_W = number(e["power_limit_W"], ek + ".power_limit_W");
           if (!(power_W > 0 && power_W <= 5000)) fail(ek + ".power_limit_W", "must be in (0, 5000] W, got " + fmt(power_W));
         }
-        out[name] = hw::KindInterval{lo, hi, static_cast<int>(runs), power_W};
+        out[name] = hw::KindInterval{lo, hi, runs, power_W};
       }
       return out;
     };
@@ -235,19 +243,12 @@ class Parser {
       const YAML::Node e = n["new_source_interval"];
       const std::string k = key + ".new_source_interval";
       keys(e, k, {"interval", "sources", "runs"});
-      const YAML::Node pi = e["interval"];
-      if (!pi || !pi.IsSequence() || pi.size() != 2) fail(k + ".interval", "must be [low, high] signed fractions");
-      const double lo = number(pi[0], k + ".interval[0]"), hi = number(pi[1], k + ".interval[1]");
-      if (!(lo > -1 && lo <= 0 && 0 <= hi && hi < 10))
-        fail(k + ".interval", "needs -1 < low <= 0 <= high < 10, got [" + fmt(lo) + ", " + fmt(hi) + "]");
-      auto count = [&](const char* field) {
+      const auto [lo, hi] = band(e["interval"], k + ".interval", true);
+      auto counted = [&](const char* field) {
         if (!e[field]) fail(k + "." + field, "missing: how many development " + std::string(field) + " the band is of");
-        const double v = number(e[field], k + "." + field);
-        if (!(v >= 1 && v <= 1e6 && v == std::floor(v)))
-          fail(k + "." + field, "must be a whole number in [1, 1e6], got " + fmt(v));
-        return static_cast<int>(v);
+        return count(e[field], k + "." + field);
       };
-      t.new_source_interval = hw::NewSourceInterval{lo, hi, count("sources"), count("runs")};
+      t.new_source_interval = hw::NewSourceInterval{lo, hi, counted("sources"), counted("runs")};
     }
     if (present.count("sustained_clock")) t.sustained_clock = fraction(n["sustained_clock"], key + ".sustained_clock");
     if (present.count("power_static_share")) {

@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <sstream>
-#include "stepsim/io/utf8.hpp"
-
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "stepsim/ingest/trace/traced_program_json.hpp"
 #include "stepsim/io/input_error.hpp"
+#include "stepsim/io/utf8.hpp"
 
 namespace stepsim::trace {
 namespace {

@@ -2,7 +2,6 @@
 #include "stepsim/ingest/trace/traced_program_json.hpp"
 
 #include <filesystem>
-
 #include <fstream>
 
 #include "stepsim/io/input_error.hpp"
@@ -101,8 +100,10 @@ void RankFileBudget::add(uintmax_t bytes) {
 
 void write_rank_file(const std::string& path, const std::string& text, RankFileBudget* budget) {
   check_rank_file_size(path, text.size());
-  if (budget) budget->add(text.size());
-  if (budget) budget->wrote(path);  // before the write: a file cut short by a failed write is removed too
+  if (budget) {
+    budget->add(text.size());
+    budget->wrote(path);  // before the write: a file cut short by a failed write is removed too
+  }
   write_output_text(path, text);
 }
 
