@@ -23,7 +23,7 @@ using fuzz_support::require;
 
 // The loader reads a path (its errors name it); one file per fuzzing process.
 const std::string& cluster_path() {
-  static const std::string path = "/tmp/stepsim-fuzz-cluster-" + std::to_string(getpid()) + ".yaml";
+  static const std::string path = fuzz_support::scratch_path("cluster", ".yaml");
   return path;
 }
 

@@ -22,7 +22,7 @@ namespace {
 
 // The readers take a path: one file per fuzzing process, rewritten for each input.
 const std::string& input_path() {
-  static const std::string path = "/tmp/stepsim-fuzz-data-" + std::to_string(::getpid()) + ".yaml";
+  static const std::string path = fuzz_support::scratch_path("data", ".yaml");
   return path;
 }
 

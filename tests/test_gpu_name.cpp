@@ -71,6 +71,29 @@ TEST(GpuName, TheDevelopmentFilesNamesResolveToWhatTheySay) {
   EXPECT_GE(seen.size(), 9u);
 }
 
+// What the catalog keeps of each entry's name and aliases, cut as a user's name is: H100-SXM's aliases (H100,
+// H100-SXM5, H100-SXM5-80GB, H100-80GB-HBM3, "NVIDIA H100 80GB HBM3") all say model h100 and, where they say one, form
+// factor sxm; H100-NVL's say nvl.
+TEST(GpuName, TheCatalogKeepsEachEntrysModelsAndFormFactors) {
+  const auto& all = gpus().gpus();
+  auto keys_of = [&](const std::string& name) {
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].name == name) return gpus().name_keys(i);
+    }
+    ADD_FAILURE() << name << " not in the catalog";
+    return hw::GpuNameKeys{};
+  };
+  const hw::GpuNameKeys sxm = keys_of("H100-SXM");
+  EXPECT_EQ(sxm.models, (std::set<std::string>{"h100"}));
+  EXPECT_EQ(sxm.forms, (std::set<std::string>{"sxm"}));
+  EXPECT_EQ(keys_of("H100-NVL").forms, (std::set<std::string>{"nvl"}));
+  for (size_t i = 0; i < all.size(); ++i) {
+    const hw::GpuNameKeys fresh = hw::name_keys_of(all[i]);
+    EXPECT_EQ(gpus().name_keys(i).models, fresh.models) << all[i].name;
+    EXPECT_EQ(gpus().name_keys(i).forms, fresh.forms) << all[i].name;
+  }
+}
+
 TEST(GpuName, WhatTheNameLeavesOpenIsSaid) {
   // The bare "A100" is the 80 GB card; the 40 GB one exists, so the reading is said.
   hw::ResolvedGpu r = hw::resolve_gpu_name(gpus(), "A100");

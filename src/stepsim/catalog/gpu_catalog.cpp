@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stepsim/catalog/gpu_name.hpp"
 #include "stepsim/io/data_file.hpp"
 #include "stepsim/io/input_error.hpp"
 
@@ -152,6 +153,8 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
         auto [it, inserted] = names.emplace(normalize(l), g.name);
         if (!inserted) f.fail(key, "name or alias '" + l + "' is already used by GPU '" + it->second + "'");
       }
+      cat.normalized_names_.push_back(normalize(g.name));
+      cat.name_keys_.push_back(name_keys_of(g));
       cat.gpus_.push_back(std::move(g));
     }
   } catch (const YAML::Exception& e) {
@@ -162,8 +165,8 @@ GpuCatalog GpuCatalog::load(const std::string& path) {
 
 const GpuSpec* GpuCatalog::try_find(const std::string& name) const {
   const std::string key = normalize(name);
-  for (const auto& g : gpus_) {
-    if (normalize(g.name) == key) return &g;
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    if (normalized_names_[i] == key) return &gpus_[i];
   }
   for (const auto& g : gpus_) {
     for (const auto& a : g.aliases) {

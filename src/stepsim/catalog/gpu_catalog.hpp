@@ -1,6 +1,7 @@
 #pragma once
 // GPU catalog: datasheet figures per GPU model, read from data/gpus.yaml (data, not code).
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ struct GpuSpec {
   double peak_flops(spec::Precision p) const;
 };
 
+// What a GPU's name and aliases say, cut as gpu_name.hpp cuts the name a user writes: the model words ("h100") and
+// form factors ("sxm", "pcie", "nvl"). Computed once per catalog entry when the catalog loads.
+struct GpuNameKeys {
+  std::set<std::string> models, forms;
+};
+
 class GpuCatalog {
  public:
   // Loads a catalog YAML. Throws InputError naming the file and key on malformed data.
@@ -51,9 +58,13 @@ class GpuCatalog {
   // The GPU whose name or alias is `name` (same matching as find), or nullptr.
   const GpuSpec* try_find(const std::string& name) const;
   const std::vector<GpuSpec>& gpus() const { return gpus_; }
+  // The name keys of gpus()[i].
+  const GpuNameKeys& name_keys(size_t i) const { return name_keys_.at(i); }
 
  private:
   std::vector<GpuSpec> gpus_;
+  std::vector<std::string> normalized_names_;  // normalize(gpus_[i].name): try_find runs once per job and per row
+  std::vector<GpuNameKeys> name_keys_;
 };
 
 // The job's GPU: the catalog's entry for cluster.gpu with cluster.gpu's inline figures applied (memory, HBM bandwidth,

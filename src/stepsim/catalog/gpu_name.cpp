@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <string_view>
 
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/io/yaml_reader.hpp"
@@ -22,10 +23,11 @@ struct NameParts {
   std::string described;       // the text of parentheses: the system, not the part
 };
 
-bool number_with_suffix(const std::string& w, const std::set<std::string>& suffixes, double& value) {
+bool number_with_suffix(const std::string& w, std::initializer_list<std::string_view> suffixes, double& value) {
   size_t i = 0;
   while (i < w.size() && (std::isdigit(static_cast<unsigned char>(w[i])) || w[i] == '.')) ++i;
-  if (i == 0 || !suffixes.count(w.substr(i))) return false;
+  const std::string_view suffix = std::string_view(w).substr(i);
+  if (i == 0 || std::find(suffixes.begin(), suffixes.end(), suffix) == suffixes.end()) return false;
   return spec::parse_double(w.substr(0, i), value) && value > 0;
 }
 
@@ -75,26 +77,9 @@ NameParts parts_of(const std::string& text) {
   return p;
 }
 
-// What the catalog says of one GPU: its models and form factors as its name and aliases write them.
-struct EntryParts {
-  std::set<std::string> models, forms;
-};
-
-EntryParts entry_parts(const GpuSpec& g) {
-  EntryParts e;
-  auto add = [&](const std::string& label) {
-    const NameParts p = parts_of(label);
-    if (!p.model.empty()) e.models.insert(p.model);
-    if (!p.form.empty()) e.forms.insert(p.form);
-  };
-  add(g.name);
-  for (const std::string& a : g.aliases) add(a);
-  return e;
-}
-
 double memory_GiB_of(const GpuSpec& g) { return static_cast<double>(g.memory_bytes) / 1073741824.0; }
 
-bool matches(const GpuSpec& g, const EntryParts& e, const NameParts& q) {
+bool matches(const GpuSpec& g, const GpuNameKeys& e, const NameParts& q) {
   if (!e.models.count(q.model)) return false;
   if (!q.form.empty() && !e.forms.empty() && !e.forms.count(q.form)) return false;
   return !q.memory_GiB || std::fabs(*q.memory_GiB - memory_GiB_of(g)) <= 1.0;
@@ -103,7 +88,7 @@ bool matches(const GpuSpec& g, const EntryParts& e, const NameParts& q) {
 std::string describe(const GpuSpec& g) {
   char mem[32];
   std::snprintf(mem, sizeof mem, "%.0f GiB", memory_GiB_of(g));
-  const EntryParts e = entry_parts(g);
+  const GpuNameKeys e = name_keys_of(g);
   std::string s = g.name + " (" + mem;
   for (const std::string& f : e.forms) s += ", " + std::string(f == "sxm" ? "SXM" : f == "pcie" ? "PCIe" : "NVL");
   return s + ")";
@@ -132,6 +117,18 @@ const GpuSpec* plain_name_gpu(const std::vector<const GpuSpec*>& candidates, con
 
 }  // namespace
 
+GpuNameKeys name_keys_of(const GpuSpec& g) {
+  GpuNameKeys e;
+  auto add = [&](const std::string& label) {
+    const NameParts p = parts_of(label);
+    if (!p.model.empty()) e.models.insert(p.model);
+    if (!p.form.empty()) e.forms.insert(p.form);
+  };
+  add(g.name);
+  for (const std::string& a : g.aliases) add(a);
+  return e;
+}
+
 ResolvedGpu resolve_gpu_name(const GpuCatalog& catalog, const std::string& text) {
   const NameParts q = parts_of(text);
   ResolvedGpu r;
@@ -143,8 +140,9 @@ ResolvedGpu resolve_gpu_name(const GpuCatalog& catalog, const std::string& text)
     return r;
   }
   std::vector<const GpuSpec*> same_model, candidates;
-  for (const GpuSpec& g : catalog.gpus()) {
-    const EntryParts e = entry_parts(g);
+  for (size_t i = 0; i < catalog.gpus().size(); ++i) {
+    const GpuSpec& g = catalog.gpus()[i];
+    const GpuNameKeys& e = catalog.name_keys(i);
     if (e.models.count(q.model)) same_model.push_back(&g);
     if (!q.model.empty() && matches(g, e, q)) candidates.push_back(&g);
   }

@@ -21,4 +21,7 @@ struct ResolvedGpu {
 // the same model when the model is known, or the GPUs that match equally when the name does not decide between them.
 ResolvedGpu resolve_gpu_name(const GpuCatalog& catalog, const std::string& text);
 
+// The models and form factors a catalog entry's name and aliases say (GpuCatalog keeps them per entry).
+GpuNameKeys name_keys_of(const GpuSpec& g);
+
 }  // namespace stepsim::hw

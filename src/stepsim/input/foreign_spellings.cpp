@@ -1,6 +1,7 @@
 #include "stepsim/input/foreign_spellings.hpp"
 
 #include <string_view>
+#include <unordered_map>
 
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/io/printable.hpp"
@@ -100,6 +101,16 @@ constexpr ForeignValue kForeignPrecisions[] = {
     {"float32", "fp32"}, {"float", "fp32"},       {"float8", "fp8"},   {"float8_e4m3fn", "fp8"},
 };
 
+// kForeignKeys by key as written: a refused job's every key is looked up (a fuzzer refuses most of what it writes).
+const std::unordered_multimap<std::string_view, const ForeignKey*>& foreign_keys_by_key() {
+  static const std::unordered_multimap<std::string_view, const ForeignKey*> index = [] {
+    std::unordered_multimap<std::string_view, const ForeignKey*> m;
+    for (const ForeignKey& f : kForeignKeys) m.emplace(f.key, &f);
+    return m;
+  }();
+  return index;
+}
+
 // An absent key is an invalid node, on which anything but IsDefined throws.
 bool is_map(const YAML::Node& n) { return n.IsDefined() && n.IsMap(); }
 std::string_view text(const YAML::Node& n) {
@@ -118,8 +129,10 @@ void refuse_foreign_spellings(const YAML::Node& root, const std::string& source,
     for (const auto& entry : sec.second) {
       if (!entry.first.IsScalar()) continue;
       const std::string& key = entry.first.Scalar();
-      for (const ForeignKey& f : kForeignKeys) {
-        if (f.section != section || f.key != key) continue;
+      const auto [from, to] = foreign_keys_by_key().equal_range(key);
+      for (auto it = from; it != to; ++it) {
+        const ForeignKey& f = *it->second;
+        if (f.section != section) continue;
         const std::string& file = f.section == "cluster" ? cluster_source : source;
         throw InputError(file + ": unknown key " + section + "." + key + " (did you mean " + std::string(f.ours) + "?" +
                          (f.why.empty() ? "" : " " + std::string(f.why)) + ")");

@@ -142,7 +142,7 @@ std::string did_you_mean(const std::string& key, const std::set<std::string>& kn
 }
 
 void StrictSection::unknown(const std::string& key) const {
-  std::set<std::string> known = used_;
+  std::set<std::string> known(used_.begin(), used_.end());  // sorted: of keys as close, the first is suggested
   known.insert(asked_.begin(), asked_.end());
   known.erase(key);
   const std::string hint = did_you_mean(key, known);

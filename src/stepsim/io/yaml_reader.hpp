@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -73,9 +74,10 @@ class StrictSection {
   std::unordered_map<std::string, YAML::Node> index_;
   std::string path_;
   std::string source_;
-  std::set<std::string> used_;
+  // Hashed: a section is asked about each of the hundred keys it knows, and each is recorded as asked and as read.
+  std::unordered_set<std::string> used_;
   std::string missing_;  // the first required key found absent
-  mutable std::set<std::string> asked_;  // every key has() was asked about: known keys, for suggestions
+  mutable std::unordered_set<std::string> asked_;  // every key has() was asked about: known keys, for suggestions
   [[noreturn]] void unknown(const std::string& key) const;
   std::string closest_unknown_to(const std::string& key) const;
 };
