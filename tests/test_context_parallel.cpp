@@ -125,6 +125,55 @@ TEST(ContextParallel, RingStepWaitsForItsKvBlock) {
   EXPECT_EQ(step->begin_ns, exchange->end_ns);     // the next step starts when its block has arrived
 }
 
+TEST(ContextParallel, CompiledPyTorchRingWaitsForItsCollectivesWhereIssued) {
+  // torchtitan's ring on c = 2 single-GPU nodes over a 1 Gb/s link, so that every collective outlasts a step. Eager,
+  // the K/V all-gather runs under the local step (its result is first used by step 1); compiled, the traced
+  // wait_tensor follows the gather at once, so the local step starts when it ends; in backward each step after the
+  // first also waits for the previous step's dK/dV exchange.
+  auto run = [](bool compiled) {
+    const spec::JobSpec job = test::job_from_yaml(
+        "model: {name: g, num_layers: 2, hidden_size: 1024, num_attention_heads: 16, ffn_hidden_size: 4096,"
+        " activation: swiglu, normalization: rmsnorm, vocab_size: 32000, seq_length: 4096}\n"
+        "parallelism: {context: 2, data: 1}\n"
+        "training: {framework: torchtitan, compile: " + std::string(compiled ? "true" : "false") +
+        ", micro_batch_size: 1, global_batch_size: 1}\n"
+        "cluster: {gpu: H100-SXM, num_gpus: 2, gpus_per_node: 1, inter_node: {bandwidth_Gbps: 1, latency_us: 5}}\n"
+        "simulation: {host_time_scale: 0}\n");
+    return sim::run_simulation(stepsim::catalog::shipped(), job, {0});
+  };
+  for (const bool compiled : {false, true}) {
+    const sim::Simulation s = run(compiled);
+    const workload::Program& p = s.workload.programs[0];
+    std::map<std::string, std::vector<const sim::OpRecord*>> at;  // layer 0, in order
+    for (const sim::OpRecord& r : s.result.recorded.at(0).ops) {
+      const workload::Op& op = p.ops[r.op];
+      if (op.layer != 0) continue;
+      const std::string& n = p.name(op);
+      if (n.rfind("cp_", 0) == 0 || n.rfind("core_attention", 0) == 0) {
+        at[n + (op.phase == workload::Phase::Forward ? "" : "/bwd")].push_back(&r);
+      }
+    }
+    ASSERT_EQ(at["cp_kv_all_gather"].size(), 1u);
+    ASSERT_EQ(at["core_attention_ring_local"].size(), 1u);
+    ASSERT_EQ(at["core_attention_ring_bwd/bwd"].size(), 2u);
+    ASSERT_EQ(at["cp_dkv_ring_exchange/bwd"].size(), 2u);
+    const sim::OpRecord& gather = *at["cp_kv_all_gather"][0];
+    const sim::OpRecord& local = *at["core_attention_ring_local"][0];
+    const sim::OpRecord& bwd_gather = *at["cp_kv_all_gather/bwd"][0];
+    const sim::OpRecord& bwd0 = *at["core_attention_ring_bwd/bwd"][0];
+    const sim::OpRecord& bwd1 = *at["core_attention_ring_bwd/bwd"][1];
+    const sim::OpRecord& exchange0 = *at["cp_dkv_ring_exchange/bwd"][0];
+    if (compiled) {
+      EXPECT_GE(local.begin_ns, gather.end_ns);
+      EXPECT_GE(bwd0.begin_ns, bwd_gather.end_ns);
+      EXPECT_GE(bwd1.begin_ns, exchange0.end_ns);
+    } else {
+      EXPECT_LT(local.begin_ns, gather.end_ns);
+      EXPECT_LT(bwd1.begin_ns, exchange0.end_ns);
+    }
+  }
+}
+
 TEST(ContextParallel, LargeRingsGroupStepsButMoveEveryBlock) {
   // c = 64: 16 ops per ring (4 blocks each) instead of 64, the same bytes (63 K/V blocks forward).
   const spec::JobSpec job = test::job_from_yaml(
