@@ -92,6 +92,22 @@ TEST(ContextParallel, PyTorchsRingGathersKvOnceAndMergesAndAccumulatesInFp32) {
   EXPECT_EQ(bytes["cp_ring_grad_cast/bwd"], std::vector<uint64_t>{6 * (out + kv)});
   EXPECT_EQ(bytes["core_attention_ring_step"].size(), 3u);
   EXPECT_EQ(bytes["core_attention_ring_bwd/bwd"].size(), 4u);
+  // Compiled, the later steps' K/V concatenations are dead code (the all-gather rotater gathers once and ignores
+  // them): only step 0 concatenates, forward and backward.
+  std::string compiled = yaml;
+  compiled.replace(compiled.find("framework: torchtitan, "), 23, "framework: torchtitan, compile: true, ");
+  const workload::Workload wc = workload::build_megatron_workload(test::job_from_yaml(compiled));
+  std::map<std::string, std::vector<uint64_t>> cbytes;
+  for (const auto& op : wc.programs[0].ops) {
+    if (op.layer != 0 || op.microbatch != 0) continue;
+    const std::string& n = wc.programs[0].name(op);
+    if (n.rfind("cp_ring_", 0) != 0) continue;
+    cbytes[n + (op.phase == workload::Phase::Forward ? "" : "/bwd")].push_back(op.bytes);
+  }
+  EXPECT_EQ(cbytes["cp_ring_merge"], (std::vector<uint64_t>{4 * kv, 38 * out, 38 * out, 38 * out}));
+  EXPECT_EQ(cbytes["cp_ring_grad_accumulate/bwd"],
+            (std::vector<uint64_t>{(4 + 10 + 8) * kv + 10 * out, (13 + 8) * kv + 10 * out, (13 + 8) * kv + 10 * out,
+                                   (13 + 8) * kv + 10 * out}));
   // Megatron-Core's ring (Transformer Engine) has none of this bookkeeping.
   const workload::Workload mc = workload::build_megatron_workload(test::job_from_yaml(cp_job("p2p")));
   for (const auto& op : mc.programs[0].ops) EXPECT_NE(mc.programs[0].name(op).rfind("cp_ring_", 0), 0u);

@@ -39,7 +39,7 @@ const FrameworkProfile& torchtitan_profile(bool compiled) {
     p.kernels.residual_add = {{2, 0}, {1, 0}};  // fused into the next norm (reads both inputs, writes the sum)
     p.kernels.swiglu = {{3, 0}, {5, 0}};
     p.kernels.gelu = p.kernels.swiglu;
-    p.ring_waits_at_issue = true;
+    p.ring_traced = true;
     // Inductor generates no code for complex arithmetic: the complex multiply stays PyTorch's kernel, with the casts
     // into and out of it fused into their own kernels, so RoPE moves the eager bytes (the same file: compiled RoPE
     // takes 0.79x the eager time, not the 0.2x a single fused kernel would).

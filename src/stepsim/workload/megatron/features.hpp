@@ -64,11 +64,12 @@ struct FrameworkProfile {
   // K/V all-gathered once per pass, each later step's output merged in fp32, dQ/dK/dV accumulated in fp32 and dK/dV
   // rotated in fp32. Off: Transformer Engine's double-buffered ring.
   bool pytorch_ring = false;
-  // The ring's collectives waited where they are issued: under torch.compile (fullgraph per block) a functional
-  // collective is traced with its wait_tensor right after it and Inductor does not move compute between them
-  // (reorder_for_compute_comm_overlap is off by default), so the K/V all-gather holds the first step and each dK/dV
-  // exchange the next. Eager, the wait comes where the result is first used.
-  bool ring_waits_at_issue = false;
+  // The ring traced into a compiled graph (torch.compile, fullgraph per block): a functional collective is traced with
+  // its wait_tensor right after it and Inductor does not move compute between them (reorder_for_compute_comm_overlap
+  // is off by default), so the K/V all-gather holds the first step and each dK/dV exchange the next; and the K/V
+  // concatenations of the later steps, which the all-gather rotater ignores (it gathers once), are dead code. Eager,
+  // a collective is waited where its result is first used and every concatenation runs.
+  bool ring_traced = false;
   int layer_modules = 14;
   int embedding_modules = 3;
   int head_modules = 2;

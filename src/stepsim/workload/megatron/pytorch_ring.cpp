@@ -45,6 +45,13 @@ RingShape ring_shape(const Context& cx) {
 
 Op eager(int64_t bytes) { return memop(ComputeCategory::Elementwise, bytes); }
 
+// The ring steps of group i that concatenate K/V for the rotation: all but the last step of the ring; traced into a
+// compiled graph only the first, whose concatenation the all-gather reads (the rotater ignores the later ones).
+int concatenating(const RingShape& r, int i, bool traced) {
+  if (traced) return i == 0 && r.c > 1 ? 1 : 0;
+  return r.rs.blocks(i) - (i + 1 == r.rs.n ? 1 : 0);
+}
+
 }  // namespace
 
 Ref pytorch_ring_fwd(Emitter& em, const Context& cx, Ref qkv, double flops, int64_t bytes, int64_t saved) {
@@ -53,13 +60,13 @@ Ref pytorch_ring_fwd(Emitter& em, const Context& cx, Ref qkv, double flops, int6
   const int64_t chunk = cx.d().s_loc;
   // Every rank's K/V, gathered once while the first step computes on the local block.
   const Ref all_kv = em.coll(cx, CollType::AllGather, GroupKind::Cp, cx.beta() * r.kv * r.c, "cp_kv_all_gather", qkv);
-  const bool waits = cx.f().profile.ring_waits_at_issue;
+  const bool traced = cx.f().profile.ring_traced;
   Ref merged{};
   for (int i = 0; i < r.rs.n; ++i) {
     const int blocks = r.rs.blocks(i);
     const int later = blocks - (i == 0 ? 1 : 0);             // blocks merged into the running output
-    const int handed_on = blocks - (i + 1 == r.rs.n ? 1 : 0);  // steps that concatenate K/V for the rotation
-    const std::vector<Ref> after = i == 0 ? (waits ? std::vector<Ref>{qkv, all_kv} : std::vector<Ref>{qkv})
+    const int handed_on = concatenating(r, i, traced);  // steps that concatenate K/V for the rotation
+    const std::vector<Ref> after = i == 0 ? (traced ? std::vector<Ref>{qkv, all_kv} : std::vector<Ref>{qkv})
                                           : std::vector<Ref>{all_kv};
     const Ref core = em.compute(cx, attention_op(cx, flops / r.c * blocks, bytes / r.c * blocks, chunk),
                                 i == 0 ? "core_attention_ring_local" : "core_attention_ring_step", after,
@@ -76,14 +83,14 @@ Ref pytorch_ring_bwd(Emitter& em, const Context& cx, Ref dout, double flops, int
   const int64_t chunk = cx.d().s_loc;
   em.compute(cx, eager(4 * (r.q + r.kv)), "cp_ring_grad_zeros", {dout});  // fp32 dQ, dK, dV accumulators
   const Ref all_kv = em.coll(cx, CollType::AllGather, GroupKind::Cp, cx.beta() * r.kv * r.c, "cp_kv_all_gather", dout);
-  const bool waits = cx.f().profile.ring_waits_at_issue;
+  const bool traced = cx.f().profile.ring_traced;
   Ref dkv{};
   for (int i = 0; i < r.rs.n; ++i) {
     const int blocks = r.rs.blocks(i);
     const int later = blocks - (i == 0 ? 1 : 0);
-    const int handed_on = blocks - (i + 1 == r.rs.n ? 1 : 0);
+    const int handed_on = concatenating(r, i, traced);
     std::vector<Ref> after{i == 0 ? dout : all_kv};
-    if (waits) after.push_back(i == 0 ? all_kv : dkv);  // the gather, then each exchange, waited where issued
+    if (traced) after.push_back(i == 0 ? all_kv : dkv);  // the gather, then each exchange, waited where issued
     const Ref core = em.compute(cx, attention_op(cx, 2.5 * flops / r.c * blocks, 2 * bytes / r.c * blocks, chunk),
                                 "core_attention_ring_bwd", after);
     // The step's dK/dV join the accumulators that arrived from the previous rank, which go on in fp32.
