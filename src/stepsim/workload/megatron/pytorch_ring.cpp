@@ -58,16 +58,16 @@ Ref pytorch_ring_fwd(Emitter& em, const Context& cx, Ref qkv, double flops, int6
   const RingShape r = ring_shape(cx);
   const RingKernelBytes k{cx.beta()};
   const int64_t chunk = cx.d().s_loc;
-  // Every rank's K/V, gathered once while the first step computes on the local block.
+  // Every rank's K/V, gathered once: eager, while the first step computes on the local block; traced, before it.
   const Ref all_kv = em.coll(cx, CollType::AllGather, GroupKind::Cp, cx.beta() * r.kv * r.c, "cp_kv_all_gather", qkv);
   const bool traced = cx.f().profile.ring_traced;
   Ref merged{};
   for (int i = 0; i < r.rs.n; ++i) {
     const int blocks = r.rs.blocks(i);
-    const int later = blocks - (i == 0 ? 1 : 0);             // blocks merged into the running output
+    const int later = blocks - (i == 0 ? 1 : 0);        // blocks merged into the running output
     const int handed_on = concatenating(r, i, traced);  // steps that concatenate K/V for the rotation
-    const std::vector<Ref> after = i == 0 ? (traced ? std::vector<Ref>{qkv, all_kv} : std::vector<Ref>{qkv})
-                                          : std::vector<Ref>{all_kv};
+    std::vector<Ref> after{i == 0 ? qkv : all_kv};
+    if (traced && i == 0) after.push_back(all_kv);
     const Ref core = em.compute(cx, attention_op(cx, flops / r.c * blocks, bytes / r.c * blocks, chunk),
                                 i == 0 ? "core_attention_ring_local" : "core_attention_ring_step", after,
                                 i == 0 ? saved : 0);
