@@ -3,8 +3,6 @@
 // built into the flow model's graph and the analytic models' inter-node rate. InputError is the expected outcome for
 // bad input; any other exception, a crash, UB, a hang, huge memory, or a graph or rate that breaks the invariants
 // below is a bug.
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdio>

@@ -3,8 +3,6 @@
 // when it has none). A reader either returns a table or throws an InputError whose message starts with the file's
 // path; any other exception, a crash or a hang is a bug. A GPU catalog that loads must give every GPU a name and
 // memory, and find it by that name.
-#include <unistd.h>
-
 #include <cstdint>
 #include <fstream>
 #include <string>
