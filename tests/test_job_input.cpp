@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <yaml-cpp/yaml.h>
+
+#include "stepsim/input/job_loader.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "test_util.hpp"
 #include "stepsim/catalog/catalog.hpp"
@@ -140,6 +143,39 @@ TEST(JobInput, SetOverridesAnyKey) {
   const auto r = run_cli("simulate " + path + " --set model.num_layers=abc");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("model.num_layers"), std::string::npos) << r.output;
+}
+
+// apply_overrides builds the node of a plain value (a number, name or path) itself instead of running YAML's parser:
+// every value, over an alphabet of YAML's indicators and the letters of its null and document-end spellings, must give
+// the node YAML::Load gives (text YAML refuses stays the string it is).
+TEST(JobInput, SetValuesAreReadAsYamlReadsThem) {
+  const std::string alphabet = "a1.-_/+nulNL~: #[,!&*?'";
+  std::vector<std::string> values = {"null", "Null", "NULL", "...", "....", "---", "1e9", "0x10", "+3", ".5", "-5",
+                                     "H100-SXM", "a/b/c.yaml", "true", "x-y", "1.5e-3", "nan", ".inf", "-.inf"};
+  for (const char a : alphabet) {
+    values.emplace_back(1, a);
+    for (const char b : alphabet) {
+      values.push_back(std::string{a, b});
+      for (const char c : alphabet) values.push_back(std::string{a, b, c});
+    }
+  }
+  for (const std::string& value : values) {
+    YAML::Node root;
+    spec::apply_overrides(root, {"k=" + value});
+    YAML::Node expected;
+    try {
+      expected = YAML::Load(value);
+    } catch (const YAML::Exception&) {
+      expected = YAML::Node(value);
+    }
+    const YAML::Node got = root["k"];
+    ASSERT_EQ(got.Type(), expected.Type()) << "'" << value << "'";
+    if (expected.IsScalar()) {
+      ASSERT_EQ(got.Scalar(), expected.Scalar()) << "'" << value << "'";
+    } else if (expected.IsSequence() || expected.IsMap()) {
+      ASSERT_EQ(got.size(), expected.size()) << "'" << value << "'";
+    }
+  }
 }
 
 TEST(JobInput, PathsInsideAJobAreRelativeToIt) {

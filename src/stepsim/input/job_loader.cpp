@@ -31,6 +31,40 @@ constexpr const char* kClusterFileKey = "_file";
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Whether YAML reads `value` as the plain scalar it is, letter for letter: letters, digits and `_ . / +`, with `-`
+// anywhere but first (a leading one may start a list), not `...` first (a document's end) and none of YAML's
+// spellings of null. Most values written with --set are such a number, name or path; building their node directly
+// skips a parser per override.
+bool is_literal_scalar(const std::string& value) {
+  if (value.empty() || value.front() == '-' || value.rfind("...", 0) == 0) return false;
+  if (value == "null" || value == "Null" || value == "NULL") return false;
+  for (const unsigned char c : value) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '.' || c == '/' || c == '+' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// An override's value as YAML reads it (a number, a name, a list or a mapping); text that is not YAML stays the
+// string it is.
+YAML::Node override_value(const std::string& value) {
+  if (is_literal_scalar(value)) {
+    YAML::Node v(value);
+    v.SetTag("?");  // as the parser tags a plain scalar
+    return v;
+  }
+  try {
+    return YAML::Load(value);
+  } catch (const YAML::Exception&) {
+    return YAML::Node(value);
+  }
+}
+
+}  // namespace
+
 void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides) {
   for (const auto& ov : overrides) {
     const auto eq = ov.find('=');
@@ -45,12 +79,7 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
       if (part.empty()) throw InputError("--set " + ov + ": empty key segment in '" + key + "'");
       parts.push_back(part);
     }
-    YAML::Node v;
-    try {
-      v = YAML::Load(value);
-    } catch (const YAML::Exception&) {
-      v = YAML::Node(value);
-    }
+    YAML::Node v = override_value(value);
     spec::check_yaml_tree(v, value.size(), "--set " + key);
     if (!root || !root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
     YAML::Node cur = root;
