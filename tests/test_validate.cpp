@@ -171,6 +171,34 @@ TEST(Validate, NvidiaBenchmarkFamiliesAndGradientPrecision) {
   EXPECT_FALSE(job_for_run(stepsim::catalog::shipped().gpus, row(runs, "N2407-GPT3-5B")).root["model"]["kv_channels"]);
 }
 
+// Llama 4 Maverick as NeMo builds it (Llama4Experts128Config: moe_layer_freq [0, 1] x 24, one shared expert of the
+// experts' width) and as NVIDIA's page ran it (the notes: EP64 ETP1, NeMo's token-drop callback at capacity 1.0,
+// padded). It was costed with every layer MoE and no shared expert: 778 B parameters for a 400 B model.
+TEST(Validate, Llama4MaverickAlternatesDenseAndMoeLayersWithASharedExpert) {
+  const auto runs = read_published_runs(test::source_dir() + "/../shared/data/published-runs/published_runs_blackwell.csv");
+  const PublishedRun& r = row(runs, "DGXC2505-Llama4-Maverick-GB200-bf16-128");
+  const RunJob j = job_for_run(stepsim::catalog::shipped().gpus, r);
+  const YAML::Node moe = j.root["model"]["moe"];
+  EXPECT_EQ(moe["layer_freq"].as<int>(), 2);
+  EXPECT_EQ(moe["first_k_dense"].as<int>(), 1);
+  EXPECT_EQ(moe["shared_expert_ffn_hidden_size"].as<int>(), 8192);
+  EXPECT_EQ(moe["capacity_factor"].as<double>(), 1.0);
+  EXPECT_TRUE(moe["pad_to_capacity"].as<bool>());
+  EXPECT_EQ(j.root["parallelism"]["expert_tensor"].as<int>(), 1);
+  const spec::JobSpec job = spec::job_from_node(stepsim::catalog::shipped().gpus, j.root, r.id);
+  int moe_layers = 0;
+  for (int l = 0; l < job.model.num_layers; ++l) moe_layers += job.model.is_moe_layer(l) ? 1 : 0;
+  EXPECT_EQ(moe_layers, 24);
+  EXPECT_FALSE(job.model.is_moe_layer(0));
+  EXPECT_TRUE(job.model.is_moe_layer(1));
+  // Model FLOPs per token, by hand (h 5120, 40 heads of 128, 8 KV heads, FFN 16384, experts 8192, s 8192, V 202048):
+  // attention projections 5120 x (5120 + 2048) + 5120 x 5120 = 62,914,560; dense MLP 3 x 5120 x 16384 =
+  // 251,658,240; MoE MLP 3 x 5120 x 8192 x (top-1 + shared) + router 5120 x 128 = 252,313,600; attention
+  // 4 x 8192 x 5120 = 167,772,160. 24 dense and 24 MoE layers, each 2 x (projections + MLP) + attention, x 3;
+  // logits 3 x 2 x 5120 x 202048. Total 121,057,443,840.
+  EXPECT_NEAR(step_flops(r, FlopConvention::Model) / double(r.global_batch * r.seq_len), 121057443840.0, 1.0);
+}
+
 // bench/validation/README.md: the check set's shapes agree with the published model TFLOP/s (kept in each row's notes
 // as "Published X model TFLOP/s"). NeMo 24.07 counts full attention, as step_flops does: within 0.2 % per row.
 TEST(Validate, NvidiaBenchmarkShapesMatchThePublishedFlops) {

@@ -7,12 +7,15 @@
 #include <cctype>
 #include <cstdlib>
 #include <functional>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/catalog/gpu_name.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/job/nvlink_domain.hpp"
+#include "stepsim/validate/moe_notes.hpp"
 
 namespace stepsim::validate {
 namespace {
@@ -42,6 +45,7 @@ struct Family {
   bool mla = false;
   int64_t shared_expert_ffn = 0;  // x moe_ffn_hidden
   int first_dense = 0;
+  int moe_layer_freq = 1;  // after the first_dense layers, every moe_layer_freq-th layer is MoE
   int mtp = 0;  // multi-token prediction depths of the published architecture (DeepSeek-V3: 1)
   int router_groups = 0, router_group_topk = 0;  // group-limited routing (DeepSeek-V2: 8 / 3, V3: 8 / 4)
   int64_t head_dim = 0;  // attention head width when not hidden / heads (Qwen3: 128); 0 = hidden / heads
@@ -68,6 +72,14 @@ Family family_of(const PublishedRun& r) {
     f.mtp = v3 ? 1 : 0;
     f.router_groups = 8;  // config.json n_group, topk_group
     f.router_group_topk = v3 ? 4 : 3;
+  } else if (n.find("llama4") != std::string::npos || n.find("llama-4") != std::string::npos ||
+             n.find("llama 4") != std::string::npos) {
+    // Llama 4 (NeMo's Llama4Experts16Config / Llama4Experts128Config, HF config.json): top-1 routing beside one
+    // shared expert of the routed experts' width; Maverick alternates dense and MoE layers, the first dense
+    // (moe_layer_freq [0, 1] x 24, HF interleave_moe_layer_step 2), Scout has MoE in every layer.
+    llama_like("Llama 4 (SwiGLU, RMSNorm, RoPE, shared expert; Maverick: dense and MoE layers alternating)");
+    f.shared_expert_ffn = 1;
+    if (n.find("maverick") != std::string::npos) f.first_dense = 1, f.moe_layer_freq = 2;
   } else if (n.find("nemotron") != std::string::npos) {
     // Nemotron-3/4 (NeMo's Nemotron configs, arXiv:2402.16819): squared-ReLU MLP of two GEMMs (ffn 4h), LayerNorm,
     // RoPE, no biases, untied embeddings, no dropout. Squared ReLU costs what GeLU costs.
@@ -184,7 +196,7 @@ double step_flops(const PublishedRun& r, FlopConvention c) {
   const double s = static_cast<double>(r.seq_len);
   double layers = 0;
   for (int l = 0; l < r.layers; ++l) {
-    const bool moe = r.moe_experts > 0 && l >= f.first_dense;
+    const bool moe = r.moe_experts > 0 && l >= f.first_dense && (l - f.first_dense) % f.moe_layer_freq == 0;
     layers += s * layer_linear_flops(r, f, moe) + 4.0 * s * s * attention_width(r, f);
   }
   const double logits = 2.0 * s * static_cast<double>(r.hidden) * static_cast<double>(r.vocab);
@@ -342,6 +354,15 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
     e["ffn_hidden_size"] = fe;
     if (f.shared_expert_ffn > 0) e["shared_expert_ffn_hidden_size"] = f.shared_expert_ffn * fe;
     if (f.first_dense > 0) e["first_k_dense"] = f.first_dense;
+    if (f.moe_layer_freq > 1) e["layer_freq"] = f.moe_layer_freq;
+    if (const auto drop = stated_token_drop(r.notes)) {
+      e["capacity_factor"] = drop->capacity_factor;
+      e["pad_to_capacity"] = drop->pad_to_capacity;
+      std::ostringstream a;
+      a << "token-drop routing, capacity factor " << drop->capacity_factor
+        << (drop->pad_to_capacity ? ", padded to capacity" : ", not padded") << " (the notes; NeMo's callback)";
+      assume(a.str());
+    }
     if (f.router_groups > 0) {
       e["router_num_groups"] = f.router_groups;
       e["router_group_topk"] = f.router_group_topk;
@@ -362,7 +383,11 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   if (r.ep > 1) p["expert"] = r.ep;
   // Megatron-Core MoE recipes fold EP into tensor x data ranks with expert tensor parallel size 1 when EP does not
   // fit in data x context (DeepSeek-V3: TP 2, EP 64, DP 32, ETP 1).
-  if (r.ep > 1 && r.moe_experts > 0 && r.tp > 1) {
+  const std::optional<int> etp = r.moe_experts > 0 ? stated_expert_tensor(r.notes) : std::nullopt;
+  if (etp) {
+    p["expert_tensor"] = *etp;
+    assume("expert_tensor " + std::to_string(*etp) + " (the notes)");
+  } else if (r.ep > 1 && r.moe_experts > 0 && r.tp > 1) {
     const int64_t dc = static_cast<int64_t>(r.num_gpus) / (int64_t{r.tp} * r.pp * r.cp) * r.cp;
     if (dc % r.ep != 0) {
       p["expert_tensor"] = 1;
