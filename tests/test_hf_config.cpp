@@ -186,6 +186,7 @@ TEST(HfConfig, Gpt2) {
   EXPECT_EQ(str(m, "position_embedding"), "learned");
   EXPECT_TRUE(m["add_bias_linear"].as<bool>());
   EXPECT_TRUE(m["tie_embeddings"].as<bool>());
+  EXPECT_EQ(m["attention_dropout"].as<double>(), 0.1);  // attn_pdrop
 }
 
 TEST(HfConfig, GptNeox20B) {
@@ -260,7 +261,7 @@ TEST(HfConfig, DeepSeekV3) {
 TEST(HfConfig, EmitsOnlySchemaKeys) {
   static const std::set<std::string> kModel = {
       "name", "num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels",
-      "ffn_hidden_size", "activation", "normalization", "add_bias_linear", "hidden_dropout", "position_embedding", "vocab_size", "seq_length",
+      "ffn_hidden_size", "activation", "normalization", "add_bias_linear", "hidden_dropout", "attention_dropout", "position_embedding", "vocab_size", "seq_length",
       "tie_embeddings", "attention", "moe", "mtp_layers",
       "_hf_assumed"};  // what the config left to defaults (kHfAssumedKey), read by the loader, not a schema key
   static const std::set<std::string> kAttention = {"type", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",

@@ -128,6 +128,8 @@ TEST(MegatronArgs, LauncherPrefixAndContinuationsAreAccepted) {
   EXPECT_EQ(i64(megatron_args_to_job_node("python pretrain_gpt.py " + kBase)["model"], "num_layers"), 4);
   // Without --hidden-dropout, Megatron's default 0.1.
   EXPECT_EQ(megatron_args_to_job_node("python pretrain_gpt.py " + kBase)["model"]["hidden_dropout"].as<double>(), 0.1);
+  // The same for --attention-dropout (it decides the unfused attention's dropout kernels and mask).
+  EXPECT_EQ(megatron_args_to_job_node("python pretrain_gpt.py " + kBase)["model"]["attention_dropout"].as<double>(), 0.1);
 }
 
 // examples/llama/train_llama3_8b_h100_fp8.sh with its defaults (TP=CP=1, FP8, mock data).
@@ -216,6 +218,7 @@ TEST(MegatronArgs, Llama3_8BExample) {
   EXPECT_EQ(i64(m, "kv_channels"), 128);
   EXPECT_EQ(i64(m, "ffn_hidden_size"), 14336);
   EXPECT_EQ(m["hidden_dropout"].as<double>(), 0.0);  // --hidden-dropout 0.0: no residual dropout masks stored
+  EXPECT_EQ(m["attention_dropout"].as<double>(), 0.0);  // --attention-dropout 0.0
   EXPECT_EQ(str(m, "activation"), "swiglu");
   EXPECT_EQ(str(m, "normalization"), "layernorm");  // the script keeps Megatron's default LayerNorm
   EXPECT_EQ(str(m, "position_embedding"), "rope");

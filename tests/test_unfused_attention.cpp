@@ -49,6 +49,25 @@ TEST(UnfusedAttention, ScoresSoftmaxDropoutAndContextAsSeparateKernels) {
   EXPECT_EQ(bwd.at("scale_mask_softmax_bwd").bytes, 6 * scores);
 }
 
+// model.attention_dropout 0 (Llama-style and DeepSeek models; the default for gated MLPs): PyTorch's dropout at p = 0
+// returns its input (ATen `_dropout`), so no dropout kernel runs either way and only the probabilities are stored, 2 B
+// per score instead of 5.
+TEST(UnfusedAttention, NoDropoutKernelsOrMaskAtZeroAttentionDropout) {
+  std::string yaml = test::small_gpt_yaml(1, 1, 1, 1, "", ", attention_backend: unfused");
+  yaml.replace(yaml.find("seq_length: 1024}"), 17, "seq_length: 1024, attention_dropout: 0}");
+  const workload::Workload w = workload::build_megatron_workload(test::job_from_yaml(yaml));
+  const auto fwd = first_ops(w.programs[0], workload::Phase::Forward);
+  const auto bwd = first_ops(w.programs[0], workload::Phase::Backward);
+  const uint64_t scores = 16ull * 1024 * 1024;
+  EXPECT_EQ(fwd.count("attention_dropout"), 0u);
+  EXPECT_EQ(bwd.count("attention_dropout_bwd"), 0u);
+  EXPECT_EQ(fwd.at("scale_mask_softmax").mem_alloc_at_start, int64_t(2 * scores));
+  EXPECT_EQ(bwd.at("scale_mask_softmax_bwd").bytes, 6 * scores);
+  // The model reads the key as given; a GELU model without it keeps Megatron's 0.1 (the test above).
+  EXPECT_EQ(test::job_from_yaml(yaml).model.attention_dropout, 0.0);
+  EXPECT_EQ(attention_job("").model.attention_dropout, 0.1);
+}
+
 TEST(UnfusedAttention, SelectiveRecomputeDropsTheScoresAndReRunsThem) {
   const workload::Workload w =
       workload::build_megatron_workload(attention_job(", attention_backend: unfused, recompute: selective"));

@@ -199,6 +199,24 @@ TEST(Validate, Llama4MaverickAlternatesDenseAndMoeLayersWithASharedExpert) {
   EXPECT_NEAR(step_flops(r, FlopConvention::Model) / double(r.global_batch * r.seq_len), 121057443840.0, 1.0);
 }
 
+// DeepSeek-V3 on GB200 in NeMo 25.04 (Transformer Engine < 2.5: no fused attention kernel for MLA's Q·K head dim 192
+// on sm100) runs TE's unfused attention, without dropout (attention_dropout 0); on B200 with Megatron-Bridge 25.11
+// (no NeMo container named) and on H100 it is fused.
+TEST(Validate, MlaOnBlackwellBeforeTransformerEngine25RunsUnfused) {
+  const auto& gpus = stepsim::catalog::shipped().gpus;
+  const auto bw = read_published_runs(test::source_dir() + "/../shared/data/published-runs/published_runs_blackwell.csv");
+  const RunJob gb200 = job_for_run(gpus, row(bw, "DGXC2505-DeepSeekV3-GB200-bf16-128"));
+  EXPECT_EQ(gb200.root["training"]["attention_backend"].as<std::string>(), "unfused");
+  EXPECT_EQ(gb200.root["model"]["attention_dropout"].as<double>(), 0.0);
+  EXPECT_EQ(job_for_run(gpus, row(bw, "MBR2511-DeepSeekV3-B200-mxfp8-256")).root["training"]["attention_backend"]
+                .as<std::string>(),
+            "flash");
+  const auto hopper = read_published_runs(shared_csv());
+  EXPECT_EQ(job_for_run(gpus, row(hopper, "DGXC-DSV3-bf16-1024")).root["training"]["attention_backend"]
+                .as<std::string>(),
+            "flash");
+}
+
 // bench/validation/README.md: the check set's shapes agree with the published model TFLOP/s (kept in each row's notes
 // as "Published X model TFLOP/s"). NeMo 24.07 counts full attention, as step_flops does: within 0.2 % per row.
 TEST(Validate, NvidiaBenchmarkShapesMatchThePublishedFlops) {

@@ -188,6 +188,7 @@ struct Model {
   bool swiglu = true, rmsnorm = true, bias = false, tie = false;
   bool rope = true;  // every supported family but GPT-2 uses rotary embeddings
   double hidden_dropout = 0.0;  // residual dropout; the Llama-style families have none
+  double attention_dropout = 0.0;  // dropout of the attention probabilities (transformers' configs default to 0)
   bool mla = false;
   int64_t window = 0;              // sliding window: keys before the query (Megatron's LEFT); 0 = none
   std::vector<int> window_layers;  // per layer, 1 = windowed; empty = every layer
@@ -261,6 +262,7 @@ void read_llama_style(const Config& c, Model& m, bool mla) {
   m.swiglu = true;
   m.rmsnorm = true;
   m.tie = c.opt_bool("tie_word_embeddings", false);
+  m.attention_dropout = c.opt_probability("attention_dropout", 0.0);  // LlamaConfig's (and its kin's) default
 }
 
 // Non-gated GELU-family MLPs cost the same two GEMMs whichever GELU approximation is used.
@@ -291,6 +293,8 @@ void read_gpt2(const Config& c, Model& m) {
   m.rope = false;  // learned absolute positions (wpe)
   m.hidden_dropout = c.opt_probability("resid_pdrop", 0.1);  // GPT2Config's default
   if (!c.get("resid_pdrop")) m.assumed["hidden_dropout"] = "0.1: resid_pdrop absent (GPT2Config's default)";
+  m.attention_dropout = c.opt_probability("attn_pdrop", 0.1);  // GPT2Config's default
+  if (!c.get("attn_pdrop")) m.assumed["attention_dropout"] = "0.1: attn_pdrop absent (GPT2Config's default)";
   m.tie = c.opt_bool("tie_word_embeddings", true);  // PretrainedConfig default; GPT-2 ties
 }
 
@@ -315,6 +319,7 @@ void read_gpt_neox(const Config& c, Model& m) {
   }
   c.opt_bool("use_parallel_residual", true);
   m.hidden_dropout = c.opt_probability("hidden_dropout", 0.0);  // GPTNeoXConfig's default
+  m.attention_dropout = c.opt_probability("attention_dropout", 0.0);  // GPTNeoXConfig's default
   m.swiglu = false;
   m.rmsnorm = false;
   m.bias = true;
@@ -478,6 +483,7 @@ YAML::Node to_node(const Model& m) {
   n["normalization"] = m.rmsnorm ? "rmsnorm" : "layernorm";
   n["add_bias_linear"] = m.bias;
   n["hidden_dropout"] = m.hidden_dropout;  // explicit: the loader's default follows the activation
+  n["attention_dropout"] = m.attention_dropout;
   // Explicit, because the loader's default follows the activation and GPT-NeoX is GELU with RoPE.
   n["position_embedding"] = m.rope ? "rope" : "learned";
   n["vocab_size"] = m.vocab;

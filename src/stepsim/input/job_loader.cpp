@@ -200,6 +200,7 @@ ModelSpec read_model(StrictSection s) {
   // Megatron's default is 0.1 (GPT-3, BLOOM, MT-NLG trained with it); gated-MLP models (Llama, Mistral, Qwen,
   // DeepSeek) train without dropout.
   m.hidden_dropout = s.get_double("hidden_dropout", m.activation == Activation::Gelu ? 0.1 : 0.0, 0.0, 0.99);
+  m.attention_dropout = s.get_double("attention_dropout", m.activation == Activation::Gelu ? 0.1 : 0.0, 0.0, 0.99);
   m.position_embedding = s.get_enum<PositionEmbedding>(
       "position_embedding", m.activation == Activation::Gelu ? PositionEmbedding::Learned : PositionEmbedding::Rope,
       {{"learned", PositionEmbedding::Learned}, {"rope", PositionEmbedding::Rope}});

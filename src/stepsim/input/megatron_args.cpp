@@ -260,7 +260,7 @@ const Table& table() {
             "--rotary-percent", "--rotary-seq-len-interpolation-factor", "--rope-scaling-factor", "--rope-type",
             "--rotary-scaling-factor", "--mscale", "--mscale-all-dim", "--no-rope-freq", "--softmax-type",
             "--relative-attention-num-buckets", "--relative-attention-max-distance", "--norm-epsilon",
-            "--init-method-std", "--embedding-init-method-std", "--attention-dropout",
+            "--init-method-std", "--embedding-init-method-std",
             "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--weight-decay-incr-style", "--clip-grad",
             "--adam-beta1", "--adam-beta2", "--adam-eps", "--sgd-momentum", "--lr",
             "--lr-decay-style", "--lr-wsd-decay-style", "--lr-decay-iters", "--lr-decay-samples",
@@ -306,7 +306,7 @@ const Table& table() {
         Kind::List0, Use::Ignore);
     add(t, {"--recompute-modules"}, Kind::List0, Use::Map);
     add(t, {"--moe-token-dispatcher-type"}, Kind::Value, Use::Map);
-    add(t, {"--hidden-dropout"}, Kind::Value, Use::Map);
+    add(t, {"--hidden-dropout", "--attention-dropout"}, Kind::Value, Use::Map);
     add(t, {"--moe-shared-expert-overlap", "--moe-layer-recompute", "--moe-permute-fusion"}, Kind::Flag, Use::Map);
     add(t, {"--cp-comm-type"}, Kind::List1, Use::Map);
     add(t, {"--hierarchical-context-parallel-sizes"}, Kind::List1, Use::Map);
@@ -732,6 +732,11 @@ YAML::Node build(const Args& a) {
   const double hidden_dropout = a.opt_float("--hidden-dropout").value_or(0.1);
   if (!(hidden_dropout >= 0 && hidden_dropout < 1)) fail("--hidden-dropout", "must be in [0, 1), got " + printable(*a.get("--hidden-dropout")));
   model["hidden_dropout"] = hidden_dropout;
+  const double attention_dropout = a.opt_float("--attention-dropout").value_or(0.1);  // Megatron's default
+  if (!(attention_dropout >= 0 && attention_dropout < 1)) {
+    fail("--attention-dropout", "must be in [0, 1), got " + printable(*a.get("--attention-dropout")));
+  }
+  model["attention_dropout"] = attention_dropout;
   // Default learned_absolute (a seq_length x hidden table); rope and mrope are rotary. "none" has
   // neither a table nor parameters, which costs the same as rotary. --use-rotary-position-embeddings
   // is the deprecated spelling of rope, and --no-position-embedding is only accepted with rope.

@@ -153,6 +153,7 @@ void read_tt_model(TomlSection s, TorchtitanJob& c) {
   m["normalization"] = "rmsnorm";
   m["add_bias_linear"] = false;
   m["hidden_dropout"] = 0.0;
+  m["attention_dropout"] = 0.0;
   m["tie_embeddings"] = false;
   m["position_embedding"] = "rope";
   m["vocab_size"] = kLlama3Vocab;

@@ -113,6 +113,10 @@ struct ModelSpec {
   // rate stores a 1-byte mask per element at each bias-dropout-add for backward; at 0 PyTorch's dropout returns its
   // input and stores nothing.
   double hidden_dropout = 0.1;
+  // Dropout on the attention probabilities (Megatron's --attention-dropout). Only the unfused attention core runs it
+  // as kernels of its own and stores its mask (FlashAttention draws it inside the kernel); at 0 it is neither run nor
+  // stored.
+  double attention_dropout = 0.1;
   PositionEmbedding position_embedding = PositionEmbedding::Learned;  // learned absolute (GPT) or rotary
   int64_t vocab_size = 0;
   int64_t seq_length = 0;

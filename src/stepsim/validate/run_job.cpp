@@ -306,6 +306,32 @@ double measured_step_time_s(const hw::GpuCatalog& catalog_gpus, const PublishedR
 }
 
 
+// The NeMo container a row's notes name ("nvcr.io/nvidia/nemo:25.04.01") as year x 100 + month, or 0.
+int nemo_container(const std::string& notes) {
+  const std::string l = lower_case(notes);
+  const size_t at = l.find("nemo:");
+  if (at == std::string::npos) return 0;
+  int year = 0, month = 0;
+  size_t p = at + 5;
+  while (p < l.size() && std::isdigit(static_cast<unsigned char>(l[p])) != 0 && year < 100) year = year * 10 + (l[p++] - '0');
+  if (p >= l.size() || l[p] != '.' || year == 0 || year >= 100) return 0;
+  ++p;
+  while (p < l.size() && std::isdigit(static_cast<unsigned char>(l[p])) != 0 && month < 100) {
+    month = month * 10 + (l[p++] - '0');
+  }
+  return month >= 1 && month <= 12 ? year * 100 + month : 0;
+}
+
+// Transformer Engine before 2.5 has no fused attention for MLA on Blackwell: cuDNN's fused kernels are off on sm100
+// for head dims above 128 (common/fused_attn/fused_attn.cpp, v2.2 to v2.4; 2.5 adds Q·K 192 / V 128 for training)
+// and FlashAttention is off when the Q·K and V head dims differ (pytorch/dot_product_attention/utils.py: "does not
+// support MLA"), so DotProductAttention falls back to its unfused path. NeMo's containers up to 25.04 predate 2.5.
+bool unfused_mla_on_blackwell(const PublishedRun& r, const Family& f, const hw::GpuSpec& gpu) {
+  if (!f.mla || gpu.arch != hw::GpuArch::Blackwell) return false;
+  const int container = nemo_container(r.notes);
+  return container > 0 && container <= 2504;
+}
+
 RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   RunJob out;
   auto assume = [&](const std::string& s) { out.assumptions.push_back(s); };
@@ -329,6 +355,7 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   m["ffn_hidden_size"] = r.ffn_hidden;
   m["activation"] = f.gated ? "swiglu" : "gelu";
   m["hidden_dropout"] = f.dropout ? 0.1 : 0.0;
+  m["attention_dropout"] = f.dropout ? 0.1 : 0.0;
   m["normalization"] = f.rmsnorm ? "rmsnorm" : "layernorm";
   m["add_bias_linear"] = f.bias;
   m["tie_embeddings"] = f.tied;
@@ -497,10 +524,15 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
            "checkpointing; 8K tokens per context-parallel rank)");
   }
   // (a modern run's unstated recompute is decided by validation.cpp: the least recompute that fits in memory)
-  const std::string backend = !r.attention_backend.empty() ? r.attention_backend : old ? "unfused" : "flash";
+  const bool te_unfused_mla = unfused_mla_on_blackwell(r, f, gpu_of(gpus, r));
+  const std::string backend =
+      !r.attention_backend.empty() ? r.attention_backend : old || te_unfused_mla ? "unfused" : "flash";
   t["attention_backend"] = backend;
   if (r.attention_backend.empty()) {
-    assume(old ? "attention unfused (Megatron-LM before FlashAttention)" : "attention: flash (fused kernels)");
+    assume(old              ? "attention unfused (Megatron-LM before FlashAttention)"
+           : te_unfused_mla ? "attention unfused: MLA on Blackwell in a NeMo container before Transformer Engine 2.5 "
+                              "(no fused kernel for Q·K head dim 192 on sm100)"
+                            : "attention: flash (fused kernels)");
   }
   const std::string dopt = lower_case(r.dist_optimizer);
   bool dist = !old;

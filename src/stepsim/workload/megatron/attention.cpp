@@ -78,7 +78,10 @@ Ref mla_projections_fwd(Emitter& em, const Context& cx, Ref n, bool norm_kept, i
 // micro-batch x local heads, fused scale-mask-softmax, dropout, ·V. The causal mask is applied to the full s x s
 // scores, so none of it is skipped. Stored for backward: Q, K, V, the probabilities (β bytes), the dropout mask
 // (1 byte) and the dropped probabilities (β): 5·a·s²·b bytes per layer at β = 2 (Korthikanti et al. 2022), unless
-// selective recompute re-creates them in backward.
+// selective recompute re-creates them in backward. At `attention_dropout` 0 there is no dropout: PyTorch's dropout
+// returns its input without a kernel (ATen `_dropout` at p = 0) and nothing of it is stored (2·a·s²·b).
+bool runs_attention_dropout(const Context& cx) { return cx.job().model.attention_dropout > 0; }
+
 Ref unfused_attention_fwd(Emitter& em, const Context& cx, Ref qkv, bool recompute) {
   const ModelDims& d = cx.d();
   const int64_t beta = cx.beta();
@@ -89,8 +92,10 @@ Ref unfused_attention_fwd(Emitter& em, const Context& cx, Ref qkv, bool recomput
                       recompute ? 0 : beta * d.tokens * (d.q_width + d.kv_width));
   Ref sm = em.compute(cx, memop(ComputeCategory::Elementwise, 2 * beta * scores), "scale_mask_softmax", {qk},
                       keep ? beta * scores : 0);
-  Ref dr = em.compute(cx, memop(ComputeCategory::Elementwise, (2 * beta + 1) * scores), "attention_dropout", {sm},
-                      keep ? (beta + 1) * scores : 0);
+  const Ref dr = runs_attention_dropout(cx)
+                     ? em.compute(cx, memop(ComputeCategory::Elementwise, (2 * beta + 1) * scores), "attention_dropout",
+                                  {sm}, keep ? (beta + 1) * scores : 0)
+                     : sm;
   if (recompute) return dr;  // the backward needs the probabilities, not the context again
   return em.compute(cx, batched_gemm(cx, batch, d.s_loc, d.d_v, d.s), "attention_context", {dr});
 }
@@ -105,7 +110,9 @@ Ref unfused_attention_bwd(Emitter& em, const Context& cx, Ref in) {
   if (cx.recomputes(spec::RecomputeModule::CoreAttn)) in = unfused_attention_fwd(em, cx.in(Phase::Recompute), in, true);
   em.compute(cx, batched_gemm(cx, batch, d.s, d.d_v, d.s_loc), "attention_context_dgrad_v", {in});
   em.compute(cx, batched_gemm(cx, batch, d.s_loc, d.s, d.d_v), "attention_context_dgrad_probs", {});
-  em.compute(cx, memop(ComputeCategory::Elementwise, (2 * beta + 1) * scores), "attention_dropout_bwd", {});
+  if (runs_attention_dropout(cx)) {
+    em.compute(cx, memop(ComputeCategory::Elementwise, (2 * beta + 1) * scores), "attention_dropout_bwd", {});
+  }
   em.compute(cx, memop(ComputeCategory::Elementwise, 3 * beta * scores), "scale_mask_softmax_bwd", {});
   em.compute(cx, batched_gemm(cx, batch, d.s_loc, d.d_qk, d.s), "attention_scores_dgrad_q", {});
   return em.compute(cx, batched_gemm(cx, batch, d.s, d.d_qk, d.s_loc), "attention_scores_dgrad_k", {});
