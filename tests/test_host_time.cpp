@@ -102,8 +102,11 @@ TEST(HostTime, MoeDispatcherSynchronisesTheHostOncePerForward) {
     EXPECT_EQ(c.syncs, 4) << d;
     EXPECT_EQ(c.gathers, 0) << d;
   }
-  // Static shapes: no synchronisation.
-  EXPECT_EQ(count(moe_job(", capacity_factor: 1.0, pad_to_capacity: true")).syncs, 0);
+  // Static shapes: no synchronisation, and no all-gather of counts (every split is the capacity).
+  const SyncCount padded = count(moe_job(", capacity_factor: 1.0, pad_to_capacity: true"));
+  EXPECT_EQ(padded.syncs, 0);
+  EXPECT_EQ(padded.gathers, 0);
+  EXPECT_EQ(count(moe_job(", capacity_factor: 1.0")).gathers, 4);  // dropped but not padded: counts vary
   // Full recompute re-runs the forward, synchronisation included.
   EXPECT_EQ(count(moe_job("", ", recompute: full")).syncs, 2 * 4);
 }

@@ -134,8 +134,10 @@ Ref moe_to_experts(Emitter& em, const Context& cx, Ref dep, bool backward) {
   const std::string sfx = backward ? "_bwd" : "";
   const char* permute = backward ? "token_unpermute_bwd" : "token_permute";
   Ref x = dep;
-  // The alltoall dispatcher gathers every rank's tokens-per-expert counts over the expert group for the split sizes.
-  const Ref counts = type == spec::TokenDispatcher::AllToAll && !backward
+  // The alltoall dispatcher gathers every rank's tokens-per-expert counts over the expert group for the split sizes;
+  // padded to the capacity, every split is the capacity and nothing is gathered (MoEAlltoAllTokenDispatcher.preprocess
+  // returns before the gather when drop_and_pad).
+  const Ref counts = type == spec::TokenDispatcher::AllToAll && !backward && !cx.job().model.moe->pad_to_capacity
                          ? em.coll(cx, CollType::AllGather, GroupKind::Ep,
                                    8 * int64_t{cx.job().model.moe->num_experts} * d.e, "moe_token_count_all_gather", dep)
                          : dep;
