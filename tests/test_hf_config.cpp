@@ -189,6 +189,23 @@ TEST(HfConfig, Gpt2) {
   EXPECT_EQ(m["attention_dropout"].as<double>(), 0.1);  // attn_pdrop
 }
 
+// The attention dropout a config states is read (GPT-2's attn_pdrop, the Llama family's attention_dropout), and GPT-2
+// without one gets GPT2Config's 0.1, named as assumed.
+TEST(HfConfig, AttentionDropoutAsTheConfigStatesIt) {
+  const std::string gpt2 = R"({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 8,
+                               "vocab_size": 10)";
+  EXPECT_EQ(hf_config_to_model_node(gpt2 + R"(, "attn_pdrop": 0.05})", "g.json")["attention_dropout"]
+                .as<double>(),
+            0.05);
+  const YAML::Node unstated = hf_config_to_model_node(gpt2 + "}", "g.json");
+  EXPECT_EQ(unstated["attention_dropout"].as<double>(), 0.1);
+  EXPECT_TRUE(unstated["_hf_assumed"]["attention_dropout"]);
+  const std::string llama = R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 10, "max_position_embeddings": 8,
+      "attention_dropout": 0.2})";
+  EXPECT_EQ(hf_config_to_model_node(llama, "l.json")["attention_dropout"].as<double>(), 0.2);
+}
+
 TEST(HfConfig, GptNeox20B) {
   const YAML::Node m = load("gpt-neox-20b.json");
   EXPECT_EQ(i64(m, "num_layers"), 44);
@@ -261,7 +278,8 @@ TEST(HfConfig, DeepSeekV3) {
 TEST(HfConfig, EmitsOnlySchemaKeys) {
   static const std::set<std::string> kModel = {
       "name", "num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels",
-      "ffn_hidden_size", "activation", "normalization", "add_bias_linear", "hidden_dropout", "attention_dropout", "position_embedding", "vocab_size", "seq_length",
+      "ffn_hidden_size", "activation", "normalization", "add_bias_linear", "hidden_dropout", "attention_dropout",
+      "position_embedding", "vocab_size", "seq_length",
       "tie_embeddings", "attention", "moe", "mtp_layers",
       "_hf_assumed"};  // what the config left to defaults (kHfAssumedKey), read by the loader, not a schema key
   static const std::set<std::string> kAttention = {"type", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",

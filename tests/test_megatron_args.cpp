@@ -129,7 +129,8 @@ TEST(MegatronArgs, LauncherPrefixAndContinuationsAreAccepted) {
   // Without --hidden-dropout, Megatron's default 0.1.
   EXPECT_EQ(megatron_args_to_job_node("python pretrain_gpt.py " + kBase)["model"]["hidden_dropout"].as<double>(), 0.1);
   // The same for --attention-dropout (it decides the unfused attention's dropout kernels and mask).
-  EXPECT_EQ(megatron_args_to_job_node("python pretrain_gpt.py " + kBase)["model"]["attention_dropout"].as<double>(), 0.1);
+  EXPECT_EQ(megatron_args_to_job_node("python pretrain_gpt.py " + kBase)["model"]["attention_dropout"].as<double>(),
+            0.1);
 }
 
 // examples/llama/train_llama3_8b_h100_fp8.sh with its defaults (TP=CP=1, FP8, mock data).

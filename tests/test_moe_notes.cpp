@@ -43,6 +43,16 @@ TEST(MoeNotes, TokenDropAsNeMosCallbackSetsIt) {
   ASSERT_TRUE(d);
   EXPECT_EQ(d->capacity_factor, 1.0);
   EXPECT_FALSE(stated_token_drop("token-dropless (page footnote; moe_router_force_load_balancing True)"));
+  EXPECT_FALSE(stated_token_drop("dropless: no token drop, without token-drop"));
+  // Padding off however it is written; a factor that is not a plain number in Megatron's range keeps the default.
+  for (const char* off : {"token drop (not padded)", "token drop, without padding.", "token drop, padding off"}) {
+    ASSERT_TRUE(stated_token_drop(off)) << off;
+    EXPECT_FALSE(stated_token_drop(off)->pad_to_capacity) << off;
+  }
+  for (const char* odd : {"token drop (capacity inf)", "token drop (capacity 0x10)", "token drop (capacity 0.001)"}) {
+    ASSERT_TRUE(stated_token_drop(odd)) << odd;
+    EXPECT_EQ(stated_token_drop(odd)->capacity_factor, 1.0) << odd;
+  }
   EXPECT_FALSE(stated_token_drop("dropless MoE"));
 }
 

@@ -175,7 +175,8 @@ TEST(Validate, NvidiaBenchmarkFamiliesAndGradientPrecision) {
 // experts' width) and as NVIDIA's page ran it (the notes: EP64 ETP1, NeMo's token-drop callback at capacity 1.0,
 // padded). It was costed with every layer MoE and no shared expert: 778 B parameters for a 400 B model.
 TEST(Validate, Llama4MaverickAlternatesDenseAndMoeLayersWithASharedExpert) {
-  const auto runs = read_published_runs(test::source_dir() + "/../shared/data/published-runs/published_runs_blackwell.csv");
+  const auto runs =
+      read_published_runs(test::source_dir() + "/../shared/data/published-runs/published_runs_blackwell.csv");
   const PublishedRun& r = row(runs, "DGXC2505-Llama4-Maverick-GB200-bf16-128");
   const RunJob j = job_for_run(stepsim::catalog::shipped().gpus, r);
   const YAML::Node moe = j.root["model"]["moe"];
@@ -204,7 +205,8 @@ TEST(Validate, Llama4MaverickAlternatesDenseAndMoeLayersWithASharedExpert) {
 // (no NeMo container named) and on H100 it is fused.
 TEST(Validate, MlaOnBlackwellBeforeTransformerEngine25RunsUnfused) {
   const auto& gpus = stepsim::catalog::shipped().gpus;
-  const auto bw = read_published_runs(test::source_dir() + "/../shared/data/published-runs/published_runs_blackwell.csv");
+  const auto bw =
+      read_published_runs(test::source_dir() + "/../shared/data/published-runs/published_runs_blackwell.csv");
   const RunJob gb200 = job_for_run(gpus, row(bw, "DGXC2505-DeepSeekV3-GB200-bf16-128"));
   EXPECT_EQ(gb200.root["training"]["attention_backend"].as<std::string>(), "unfused");
   EXPECT_EQ(gb200.root["model"]["attention_dropout"].as<double>(), 0.0);

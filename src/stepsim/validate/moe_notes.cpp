@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
+#include <charconv>
+#include <system_error>
 
 #include "stepsim/validate/published_run.hpp"
 
@@ -19,15 +20,35 @@ size_t find_word_start(const std::string& text, const std::string& word, size_t 
   return std::string::npos;
 }
 
-// The token-drop phrase: where "token-drop" / "token drop" starts, skipping "token-dropless".
+bool preceded_by(const std::string& text, size_t at, const std::string& word) {
+  return at >= word.size() && text.compare(at - word.size(), word.size(), word) == 0;
+}
+
+// The token-drop phrase: where "token-drop" / "token drop" starts, skipping "token-dropless" and a negated one ("no
+// token drop", "without token-drop").
 size_t find_token_drop(const std::string& notes) {
   for (const char* spelling : {"token-drop", "token drop"}) {
     const std::string word(spelling);
     for (size_t at = notes.find(word); at != std::string::npos; at = notes.find(word, at + 1)) {
-      if (notes.compare(at + word.size(), 4, "less") != 0) return at;
+      if (notes.compare(at + word.size(), 4, "less") == 0) continue;
+      if (preceded_by(notes, at, "no ") || preceded_by(notes, at, "without ")) continue;
+      return at;
     }
   }
   return std::string::npos;
+}
+
+// A capacity factor written as digits and one point ("1.0", "2"), in Megatron's accepted range; none otherwise.
+std::optional<double> capacity_number(const std::string& text, size_t at) {
+  size_t e = at;
+  while (e < text.size() && e - at < 12 &&
+         (std::isdigit(static_cast<unsigned char>(text[e])) != 0 || text[e] == '.')) {
+    ++e;
+  }
+  double v = 0;
+  const auto [p, ec] = std::from_chars(text.data() + at, text.data() + e, v, std::chars_format::fixed);
+  if (ec != std::errc() || p == text.data() + at || !(v >= 0.01 && v <= 1000)) return std::nullopt;
+  return v;
 }
 
 }  // namespace
@@ -40,7 +61,8 @@ std::optional<int> stated_expert_tensor(const std::string& notes) {
     size_t e = p;
     while (e < l.size() && std::isdigit(static_cast<unsigned char>(l[e])) != 0 && e - p < 4) ++e;
     if (e == p || (e < l.size() && is_identifier_char(l[e]))) continue;
-    const int n = std::atoi(l.substr(p, e - p).c_str());
+    int n = 0;
+    std::from_chars(l.data() + p, l.data() + e, n);
     if (n >= 1) return n;
   }
   return std::nullopt;
@@ -56,16 +78,14 @@ std::optional<TokenDrop> stated_token_drop(const std::string& notes) {
   size_t end = l.size();
   for (const char* stop : {")", ";", ". "}) end = std::min(end, l.find(stop, at));
   const std::string phrase = l.substr(at, end - at);
-  for (const char* key : {"capacity factor ", "capacity "}) {
+  for (const std::string key : {"capacity factor ", "capacity "}) {
     const size_t c = phrase.find(key);
     if (c == std::string::npos) continue;
-    char* stop = nullptr;
-    const double v = std::strtod(phrase.c_str() + c + std::char_traits<char>::length(key), &stop);
-    if (stop != phrase.c_str() + c + std::char_traits<char>::length(key) && v > 0) d.capacity_factor = v;
+    if (const auto v = capacity_number(phrase, c + key.size())) d.capacity_factor = *v;
     break;
   }
-  if (phrase.find("no pad") != std::string::npos || phrase.find("unpadded") != std::string::npos) {
-    d.pad_to_capacity = false;
+  for (const char* off : {"no pad", "not pad", "without pad", "unpadded", "padding off"}) {
+    if (phrase.find(off) != std::string::npos) d.pad_to_capacity = false;
   }
   return d;
 }

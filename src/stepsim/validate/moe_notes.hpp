@@ -18,8 +18,9 @@ struct TokenDrop {
 
 // "token-drop" or "token drop" (not "token-dropless") in the notes. NeMo's MegatronTokenDropCallback
 // (nemo/lightning/pytorch/callbacks/moe_token_drop.py) sets moe_expert_capacity_factor 1.0 and
-// moe_pad_expert_input_to_capacity True unless given others: a "capacity <x>" or "capacity factor <x>" in the notes
-// replaces the factor; "no pad" or "unpadded" turns the padding off.
+// moe_pad_expert_input_to_capacity True unless given others: a "capacity <x>" or "capacity factor <x>" in the phrase
+// (digits, in [0.01, 1000]) replaces the factor; "no pad", "not pad", "without pad", "unpadded" or "padding off" turns
+// the padding off. A negated mention ("no token drop", "without token-drop") is not one.
 std::optional<TokenDrop> stated_token_drop(const std::string& notes);
 
 }  // namespace stepsim::validate

@@ -53,6 +53,18 @@ struct Family {
   const char* name = "GPT";
 };
 
+// "llama4", "llama-4" or "llama 4" not followed by a digit (Llama-405B is Llama 3).
+bool names_llama4(const std::string& lower_name) {
+  for (const char* spelling : {"llama4", "llama-4", "llama 4"}) {
+    const std::string w(spelling);
+    for (size_t at = lower_name.find(w); at != std::string::npos; at = lower_name.find(w, at + 1)) {
+      const size_t next = at + w.size();
+      if (next >= lower_name.size() || std::isdigit(static_cast<unsigned char>(lower_name[next])) == 0) return true;
+    }
+  }
+  return false;
+}
+
 Family family_of(const PublishedRun& r) {
   const std::string n = lower_case(r.model);
   Family f;
@@ -72,8 +84,7 @@ Family family_of(const PublishedRun& r) {
     f.mtp = v3 ? 1 : 0;
     f.router_groups = 8;  // config.json n_group, topk_group
     f.router_group_topk = v3 ? 4 : 3;
-  } else if (n.find("llama4") != std::string::npos || n.find("llama-4") != std::string::npos ||
-             n.find("llama 4") != std::string::npos) {
+  } else if (names_llama4(n)) {
     // Llama 4 (NeMo's Llama4Experts16Config / Llama4Experts128Config, HF config.json): top-1 routing beside one
     // shared expert of the routed experts' width; Maverick alternates dense and MoE layers, the first dense
     // (moe_layer_freq [0, 1] x 24, HF interleave_moe_layer_step 2), Scout has MoE in every layer.
@@ -313,7 +324,9 @@ int nemo_container(const std::string& notes) {
   if (at == std::string::npos) return 0;
   int year = 0, month = 0;
   size_t p = at + 5;
-  while (p < l.size() && std::isdigit(static_cast<unsigned char>(l[p])) != 0 && year < 100) year = year * 10 + (l[p++] - '0');
+  while (p < l.size() && std::isdigit(static_cast<unsigned char>(l[p])) != 0 && year < 100) {
+    year = year * 10 + (l[p++] - '0');
+  }
   if (p >= l.size() || l[p] != '.' || year == 0 || year >= 100) return 0;
   ++p;
   while (p < l.size() && std::isdigit(static_cast<unsigned char>(l[p])) != 0 && month < 100) {
@@ -327,7 +340,7 @@ int nemo_container(const std::string& notes) {
 // and FlashAttention is off when the Q·K and V head dims differ (pytorch/dot_product_attention/utils.py: "does not
 // support MLA"), so DotProductAttention falls back to its unfused path. NeMo's containers up to 25.04 predate 2.5.
 bool unfused_mla_on_blackwell(const PublishedRun& r, const Family& f, const hw::GpuSpec& gpu) {
-  if (!f.mla || gpu.arch != hw::GpuArch::Blackwell) return false;
+  if (!f.mla || gpu.arch != hw::GpuArch::Blackwell || r.cp > 1) return false;  // TE runs CP on fused kernels only
   const int container = nemo_container(r.notes);
   return container > 0 && container <= 2504;
 }
@@ -524,7 +537,7 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
            "checkpointing; 8K tokens per context-parallel rank)");
   }
   // (a modern run's unstated recompute is decided by validation.cpp: the least recompute that fits in memory)
-  const bool te_unfused_mla = unfused_mla_on_blackwell(r, f, gpu_of(gpus, r));
+  const bool te_unfused_mla = unfused_mla_on_blackwell(r, f, gpu);
   const std::string backend =
       !r.attention_backend.empty() ? r.attention_backend : old || te_unfused_mla ? "unfused" : "flash";
   t["attention_backend"] = backend;
@@ -602,8 +615,20 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
     t["exp_avg_sq_dtype"] = r.optimizer_state_dtype;
   }
   if (!old) {
-    t["overlap_grad_reduce"] = true;
-    if (dist) t["overlap_param_gather"] = true;
+    // A row whose notes quote its Megatron command line (they name --use-mcore-models or --use-distributed-optimizer)
+    // overlaps what that line asks for: --overlap-grad-reduce and --overlap-param-gather are off by default in
+    // Megatron-LM (FlagPerf's pretrain_llama3.sh passes neither).
+    const bool quoted = contains(r.notes, "--use-mcore-models") || contains(r.notes, "--use-distributed-optimizer");
+    const bool grad = !quoted || contains(r.notes, "--overlap-grad-reduce");
+    const bool param = !quoted || contains(r.notes, "--overlap-param-gather");
+    t["overlap_grad_reduce"] = grad;
+    if (dist) t["overlap_param_gather"] = param;
+    if (quoted && !(grad && (param || !dist))) {
+      assume(std::string("the notes quote the command line without ") +
+             (grad ? "--overlap-param-gather" : param || !dist ? "--overlap-grad-reduce"
+                                                              : "--overlap-grad-reduce or --overlap-param-gather") +
+             ": not overlapped (Megatron-LM's default)");
+    }
   }
   const bool notes_overlap = contains(r.notes, "tp-comm-overlap") && !contains(r.notes, "no-tp-comm-overlap");
   if (r.tp_comm_overlap.value_or(notes_overlap) && r.tp > 1) t["tp_comm_overlap"] = true;
