@@ -2,6 +2,9 @@
 // development files' rows and on near misses.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 #include "stepsim/validate/moe_notes.hpp"
 
 namespace stepsim::validate {
@@ -20,40 +23,33 @@ TEST(MoeNotes, ExpertTensorParallelSizeAsTheNotesWriteIt) {
   EXPECT_FALSE(stated_expert_tensor(""));
 }
 
+// The token-drop setting the notes give, as (capacity factor, padded), or (0, false) when they name none.
+std::pair<double, bool> drop(const std::string& notes) {
+  const auto d = stated_token_drop(notes);
+  return d ? std::pair{d->capacity_factor, d->pad_to_capacity} : std::pair{0.0, false};
+}
+
 TEST(MoeNotes, TokenDropAsNeMosCallbackSetsIt) {
-  auto d = stated_token_drop("TOKEN-DROP routing (MegatronTokenDropCallback, capacity 1.0, padded), no recompute");
-  ASSERT_TRUE(d);
-  EXPECT_EQ(d->capacity_factor, 1.0);
-  EXPECT_TRUE(d->pad_to_capacity);
-  d = stated_token_drop("TOKEN-DROP routing (MegatronTokenDropCallback: capacity factor 1.0, pad to capacity)");
-  ASSERT_TRUE(d);
-  EXPECT_EQ(d->capacity_factor, 1.0);
-  EXPECT_TRUE(d->pad_to_capacity);
+  using P = std::pair<double, bool>;
+  EXPECT_EQ(drop("TOKEN-DROP routing (MegatronTokenDropCallback, capacity 1.0, padded), no recompute"), P(1.0, true));
+  EXPECT_EQ(drop("TOKEN-DROP routing (MegatronTokenDropCallback: capacity factor 1.0, pad to capacity)"), P(1.0, true));
   // The callback's defaults where the notes name it only.
-  d = stated_token_drop("Token-drop routing (recipe callback), CUDA graphs off.");
-  ASSERT_TRUE(d);
-  EXPECT_EQ(d->capacity_factor, 1.0);
-  EXPECT_TRUE(d->pad_to_capacity);
-  d = stated_token_drop("token drop (capacity factor 2.5, no padding)");
-  ASSERT_TRUE(d);
-  EXPECT_EQ(d->capacity_factor, 2.5);
-  EXPECT_FALSE(d->pad_to_capacity);
+  EXPECT_EQ(drop("Token-drop routing (recipe callback), CUDA graphs off."), P(1.0, true));
+  EXPECT_EQ(drop("token drop (capacity factor 2.5, no padding)"), P(2.5, false));
   // A capacity named after the phrase's parenthesis is another setting's.
-  d = stated_token_drop("token-drop (recipe callback). KV cache capacity 4.0");
-  ASSERT_TRUE(d);
-  EXPECT_EQ(d->capacity_factor, 1.0);
-  EXPECT_FALSE(stated_token_drop("token-dropless (page footnote; moe_router_force_load_balancing True)"));
-  EXPECT_FALSE(stated_token_drop("dropless: no token drop, without token-drop"));
+  EXPECT_EQ(drop("token-drop (recipe callback). KV cache capacity 4.0"), P(1.0, true));
+  // Not token-drop routing: dropless, or negated.
+  for (const char* none : {"token-dropless (page footnote; moe_router_force_load_balancing True)",
+                           "dropless: no token drop, without token-drop", "dropless MoE"}) {
+    EXPECT_EQ(drop(none), P(0.0, false)) << none;
+  }
   // Padding off however it is written; a factor that is not a plain number in Megatron's range keeps the default.
   for (const char* off : {"token drop (not padded)", "token drop, without padding.", "token drop, padding off"}) {
-    ASSERT_TRUE(stated_token_drop(off)) << off;
-    EXPECT_FALSE(stated_token_drop(off)->pad_to_capacity) << off;
+    EXPECT_EQ(drop(off), P(1.0, false)) << off;
   }
   for (const char* odd : {"token drop (capacity inf)", "token drop (capacity 0x10)", "token drop (capacity 0.001)"}) {
-    ASSERT_TRUE(stated_token_drop(odd)) << odd;
-    EXPECT_EQ(stated_token_drop(odd)->capacity_factor, 1.0) << odd;
+    EXPECT_EQ(drop(odd), P(1.0, true)) << odd;
   }
-  EXPECT_FALSE(stated_token_drop("dropless MoE"));
 }
 
 }  // namespace
