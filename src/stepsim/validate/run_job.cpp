@@ -601,9 +601,14 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   // Megatron-Bridge's benchmark recipes (25.09: scripts/performance/configs/*/*_llm_pretrain.yaml; 25.11:
   // scripts/performance/utils/helpers.py; 26.04: utils/overrides.py) set cross_entropy_fusion_impl = "te" over the
   // providers' cross_entropy_loss_fusion = True: Transformer Engine's fused cross-entropy.
+  // Other rows whose notes name it (NeMo's perf scripts set cross_entropy_fusion_impl "te" for DeepSeek-V3 and Llama 4)
+  // run it too.
   if (starts_with_any(r.source, {"megatronbridge", "megatron_bridge", "megatron-bridge"})) {
     t["cross_entropy_fusion"] = "te";
     assume("Megatron-Bridge benchmark recipe: Transformer Engine's fused cross-entropy");
+  } else if (contains(r.notes, "te cross-entropy fusion")) {
+    t["cross_entropy_fusion"] = "te";
+    assume("Transformer Engine's fused cross-entropy (the notes)");
   }
   // Optimizer states in 16 bits (Apex's DistributedFusedAdam with `optim.dtype: bf16`, as NeMo's Nemotron-4 340B
   // recipe sets it): master weights and both moments in that dtype, 16-bit gradients read as they are — what the
