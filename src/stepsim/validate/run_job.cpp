@@ -317,6 +317,8 @@ double measured_step_time_s(const hw::GpuCatalog& catalog_gpus, const PublishedR
 }
 
 
+namespace {
+
 // The NeMo container a row's notes name ("nvcr.io/nvidia/nemo:25.04.01") as year x 100 + month, or 0.
 int nemo_container(const std::string& notes) {
   const std::string l = lower_case(notes);
@@ -344,6 +346,8 @@ bool unfused_mla_on_blackwell(const PublishedRun& r, const Family& f, const hw::
   const int container = nemo_container(r.notes);
   return container > 0 && container <= 2504;
 }
+
+}  // namespace
 
 RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   RunJob out;
