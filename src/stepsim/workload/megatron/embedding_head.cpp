@@ -38,6 +38,7 @@ Ref embedding_fwd(Emitter& em, const Context& cx, Ref in) {
   // Vocab-parallel embedding: partial lookups are summed over TP. Megatron reduce-scatters straight to the sequence
   // shards under SP, except with learned positions (all-reduce, add positions, split locally).
   const bool rs = d.sp && cx.job().model.position_embedding != spec::PositionEmbedding::Learned;
+  if (rs && cx.f().profile.dtensor_tp) e = sequence_chunk_cat(em, cx, beta * d.tokens * d.h, "embedding_reduce_scatter", e);
   Ref r = em.coll(cx, rs ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta * d.tokens * d.h,
                   rs ? "embedding_reduce_scatter" : "embedding_all_reduce", e);
   return em.compute(cx, memop(ComputeCategory::Elementwise, 2 * beta * d.tokens_sp * d.h), "embedding_dropout", {r},
@@ -49,7 +50,7 @@ Ref embedding_bwd(Emitter& em, const Context& cx, Ref in) {
   const int64_t beta = cx.beta();
   Ref x = em.compute(cx, memop(ComputeCategory::Elementwise, 3 * beta * d.tokens_sp * d.h), "embedding_dropout_bwd",
                      {in});
-  if (d.sp) x = em.coll(cx, CollType::AllGather, GroupKind::Tp, beta * d.tokens * d.h, "embedding_grad_all_gather", x);
+  if (d.sp) x = tp_all_gather(em, cx, beta * d.tokens * d.h, "embedding_grad_all_gather", x);
   return em.compute(cx, memop(ComputeCategory::Embedding, (beta + 2 * cx.f().grad_bytes) * d.tokens * d.h),
                     "embedding_bwd", {x});
 }
@@ -59,10 +60,12 @@ Ref head_fwd(Emitter& em, const Context& cx, Ref in) {
   const int64_t beta = cx.beta();
   const int64_t vloc = d.vocab_pad / d.t;
   const Ref n = norm_fwd(em, cx, "final_layernorm", in, NormSite::Final);
-  Ref x = d.sp ? em.coll(cx, CollType::AllGather, GroupKind::Tp, beta * d.tokens * d.h, "output_all_gather", n) : n;
-  // Transformer Engine keeps the output layer in bf16 under fp8.
+  Ref x = d.sp ? tp_all_gather(em, cx, beta * d.tokens * d.h, "output_all_gather", n) : n;
+  // Transformer Engine keeps the output layer in bf16 under fp8; DTensor's linear keeps its gathered input.
   const Context out = cx.keeping_bf16();
-  Ref o = em.compute(out, gemm(out, d.tokens, vloc, d.h), "output_layer", {x}, beta * (d.sp ? d.tokens_sp : d.tokens) * d.h);
+  const bool sharded_input = d.sp && !cx.f().profile.dtensor_tp;
+  Ref o = em.compute(out, gemm(out, d.tokens, vloc, d.h), "output_layer", {x},
+                     beta * (sharded_input ? d.tokens_sp : d.tokens) * d.h);
   if (cx.job().training.cross_entropy_fusion == spec::CrossEntropyFusion::Te) {
     // Transformer Engine's Triton cross-entropy as Megatron-Bridge 25.09-26.04 ran it (TE 2.x up to mid-2026): one
     // program per token row reads the bf16 logits for the row's max and sum of exponentials (online softmax); the

@@ -25,6 +25,8 @@ const FrameworkProfile& torchtitan_profile(bool compiled) {
     p.kernels.rotary = {{2, 16}, {2, 16}};      // float(), complex multiply, type_as (and their gradients)
     p.kernels.repeat_kv = {{1, 0}, {1, 0}};     // expand+reshape copies K/V to every head; backward sums them back
     p.pytorch_ring = true;
+    p.dtensor_tp = true;
+    p.recompute_stops_early = true;
     p.head_kernels = p.kernels;
     return p;
   }();
@@ -55,6 +57,8 @@ Features Features::resolve(const spec::JobSpec& job, bool sequence_parallel, int
   f.profile = tr.framework == spec::Framework::Torchtitan ? torchtitan_profile(tr.compile)
               : deepspeed                                  ? torchtitan_profile(false)  // HF's eager Llama: the same ops
                                                            : megatron_core_profile();
+  // HF's gradient checkpointing is reentrant by default (the whole layer re-runs), and DeepSpeed has no DTensor TP.
+  if (deepspeed) f.profile.dtensor_tp = f.profile.recompute_stops_early = false;
   f.act_bytes = act_bytes;
   const BytesPerParam bpp = bytes_per_param(tr);
   f.grad_bytes = bpp.gradient;

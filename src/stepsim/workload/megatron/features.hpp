@@ -70,6 +70,17 @@ struct FrameworkProfile {
   // concatenations of the later steps, which the all-gather rotater ignores (it gathers once), are dead code. Eager,
   // a collective is waited where its result is first used and every concatenation runs.
   bool ring_traced = false;
+  // Tensor parallelism as PyTorch's DTensor runs it (torchtitan's plan over [batch, sequence, hidden] activations,
+  // sequence-parallel shards Shard(1)): a column-parallel linear saves its all-gathered input for the weight gradient
+  // (no backward re-gather), and the functional collectives, which gather and scatter along dim 0, rearrange the
+  // sequence dimension with a chunk + cat copy of the whole tensor (torch.distributed._functional_collectives
+  // all_gather_tensor / reduce_scatter_tensor): after each all-gather, unless the micro-batch is one sequence (a view
+  // in PyTorch since 2025), and before each reduce-scatter.
+  bool dtensor_tp = false;
+  // torch.utils.checkpoint without reentrance, and the compiled partitioner, recompute only what the backward needs:
+  // a fully recomputed block stops at its last saved tensor, the input of the MLP's down projection, so that GEMM,
+  // its reduce-scatter and the residual add do not re-run (Megatron's CheckpointFunction re-runs the whole layer).
+  bool recompute_stops_early = false;
   int layer_modules = 14;
   int embedding_modules = 3;
   int head_modules = 2;

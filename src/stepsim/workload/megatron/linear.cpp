@@ -2,6 +2,16 @@
 
 namespace stepsim::workload::megatron {
 
+Ref sequence_chunk_cat(Emitter& em, const Context& cx, int64_t bytes, const std::string& coll_name, Ref dep) {
+  return em.compute(cx, memop(ComputeCategory::Elementwise, 2 * bytes), coll_name + "_chunk_cat", {dep});
+}
+
+Ref tp_all_gather(Emitter& em, const Context& cx, int64_t bytes, const std::string& name, Ref dep) {
+  const Ref ag = em.coll(cx, CollType::AllGather, GroupKind::Tp, bytes, name, dep);
+  if (!cx.f().profile.dtensor_tp || cx.d().b == 1) return ag;
+  return sequence_chunk_cat(em, cx, bytes, name, ag);
+}
+
 Ref wgrad(Emitter& em, const Context& cx, int64_t k, int64_t n, int64_t m, const std::string& name,
           std::vector<Ref> deps, int batch, uint16_t comm_sms) {
   const Features& f = cx.f();
@@ -29,9 +39,11 @@ Ref wgrad(Emitter& em, const Context& cx, int64_t k, int64_t n, int64_t m, const
 Ref column_parallel_bwd(Emitter& em, const Context& cx, const std::string& name, int64_t m, int64_t n, int64_t k,
                         Ref in, bool input_sharded, bool userbuffers) {
   const Features& f = cx.f();
+  // DTensor's linear saved the gathered input itself.
   const Ref regather =
-      input_sharded ? em.coll(cx, CollType::AllGather, GroupKind::Tp, cx.beta() * m * k, name + "_input_all_gather", in)
-                    : Ref{};
+      input_sharded && !f.profile.dtensor_tp
+          ? em.coll(cx, CollType::AllGather, GroupKind::Tp, cx.beta() * m * k, name + "_input_all_gather", in)
+          : Ref{};
   Op dgo = gemm(cx, m, k, n);
   if (f.tp_bulk_dgrad && userbuffers) dgo.comm_sms = f.profile.bulk_sms;  // the input all-gather beside the dgrad
   // tp_comm_overlap_rs_dgrad: the input gradient's reduce-scatter pipelined with the dgrad GEMM, as in the forward.
@@ -49,7 +61,8 @@ Ref gathered_gemm(Emitter& em, const Context& cx, const std::string& ag_name, Op
                   int64_t saved) {
   const ModelDims& d = cx.d();
   if (!d.sp) return em.compute(cx, g, name, {in}, saved);
-  const Ref ag = em.coll(cx, CollType::AllGather, GroupKind::Tp, cx.beta() * d.tokens * d.h, ag_name, in);
+  const Ref ag = tp_all_gather(em, cx, cx.beta() * d.tokens * d.h, ag_name, in);
+  if (cx.f().profile.dtensor_tp) return em.compute(cx, g, name, {ag}, saved * d.t);  // keeps the gathered input
   if (!cx.f().tp_overlap_ag) return em.compute(cx, g, name, {ag}, saved);
   g.comm_sms = cx.f().profile.ring_exchange_sms;
   const Ref r = em.compute(cx, g, name, {in}, saved);
@@ -69,8 +82,10 @@ Ref scattered_gemm(Emitter& em, const Context& cx, Op g, const std::string& name
 Ref reduced_gemm(Emitter& em, const Context& cx, Op g, const std::string& name, Ref in, int64_t saved, int64_t bytes,
                  const std::string& reduce_name, bool pipelined) {
   if (!pipelined) {
-    const Ref o = em.compute(cx, g, name, {in}, saved);
-    return em.coll(cx, cx.d().sp ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, bytes, reduce_name, o);
+    Ref o = em.compute(cx, g, name, {in}, saved);
+    if (!cx.d().sp) return em.coll(cx, CollType::AllReduce, GroupKind::Tp, bytes, reduce_name, o);
+    if (cx.f().profile.dtensor_tp) o = sequence_chunk_cat(em, cx, bytes, reduce_name, o);
+    return em.coll(cx, CollType::ReduceScatter, GroupKind::Tp, bytes, reduce_name, o);
   }
   const FrameworkProfile& ub = cx.f().profile;
   g.comm_sms = static_cast<uint16_t>(g.comm_sms + ub.pipeline_sms);
@@ -84,7 +99,7 @@ Ref grad_gathered_gemms(Emitter& em, const Context& cx, const std::string& ag_na
                         const std::string& dgrad_name, int64_t wk, int64_t wn, const std::string& wgrad_name, Ref in) {
   const ModelDims& d = cx.d();
   const bool ring = cx.f().tp_overlap_ag;
-  const Ref g = d.sp ? em.coll(cx, CollType::AllGather, GroupKind::Tp, cx.beta() * d.tokens * d.h, ag_name, in) : in;
+  const Ref g = d.sp ? tp_all_gather(em, cx, cx.beta() * d.tokens * d.h, ag_name, in) : in;
   if (ring) dgrad.comm_sms = cx.f().profile.ring_exchange_sms;
   const Ref dg = em.compute(cx, dgrad, dgrad_name, {ring ? in : g});
   wgrad(em, cx, wk, wn, d.tokens, wgrad_name, {g});

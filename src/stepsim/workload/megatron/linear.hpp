@@ -9,6 +9,12 @@
 
 namespace stepsim::workload::megatron {
 
+// A sequence-parallel all-gather of `bytes` over TP (the gathered size), followed under DTensor TP by its chunk + cat
+// copy (FrameworkProfile::dtensor_tp) when the micro-batch holds more than one sequence.
+Ref tp_all_gather(Emitter& em, const Context& cx, int64_t bytes, const std::string& name, Ref dep);
+// DTensor's chunk + cat of a whole [batch, sequence, hidden] tensor of `bytes` around a collective along the sequence
+// dimension: reads and writes it once, named after the collective.
+Ref sequence_chunk_cat(Emitter& em, const Context& cx, int64_t bytes, const std::string& coll_name, Ref dep);
 // Weight gradient dW (k x n) = X^T dY over m tokens, accumulated into the fp32 main_grad buffer (Megatron's
 // gradient-accumulation fusion): reads X and dY, reads and writes main_grad. Without the fusion the GEMM writes dW in
 // the activation dtype and Megatron's gradient hook adds it into main_grad: a memory-bound kernel reading dW and

@@ -33,7 +33,7 @@ namespace {
 
 // The dense MLP after its norm: fc1, activation, fc2 and the TP reduction. Under recompute_modules' mlp its forward
 // keeps only fc1's input (the checkpoint) and the whole body, communication included, re-runs before its backward.
-Ref mlp_body_fwd(Emitter& em, const Context& cx, Ref n) {
+Ref mlp_body_fwd(Emitter& em, const Context& cx, Ref n, bool through_fc2 = true) {
   const ModelDims& d = cx.d();
   const int64_t beta = cx.beta();
   const bool keep = !cx.discarding(spec::RecomputeModule::Mlp);
@@ -41,6 +41,7 @@ Ref mlp_body_fwd(Emitter& em, const Context& cx, Ref n) {
   Ref f1 = gathered_gemm(em, cx, "fc1_all_gather", gemm(cx, d.tokens, d.ffn_in / d.t, d.h), "fc1", n,
                          keep_input ? beta * (d.sp ? d.tokens_sp : d.tokens) * d.h : 0);
   Ref a = activation_fwd(em, cx, f1, keep ? beta * d.tokens * d.ffn_in / d.t : 0);
+  if (!through_fc2) return a;
   return scattered_gemm(em, cx, gemm(cx, d.tokens, d.h, d.ffn / d.t), "fc2", a, keep ? beta * d.tokens * d.ffn / d.t : 0,
                         d.sp ? "mlp_reduce_scatter" : "mlp_all_reduce");
 }
@@ -49,8 +50,10 @@ Ref mlp_body_fwd(Emitter& em, const Context& cx, Ref n) {
 
 Ref mlp_fwd(Emitter& em, const Context& cx, Ref in) {
   em.node(cx, Piece::Mlp, false);
-  const Ref r = mlp_body_fwd(em, cx, norm_fwd(em, cx, "pre_mlp_layernorm", in));
-  return bias_dropout_add_fwd(em, cx, "mlp_bias_dropout_add", {r});
+  // A recompute that stops at the last tensor the backward needs ends with fc2's input.
+  const bool stop = cx.at.phase == Phase::Recompute && cx.f().profile.recompute_stops_early;
+  const Ref r = mlp_body_fwd(em, cx, norm_fwd(em, cx, "pre_mlp_layernorm", in), !stop);
+  return stop ? r : bias_dropout_add_fwd(em, cx, "mlp_bias_dropout_add", {r});
 }
 
 Ref mlp_bwd(Emitter& em, const Context& cx, Ref in) {

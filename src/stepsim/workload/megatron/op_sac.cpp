@@ -1,5 +1,6 @@
 #include "stepsim/workload/megatron/op_sac.hpp"
 
+#include "stepsim/workload/megatron/linear.hpp"
 #include "stepsim/workload/megatron/mlp.hpp"
 #include "stepsim/workload/megatron/norms.hpp"
 #include "stepsim/workload/megatron/qk_prep.hpp"
@@ -31,7 +32,7 @@ void op_sac_recompute(Emitter& em, const Context& outer, Ref grad) {
   const int64_t beta = cx.beta();
   const bool fp8 = cx.f().fp8;
   auto gathered = [&](Ref n, const char* name) {
-    return d.sp ? em.coll(cx, CollType::AllGather, GroupKind::Tp, beta * d.tokens * d.h, name, n) : n;
+    return d.sp ? tp_all_gather(em, cx, beta * d.tokens * d.h, name, n) : n;
   };
   Ref x = gathered(norm_fwd(em, cx, "attention_norm_recompute", grad), "attention_input_all_gather_recompute");
   const int64_t qkv = fp8 ? d.q_width + d.kv_width : k_width(d);
