@@ -208,11 +208,11 @@ TEST(ComputeCalibration, KindBandsInTheEfficiencyFileAreChecked) {
 TEST(ComputeCalibration, FrameworkBandsInTheEfficiencyFileAreChecked) {
   auto error_with = [](const std::string& entry) {
     return efficiency_error_with("framework-bands",
-                                 "      torchtitan: {interval: [-0.166, 0.003], runs: 18, power_limit_W: 500}",
+                                 "      torchtitan: {interval: [-0.163, 0.003], runs: 18, power_limit_W: 500}",
                                  "      " + entry);
   };
-  EXPECT_EQ(error_with("torchtitan: {interval: [-0.166, 0.003], runs: 18, power_limit_W: 500}"), "");
-  EXPECT_EQ(error_with("torchtitan: {interval: [-0.166, 0.003], runs: 18}"), "");  // at the board's default power
+  EXPECT_EQ(error_with("torchtitan: {interval: [-0.163, 0.003], runs: 18, power_limit_W: 500}"), "");
+  EXPECT_EQ(error_with("torchtitan: {interval: [-0.163, 0.003], runs: 18}"), "");  // at the board's default power
   EXPECT_NE(error_with("torchtitan: {interval: [-0.1, 0.1], runs: 3, power_limit_W: 0}")
                 .find("prediction_interval_by_framework.torchtitan.power_limit_W: must be in (0, 5000] W, got 0"),
             std::string::npos);

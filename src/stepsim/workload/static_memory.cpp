@@ -120,7 +120,7 @@ StaticMemory static_memory(const spec::JobSpec& job, const RankParams& q, int64_
 std::optional<MemoryBand> memory_band(spec::Framework framework) {
   // torchtitan: the 17 peaks of the torchtitan rows of published_runs_2.csv and published_runs_blackwell.csv
   // (docs/VALIDATION-FRAMEWORKS.md and VALIDATION-BLACKWELL.md, "Peak memory").
-  if (framework == spec::Framework::Torchtitan) return MemoryBand{-0.184, 0.073, 17};
+  if (framework == spec::Framework::Torchtitan) return MemoryBand{-0.182, 0.073, 17};
   return std::nullopt;
 }
 

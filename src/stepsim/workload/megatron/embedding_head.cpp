@@ -87,8 +87,10 @@ Ref head_fwd(Emitter& em, const Context& cx, Ref in) {
   // The bf16 logits beside their fp32 copy (`.float()`, kept for backward as the softmax) and the gathered input
   // (measured: 2,068 MiB for 8K tokens x 128,256 logits + 4,096 hidden; working_memory.hpp). torchtitan's loss
   // (F.cross_entropy(pred.float()), not compiled) keeps log_softmax's fp32 output apart from the fp32 copy.
+  // Under DTensor TP that gathered input is the output layer's saved input, counted there.
+  const int64_t gathered_input = d.sp && cx.f().profile.dtensor_tp ? 0 : beta * d.tokens * d.h;
   em.working_buffer(em.next_op() - 1,
-                    (torch_loss(cx) ? torch_loss_forward_bytes(cx) : beta) * d.tokens * vloc + beta * d.tokens * d.h);
+                    (torch_loss(cx) ? torch_loss_forward_bytes(cx) : beta) * d.tokens * vloc + gathered_input);
   Ref a1 = em.coll(cx, CollType::AllReduce, GroupKind::Tp, 4 * d.tokens, "cross_entropy_all_reduce", c1);
   Ref c2 = em.compute(cx, memop(ComputeCategory::Loss, 8 * d.tokens * vloc), "cross_entropy_softmax", {a1});
   Ref a2 = em.coll(cx, CollType::AllReduce, GroupKind::Tp, 8 * d.tokens, "cross_entropy_all_reduce", c2);

@@ -74,8 +74,8 @@ struct FrameworkProfile {
   // sequence-parallel shards Shard(1)): a column-parallel linear saves its all-gathered input for the weight gradient
   // (no backward re-gather), and the functional collectives, which gather and scatter along dim 0, rearrange the
   // sequence dimension with a chunk + cat copy of the whole tensor (torch.distributed._functional_collectives
-  // all_gather_tensor / reduce_scatter_tensor): after each all-gather, unless the micro-batch is one sequence (a view
-  // in PyTorch since 2025), and before each reduce-scatter.
+  // all_gather_tensor / reduce_scatter_tensor): after each all-gather and before each reduce-scatter. (PyTorch from
+  // December 2025, PR 169404, gathers a micro-batch of one sequence into a view: not modelled.)
   bool dtensor_tp = false;
   // torch.utils.checkpoint without reentrance, and the compiled partitioner, recompute only what the backward needs:
   // a fully recomputed block stops at its last saved tensor, the input of the MLP's down projection, so that GEMM,

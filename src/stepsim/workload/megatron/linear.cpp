@@ -8,7 +8,7 @@ Ref sequence_chunk_cat(Emitter& em, const Context& cx, int64_t bytes, const std:
 
 Ref tp_all_gather(Emitter& em, const Context& cx, int64_t bytes, const std::string& name, Ref dep) {
   const Ref ag = em.coll(cx, CollType::AllGather, GroupKind::Tp, bytes, name, dep);
-  if (!cx.f().profile.dtensor_tp || cx.d().b == 1) return ag;
+  if (!cx.f().profile.dtensor_tp) return ag;
   return sequence_chunk_cat(em, cx, bytes, name, ag);
 }
 

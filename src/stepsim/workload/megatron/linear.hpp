@@ -10,7 +10,7 @@
 namespace stepsim::workload::megatron {
 
 // A sequence-parallel all-gather of `bytes` over TP (the gathered size), followed under DTensor TP by its chunk + cat
-// copy (FrameworkProfile::dtensor_tp) when the micro-batch holds more than one sequence.
+// copy (FrameworkProfile::dtensor_tp).
 Ref tp_all_gather(Emitter& em, const Context& cx, int64_t bytes, const std::string& name, Ref dep);
 // DTensor's chunk + cat of a whole [batch, sequence, hidden] tensor of `bytes` around a collective along the sequence
 // dimension: reads and writes it once, named after the collective.

@@ -1,5 +1,7 @@
 #include "stepsim/workload/megatron/mlp.hpp"
 
+#include <cmath>
+
 #include "stepsim/workload/megatron/linear.hpp"
 #include "stepsim/workload/megatron/norms.hpp"
 #include "stepsim/workload/megatron/recompute.hpp"
@@ -40,10 +42,19 @@ Ref mlp_body_fwd(Emitter& em, const Context& cx, Ref n, bool through_fc2 = true)
   const bool keep_input = stores_body_input(cx, spec::RecomputeModule::Mlp);
   Ref f1 = gathered_gemm(em, cx, "fc1_all_gather", gemm(cx, d.tokens, d.ffn_in / d.t, d.h), "fc1", n,
                          keep_input ? beta * (d.sp ? d.tokens_sp : d.tokens) * d.h : 0);
+  const Op fc2 = gemm(cx, d.tokens, d.h, d.ffn / d.t);
+  const int64_t fc2_input = keep ? beta * d.tokens * d.ffn / d.t : 0;
+  if (!through_fc2) {
+    // The recompute stops once fc2's input is saved (autograd packs a GEMM's inputs before it runs): that tensor,
+    // the fp8 copy for an fp8 GEMM, is held as the GEMM would have held it.
+    const int64_t held =
+        fp8_gemm(cx, fc2)
+            ? static_cast<int64_t>(std::llround(static_cast<double>(fc2_input / beta) * cx.f().fp8_saved_bytes))
+            : fc2_input;
+    return activation_fwd(em, cx, f1, (keep ? beta * d.tokens * d.ffn_in / d.t : 0) + held);
+  }
   Ref a = activation_fwd(em, cx, f1, keep ? beta * d.tokens * d.ffn_in / d.t : 0);
-  if (!through_fc2) return a;
-  return scattered_gemm(em, cx, gemm(cx, d.tokens, d.h, d.ffn / d.t), "fc2", a, keep ? beta * d.tokens * d.ffn / d.t : 0,
-                        d.sp ? "mlp_reduce_scatter" : "mlp_all_reduce");
+  return scattered_gemm(em, cx, fc2, "fc2", a, fc2_input, d.sp ? "mlp_reduce_scatter" : "mlp_all_reduce");
 }
 
 }  // namespace
