@@ -38,7 +38,9 @@ Ref embedding_fwd(Emitter& em, const Context& cx, Ref in) {
   // Vocab-parallel embedding: partial lookups are summed over TP. Megatron reduce-scatters straight to the sequence
   // shards under SP, except with learned positions (all-reduce, add positions, split locally).
   const bool rs = d.sp && cx.job().model.position_embedding != spec::PositionEmbedding::Learned;
-  if (rs && cx.f().profile.dtensor_tp) e = sequence_chunk_cat(em, cx, beta * d.tokens * d.h, "embedding_reduce_scatter", e);
+  if (rs && cx.f().profile.dtensor_tp) {
+    e = sequence_chunk_cat(em, cx, beta * d.tokens * d.h, "embedding_reduce_scatter", e);
+  }
   Ref r = em.coll(cx, rs ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta * d.tokens * d.h,
                   rs ? "embedding_reduce_scatter" : "embedding_all_reduce", e);
   return em.compute(cx, memop(ComputeCategory::Elementwise, 2 * beta * d.tokens_sp * d.h), "embedding_dropout", {r},

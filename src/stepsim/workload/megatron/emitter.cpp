@@ -49,6 +49,11 @@ Op attention_op(const Context& cx, double flops, int64_t bytes, int64_t kv_token
 
 bool fp8_gemm(const Context& cx, const Op& op) { return cx.f().fp8 && !op.keep_bf16 && is_gemm(op); }
 
+int64_t saved_input_bytes(const Context& cx, const Op& op, int64_t saved) {
+  if (saved <= 0 || !fp8_gemm(cx, op) || cx.saving_outputs) return saved;
+  return static_cast<int64_t>(std::llround(static_cast<double>(saved / cx.f().act_bytes) * cx.f().fp8_saved_bytes));
+}
+
 Ref Emitter::compute(const Context& cx, Op op, std::string_view name, std::vector<Ref> deps, int64_t saved) {
   if (f_.fp8 && is_gemm(op) && !op.keep_bf16 && !cx.wgrad) {
     // A linear layer's A operand (the input forward, the output gradient for dgrad) is cast to fp8 with a transposed
@@ -65,9 +70,7 @@ Ref Emitter::compute(const Context& cx, Op op, std::string_view name, std::vecto
   tag(cx.at, op);
   // Transformer Engine saves an fp8 linear layer's input for the weight gradient as the fp8 copy it cast (1 byte per
   // element, the columnwise/transposed data), not the bf16 tensor.
-  if (saved > 0 && fp8_gemm(cx, op) && !cx.saving_outputs) {
-    saved = static_cast<int64_t>(std::llround(static_cast<double>(saved / f_.act_bytes) * f_.fp8_saved_bytes));
-  }
+  saved = saved_input_bytes(cx, op, saved);
   if (saved > 0 && cx.storing) {
     op.mem_alloc_at_start = saved;
     unit_saved_ += saved;

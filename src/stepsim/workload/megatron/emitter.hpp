@@ -28,6 +28,9 @@ Op batched_gemm(const Context& cx, int64_t batch, int64_t m, int64_t n, int64_t 
 Op attention_op(const Context& cx, double flops, int64_t bytes, int64_t kv_tokens);
 // A GEMM of a linear layer that runs in fp8 (not kept in bf16: output layer, router, first/last bf16 layers).
 bool fp8_gemm(const Context& cx, const Op& op);
+// What a GEMM keeps of `saved` bytes of its input for the weight gradient: Transformer Engine and torchao keep an fp8
+// linear layer's input as the fp8 copy they cast (fp8_saved_bytes per element), not the activation-dtype tensor.
+int64_t saved_input_bytes(const Context& cx, const Op& op, int64_t saved);
 
 class Emitter {
  public:

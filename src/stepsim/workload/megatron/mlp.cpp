@@ -1,7 +1,5 @@
 #include "stepsim/workload/megatron/mlp.hpp"
 
-#include <cmath>
-
 #include "stepsim/workload/megatron/linear.hpp"
 #include "stepsim/workload/megatron/norms.hpp"
 #include "stepsim/workload/megatron/recompute.hpp"
@@ -45,13 +43,10 @@ Ref mlp_body_fwd(Emitter& em, const Context& cx, Ref n, bool through_fc2 = true)
   const Op fc2 = gemm(cx, d.tokens, d.h, d.ffn / d.t);
   const int64_t fc2_input = keep ? beta * d.tokens * d.ffn / d.t : 0;
   if (!through_fc2) {
-    // The recompute stops once fc2's input is saved (autograd packs a GEMM's inputs before it runs): that tensor,
-    // the fp8 copy for an fp8 GEMM, is held as the GEMM would have held it.
-    const int64_t held =
-        fp8_gemm(cx, fc2)
-            ? static_cast<int64_t>(std::llround(static_cast<double>(fc2_input / beta) * cx.f().fp8_saved_bytes))
-            : fc2_input;
-    return activation_fwd(em, cx, f1, (keep ? beta * d.tokens * d.ffn_in / d.t : 0) + held);
+    // The recompute stops once fc2's input is saved (autograd packs a GEMM's inputs before it runs): that tensor is
+    // held as the GEMM would have held it.
+    const int64_t kept = keep ? beta * d.tokens * d.ffn_in / d.t : 0;
+    return activation_fwd(em, cx, f1, kept + saved_input_bytes(cx, fc2, fc2_input));
   }
   Ref a = activation_fwd(em, cx, f1, keep ? beta * d.tokens * d.ffn_in / d.t : 0);
   return scattered_gemm(em, cx, fc2, "fc2", a, fc2_input, d.sp ? "mlp_reduce_scatter" : "mlp_all_reduce");
