@@ -177,7 +177,12 @@ TEST(FrameworkMemory, SimulateGivesAllocatedAndReservedBesideTheDevicePeak) {
   EXPECT_EQ(j["memory"]["peak_reserved_bytes"].get<int64_t>(), st.reserved_bytes);
   // No band for Megatron-Core: no development run reports its peak.
   const sim::Simulation mc = sim::run_simulation(cat, test::job_from_yaml(llama("distributed_optimizer: true")), {0});
-  EXPECT_FALSE(report::summarize(mc, 0).reserved_interval_bytes);
+  const report::Summary mcs = report::summarize(mc, 0);
+  EXPECT_FALSE(mcs.reserved_interval_bytes);
+  // and says so, in the text and the JSON
+  EXPECT_EQ(mcs.memory_no_interval, "no 80% interval for the peak: no measured megatron peaks in the development runs");
+  EXPECT_EQ(report::to_json(mcs, mc.workload.job)["memory"]["no_interval"].get<std::string>(), mcs.memory_no_interval);
+  EXPECT_TRUE(sum.memory_no_interval.empty());
 }
 
 TEST(FrameworkMemory, NotesStateAPeakOnceOrNot) {

@@ -218,6 +218,9 @@ Summary summarize(const sim::Simulation& s, int rank) {
     out.reserved_interval_bytes = std::array<double, 2>{r / (1 + band->high), r / (1 + band->low)};
     out.memory_interval_source = std::string("errors of ") + std::to_string(band->runs) + " measured " +
                                  spec::name_of(job.training.framework) + " peaks";
+  } else {
+    out.memory_no_interval = std::string("no 80% interval for the peak: no measured ") +
+                             spec::name_of(job.training.framework) + " peaks in the development runs";
   }
   out.oom = out.peak_bytes_max > out.capacity_bytes;
   out.ranks = w.layout.world();
@@ -293,6 +296,8 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   if (s.reserved_interval_bytes) {
     j["memory"]["peak_reserved_interval_bytes"] = *s.reserved_interval_bytes;
     j["memory"]["interval_source"] = s.memory_interval_source;
+  } else {
+    j["memory"]["no_interval"] = s.memory_no_interval;
   }
   json msg, vol, calls;
   for (int k = 0; k < kNumCommKinds; ++k) {
@@ -442,6 +447,8 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
                   format_bytes((*s.reserved_interval_bytes)[0]).c_str(),
                   format_bytes((*s.reserved_interval_bytes)[1]).c_str(), s.memory_interval_source.c_str());
     o << line;
+  } else if (!s.memory_no_interval.empty()) {
+    o << "    " << s.memory_no_interval << "\n";
   }
   o << "\n  communication per step (rank " << s.rank << "):\n";
   bool any = false;

@@ -66,6 +66,8 @@ struct Summary {
   int64_t peak_reserved_bytes_max = 0;
   std::optional<std::array<double, 2>> reserved_interval_bytes;
   std::string memory_interval_source;
+  // Why the peak has no interval (the job's framework has no measured peaks in the development runs); empty with one.
+  std::string memory_no_interval;
   std::vector<StageMemory> per_stage;
   // With PP > 1 and every stage's first rank recorded: each stage's time and the busiest (the bottleneck), else empty
   // and -1.
