@@ -10,16 +10,6 @@
 namespace stepsim::validate {
 namespace {
 
-bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
-
-// The position of the first `word` in `text` that no letter or digit precedes, or npos.
-size_t find_word_start(const std::string& text, const std::string& word, size_t from = 0) {
-  for (size_t at = text.find(word, from); at != std::string::npos; at = text.find(word, at + 1)) {
-    if (at == 0 || !is_identifier_char(text[at - 1])) return at;
-  }
-  return std::string::npos;
-}
-
 bool preceded_by(const std::string& text, size_t at, const std::string& word) {
   return at >= word.size() && text.compare(at - word.size(), word.size(), word) == 0;
 }
@@ -55,12 +45,12 @@ std::optional<double> capacity_number(const std::string& text, size_t at) {
 
 std::optional<int> stated_expert_tensor(const std::string& notes) {
   const std::string l = lower_case(notes);
-  for (size_t at = find_word_start(l, "etp"); at != std::string::npos; at = find_word_start(l, "etp", at + 1)) {
+  for (size_t at = find_word(l, "etp", 0); at != std::string::npos; at = find_word(l, "etp", at + 1)) {
     size_t p = at + 3;
     if (p < l.size() && l[p] == ' ') ++p;
     size_t e = p;
     while (e < l.size() && std::isdigit(static_cast<unsigned char>(l[e])) != 0 && e - p < 4) ++e;
-    if (e == p || (e < l.size() && is_identifier_char(l[e]))) continue;
+    if (e == p || (e < l.size() && is_word_char(l[e]))) continue;
     int n = 0;
     std::from_chars(l.data() + p, l.data() + e, n);
     if (n >= 1) return n;

@@ -113,11 +113,6 @@ std::string recompute_of(const std::string& cell) {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// A peak memory written in a row's notes: "Memory 82.4 GiB", "peak memory 80 GB" (any case; 1-6 digits, at most 4
-// decimals, one space each side; "GiB" is 2^30 bytes, "GB" and any other spelling 10^9). Scanned by hand: a regular
-// expression over every row's notes was most of the reader's time.
-bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
 bool equal_ignoring_case(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
@@ -125,15 +120,9 @@ bool equal_ignoring_case(std::string_view a, std::string_view b) {
   return true;
 }
 
-// The next `word` (any case) at or after `from` that starts a word.
-size_t find_word(const std::string& text, std::string_view word, size_t from) {
-  for (size_t at = from; at + word.size() <= text.size(); ++at) {
-    const bool starts_word = at == 0 || !is_word_char(text[at - 1]);
-    if (starts_word && equal_ignoring_case(std::string_view(text).substr(at, word.size()), word)) return at;
-  }
-  return std::string::npos;
-}
-
+// A peak memory written in a row's notes: "Memory 82.4 GiB", "peak memory 80 GB" (any case; 1-6 digits, at most 4
+// decimals, one space each side; "GiB" is 2^30 bytes, "GB" and any other spelling 10^9). Scanned by hand: a regular
+// expression over every row's notes was most of the reader's time.
 struct Figure {
   double value = 0;
   bool gib = false;
@@ -174,6 +163,16 @@ std::optional<Figure> figure_after(const std::string& t, size_t at) {
 }
 
 }  // namespace
+
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+size_t find_word(const std::string& text, std::string_view word, size_t from) {
+  for (size_t at = from; at + word.size() <= text.size(); ++at) {
+    const bool starts_word = at == 0 || !is_word_char(text[at - 1]);
+    if (starts_word && equal_ignoring_case(std::string_view(text).substr(at, word.size()), word)) return at;
+  }
+  return std::string::npos;
+}
 
 std::optional<double> peak_memory_in_notes(const std::string& notes, std::string* from) {
   std::optional<double> bytes;

@@ -91,6 +91,10 @@ std::vector<PublishedRun> read_published_runs(const std::string& path);
 
 // ASCII lower case (the reader's and the row rules' case-insensitive matching).
 std::string lower_case(std::string_view s);
+// A letter, digit or '_': what a word of a row's notes is made of.
+bool is_word_char(char c);
+// The next `word` (any case) at or after `from` that starts a word (no word character before it), or npos.
+size_t find_word(const std::string& text, std::string_view word, size_t from);
 std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& source);
 
 }  // namespace stepsim::validate

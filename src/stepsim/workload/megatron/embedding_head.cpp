@@ -34,15 +34,12 @@ int64_t loss_saved_bytes(const Context& cx) { return torch_loss(cx) && cx.job().
 Ref embedding_fwd(Emitter& em, const Context& cx, Ref in) {
   const ModelDims& d = cx.d();
   const int64_t beta = cx.beta();
-  Ref e = em.compute(cx, memop(ComputeCategory::Embedding, 2 * beta * d.tokens * d.h), "embedding", {in});
+  const Ref e = em.compute(cx, memop(ComputeCategory::Embedding, 2 * beta * d.tokens * d.h), "embedding", {in});
   // Vocab-parallel embedding: partial lookups are summed over TP. Megatron reduce-scatters straight to the sequence
   // shards under SP, except with learned positions (all-reduce, add positions, split locally).
   const bool rs = d.sp && cx.job().model.position_embedding != spec::PositionEmbedding::Learned;
-  if (rs && cx.f().profile.dtensor_tp) {
-    e = sequence_chunk_cat(em, cx, beta * d.tokens * d.h, "embedding_reduce_scatter", e);
-  }
-  Ref r = em.coll(cx, rs ? CollType::ReduceScatter : CollType::AllReduce, GroupKind::Tp, beta * d.tokens * d.h,
-                  rs ? "embedding_reduce_scatter" : "embedding_all_reduce", e);
+  const Ref r = rs ? tp_reduce_scatter(em, cx, beta * d.tokens * d.h, "embedding_reduce_scatter", e)
+                   : em.coll(cx, CollType::AllReduce, GroupKind::Tp, beta * d.tokens * d.h, "embedding_all_reduce", e);
   return em.compute(cx, memop(ComputeCategory::Elementwise, 2 * beta * d.tokens_sp * d.h), "embedding_dropout", {r},
                     cx.f().mask_bytes * d.tokens_sp * d.h);
 }
@@ -65,9 +62,9 @@ Ref head_fwd(Emitter& em, const Context& cx, Ref in) {
   Ref x = d.sp ? tp_all_gather(em, cx, beta * d.tokens * d.h, "output_all_gather", n) : n;
   // Transformer Engine keeps the output layer in bf16 under fp8; DTensor's linear keeps its gathered input.
   const Context out = cx.keeping_bf16();
-  const bool sharded_input = d.sp && !cx.f().profile.dtensor_tp;
+  const bool keeps_gathered_input = d.sp && cx.f().profile.dtensor_tp;
   Ref o = em.compute(out, gemm(out, d.tokens, vloc, d.h), "output_layer", {x},
-                     beta * (sharded_input ? d.tokens_sp : d.tokens) * d.h);
+                     beta * (d.sp && !keeps_gathered_input ? d.tokens_sp : d.tokens) * d.h);
   if (cx.job().training.cross_entropy_fusion == spec::CrossEntropyFusion::Te) {
     // Transformer Engine's Triton cross-entropy as Megatron-Bridge 25.09-26.04 ran it (TE 2.x up to mid-2026): one
     // program per token row reads the bf16 logits for the row's max and sum of exponentials (online softmax); the
@@ -90,7 +87,7 @@ Ref head_fwd(Emitter& em, const Context& cx, Ref in) {
   // (measured: 2,068 MiB for 8K tokens x 128,256 logits + 4,096 hidden; working_memory.hpp). torchtitan's loss
   // (F.cross_entropy(pred.float()), not compiled) keeps log_softmax's fp32 output apart from the fp32 copy.
   // Under DTensor TP that gathered input is the output layer's saved input, counted there.
-  const int64_t gathered_input = d.sp && cx.f().profile.dtensor_tp ? 0 : beta * d.tokens * d.h;
+  const int64_t gathered_input = keeps_gathered_input ? 0 : beta * d.tokens * d.h;
   em.working_buffer(em.next_op() - 1,
                     (torch_loss(cx) ? torch_loss_forward_bytes(cx) : beta) * d.tokens * vloc + gathered_input);
   Ref a1 = em.coll(cx, CollType::AllReduce, GroupKind::Tp, 4 * d.tokens, "cross_entropy_all_reduce", c1);

@@ -12,6 +12,11 @@ Ref tp_all_gather(Emitter& em, const Context& cx, int64_t bytes, const std::stri
   return sequence_chunk_cat(em, cx, bytes, name, ag);
 }
 
+Ref tp_reduce_scatter(Emitter& em, const Context& cx, int64_t bytes, const std::string& name, Ref dep) {
+  if (cx.f().profile.dtensor_tp) dep = sequence_chunk_cat(em, cx, bytes, name, dep);
+  return em.coll(cx, CollType::ReduceScatter, GroupKind::Tp, bytes, name, dep);
+}
+
 Ref wgrad(Emitter& em, const Context& cx, int64_t k, int64_t n, int64_t m, const std::string& name,
           std::vector<Ref> deps, int batch, uint16_t comm_sms) {
   const Features& f = cx.f();
@@ -82,10 +87,9 @@ Ref scattered_gemm(Emitter& em, const Context& cx, Op g, const std::string& name
 Ref reduced_gemm(Emitter& em, const Context& cx, Op g, const std::string& name, Ref in, int64_t saved, int64_t bytes,
                  const std::string& reduce_name, bool pipelined) {
   if (!pipelined) {
-    Ref o = em.compute(cx, g, name, {in}, saved);
+    const Ref o = em.compute(cx, g, name, {in}, saved);
     if (!cx.d().sp) return em.coll(cx, CollType::AllReduce, GroupKind::Tp, bytes, reduce_name, o);
-    if (cx.f().profile.dtensor_tp) o = sequence_chunk_cat(em, cx, bytes, reduce_name, o);
-    return em.coll(cx, CollType::ReduceScatter, GroupKind::Tp, bytes, reduce_name, o);
+    return tp_reduce_scatter(em, cx, bytes, reduce_name, o);
   }
   const FrameworkProfile& ub = cx.f().profile;
   g.comm_sms = static_cast<uint16_t>(g.comm_sms + ub.pipeline_sms);

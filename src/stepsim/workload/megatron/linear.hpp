@@ -12,6 +12,9 @@ namespace stepsim::workload::megatron {
 // A sequence-parallel all-gather of `bytes` over TP (the gathered size), followed under DTensor TP by its chunk + cat
 // copy (FrameworkProfile::dtensor_tp).
 Ref tp_all_gather(Emitter& em, const Context& cx, int64_t bytes, const std::string& name, Ref dep);
+// A sequence-parallel reduce-scatter of `bytes` over TP (the unscattered size), preceded under DTensor TP by its
+// chunk + cat copy.
+Ref tp_reduce_scatter(Emitter& em, const Context& cx, int64_t bytes, const std::string& name, Ref dep);
 // DTensor's chunk + cat of a whole [batch, sequence, hidden] tensor of `bytes` around a collective along the sequence
 // dimension: reads and writes it once, named after the collective.
 Ref sequence_chunk_cat(Emitter& em, const Context& cx, int64_t bytes, const std::string& coll_name, Ref dep);
