@@ -25,6 +25,7 @@ namespace framework_memory_test {
 constexpr int64_t kLayer = 2'621'440 + 2'048 + 8'650'752;  // 11,274,240
 constexpr int64_t kEmbedding = 32'000 * 1'024;              // 32,768,000, and the output layer the same
 constexpr int64_t kRoot = 2 * kEmbedding + 1'024;           // embedding, output layer, final norm
+constexpr int64_t kHead = kEmbedding + 1'024;               // output layer and final norm
 constexpr int64_t T = 1024, V = 32000, H = 1024;
 
 std::string llama(const std::string& training, const std::string& parallel = "data: 8", int gpus = 8,
@@ -49,7 +50,7 @@ const workload::Op* find_op(const workload::Program& p, const std::string& name,
   return nullptr;
 }
 
-TEST(FrameworkMemory, Fsdp2KeepsFp32ShardsAndGathersTheRootAndTwoLayers) {
+TEST(FrameworkMemory, Fsdp2KeepsFp32ShardsAndGathersTheHeadAndTwoLayers) {
   const workload::Workload w = build(llama("framework: torchtitan, zero_stage: 3"));
   const workload::Program& p = w.programs[0];
   constexpr int64_t P = 4 * kLayer + kRoot;
@@ -59,7 +60,11 @@ TEST(FrameworkMemory, Fsdp2KeepsFp32ShardsAndGathersTheRootAndTwoLayers) {
   EXPECT_EQ(m.optimizer, 8 * P / 8);  // Adam's m and v
   EXPECT_EQ(m.gradients, 0);          // sharded fp32 gradients exist from the backward to the step only
   EXPECT_EQ(m.fp8_weight_cache, 0);
-  EXPECT_EQ(m.gathered, 2 * kRoot + 2 * (2 * kLayer));  // bf16: the root module, the running and the prefetched layer
+  // bf16: the final norm and output layer's unit (not resharded after forward), the running and the prefetched layer
+  EXPECT_EQ(m.gathered, 2 * kHead + 2 * (2 * kLayer));
+  // torchtitan before 2025-07-28: the root module held the embedding too.
+  EXPECT_EQ(build(llama("framework: torchtitan, zero_stage: 3, fsdp_units: root")).programs[0].static_memory.gathered,
+            2 * kRoot + 2 * (2 * kLayer));
   // ... and the optimizer step holds them: 4 bytes per parameter of the shard.
   const workload::Op* step = find_op(p, "optimizer_step", workload::Phase::Optimizer);
   ASSERT_NE(step, nullptr);
@@ -67,6 +72,29 @@ TEST(FrameworkMemory, Fsdp2KeepsFp32ShardsAndGathersTheRootAndTwoLayers) {
   // torchao casts weights at each use: no fp8 copies under fp8 either.
   EXPECT_EQ(build(llama("framework: torchtitan, zero_stage: 3, compile: true", "data: 8", 8, "fp8"))
                 .programs[0].static_memory.fp8_weight_cache, 0);
+}
+
+// FSDP2 allocates the reduce-scatter outputs (the sharded fp32 gradients) in its reduce-scatter stream and the
+// all-gathers' buffers in its all-gather stream; the caching allocator keeps each stream's freed blocks for that
+// stream, so at the next activation peak they are reserved beside what the default stream holds.
+TEST(FrameworkMemory, Fsdp2StreamPoolsHoldTheShardedGradientsAndTheLargestGather) {
+  constexpr int64_t P = 4 * kLayer + kRoot;
+  const workload::StaticMemory split =
+      build(llama("framework: torchtitan, zero_stage: 3")).programs[0].static_memory;
+  // 4 B per sharded parameter; the largest unit is the head (32,769,024 parameters, more than a layer's or the
+  // embedding's): its bf16 all-gather output and this rank's eighth of it as input.
+  EXPECT_EQ(split.stream_pools, 4 * P / 8 + 2 * kHead + 2 * kHead / 8);
+  const workload::StaticMemory root =
+      build(llama("framework: torchtitan, zero_stage: 3, fsdp_units: root")).programs[0].static_memory;
+  EXPECT_EQ(root.stream_pools, 4 * P / 8 + 2 * kRoot + 2 * kRoot / 8);
+  // Reserved, not allocated.
+  EXPECT_EQ(split.total() - split.allocated() - split.overhead, split.allocator_reserve + split.stream_pools);
+  // DDP (zero_stage 0) and Megatron-Core have no such streams.
+  EXPECT_EQ(build(llama("framework: torchtitan, zero_stage: 0")).programs[0].static_memory.stream_pools, 0);
+  EXPECT_EQ(build(llama("zero_stage: 3")).programs[0].static_memory.stream_pools, 0);
+  // The key is torchtitan's.
+  EXPECT_NE(test::job_error(llama("zero_stage: 3, fsdp_units: root")).find("training.fsdp_units: is how torchtitan"),
+            std::string::npos);
 }
 
 TEST(FrameworkMemory, Fsdp2UnderAPipelineKeepsTheStageGatheredAndFp32GradientsUnsharded) {
@@ -167,7 +195,8 @@ TEST(FrameworkMemory, SimulateGivesAllocatedAndReservedBesideTheDevicePeak) {
   const workload::StaticMemory& m = s.workload.programs[0].static_memory;
   const report::StageMemory& st = sum.per_stage[0];
   EXPECT_EQ(st.reserved_bytes, st.peak_bytes - m.overhead);  // PyTorch's counters leave out the CUDA context and NCCL
-  EXPECT_EQ(st.allocated_bytes, st.reserved_bytes - m.allocator_reserve);
+  EXPECT_EQ(st.allocated_bytes, st.reserved_bytes - m.allocator_reserve - m.stream_pools);
+  EXPECT_GT(m.stream_pools, 0);
   // torchtitan's launcher sets expandable segments: 1.13 % of the activation peak reserved beyond it.
   EXPECT_EQ(m.allocator_reserve, std::llround(0.0113 * double(s.workload.programs[0].activation_peak)));
   ASSERT_TRUE(sum.reserved_interval_bytes);
@@ -200,6 +229,9 @@ TEST(FrameworkMemory, NotesStateAPeakOnceOrNot) {
   EXPECT_FALSE(validate::peak_memory_in_notes("Memory 80 GBs", &from));        // the unit ends a word
   EXPECT_FALSE(validate::peak_memory_in_notes("Memory  80 GiB", &from));       // one space each side
   EXPECT_DOUBLE_EQ(*validate::peak_memory_in_notes("MEMORY 5 gib", &from), 5e9);  // any case; only "GiB" is 2^30
+  // torchtitan logs only GiB ("memory: 33.71GiB"), which torchao's tables copy under "Peak Memory (GB)".
+  EXPECT_DOUBLE_EQ(*validate::peak_memory_in_notes("Row: peak memory 33.71 GB", &from, true), 33.71 * 1073741824.0);
+  EXPECT_EQ(from, "notes: 'peak memory 33.71 GB' (GiB as logged)");
 }
 
 // The band `simulate` prints for torchtitan's reserved peak is the 10th..90th percentile of the errors of every

@@ -122,6 +122,21 @@ TEST(FrameworkTorchtitan, OpLevelSacRecomputesEverySecondMatmul) {
   EXPECT_EQ(find_op(mc.programs[0], "wk_recompute", Phase::Recompute), nullptr);
 }
 
+TEST(FrameworkTorchtitan, OpLevelSacEagerCachesEverySavedOutputCompiledOnlyWhatTheBackwardReads) {
+  // Eager, the policy caches the outputs of wq, wv, w1 and w2 (and, under TP, of both reduce-scatters) whether the
+  // backward reads them or not; compiled, the partitioner saves only what the backward reads, and w2's output (with the
+  // reduce-scatter after it) feeds the residual add alone. Same loss (eager) on both sides: 4 layers of the difference.
+  for (int tp : {1, 2}) {
+    const workload::Workload eager = build(llama_yaml("framework: torchtitan, recompute: selective", tp));
+    const workload::Workload compiled =
+        build(llama_yaml("framework: torchtitan, compile: true, compile_loss: false, recompute: selective", tp));
+    const uint64_t w2_out = 2 * T * H, rs_out = tp > 1 ? 2 * (T / 2) * H : 0;  // bf16 [T, h]; its sequence shard
+    EXPECT_EQ(eager.programs[0].stored_activation_peak - compiled.programs[0].stored_activation_peak,
+              static_cast<int64_t>(4 * (w2_out + rs_out)))
+        << "TP " << tp;
+  }
+}
+
 TEST(FrameworkTorchtitan, OpLevelSacUnderFloat8RecomputesEveryProjectionTheBackwardNeeds) {
   // torchao's Float8Linear calls aten._scaled_mm, which the policy does not save: Q, K, V, w1 and w3 all re-run (w2's
   // output feeds only the residual add, which the backward does not need).

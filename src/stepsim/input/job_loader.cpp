@@ -342,10 +342,10 @@ constexpr const char* kMegatronOnlyTrainingKeys[] = {
 std::vector<std::string> training_keys_framework_lacks(Framework target) {
   if (target == Framework::Torchtitan || target == Framework::DeepSpeed) {
     std::vector<std::string> keys(std::begin(kMegatronOnlyTrainingKeys), std::end(kMegatronOnlyTrainingKeys));
-    if (target == Framework::DeepSpeed) keys.insert(keys.end(), {"compile", "compile_loss"});
+    if (target == Framework::DeepSpeed) keys.insert(keys.end(), {"compile", "compile_loss", "fsdp_units"});
     return keys;
   }
-  return {"compile", "compile_loss"};
+  return {"compile", "compile_loss", "fsdp_units"};
 }
 
 namespace {
@@ -373,6 +373,11 @@ TrainingSpec read_training(StrictSection s) {
   t.compile_loss = s.get_bool("compile_loss", t.compile);
   if (t.compile_loss && !t.compile) {
     s.fail("compile_loss", "needs compile: true (torchtitan compiles its loss only with the model)");
+  }
+  t.fsdp_root_holds_head = s.get_enum<bool>("fsdp_units", false, {{"split", false}, {"root", true}});
+  if (s.has("fsdp_units") && !torchtitan) {
+    s.fail("fsdp_units", std::string("is how torchtitan's FSDP2 wraps the embedding and output layer (framework: "
+                                     "torchtitan); framework ") + name_of(t.framework) + " shards otherwise");
   }
   if (t.compile && !torchtitan) {
     s.fail("compile", std::string("is torchtitan's per-block torch.compile (framework: torchtitan); framework ") +

@@ -212,6 +212,11 @@ struct TrainingSpec {
   // torchtitan only: the loss under torch.compile too (torchtitan compiles it with the model since 2025-04, commit
   // bbb1b616e; before, train.py left it eager): Inductor fuses the fp32 cross-entropy and keeps only the bf16 logits.
   bool compile_loss = false;
+  // torchtitan only: how FSDP2 wraps the modules outside the transformer blocks. Split (torchtitan since 2025-07-28,
+  // PR 1094): the token embedding is a unit of its own, resharded after forward, and the final norm with the output
+  // layer one unit kept gathered from forward to backward. Root (earlier torchtitan): all three are the root module's
+  // parameters, gathered from the first forward to the last backward.
+  bool fsdp_root_holds_head = false;
   // PyTorch's caching allocator maps its segments in pages it can extend (PYTORCH_CUDA_ALLOC_CONF=
   // expandable_segments:True): far less reserved beyond what is allocated. torchtitan's launch script sets it.
   bool expandable_segments = false;

@@ -219,7 +219,7 @@ json simulate_report_data(const sim::Simulation& s, const Summary& sum, const js
                               {"gradients_gib", st.gradients / kGiB}, {"optimizer_gib", st.optimizer / kGiB},
                               {"copies_gib", (st.gathered + st.fp8_weight_cache) / kGiB},
                               {"activations_gib", sm.activation_bytes / kGiB},
-                              {"other_gib", (st.overhead + st.allocator_reserve) / kGiB},
+                              {"other_gib", (st.overhead + st.reserved_extra()) / kGiB},
                               {"peak_gib", sm.peak_bytes / kGiB}});
   }
   d["memory_parts"] = parts_by_stage;

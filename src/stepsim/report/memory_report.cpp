@@ -29,11 +29,12 @@ nlohmann::json memory_json(const workload::Workload& w, const hw::GpuSpec& gpu) 
                       {"gathered_param_bytes", sm.gathered},
                       {"static_bytes", sm.total()},
                       {"allocator_reserve_bytes", sm.allocator_reserve},
+                      {"stream_pool_bytes", sm.stream_pools},
                       {"activation_bytes", p.activation_peak},
                       {"stored_activation_bytes", p.stored_activation_peak},
                       {"working_buffer_bytes", p.activation_peak - p.stored_activation_peak},
                       {"peak_allocated_bytes", allocated},
-                      {"peak_reserved_bytes", allocated + sm.allocator_reserve},
+                      {"peak_reserved_bytes", allocated + sm.reserved_extra()},
                       {"peak_bytes", peak},
                       {"oom", peak > cap}});
   }
@@ -69,6 +70,7 @@ std::string memory_text(const workload::Workload& w, const hw::GpuSpec& gpu) {
                          {"activations", "stored_activation_bytes", true},
                          {"working", "working_buffer_bytes", true},
                          {"allocator", "allocator_reserve_bytes", true},
+                         {"stream pools", "stream_pool_bytes", any("stream_pool_bytes")},
                          {"peak", "peak_bytes", true}};
   char cell[48];
   o << "  stage";

@@ -207,7 +207,7 @@ Summary summarize(const sim::Simulation& s, int rank) {
     const workload::StaticMemory& st = w.programs[w.role_of_stage[sm.stage]].static_memory;
     sm.activation_bytes = sm.peak_bytes - sm.static_bytes;
     sm.reserved_bytes = sm.peak_bytes - st.overhead;
-    sm.allocated_bytes = sm.reserved_bytes - st.allocator_reserve;
+    sm.allocated_bytes = sm.reserved_bytes - st.reserved_extra();
     if (sm.reserved_bytes > out.peak_reserved_bytes_max) {
       out.peak_reserved_bytes_max = sm.reserved_bytes;
       out.peak_allocated_bytes_max = sm.allocated_bytes;

@@ -174,7 +174,7 @@ size_t find_word(const std::string& text, std::string_view word, size_t from) {
   return std::string::npos;
 }
 
-std::optional<double> peak_memory_in_notes(const std::string& notes, std::string* from) {
+std::optional<double> peak_memory_in_notes(const std::string& notes, std::string* from, bool logged_in_gib) {
   std::optional<double> bytes;
   int found = 0;
   for (size_t at = find_word(notes, "memory", 0); at != std::string::npos; at = find_word(notes, "memory", at + 1)) {
@@ -185,8 +185,11 @@ std::optional<double> peak_memory_in_notes(const std::string& notes, std::string
                       (at == 5 || !is_word_char(notes[at - 6]));
     const size_t begin = peak ? at - 5 : at;
     ++found;
-    bytes = f->value * (f->gib ? kGiB : 1e9);
-    if (from) *from = "notes: '" + notes.substr(begin, f->end - begin) + "'";
+    bytes = f->value * (f->gib || logged_in_gib ? kGiB : 1e9);
+    if (from) {
+      const bool read_as_gib = logged_in_gib && !f->gib;
+      *from = "notes: '" + notes.substr(begin, f->end - begin) + "'" + (read_as_gib ? " (GiB as logged)" : "");
+    }
     at = f->end - 1;
   }
   if (found == 1) return bytes;
@@ -279,16 +282,18 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
       }
     }
     run.zero_stage = r.small("zero_stage", 0, 3);
-    if (const auto gib = r.number("peak_memory_GiB", 1e-3, 1e6)) {
-      run.peak_memory_bytes = *gib * kGiB;
-      run.peak_memory_from = "column peak_memory_GiB";
-    } else {
-      run.peak_memory_bytes = peak_memory_in_notes(run.notes, &run.peak_memory_from);
-    }
     run.framework = r.choice("framework", {"megatron", "torchtitan", "composer", "deepspeed", "jax"});
     if (run.framework.empty()) {
       run.framework = framework_of_row(run);
       run.framework_inferred = !run.framework.empty();
+    }
+    if (const auto gib = r.number("peak_memory_GiB", 1e-3, 1e6)) {
+      run.peak_memory_bytes = *gib * kGiB;
+      run.peak_memory_from = "column peak_memory_GiB";
+    } else {
+      // torchtitan logs its peak only in GiB (components/metrics.py; torchao's parse_torchtitan_logs.py reads that
+      // line into its "Peak Memory (GB)" tables).
+      run.peak_memory_bytes = peak_memory_in_notes(run.notes, &run.peak_memory_from, run.framework == "torchtitan");
     }
     runs.push_back(std::move(run));
   }

@@ -81,8 +81,9 @@ bool framework_costed_as_megatron(const std::string& framework);
 bool deepspeed_plan(const PublishedRun& run);
 
 // The peak memory a row's notes state: "Memory <x> GiB" or "peak memory <x> GB|GiB" (case-insensitive), in bytes, with
-// the words quoted in `from`; nothing when the notes state none or more than one.
-std::optional<double> peak_memory_in_notes(const std::string& notes, std::string* from);
+// the words quoted in `from`; nothing when the notes state none or more than one. `logged_in_gib`: the figure is a log
+// that prints only GiB (torchtitan's "memory: <x>GiB", which tables copy under a "GB" heading), so "GB" means GiB.
+std::optional<double> peak_memory_in_notes(const std::string& notes, std::string* from, bool logged_in_gib = false);
 
 // Reads a published-runs CSV (header names as in the shared file; column order free; unknown columns ignored).
 // Throws InputError "<file>:<line>: column <name>: <rule>" for a missing required column, a malformed number or a

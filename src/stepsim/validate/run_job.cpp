@@ -262,9 +262,15 @@ void torchtitan_training(const PublishedRun& r, YAML::Node& t, const std::functi
                   : "torchtitan: eager (the notes name neither torch.compile, async TP nor Float8)");
   // torchtitan compiles its loss with the model since 2025-04 (bbb1b616e); its Dec-2024 benchmark ran at 9dec370,
   // whose train.py leaves the loss eager ("compiling loss function causes CUDA errors, turning off for now").
-  if (compiled && contains(r.notes, "torchtitan 9dec370")) {
+  const bool dec_2024 = contains(r.notes, "torchtitan 9dec370");
+  if (compiled && dec_2024) {
     t["compile_loss"] = false;
     assume("torchtitan 9dec370 (Dec 2024): the loss stays eager (compiled with the model from 2025-04 on)");
+  }
+  // Before 2025-07-28 (PR 1094) torchtitan left the embedding, final norm and output layer to the root module.
+  if (dec_2024) {
+    t["fsdp_units"] = "root";
+    assume("torchtitan 9dec370 (Dec 2024): FSDP2's root module holds the embedding, final norm and output layer");
   }
   for (const char* k : {"attention_backend", "cross_entropy_fusion", "overlap_grad_reduce", "overlap_param_gather",
                         "tp_comm_overlap", "recompute_modules"}) {

@@ -58,6 +58,8 @@ struct ModelDims {
   int64_t root_params(bool first_stage, bool last_stage) const {
     return (first_stage ? params_embedding : 0) + (last_stage ? params_output + params_final_norm : 0);
   }
+  // What the last stage holds after its transformer layers: the final norm and the output layer.
+  int64_t head_params(bool last_stage) const { return last_stage ? params_output + params_final_norm : 0; }
   int64_t largest_layer_params(bool moe_model) const {
     return std::max(layer_params(false), moe_model ? layer_params(true) : int64_t{0});
   }

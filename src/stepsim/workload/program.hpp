@@ -29,7 +29,12 @@ struct StaticMemory {
   // What PyTorch's caching allocator reserves beyond what it hands out (fragmentation), in proportion to the
   // activation peak; static here because it is held for the whole step once reached.
   int64_t allocator_reserve = 0;
-  int64_t total() const { return allocated() + allocator_reserve + overhead; }
+  // Blocks the caching allocator keeps for FSDP2's communication streams, idle at the activation peak: its pools are
+  // per stream, so the default stream's activations cannot reuse them (docs/MODEL.md §8, "Stream pools").
+  int64_t stream_pools = 0;
+  // What torch.cuda.max_memory_reserved counts beyond max_memory_allocated.
+  int64_t reserved_extra() const { return allocator_reserve + stream_pools; }
+  int64_t total() const { return allocated() + reserved_extra() + overhead; }
   // What PyTorch's torch.cuda.max_memory_allocated counts of it (not the CUDA context, NCCL's buffers or the reserve).
   int64_t allocated() const { return weights + gradients + optimizer + fp8_weight_cache + gathered + traced; }
 };

@@ -41,17 +41,38 @@ double fp8_cache_bytes_per_param(const spec::TrainingSpec& t) {
 
 namespace {
 
+// FSDP2 (torch.distributed.fsdp fully_shard) allocates each reduce-scatter's output, the sharded gradients in the
+// reduction dtype, in its reduce-scatter stream, and each all-gather's input and output in its all-gather stream
+// (_fsdp_collectives.py; the reduce-scatter input moved to the default stream in PyTorch PR 129721, June 2024). The
+// caching allocator keeps freed blocks in the pool of the stream that allocated them, so after zero_grad frees the
+// gradients their blocks stay reserved for the reduce-scatter stream, as the all-gather stream keeps its largest
+// gather (output and the rank's input shard), while the default stream builds the next step's activation peak.
+int64_t fsdp2_stream_pools(const spec::TrainingSpec& t, const RankParams& q, int64_t dp_shards,
+                           int64_t sharded_grad_bytes, int weight_bytes) {
+  const int64_t outside = t.fsdp_root_holds_head ? q.root : std::max(q.head, q.root - q.head);
+  const int64_t largest_unit = std::max(outside, q.largest_layer) * weight_bytes;
+  return sharded_grad_bytes + largest_unit + largest_unit / std::max<int64_t>(1, dp_shards);
+}
+
 // torchtitan's FSDP2 (MixedPrecisionPolicy bf16 parameters, fp32 reduction; torch.optim.AdamW): the sharded parameter
 // is the fp32 master (no separate copy), Adam's m and v are fp32 beside it, and the bf16 parameters exist only as
-// gathered. Without a pipeline the gathered ones are the root module (reshard_after_forward is off for the root) and
-// the layers running and prefetched; under a pipeline FSDP2 reshards neither after forward nor after each micro-batch's
+// gathered. Without a pipeline the gathered ones are the unit kept from forward to backward (the root module's, for
+// which FSDP2 turns reshard_after_forward off, or the final norm and output layer's) and the layers running and
+// prefetched; under a pipeline FSDP2 reshards neither after forward nor after each micro-batch's
 // backward (PipelineStage's no-sync), so the stage's parameters stay gathered and its gradients accumulate unsharded
 // in the reduction dtype (fp32). DDP (zero_stage 0) keeps fp32 parameters, gradients and moments unsharded.
 StaticMemory fsdp2_static_memory(const spec::JobSpec& job, const RankParams& q, int64_t dp_shards, int64_t edp_shards,
-                                 int64_t gathered_bytes) {
+                                 const BytesPerParam& b) {
   StaticMemory m;
   const int64_t all = q.dense + q.expert;
+  const int64_t gathered_bytes = b.weight;
   auto shard = [&](int64_t bytes) { return q.dense * bytes / dp_shards + q.expert * bytes / edp_shards; };
+  if (job.training.zero_stage > 0) {
+    m.stream_pools = fsdp2_stream_pools(job.training, q, dp_shards, shard(b.gradient), b.weight);
+  }
+  // Kept gathered between forward and backward without a pipeline: the root module's parameters, or the unit of the
+  // final norm and output layer (the embedding reshards after forward).
+  const int64_t kept = job.training.fsdp_root_holds_head ? q.root : q.head;
   switch (job.training.zero_stage) {
     case 0:
       m.weights = 4 * all;
@@ -61,7 +82,7 @@ StaticMemory fsdp2_static_memory(const spec::JobSpec& job, const RankParams& q, 
     case 3:
       m.weights = shard(4);
       m.optimizer = shard(8);
-      m.gathered = 2 * q.root + gathered_bytes * std::min(all - q.root, 2 * q.largest_layer);
+      m.gathered = 2 * kept + gathered_bytes * std::min(all - q.root, 2 * q.largest_layer);
       break;
     default:
       m.weights = shard(4);
@@ -81,7 +102,7 @@ StaticMemory static_memory(const spec::JobSpec& job, const RankParams& q, int64_
   const int zero = job.training.zero_stage;
   StaticMemory m;
   if (job.training.framework == spec::Framework::Torchtitan) {
-    m = fsdp2_static_memory(job, q, dp_shards, edp_shards, b.weight);
+    m = fsdp2_static_memory(job, q, dp_shards, edp_shards, b);
   } else {
     const int64_t params = q.dense + q.expert;
     // ZeRO-2 shards the gradients and ZeRO-3 the weights too, over the (expert-)data-parallel group.
@@ -120,7 +141,7 @@ StaticMemory static_memory(const spec::JobSpec& job, const RankParams& q, int64_
 std::optional<MemoryBand> memory_band(spec::Framework framework) {
   // torchtitan: the 17 peaks of the torchtitan rows of published_runs_2.csv and published_runs_blackwell.csv
   // (docs/VALIDATION-FRAMEWORKS.md and VALIDATION-BLACKWELL.md, "Peak memory").
-  if (framework == spec::Framework::Torchtitan) return MemoryBand{-0.182, 0.073, 17};
+  if (framework == spec::Framework::Torchtitan) return MemoryBand{-0.142, 0.053, 17};
   return std::nullopt;
 }
 

@@ -38,6 +38,7 @@ struct RankParams {
   int64_t bf16 = 0;           // kept in bf16 under fp8 (word embeddings, output layer, bf16 layers): no fp8 copies
   int64_t root = 0;           // outside the transformer layers: embedding, final norm, output layer
   int64_t largest_layer = 0;  // the largest transformer layer's: what ZeRO-3 gathers at once
+  int64_t head = 0;           // of root: the final norm and output layer
 };
 
 // Static memory of a rank for its framework (docs/MODEL.md §8): Megatron-Core's buffers and distributed optimizer,

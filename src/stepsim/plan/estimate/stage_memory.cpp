@@ -26,7 +26,7 @@ int64_t stage_memory_bytes(const spec::JobSpec& job, const LayerCosts& lc, const
   const workload::RankParams q{static_cast<int64_t>(x.dense), static_cast<int64_t>(x.expert),
                                d.fp8_exempt_params(first, last, static_cast<int64_t>(x.bf16)),
                                d.root_params(first, last),
-                               d.largest_layer_params(job.model.moe.has_value())};
+                               d.largest_layer_params(job.model.moe.has_value()), d.head_params(last)};
   workload::StaticMemory sm = workload::static_memory(job, q, layout.group_size(workload::GroupKind::Dp),
                                                       layout.group_size(workload::GroupKind::Edp),
                                                       layout.communicators());

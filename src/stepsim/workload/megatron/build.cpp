@@ -73,7 +73,8 @@ Workload build_megatron_workload(const spec::JobSpec& job) {
     const bool first = p.stage == 0, last = p.stage == par.pipeline - 1;
     const RankParams q{p.dense_parameters, p.expert_parameters,
                        d.fp8_exempt_params(first, last, p.bf16_layer_parameters),
-                       d.root_params(first, last), d.largest_layer_params(job.model.moe.has_value())};
+                       d.root_params(first, last), d.largest_layer_params(job.model.moe.has_value()),
+                       d.head_params(last)};
     p.static_memory = static_memory(job, q, w.layout.group_size(GroupKind::Dp), w.layout.group_size(GroupKind::Edp),
                                     communicators);
     p.static_memory.allocator_reserve = allocator_reserve_bytes(job, static_cast<double>(p.activation_peak));

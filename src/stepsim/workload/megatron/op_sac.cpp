@@ -19,10 +19,14 @@ int64_t op_sac_saved_bytes(const Context& cx) {
   // wq, wv, w1 and w2's outputs. Under fp8 and torch.compile the policy's PREFER_RECOMPUTE is only a preference that
   // the partitioner weighs: torchtitan's compiled Float8 and MXFP8 runs peak within 1.5 % of their bf16 twin
   // (published_runs_blackwell.csv, TT-B200pl-*: 33.38-33.88 GB against 33.71 GB), so as much is kept.
-  if (!cx.f().fp8 || cx.job().training.compile) {
-    bytes += beta * d.tokens * (d.q_width + v_width(d) + d.ffn / d.t + d.h);
+  // Compiled, the partitioner saves only what the backward reads: w2's output, and under TP the reduce-scatter after
+  // it, feed the residual add alone, whose backward reads nothing. Eager, the policy caches every MUST_SAVE output
+  // whether the recompute asks for it or not.
+  const bool compiled = cx.job().training.compile;
+  if (!cx.f().fp8 || compiled) {
+    bytes += beta * d.tokens * (d.q_width + v_width(d) + d.ffn / d.t + (compiled ? 0 : d.h));
   }
-  if (d.sp) bytes += 2 * beta * d.tokens_sp * d.h;  // the two reduce-scatters' outputs
+  if (d.sp) bytes += (compiled ? 1 : 2) * beta * d.tokens_sp * d.h;  // the reduce-scatters' outputs
   return bytes;
 }
 
