@@ -234,6 +234,22 @@ TEST(FrameworkMemory, NotesStateAPeakOnceOrNot) {
   EXPECT_EQ(from, "notes: 'peak memory 33.71 GB' (GiB as logged)");
 }
 
+// The B200 rows of the Blackwell file quote torchao's "Peak Memory (GB)" table, which its parse_torchtitan_logs.py fills
+// from torchtitan's "memory: <x>GiB" log line: read as GiB.
+TEST(FrameworkMemory, TorchtitansLoggedPeaksAreGibWhateverTheTableCallsThem) {
+  const auto runs = validate::read_published_runs(std::string(STEPSIM_SHARED_DIR) +
+                                                  "/data/published-runs/published_runs_blackwell.csv");
+  int read = 0;
+  for (const auto& r : runs) {
+    if (r.id != "TT-B200pl-Llama3-8B-8-bf16") continue;
+    ASSERT_TRUE(r.peak_memory_bytes);
+    EXPECT_DOUBLE_EQ(*r.peak_memory_bytes, 33.71 * 1073741824.0);
+    EXPECT_EQ(r.peak_memory_from, "notes: 'peak memory 33.71 GB' (GiB as logged)");
+    ++read;
+  }
+  EXPECT_EQ(read, 1);
+}
+
 // The band `simulate` prints for torchtitan's reserved peak is the 10th..90th percentile of the errors of every
 // development run that reports its peak (published_runs_2.csv and published_runs_blackwell.csv), recomputed here.
 TEST(FrameworkMemory, TheTorchtitanBandIsItsMeasuredPeaksErrors) {
