@@ -204,6 +204,8 @@ TEST(FrameworkMemory, SimulateGivesAllocatedAndReservedBesideTheDevicePeak) {
   EXPECT_DOUBLE_EQ((*sum.reserved_interval_bytes)[0], double(sum.peak_reserved_bytes_max) / (1 + band.high));
   const nlohmann::json j = report::to_json(sum, s.workload.job);
   EXPECT_EQ(j["memory"]["peak_reserved_bytes"].get<int64_t>(), st.reserved_bytes);
+  EXPECT_EQ(j["memory"]["per_stage"][0]["stream_pool_bytes"].get<int64_t>(), m.stream_pools);
+  EXPECT_NE(report::to_text(sum, s.workload.job).find("reserved holds FSDP2's stream pools, up to"), std::string::npos);
   // No band for Megatron-Core: no development run reports its peak.
   const sim::Simulation mc = sim::run_simulation(cat, test::job_from_yaml(llama("distributed_optimizer: true")), {0});
   const report::Summary mcs = report::summarize(mc, 0);

@@ -332,6 +332,7 @@ _COLUMNS = {
     "memory.per_stage.activation_bytes": ("activations (GiB)", 1 / _GIB),
     "memory.per_stage.peak_allocated_bytes": ("PyTorch allocated (GiB)", 1 / _GIB),
     "memory.per_stage.peak_reserved_bytes": ("PyTorch reserved (GiB)", 1 / _GIB),
+    "memory.per_stage.stream_pool_bytes": ("FSDP2 stream pools (GiB)", 1 / _GIB),
     "breakdown_s.compute": ("compute (ms)", 1e3),
     "breakdown_s.pipeline_bubble": ("pipeline bubble (ms)", 1e3),
     "breakdown_s.optimizer": ("optimizer (ms)", 1e3),

@@ -208,6 +208,7 @@ Summary summarize(const sim::Simulation& s, int rank) {
     sm.activation_bytes = sm.peak_bytes - sm.static_bytes;
     sm.reserved_bytes = sm.peak_bytes - st.overhead;
     sm.allocated_bytes = sm.reserved_bytes - st.reserved_extra();
+    sm.stream_pool_bytes = st.stream_pools;
     if (sm.reserved_bytes > out.peak_reserved_bytes_max) {
       out.peak_reserved_bytes_max = sm.reserved_bytes;
       out.peak_allocated_bytes_max = sm.allocated_bytes;
@@ -285,7 +286,8 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
                       {"static_bytes", sm.static_bytes},
                       {"activation_bytes", sm.activation_bytes},
                       {"peak_allocated_bytes", sm.allocated_bytes},
-                      {"peak_reserved_bytes", sm.reserved_bytes}});
+                      {"peak_reserved_bytes", sm.reserved_bytes},
+                      {"stream_pool_bytes", sm.stream_pool_bytes}});
   }
   j["memory"] = {{"peak_bytes_max", s.peak_bytes_max},
                  {"oom", s.oom},
@@ -441,6 +443,17 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   // allocated and reserved are what torch.cuda.max_memory_allocated / max_memory_reserved report (torchtitan logs the
   // reserved one); peak adds the CUDA context and NCCL's buffers, outside PyTorch's allocator.
   o << "    (allocated, reserved: PyTorch's max_memory_allocated / _reserved; peak adds the CUDA context and NCCL)\n";
+  // The gap between allocated and reserved is mostly FSDP2's stream pools where there are any: say so.
+  const auto pools = std::max_element(s.per_stage.begin(), s.per_stage.end(), [](const auto& a, const auto& b) {
+    return a.stream_pool_bytes < b.stream_pool_bytes;
+  });
+  if (pools != s.per_stage.end() && pools->stream_pool_bytes > 0) {
+    std::snprintf(line, sizeof line,
+                  "    (reserved holds FSDP2's stream pools, up to %s a stage: the sharded gradients' and the largest "
+                  "all-gather's blocks, kept for their streams; docs/MODEL.md §8)\n",
+                  format_bytes(static_cast<double>(pools->stream_pool_bytes)).c_str());
+    o << line;
+  }
   if (s.reserved_interval_bytes) {
     std::snprintf(line, sizeof line, "    reserved peak %s, 80%% interval %s .. %s (%s)\n",
                   format_bytes(static_cast<double>(s.peak_reserved_bytes_max)).c_str(),

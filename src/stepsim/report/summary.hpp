@@ -22,6 +22,7 @@ struct StageMemory {
   // NCCL's buffers and the allocator's reserve) and max_memory_reserved (allocated plus the reserve).
   int64_t allocated_bytes = 0;
   int64_t reserved_bytes = 0;
+  int64_t stream_pool_bytes = 0;  // of reserved: FSDP2's communication streams' pools (workload::StaticMemory)
 };
 
 // One pipeline stage's step as its first rank (tp = cp = dp = 0) spends it: on an uneven pipeline the stage with the
