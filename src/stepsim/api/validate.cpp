@@ -88,7 +88,8 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
           {"failed", failed},
           {"memory",
            {{"rows", r.memory.rows}, {"mape", r.memory.mape}, {"mean_signed_error", r.memory.mean_signed_error},
-                      {"error_p10", r.memory_p10}, {"error_p90", r.memory_p90}, {"predicted_not_to_fit", r.not_fit}}}};
+                      {"error_p10", r.memory_p10}, {"error_p90", r.memory_p90},
+                      {"within_10_percent", r.memory_within_10_percent}, {"predicted_not_to_fit", r.not_fit}}}};
 }
 
 }  // namespace
@@ -195,8 +196,8 @@ std::string validation_markdown(const validate::ValidationResult& r, const Valid
     std::snprintf(buf, sizeof buf, "\nRuns that report their peak (PyTorch's max_memory_reserved, as torchtitan logs "
                   "it), against the predicted reserved peak of the highest stage (docs/MODEL.md §8, \"What PyTorch "
                   "counts\"): %d runs, MAPE %.1f %%, mean signed error %+.1f %%, errors %+.1f %% .. %+.1f %% (10th .. "
-                  "90th percentile).\n\n", r.memory.rows, 100 * r.memory.mape, 100 * r.memory.mean_signed_error,
-                  100 * r.memory_p10, 100 * r.memory_p90);
+                  "90th percentile), %d within 10 %%.\n\n", r.memory.rows, 100 * r.memory.mape,
+                  100 * r.memory.mean_signed_error, 100 * r.memory_p10, 100 * r.memory_p90, r.memory_within_10_percent);
     os << buf << "| run | measured | predicted reserved | error | measured from |\n"
        << "| --- | ---: | ---: | ---: | --- |\n";
     for (const auto& x : r.rows) {

@@ -71,8 +71,9 @@ std::string validate_text(const ValidateOutput& out, bool verbose) {
       os << buf;
     }
     std::snprintf(buf, sizeof buf, "  %d rows: MAPE %.1f%%, mean signed error %+.1f%%, errors 10th..90th percentile "
-                  "%+.1f%% .. %+.1f%%\n", r.memory.rows, 100 * r.memory.mape, 100 * r.memory.mean_signed_error,
-                  100 * r.memory_p10, 100 * r.memory_p90);
+                  "%+.1f%% .. %+.1f%%, %d within 10%%\n", r.memory.rows, 100 * r.memory.mape,
+                  100 * r.memory.mean_signed_error, 100 * r.memory_p10, 100 * r.memory_p90,
+                  r.memory_within_10_percent);
     os << buf;
   }
   os << "\nmeasured runs predicted not to fit in memory: " << r.not_fit.size() << " of " << r.rows.size();

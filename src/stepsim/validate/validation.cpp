@@ -228,7 +228,9 @@ ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<Pu
   finish_stats(all);
   std::vector<double> memory_errors;
   for (const RowResult& row : res.rows) {
-    if (row.measured_memory_bytes) memory_errors.push_back(row.memory_error);
+    if (!row.measured_memory_bytes) continue;
+    memory_errors.push_back(row.memory_error);
+    if (std::abs(row.memory_error) <= 0.10) ++res.memory_within_10_percent;
   }
   finish_stats(res.memory);
   res.memory_p10 = quantile(memory_errors, 0.1);

@@ -92,6 +92,7 @@ struct ValidationResult {
   double mape = 0, mean_signed_error = 0;
   SourceStats memory;                // the rows with a measured peak: the reserved peak's errors
   double memory_p10 = 0, memory_p90 = 0;
+  int memory_within_10_percent = 0;  // of those rows, the ones whose |error| is at most 10 % (issue 46's bar)
   std::vector<std::string> not_fit;  // measured runs (every row is one) predicted not to fit the GPU's memory
 };
 
