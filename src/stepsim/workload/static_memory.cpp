@@ -43,10 +43,10 @@ namespace {
 
 // FSDP2 (torch.distributed.fsdp fully_shard) allocates each reduce-scatter's output, the sharded gradients in the
 // reduction dtype, in its reduce-scatter stream, and each all-gather's input and output in its copy-in and all-gather
-// streams (_fsdp_collectives.py; the reduce-scatter input moved to the default stream in PyTorch PR 129721, June 2024). The
-// caching allocator keeps freed blocks in the pool of the stream that allocated them, so after zero_grad frees the
-// gradients their blocks stay reserved for the reduce-scatter stream, as the all-gather stream keeps its largest
-// gather (output and the rank's input shard), while the default stream builds the next step's activation peak.
+// streams (_fsdp_collectives.py; the reduce-scatter input moved to the default stream in PyTorch PR 129721, June
+// 2024). The caching allocator keeps freed blocks in the pool of the stream that allocated them, so after zero_grad
+// frees the gradients their blocks stay reserved for the reduce-scatter stream, as the all-gather streams keep their
+// largest gather (output and the rank's input shard), while the default stream builds the next activation peak.
 int64_t fsdp2_stream_pools(const spec::TrainingSpec& t, const RankParams& q, int64_t dp_shards,
                            int64_t sharded_grad_bytes, int weight_bytes) {
   const int64_t outside = t.fsdp_root_holds_head ? q.root : std::max(q.head, q.root - q.head);
