@@ -56,6 +56,33 @@ TEST(WhatIfTo, AnotherGpuBringsItsOwnNvlink) {
   EXPECT_NE(text.find("GPU"), std::string::npos) << text;
 }
 
+// Another framework on the after side: the job's training keys that framework has no option for are dropped and
+// named (as `plan --framework` drops them), so a torchtitan job can be asked "what would Megatron-Core take".
+TEST(WhatIfTo, AnotherFrameworkDropsTheKeysItHasNoOptionFor) {
+  std::string job = h100_job("H100-SXM", false);
+  job.replace(job.find("distributed_optimizer: true"), 27,
+              "zero_stage: 3, framework: torchtitan, compile: true, compile_loss: false, fsdp_units: root");
+  api::WhatIfOptions o;
+  o.job.job_text = job;
+  o.to = {"training.framework=megatron"};
+  const api::WhatIfOutput r = api::whatif(o);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0], "--to training.framework=megatron: the job's training keys megatron has no option for are "
+                        "dropped (compile, compile_loss, fsdp_units)");
+  std::string megatron = job;
+  megatron.replace(megatron.find("framework: torchtitan, compile: true, compile_loss: false, fsdp_units: root"), 75,
+                   "framework: megatron");
+  EXPECT_EQ(r.after.step_time_s, simulated_step(megatron));
+  // A key the user also sets stays, and the job refuses it by name.
+  o.to = {"training.framework=megatron", "training.compile=true"};
+  try {
+    api::whatif(o);
+    ADD_FAILURE() << "a --to compile under megatron was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("training.compile"), std::string::npos) << e.what();
+  }
+}
+
 // Each side's links are shown, and what the after side's simulation notes beyond the before side's: a GB200 on 8-GPU
 // nodes runs its traffic between them over the NICs until cluster.nvlink_domain says the 72-GPU domain.
 TEST(WhatIfTo, EachSideShowsItsLinksAndTheAfterSidesNotes) {

@@ -1,7 +1,9 @@
 #include "stepsim/api/whatif.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "stepsim/api/plan.hpp"
 #include "stepsim/io/input_error.hpp"
@@ -36,11 +38,35 @@ void check(const std::string& flag, double v, double lo, double hi, const std::s
     throw InputError(flag + ": must be in [" + report::format_number("%g", lo) + ", " + report::format_number("%g", hi) + "] " + unit + ", got " + report::format_number("%g", v));
 }
 
+// Another framework on the after side (--to training.framework=F): the job's training keys F has no option for are
+// dropped and named, as `plan --framework` drops them; one a --to also sets stays (and is refused by the job loader).
+void drop_keys_framework_lacks(YAML::Node root, const std::string& framework, const std::vector<std::string>& set,
+                               std::vector<std::string>& notes) {
+  const auto target = framework == "torchtitan"  ? std::optional(spec::Framework::Torchtitan)
+                      : framework == "deepspeed" ? std::optional(spec::Framework::DeepSpeed)
+                      : framework == "megatron"  ? std::optional(spec::Framework::MegatronCore)
+                                                 : std::nullopt;
+  YAML::Node training = root["training"];
+  if (!target || !training.IsMap()) return;  // an unknown framework is the job loader's to refuse
+  std::string dropped;
+  for (const std::string& key : spec::training_keys_framework_lacks(*target)) {
+    if (!training[key] || std::find(set.begin(), set.end(), "training." + key) != set.end()) continue;
+    training.remove(key);
+    dropped += (dropped.empty() ? "" : ", ") + key;
+  }
+  if (!dropped.empty()) {
+    notes.push_back("--to training.framework=" + framework + ": the job's training keys " + framework +
+                    " has no option for are dropped (" + dropped + ")");
+  }
+}
+
 // The after side's --to settings (any job key, as --set writes it). Swapping the GPU swaps the node's NVLink rate with
 // it: the job's own intra-node bandwidth is the old GPU's, so it is dropped unless a --to gives one.
 YAML::Node apply_to(YAML::Node root, const spec::JobSpec& before, const std::vector<std::string>& to,
                     const std::vector<plan::Scale>& scales, std::vector<std::string>& notes) {
   bool gpu = false, intra = false;
+  std::vector<std::string> set;
+  std::string framework;
   for (const std::string& t : to) {
     const size_t eq = t.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == t.size()) {
@@ -55,7 +81,10 @@ YAML::Node apply_to(YAML::Node root, const spec::JobSpec& before, const std::vec
     }
     gpu |= key == "cluster.gpu";
     intra |= key.rfind("cluster.intra_node", 0) == 0;
+    set.push_back(key);
+    if (key == "training.framework") framework = t.substr(eq + 1);
   }
+  if (!framework.empty()) drop_keys_framework_lacks(root, framework, set, notes);
   if (gpu && !intra && root["cluster"].IsMap() && root["cluster"]["intra_node"].IsMap() &&
       root["cluster"]["intra_node"]["bandwidth_GBps"].IsDefined()) {
     root["cluster"]["intra_node"].remove("bandwidth_GBps");
