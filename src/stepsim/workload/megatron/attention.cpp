@@ -61,13 +61,12 @@ Ref mla_projections_fwd(Emitter& em, const Context& cx, Ref n, bool norm_kept, i
     em.compute(cx, gemm(cx, d.tokens_sp, a.q_lora_rank, d.h), "q_down_proj", {n}, norm_kept ? beta * d.tokens_sp * d.h : 0);
     latent += a.q_lora_rank;
   } else {
-    Ref x = d.sp ? em.coll(cx, CollType::AllGather, GroupKind::Tp, beta * d.tokens * d.h, "q_proj_all_gather", n) : n;
+    Ref x = d.sp ? tp_all_gather(em, cx, beta * d.tokens * d.h, "q_proj_all_gather", n) : n;
     em.compute(cx, gemm(cx, d.tokens, d.q_width, d.h), "q_proj", {x}, in_saved);
   }
   // Same input tensor as q_down_proj / q_proj, which already stored it.
   Ref kd = em.compute(cx, gemm(cx, d.tokens_sp, kv_lat, d.h), "kv_down_proj", {n});
-  Ref lat = d.sp ? em.coll(cx, CollType::AllGather, GroupKind::Tp, beta * d.tokens * latent, "mla_latent_all_gather", kd)
-                 : kd;
+  Ref lat = d.sp ? tp_all_gather(em, cx, beta * d.tokens * latent, "mla_latent_all_gather", kd) : kd;
   if (a.q_lora_rank > 0) {
     em.compute(cx, gemm(cx, d.tokens, d.q_width, a.q_lora_rank), "q_up_proj", {lat}, beta * d.tokens * a.q_lora_rank);
   }

@@ -25,8 +25,7 @@ Ref shared_expert_fc1_fwd(Emitter& em, const Context& cx, Ref in) {
   const ModelDims& d = cx.d();
   const int64_t beta = cx.beta();
   const int64_t fs = cx.job().model.moe->shared_expert_ffn_hidden_size, fs_in = gated_ffn_in(cx, fs);
-  Ref sx = d.sp ? em.coll(cx, CollType::AllGather, GroupKind::Tp, beta * d.tokens * d.h, "shared_expert_all_gather", in)
-                : in;
+  Ref sx = d.sp ? tp_all_gather(em, cx, beta * d.tokens * d.h, "shared_expert_all_gather", in) : in;
   Ref s1 = em.compute(cx, gemm(cx, d.tokens, fs_in / d.t, d.h), "shared_expert_fc1", {sx});
   return em.compute(cx, memop(ComputeCategory::Elementwise, beta * d.tokens * (fs_in + fs) / d.t), "shared_expert_act",
                     {s1}, keeps_shared_expert(cx) ? beta * d.tokens * fs_in / d.t : 0);
@@ -56,9 +55,7 @@ Ref shared_expert_bwd(Emitter& em, const Context& cx, Ref grad) {
   if (cx.recomputes(spec::RecomputeModule::SharedExperts) && !cx.recomputes(spec::RecomputeModule::Moe)) {
     shared_expert_fwd(em, cx.in(Phase::Recompute), grad);
   }
-  Ref sg = d.sp ? em.coll(cx, CollType::AllGather, GroupKind::Tp, beta * d.tokens * d.h, "shared_expert_grad_all_gather",
-                          grad)
-                : grad;
+  Ref sg = d.sp ? tp_all_gather(em, cx, beta * d.tokens * d.h, "shared_expert_grad_all_gather", grad) : grad;
   em.compute(cx, gemm(cx, d.tokens, fs / d.t, d.h), "shared_expert_fc2_dgrad", {sg});
   wgrad(em, cx, fs / d.t, d.h, d.tokens, "shared_expert_fc2_wgrad");
   Ref sa = em.compute(cx, memop(ComputeCategory::Elementwise, beta * d.tokens * (2 * fs_in + fs) / d.t),

@@ -13,8 +13,7 @@ Ref mtp_fwd(Emitter& em, const Context& outer, int unit, Ref in) {
   Ref e = embedding_fwd(em, cx, in);
   Ref n = em.compute(cx, memop(ComputeCategory::Norm, 4 * beta * d.tokens_sp * d.h), "mtp_enorm_hnorm", {e, in},
                      2 * beta * d.tokens_sp * d.h);
-  Ref x = d.sp ? em.coll(cx, CollType::AllGather, GroupKind::Tp, 2 * beta * d.tokens * d.h, "mtp_eh_proj_all_gather", n)
-               : n;
+  Ref x = d.sp ? tp_all_gather(em, cx, 2 * beta * d.tokens * d.h, "mtp_eh_proj_all_gather", n) : n;
   Ref p = em.compute(cx, gemm(cx, d.tokens, d.h / d.t, 2 * d.h), "mtp_eh_proj", {x}, 2 * beta * d.tokens * d.h);
   Ref g = em.coll(cx, d.sp ? CollType::ReduceScatter : CollType::AllGather, GroupKind::Tp, beta * d.tokens * d.h,
                   "mtp_eh_proj_output_gather", p);
