@@ -226,6 +226,13 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
   if (job.training.cuda_graphs) table.launch_gap_us = 0;  // graph replay: no host issue between kernels
   if (job.cluster.host_to_device_GBps > 0) table.host_to_device_GBps = job.cluster.host_to_device_GBps;
   if (job.cluster.cpu_optimizer_GBps > 0) table.cpu_optimizer_GBps = job.cluster.cpu_optimizer_GBps;
+  // torchtitan's attention is PyTorch's SDPA: with its FlashAttention-2 backend, that kernel's own rate.
+  if (job.training.framework == spec::Framework::Torchtitan && job.training.sdpa_flash &&
+      table.sdpa_flash_forward != table.attention_forward) {
+    table.attention_forward = table.sdpa_flash_forward;
+    table.attention_backward = table.sdpa_flash_backward;
+    cal.source += "; attention as PyTorch's FlashAttention-2 runs on this GPU (training.sdpa_backend: flash)";
+  }
   table.attention_forward = std::min(1.0, table.attention_forward * cal.attention_scale);
   table.attention_backward = std::min(1.0, table.attention_backward * cal.attention_scale);
   if (calibration) *calibration = cal;

@@ -22,6 +22,7 @@ struct EfficiencyCatalog::Partial {
   std::array<std::optional<double>, kGemmScales> gemm_precision_scale;
   std::optional<double> grouped_gemm_scale;
   std::optional<double> attention_forward, attention_backward;
+  std::optional<double> sdpa_flash_forward, sdpa_flash_backward;
   std::optional<std::vector<ShapePoint>> attention_sequence, attention_head_dim;
   std::array<std::optional<double>, static_cast<int>(MemoryClass::kCount)> memory;
   std::optional<double> kernel_floor_us, launch_gap_us, host_time_scale, host_to_device_GBps, cpu_optimizer_GBps;
@@ -150,7 +151,8 @@ class Parser {
     if (n.IsNull()) return t;
     const auto present = keys(n, key,
                               {"gemm_waves", "gemm_precision_scale", "grouped_gemm_scale", "attention",
-                               "memory_efficiency", "kernel_floor_us", "launch_gap_us", "host_time_scale", "host_to_device_GBps", "cpu_optimizer_GBps", "sustained_clock",
+                               "sdpa_flash_attention", "memory_efficiency", "kernel_floor_us", "launch_gap_us",
+                               "host_time_scale", "host_to_device_GBps", "cpu_optimizer_GBps", "sustained_clock",
                                "power_static_share", "power_static_share_spread", "prediction_interval",
                                "prediction_interval_by_kind",
                                "prediction_interval_by_framework", "new_source_interval"});
@@ -184,6 +186,13 @@ class Parser {
         t.attention_sequence = shape_curve(a["sequence_curve"], key + ".attention.sequence_curve", "kv_tokens");
       if (have.count("head_dim_curve"))
         t.attention_head_dim = shape_curve(a["head_dim_curve"], key + ".attention.head_dim_curve", "head_dim");
+    }
+    if (present.count("sdpa_flash_attention")) {
+      const YAML::Node a = n["sdpa_flash_attention"];
+      const std::string k = key + ".sdpa_flash_attention";
+      const auto have = keys(a, k, {"forward", "backward"});
+      if (have.count("forward")) t.sdpa_flash_forward = fraction(a["forward"], k + ".forward");
+      if (have.count("backward")) t.sdpa_flash_backward = fraction(a["backward"], k + ".backward");
     }
     if (present.count("memory_efficiency")) {
       const YAML::Node m = n["memory_efficiency"];
@@ -294,6 +303,8 @@ Partial merge(const Partial& base, const Partial& over) {
   take(r.grouped_gemm_scale, over.grouped_gemm_scale);
   take(r.attention_forward, over.attention_forward);
   take(r.attention_backward, over.attention_backward);
+  take(r.sdpa_flash_forward, over.sdpa_flash_forward);
+  take(r.sdpa_flash_backward, over.sdpa_flash_backward);
   take(r.attention_sequence, over.attention_sequence);
   take(r.attention_head_dim, over.attention_head_dim);
   for (size_t i = 0; i < r.memory.size(); ++i) take(r.memory[i], over.memory[i]);
@@ -339,6 +350,9 @@ EfficiencyTable complete(const Partial& p, const std::string& file, const std::s
   t.attention_forward = *p.attention_forward;
   need(p.attention_backward.has_value(), "attention.backward");
   t.attention_backward = *p.attention_backward;
+  // Where a table gives no figures of its own for PyTorch's FlashAttention-2, its attention kernels are as fast.
+  t.sdpa_flash_forward = p.sdpa_flash_forward.value_or(t.attention_forward);
+  t.sdpa_flash_backward = p.sdpa_flash_backward.value_or(t.attention_backward);
   t.attention_sequence = p.attention_sequence.value_or(std::vector<ShapePoint>{});
   t.attention_head_dim = p.attention_head_dim.value_or(std::vector<ShapePoint>{});
   for (int i = 0; i < static_cast<int>(MemoryClass::kCount); ++i) {

@@ -39,6 +39,9 @@ struct EfficiencyTable {
   double grouped_gemm_scale = 0;                  // grouped (MoE) GEMM vs a dense GEMM of the per-expert shape
   double attention_forward = 0;                   // flash attention, forward (and recompute) kernels
   double attention_backward = 0;                  // flash attention, backward kernels
+  // PyTorch SDPA's own FlashAttention-2 kernels (torchtitan under training.sdpa_backend: flash), where they run below
+  // the kernels above (Blackwell: FA2's sm80 code); otherwise the figures above.
+  double sdpa_flash_forward = 0, sdpa_flash_backward = 0;
   // Flash attention's efficiency by shape, relative to the figures above (which hold at the curves' factor 1: long
   // sequences, head dimension 128). Empty = factor 1 everywhere.
   std::vector<ShapePoint> attention_sequence;     // by key/value tokens per kernel

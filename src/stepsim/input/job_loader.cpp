@@ -342,10 +342,12 @@ constexpr const char* kMegatronOnlyTrainingKeys[] = {
 std::vector<std::string> training_keys_framework_lacks(Framework target) {
   if (target == Framework::Torchtitan || target == Framework::DeepSpeed) {
     std::vector<std::string> keys(std::begin(kMegatronOnlyTrainingKeys), std::end(kMegatronOnlyTrainingKeys));
-    if (target == Framework::DeepSpeed) keys.insert(keys.end(), {"compile", "compile_loss", "fsdp_units"});
+    if (target == Framework::DeepSpeed) {
+      keys.insert(keys.end(), {"compile", "compile_loss", "fsdp_units", "sdpa_backend"});
+    }
     return keys;
   }
-  return {"compile", "compile_loss", "fsdp_units"};
+  return {"compile", "compile_loss", "fsdp_units", "sdpa_backend"};
 }
 
 namespace {
@@ -375,6 +377,12 @@ TrainingSpec read_training(StrictSection s) {
     s.fail("compile_loss", "needs compile: true (torchtitan compiles its loss only with the model)");
   }
   t.fsdp_root_holds_head = s.get_enum<bool>("fsdp_units", false, {{"split", false}, {"root", true}});
+  t.sdpa_flash = s.get_enum<bool>("sdpa_backend", false, {{"cudnn", false}, {"flash", true}});
+  if (s.has("sdpa_backend") && !torchtitan) {
+    s.fail("sdpa_backend", std::string("is the backend of PyTorch's scaled_dot_product_attention (framework: "
+                                       "torchtitan); framework ") + name_of(t.framework) + " runs its own attention "
+                                       "kernels (Megatron-Core: training.attention_backend)");
+  }
   if (s.has("fsdp_units") && !torchtitan) {
     s.fail("fsdp_units", std::string("is how torchtitan's FSDP2 wraps the embedding and output layer (framework: "
                                      "torchtitan); framework ") + name_of(t.framework) + " shards otherwise");

@@ -217,6 +217,11 @@ struct TrainingSpec {
   // layer one unit kept gathered from forward to backward. Root (earlier torchtitan): all three are the root module's
   // parameters, gathered from the first forward to the last backward.
   bool fsdp_root_holds_head = false;
+  // torchtitan only: the kernels PyTorch's scaled_dot_product_attention dispatches to on Hopper and Blackwell. cuDNN's
+  // fused attention (PyTorch prefers it on sm90 and sm100 from 2.11, whose bundled cuDNN is past 9.15), or
+  // flash: PyTorch's own FlashAttention-2 build (every earlier release), whose sm80 code runs far below cuDNN on
+  // Blackwell (data/efficiency.yaml sdpa_flash_attention).
+  bool sdpa_flash = false;
   // PyTorch's caching allocator maps its segments in pages it can extend (PYTORCH_CUDA_ALLOC_CONF=
   // expandable_segments:True): far less reserved beyond what is allocated. torchtitan's launch script sets it.
   bool expandable_segments = false;

@@ -248,6 +248,18 @@ double measured_step_time_raw(const hw::GpuCatalog& catalog_gpus, const Publishe
   return step_flops(r, c) / (*r.mfu * mfu_peak_tflops(catalog_gpus, r) * 1e12 * gpus);
 }
 
+// The PyTorch 2.x release a row's notes name ("torch 2.9.0.dev20250815"): its minor version, or -1.
+int torch_minor_version(const std::string& notes) {
+  const std::string l = lower_case(notes);
+  const size_t at = l.find("torch 2.");
+  if (at == std::string::npos) return -1;
+  int minor = -1;
+  for (size_t p = at + 8; p < l.size() && std::isdigit(static_cast<unsigned char>(l[p])) != 0 && minor < 1000; ++p) {
+    minor = (minor < 0 ? 0 : 10 * minor) + (l[p] - '0');
+  }
+  return minor;
+}
+
 // A torchtitan row's training section: the framework's profile, torch.compile when the notes name it, and FSDP2 as
 // torchtitan runs it under pipeline parallelism. Keys only Megatron-Core has are dropped (the job would refuse them).
 void torchtitan_training(const PublishedRun& r, YAML::Node& t, const std::function<void(const std::string&)>& assume) {
@@ -266,6 +278,13 @@ void torchtitan_training(const PublishedRun& r, YAML::Node& t, const std::functi
   if (compiled && dec_2024) {
     t["compile_loss"] = false;
     assume("torchtitan 9dec370 (Dec 2024): the loss stays eager (compiled with the model from 2025-04 on)");
+  }
+  // PyTorch's SDPA runs its own FlashAttention-2 before 2.11, where it comes to prefer cuDNN on sm90 and sm100.
+  const int torch_minor = torch_minor_version(r.notes);
+  if (dec_2024 || (torch_minor >= 0 && torch_minor < 11)) {
+    t["sdpa_backend"] = "flash";
+    assume(std::string("PyTorch ") + (dec_2024 ? "of Dec 2024" : "2." + std::to_string(torch_minor)) +
+           ": scaled_dot_product_attention runs its own FlashAttention-2 (cuDNN preferred from 2.11)");
   }
   // Before 2025-07-28 (PR 1094) torchtitan left the embedding, final norm and output layer to the root module.
   if (dec_2024) {
