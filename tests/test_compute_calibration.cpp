@@ -121,7 +121,7 @@ TEST(ComputeCalibration, AJobGetsItsKindsBandFromTheShippedTableAndTheStore) {
   EXPECT_EQ(sim::calibration_kind(dense), "dense");
   EXPECT_EQ(sim::calibration_kind(moe), "moe");
   // The shipped calibration's band is at least new_source_interval's (what a run from a source never seen can expect):
-  // Hopper's MoE band [-0.167, +0.090] and [-0.245, +0.073] give [-0.245, +0.090].
+  // Hopper's MoE band [-0.167, +0.090] and [-0.241, +0.076] give [-0.241, +0.090].
   ASSERT_TRUE(hopper.new_source_interval.has_value());
   const hw::NewSourceInterval g = *hopper.new_source_interval;
   const double low = std::min(moe_band.low, g.low), high = std::max(moe_band.high, g.high);
@@ -208,11 +208,11 @@ TEST(ComputeCalibration, KindBandsInTheEfficiencyFileAreChecked) {
 TEST(ComputeCalibration, FrameworkBandsInTheEfficiencyFileAreChecked) {
   auto error_with = [](const std::string& entry) {
     return efficiency_error_with("framework-bands",
-                                 "      torchtitan: {interval: [-0.163, 0.003], runs: 18, power_limit_W: 500}",
+                                 "      torchtitan: {interval: [-0.090, 0.048], runs: 18, power_limit_W: 500}",
                                  "      " + entry);
   };
-  EXPECT_EQ(error_with("torchtitan: {interval: [-0.163, 0.003], runs: 18, power_limit_W: 500}"), "");
-  EXPECT_EQ(error_with("torchtitan: {interval: [-0.163, 0.003], runs: 18}"), "");  // at the board's default power
+  EXPECT_EQ(error_with("torchtitan: {interval: [-0.090, 0.048], runs: 18, power_limit_W: 500}"), "");
+  EXPECT_EQ(error_with("torchtitan: {interval: [-0.090, 0.048], runs: 18}"), "");  // at the board's default power
   EXPECT_NE(error_with("torchtitan: {interval: [-0.1, 0.1], runs: 3, power_limit_W: 0}")
                 .find("prediction_interval_by_framework.torchtitan.power_limit_W: must be in (0, 5000] W, got 0"),
             std::string::npos);
@@ -226,10 +226,10 @@ TEST(ComputeCalibration, FrameworkBandsInTheEfficiencyFileAreChecked) {
 
 TEST(ComputeCalibration, TheNewSourceBandInTheEfficiencyFileIsChecked) {
   auto error_with = [](const std::string& entry) {
-    return efficiency_error_with("new-source", "  new_source_interval: {interval: [-0.245, 0.073], sources: 20, runs: 137}",
+    return efficiency_error_with("new-source", "  new_source_interval: {interval: [-0.241, 0.076], sources: 20, runs: 137}",
                                  "  new_source_interval: " + entry);
   };
-  EXPECT_EQ(error_with("{interval: [-0.245, 0.073], sources: 20, runs: 137}"), "");
+  EXPECT_EQ(error_with("{interval: [-0.241, 0.076], sources: 20, runs: 137}"), "");
   // It must hold the prediction (an interval of a new source's errors around 0) and say on what it rests.
   EXPECT_NE(error_with("{interval: [0.05, 0.1], sources: 2, runs: 3}")
                 .find("new_source_interval.interval: needs -1 < low <= 0 <= high < 10, got [0.05, 0.1]"),

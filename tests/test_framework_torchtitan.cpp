@@ -291,8 +291,8 @@ TEST(FrameworkTorchtitan, EagerIsSlowerThanCompiled) {
 
 TEST(FrameworkTorchtitan, ItsIntervalIsTheTorchtitanRunsBandHoldingThePrediction) {
   // data/efficiency.yaml: the calibration runs are Megatron-Core's; a torchtitan job on Hopper takes the band of the 18
-  // torchtitan runs ([-0.163, 0.003]), widened to hold the prediction and new_source_interval (what a
-  // run from a source never seen can expect: [-0.245, +0.073]), so [-0.245, +0.073].
+  // torchtitan runs ([-0.090, 0.048]), widened to hold the prediction and new_source_interval (what a
+  // run from a source never seen can expect: [-0.241, +0.076]), so [-0.241, +0.076].
   const cost::EfficiencyTable hopper = catalog::shipped().efficiency.resolve_arch("hopper");
   ASSERT_TRUE(hopper.new_source_interval.has_value());
   ASSERT_EQ(hopper.prediction_interval_by_framework.count("torchtitan"), 1u);
@@ -306,8 +306,8 @@ TEST(FrameworkTorchtitan, ItsIntervalIsTheTorchtitanRunsBandHoldingThePrediction
   ASSERT_TRUE(cal.interval.has_value());
   EXPECT_DOUBLE_EQ((*cal.interval)[0], std::min(band.low, hopper.new_source_interval->low));
   EXPECT_DOUBLE_EQ((*cal.interval)[1], std::max({0.0, band.high, hopper.new_source_interval->high}));
-  EXPECT_NEAR((*cal.interval)[0], -0.245, 1e-12);
-  EXPECT_NEAR((*cal.interval)[1], 0.073, 1e-12);
+  EXPECT_NEAR((*cal.interval)[0], -0.241, 1e-12);
+  EXPECT_NEAR((*cal.interval)[1], 0.076, 1e-12);
   EXPECT_EQ(cal.interval_kind, "torchtitan");
   EXPECT_EQ(cal.interval_runs, band.runs);
   // The same model under Megatron-Core keeps the dense band of the calibration runs.
@@ -344,15 +344,19 @@ TEST(FrameworkTorchtitan, Float8DefaultsToTensorwiseDynamicScaling) {
 }
 
 // PyTorch's SDPA before 2.11 runs its own FlashAttention-2, whose sm80 kernels reach 0.147 / 0.141 of a B200's bf16
-// peak (data/efficiency.yaml, kernel microbenchmarks) where cuDNN's reach the table's 0.600 / 0.500; on Hopper no
-// figures of its own are given, so the two backends cost the same.
+// peak (data/efficiency.yaml, kernel microbenchmarks) where cuDNN's reach the table's 0.600 / 0.500, and 0.339 / 0.326
+// of an H100's (the FA3 paper's FA2 figures) against the table's 0.417 / 0.347; Ampere gives no figures of its own
+// (its table is FlashAttention-2's), so there the two backends cost the same.
 TEST(FrameworkTorchtitan, SdpaFlashOnBlackwellRunsFlashAttention2sRate) {
   const cost::EfficiencyTable bw = catalog::shipped().efficiency.resolve_arch("blackwell");
   EXPECT_DOUBLE_EQ(bw.sdpa_flash_forward, 0.147);
   EXPECT_DOUBLE_EQ(bw.sdpa_flash_backward, 0.141);
   const cost::EfficiencyTable hopper = catalog::shipped().efficiency.resolve_arch("hopper");
-  EXPECT_DOUBLE_EQ(hopper.sdpa_flash_forward, hopper.attention_forward);
-  EXPECT_DOUBLE_EQ(hopper.sdpa_flash_backward, hopper.attention_backward);
+  EXPECT_DOUBLE_EQ(hopper.sdpa_flash_forward, 0.339);
+  EXPECT_DOUBLE_EQ(hopper.sdpa_flash_backward, 0.326);
+  const cost::EfficiencyTable ampere = catalog::shipped().efficiency.resolve_arch("ampere");
+  EXPECT_DOUBLE_EQ(ampere.sdpa_flash_forward, ampere.attention_forward);
+  EXPECT_DOUBLE_EQ(ampere.sdpa_flash_backward, ampere.attention_backward);
   auto attention_ns = [](const std::string& gpu, const std::string& backend, workload::Phase phase) {
     std::string yaml = llama_yaml("framework: torchtitan, compile: true, sdpa_backend: " + backend);
     yaml.replace(yaml.find("gpu: H100-SXM"), 13, "gpu: " + gpu);
@@ -372,7 +376,8 @@ TEST(FrameworkTorchtitan, SdpaFlashOnBlackwellRunsFlashAttention2sRate) {
     const double rates = phase == workload::Phase::Forward ? 0.600 / 0.147 : 0.500 / 0.141;
     EXPECT_GT(flash / cudnn, 2.0) << static_cast<int>(phase);
     EXPECT_LE(flash / cudnn, rates) << static_cast<int>(phase);
-    EXPECT_EQ(attention_ns("H100-SXM", "flash", phase), attention_ns("H100-SXM", "cudnn", phase));
+    EXPECT_GT(attention_ns("H100-SXM", "flash", phase), attention_ns("H100-SXM", "cudnn", phase));
+    EXPECT_EQ(attention_ns("A100-80GB", "flash", phase), attention_ns("A100-80GB", "cudnn", phase));
   }
   // The key is torchtitan's.
   EXPECT_NE(test::job_error(llama_yaml("sdpa_backend: flash")).find("training.sdpa_backend: is the backend of PyTorch"),
