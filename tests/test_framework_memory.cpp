@@ -240,8 +240,7 @@ TEST(FrameworkMemory, NotesStateAPeakOnceOrNot) {
 // The B200 rows of the Blackwell file quote torchao's "Peak Memory (GB)" table, which its parse_torchtitan_logs.py fills
 // from torchtitan's "memory: <x>GiB" log line: read as GiB.
 TEST(FrameworkMemory, TorchtitansLoggedPeaksAreGibWhateverTheTableCallsThem) {
-  const auto runs = validate::read_published_runs(std::string(STEPSIM_SHARED_DIR) +
-                                                  "/data/published-runs/published_runs_blackwell.csv");
+  const auto runs = validate::read_published_runs(test::published_runs("published_runs_blackwell.csv"));
   int read = 0;
   for (const auto& r : runs) {
     if (r.id != "TT-B200pl-Llama3-8B-8-bf16") continue;
@@ -259,7 +258,7 @@ TEST(FrameworkMemory, TheTorchtitanBandIsItsMeasuredPeaksErrors) {
   const auto cat = catalog::shipped();
   std::vector<double> errors;
   for (const char* file : {"published_runs_2.csv", "published_runs_blackwell.csv"}) {
-    const auto runs = validate::read_published_runs(std::string(STEPSIM_SHARED_DIR) + "/data/published-runs/" + file);
+    const auto runs = validate::read_published_runs(test::published_runs(file));
     validate::ValidationOptions o;
     for (const auto& r : runs) {
       if (r.peak_memory_bytes && r.framework == "torchtitan") o.only_ids.push_back(r.id);

@@ -386,8 +386,7 @@ TEST(FrameworkTorchtitan, SdpaFlashOnBlackwellRunsFlashAttention2sRate) {
 
 // validate reads the PyTorch release a torchtitan row's notes name: the B200 rows ran 2.9.0.dev20250815.
 TEST(FrameworkTorchtitan, ValidateRunsSdpaFlashForPyTorchBefore2_11) {
-  const auto runs = validate::read_published_runs(std::string(STEPSIM_SHARED_DIR) +
-                                                  "/data/published-runs/published_runs_blackwell.csv");
+  const auto runs = validate::read_published_runs(test::published_runs("published_runs_blackwell.csv"));
   int seen = 0;
   for (const auto& r : runs) {
     if (r.framework != "torchtitan") continue;

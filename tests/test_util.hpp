@@ -147,6 +147,10 @@ inline cost::EfficiencyTable shipped_efficiency(const std::string& gpu) {
 inline std::string source_dir() { return STEPSIM_SOURCE_DIR; }
 // A file of the real traces and logs under ../shared/data/real.
 inline std::string real(const std::string& rel) { return std::string(STEPSIM_SHARED_DIR) + "/data/real/" + rel; }
+// A development file of published runs: ../shared/data/published-runs/<file>.
+inline std::string published_runs(const std::string& file) {
+  return std::string(STEPSIM_SHARED_DIR) + "/data/published-runs/" + file;
+}
 
 // 1 GB = 1e9 bytes, for hand-solved link and transfer times (shared: unity batches join the flow tests).
 inline constexpr double GB = 1e9;

@@ -70,21 +70,12 @@ spec::JobSpec load_plan_job(const PlanOptions& o, std::vector<std::string>* drop
   const JobInput in = plan_job_input(o);
   if (o.framework.empty()) return load_job(in);
   JobTree t = load_job_tree(in);
-  YAML::Node training = t.root["training"];
-  const spec::Framework target = o.framework == "torchtitan"  ? spec::Framework::Torchtitan
-                                 : o.framework == "deepspeed" ? spec::Framework::DeepSpeed
-                                                              : spec::Framework::MegatronCore;
+  const spec::Framework target = spec::framework_named(o.framework).value_or(spec::Framework::MegatronCore);
   auto user_set = [&](const std::string& key) {
     return std::any_of(o.job.overrides.begin(), o.job.overrides.end(),
                        [&](const std::string& ov) { return ov.rfind("training." + key + "=", 0) == 0; });
   };
-  if (training.IsMap()) {
-    for (const std::string& key : spec::training_keys_framework_lacks(target)) {
-      if (!training[key] || user_set(key)) continue;
-      training.remove(key);
-      dropped->push_back(key);
-    }
-  }
+  *dropped = spec::drop_training_keys_framework_lacks(t.root, target, user_set);
   return spec::job_from_node(catalog::shipped().gpus, t.root, t.source, in.overrides);
 }
 

@@ -40,23 +40,20 @@ void check(const std::string& flag, double v, double lo, double hi, const std::s
 
 // Another framework on the after side (--to training.framework=F): the job's training keys F has no option for are
 // dropped and named, as `plan --framework` drops them; one a --to also sets stays (and is refused by the job loader).
+// An unknown framework is the job loader's to refuse.
 void drop_keys_framework_lacks(YAML::Node root, const std::string& framework, const std::vector<std::string>& set,
                                std::vector<std::string>& notes) {
-  const auto target = framework == "torchtitan"  ? std::optional(spec::Framework::Torchtitan)
-                      : framework == "deepspeed" ? std::optional(spec::Framework::DeepSpeed)
-                      : framework == "megatron"  ? std::optional(spec::Framework::MegatronCore)
-                                                 : std::nullopt;
-  YAML::Node training = root["training"];
-  if (!target || !training.IsMap()) return;  // an unknown framework is the job loader's to refuse
-  std::string dropped;
-  for (const std::string& key : spec::training_keys_framework_lacks(*target)) {
-    if (!training[key] || std::find(set.begin(), set.end(), "training." + key) != set.end()) continue;
-    training.remove(key);
-    dropped += (dropped.empty() ? "" : ", ") + key;
-  }
-  if (!dropped.empty()) {
+  const std::optional<spec::Framework> target = spec::framework_named(framework);
+  if (!target) return;
+  auto also_set = [&](const std::string& key) {
+    return std::find(set.begin(), set.end(), "training." + key) != set.end();
+  };
+  const std::vector<std::string> dropped = spec::drop_training_keys_framework_lacks(root, *target, also_set);
+  std::string names;
+  for (const std::string& key : dropped) names += (names.empty() ? "" : ", ") + key;
+  if (!names.empty()) {
     notes.push_back("--to training.framework=" + framework + ": the job's training keys " + framework +
-                    " has no option for are dropped (" + dropped + ")");
+                    " has no option for are dropped (" + names + ")");
   }
 }
 

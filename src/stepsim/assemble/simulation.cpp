@@ -228,7 +228,7 @@ std::unique_ptr<cost::ComputeModel> make_compute_model(const catalog::Catalog& c
   if (job.cluster.cpu_optimizer_GBps > 0) table.cpu_optimizer_GBps = job.cluster.cpu_optimizer_GBps;
   // torchtitan's attention is PyTorch's SDPA: with its FlashAttention-2 backend, that kernel's own rate.
   if (job.training.framework == spec::Framework::Torchtitan && job.training.sdpa_flash &&
-      table.sdpa_flash_forward != table.attention_forward) {
+      (table.sdpa_flash_forward != table.attention_forward || table.sdpa_flash_backward != table.attention_backward)) {
     table.attention_forward = table.sdpa_flash_forward;
     table.attention_backward = table.sdpa_flash_backward;
     cal.source += "; attention as PyTorch's FlashAttention-2 runs on this GPU (training.sdpa_backend: flash)";

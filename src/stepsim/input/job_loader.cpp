@@ -350,6 +350,26 @@ std::vector<std::string> training_keys_framework_lacks(Framework target) {
   return {"compile", "compile_loss", "fsdp_units", "sdpa_backend"};
 }
 
+std::vector<std::string> drop_training_keys_framework_lacks(YAML::Node root, Framework target,
+                                                            const std::function<bool(const std::string&)>& kept) {
+  std::vector<std::string> dropped;
+  YAML::Node training = root["training"];
+  if (!training.IsMap()) return dropped;
+  for (const std::string& key : training_keys_framework_lacks(target)) {
+    if (!training[key] || kept(key)) continue;
+    training.remove(key);
+    dropped.push_back(key);
+  }
+  return dropped;
+}
+
+std::optional<Framework> framework_named(std::string_view name) {
+  if (name == "megatron") return Framework::MegatronCore;
+  if (name == "torchtitan") return Framework::Torchtitan;
+  if (name == "deepspeed") return Framework::DeepSpeed;
+  return std::nullopt;
+}
+
 namespace {
 
 TrainingSpec read_training(StrictSection s) {

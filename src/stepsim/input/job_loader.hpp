@@ -3,7 +3,10 @@
 // becomes one YAML node tree in the job-file schema first; `--set` overrides edit that tree; then one
 // strict converter turns it into a JobSpec (unknown keys are errors) and validate() checks the rules. The GPU
 // catalog a job is resolved against (its GPU's name, NVLink rate) is an argument (catalog::Catalog::gpus).
+#include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -33,6 +36,13 @@ void resolve_includes(YAML::Node& root, const std::string& base_dir);
 // The training keys framework `target` has no option for (refused under it): Megatron-Core's and Transformer Engine's
 // under torchtitan and DeepSpeed, torchtitan's compile keys under the others.
 std::vector<std::string> training_keys_framework_lacks(Framework target);
+// Removes those keys from a job tree's training section, except the ones `kept` names (a value the user sets again
+// stays, for the loader to refuse); returns the removed keys in that list's order. `plan --framework` and `whatif --to
+// training.framework=F` re-aim a job this way.
+std::vector<std::string> drop_training_keys_framework_lacks(YAML::Node root, Framework target,
+                                                            const std::function<bool(const std::string&)>& kept);
+// The framework `training.framework` names (megatron, torchtitan, deepspeed), or nothing.
+std::optional<Framework> framework_named(std::string_view name);
 
 // Strict conversion of a complete job tree; throws InputError naming the key and the rule.
 JobSpec job_from_node(const hw::GpuCatalog& gpus, const YAML::Node& root, const std::string& source);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <functional>
 #include <optional>
@@ -254,10 +255,8 @@ int torch_minor_version(const std::string& notes) {
   const size_t at = l.find("torch 2.");
   if (at == std::string::npos) return -1;
   int minor = -1;
-  for (size_t p = at + 8; p < l.size() && std::isdigit(static_cast<unsigned char>(l[p])) != 0 && minor < 1000; ++p) {
-    minor = (minor < 0 ? 0 : 10 * minor) + (l[p] - '0');
-  }
-  return minor;
+  const auto [end, error] = std::from_chars(l.data() + at + 8, l.data() + l.size(), minor);
+  return error == std::errc() ? minor : -1;
 }
 
 // A torchtitan row's training section: the framework's profile, torch.compile when the notes name it, and FSDP2 as
