@@ -106,7 +106,7 @@ TEST(ApiCommands, ChakraExportAboveItsBoundIsRefusedBeforeAnythingIsWritten) {
   auto r = test::run_cli("trace export-chakra " + test::source_dir() + "/examples/llama3-405b-8192.yaml --out " + dir);
   EXPECT_LT(std::chrono::steady_clock::now() - start, test::kRefusalTime);
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("the export would write about 12.5 GiB in 8192 files to " + dir + ", above --max-gib 4.0; "
+  EXPECT_NE(r.output.find("the export would write about 13.8 GiB in 8192 files to " + dir + ", above --max-gib 4.0; "
                           "raise --max-gib to write it"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir));
   r = test::run_cli("trace export-chakra " + test::source_dir() + "/examples/llama2-7b-8.yaml --out " + dir +

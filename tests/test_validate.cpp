@@ -78,18 +78,20 @@ TEST(Validate, UnstatedSettingsFollowTheDocumentedRules) {
   EXPECT_EQ(j.root["training"]["precision"].as<std::string>(), "fp16");
   EXPECT_EQ(j.root["training"]["micro_batch_size"].as<int>(), 1);
   EXPECT_FALSE(j.root["training"]["distributed_optimizer"].as<bool>());
-  // Llama 3.1: GQA, SwiGLU, RMSNorm; the notes say interleaved, so 4 chunks per stage; the 126 layers on 16 x 4
-  // chunks split automatically with embedding and loss counted (1, 2 x 62, 1).
+  // Llama 3.1: GQA, SwiGLU, RMSNorm; the paper's interleaved schedule has one layer per model chunk, the first
+  // holding only the embedding and the last only the loss: 8 chunks per stage, (0, 1 x 126, 0); its FSDP keeps the
+  // parameters whole and shards gradients and optimizer states (ZeRO-2).
   j = job_for_run(stepsim::catalog::shipped().gpus, row(runs, "LLAMA3-T4-1"));
   EXPECT_EQ(j.root["model"]["activation"].as<std::string>(), "swiglu");
   EXPECT_EQ(j.root["model"]["num_query_groups"].as<int>(), 8);
   EXPECT_TRUE(j.root["parallelism"]["sequence_parallel"].as<bool>());
   j.root["training"]["recompute"] = "full";
   const spec::JobSpec job = spec::job_from_node(stepsim::catalog::shipped().gpus, j.root, "row");
-  EXPECT_EQ(job.parallelism.virtual_stages, 4);
-  EXPECT_EQ(job.parallelism.pipeline_layers.front(), 1);
-  EXPECT_EQ(job.parallelism.pipeline_layers.back(), 1);
-  EXPECT_EQ(job.parallelism.pipeline_layers[1], 2);
+  EXPECT_EQ(job.parallelism.virtual_stages, 8);
+  EXPECT_EQ(job.parallelism.pipeline_layers.front(), 0);
+  EXPECT_EQ(job.parallelism.pipeline_layers.back(), 0);
+  EXPECT_EQ(job.parallelism.pipeline_layers[1], 1);
+  EXPECT_EQ(job.training.zero_stage, 2);
   EXPECT_EQ(job.cluster.gpu, "H100-SXM");
   // Megatron 2024's notes name --tp-comm-overlap.
   EXPECT_TRUE(job_for_run(stepsim::catalog::shipped().gpus, row(runs, "MLM24-H100-7.1B")).root["training"]["tp_comm_overlap"].as<bool>());

@@ -212,12 +212,12 @@ class SimulateTest(unittest.TestCase):
         # No raw JSON name is left: no dotted keys, no byte counts, no seconds spelt _s.
         self.assertFalse([c for c in df.columns if "." in c or "bytes" in c or c.endswith("_s")], list(df.columns))
         # Every field of the summary is in it: the raw form's columns, with the lists (the step's interval, the
-        # stages) spread over columns of their own: low and high; for each of the 2 stages 6 memory figures
-        # (peak, static, activations, allocated, reserved, stream pools) and 12 of time (layers, busy, compute, bubble, optimizer,
+        # stages) spread over columns of their own: low and high; for each of the 2 stages 8 memory figures
+        # (peak, static, activations, allocated, reserved, stream pools, out of memory, tight) and 12 of time (layers, busy, compute, bubble, optimizer,
         # host gaps and the 6 groups' exposed comm).
         lists = [c for c in raw.columns if isinstance(raw.iloc[0][c], list)]
         self.assertEqual(sorted(lists), ["memory.per_stage", "pipeline_stages", "step_time_interval_s"])
-        self.assertEqual(len(df.columns), len(raw.columns) - len(lists) + 2 + 2 * 6 + 2 * 12)
+        self.assertEqual(len(df.columns), len(raw.columns) - len(lists) + 2 + 2 * 8 + 2 * 12)
 
         # The readable table: units in the names, GiB, % and ms, the same figures.
         t = r.to_pandas("table")

@@ -35,6 +35,7 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
                     {"predicted_mfu", x.predicted_mfu},
                     {"recompute", x.recompute},
                     {"oom", x.oom},
+                    {"memory_tight", x.memory_tight},
                     {"peak_memory_bytes", x.peak_bytes},
                     {"capacity_bytes", x.capacity_bytes},
                     {"breakdown_s", b},
@@ -89,7 +90,8 @@ nlohmann::json to_json(const validate::ValidationResult& r) {
           {"memory",
            {{"rows", r.memory.rows}, {"mape", r.memory.mape}, {"mean_signed_error", r.memory.mean_signed_error},
                       {"error_p10", r.memory_p10}, {"error_p90", r.memory_p90},
-                      {"within_10_percent", r.memory_within_10_percent}, {"predicted_not_to_fit", r.not_fit}}}};
+                      {"within_10_percent", r.memory_within_10_percent}, {"predicted_not_to_fit", r.not_fit},
+                      {"predicted_tight", r.tight}}}};
 }
 
 }  // namespace
@@ -183,7 +185,7 @@ std::string validation_markdown(const validate::ValidationResult& r, const Valid
   for (const auto& x : r.rows) {
     std::snprintf(buf, sizeof buf, "| %s | %.3f | %.3f | %+.1f %% | %.1f %% | %s%s | %s |\n", x.id.c_str(),
                   x.measured_step_time_s, x.predicted_step_time_s, 100 * x.error, 100 * x.predicted_mfu,
-                  x.recompute.c_str(), x.oom ? " (OOM)" : "", x.measured_from.c_str());
+                  x.recompute.c_str(), x.oom ? " (OOM)" : x.memory_tight ? " (tight)" : "", x.measured_from.c_str());
     os << buf;
   }
   os << "\n## Peak memory\n\n";
@@ -192,6 +194,12 @@ std::string validation_markdown(const validate::ValidationResult& r, const Valid
   os << buf;
   for (size_t i = 0; i < r.not_fit.size(); ++i) os << (i == 0 ? " (" : ", ") << r.not_fit[i];
   os << (r.not_fit.empty() ? ".\n" : ").\n");
+  if (!r.tight.empty()) {
+    os << "Predicted tight (PyTorch's allocations fit, its reserved peak does not: docs/MODEL.md §8, \"Fits, tight or "
+          "out of memory\"): " << r.tight.size();
+    for (size_t i = 0; i < r.tight.size(); ++i) os << (i == 0 ? " (" : ", ") << r.tight[i];
+    os << ").\n";
+  }
   if (r.memory.rows > 0) {
     std::snprintf(buf, sizeof buf, "\nRuns that report their peak (PyTorch's max_memory_reserved, as torchtitan logs "
                   "it), against the predicted reserved peak of the highest stage (docs/MODEL.md §8, \"What PyTorch "

@@ -22,7 +22,7 @@ std::string validate_text(const ValidateOutput& out, bool verbose) {
   for (const auto& x : r.rows) {
     std::snprintf(buf, sizeof buf, "%-*s %10.3f s %10.3f s %+7.1f%% %5.1f%% %-9s%s\n", id_width, x.id.c_str(),
                   x.measured_step_time_s, x.predicted_step_time_s, 100 * x.error, 100 * x.predicted_mfu,
-                  x.recompute.c_str(), x.oom ? " (does not fit in memory)" : "");
+                  x.recompute.c_str(), x.oom ? " (does not fit in memory)" : x.memory_tight ? " (tight in memory)" : "");
     os << buf;
     if (verbose) {
       os << "    measured from " << x.measured_from << "\n";
@@ -79,6 +79,11 @@ std::string validate_text(const ValidateOutput& out, bool verbose) {
   os << "\nmeasured runs predicted not to fit in memory: " << r.not_fit.size() << " of " << r.rows.size();
   for (size_t i = 0; i < r.not_fit.size(); ++i) os << (i == 0 ? " (" : ", ") << r.not_fit[i];
   os << (r.not_fit.empty() ? "\n" : ")\n");
+  if (!r.tight.empty()) {
+    os << "measured runs predicted tight in memory (allocations fit, the reserved peak does not): " << r.tight.size();
+    for (size_t i = 0; i < r.tight.size(); ++i) os << (i == 0 ? " (" : ", ") << r.tight[i];
+    os << ")\n";
+  }
   auto band_table = [&](const char* title, const std::vector<validate::KindBand>& bands) {
     os << "\n" << title << "rows  errors 10th..90th percentile  measured inside the 80% interval\n";
     for (const auto& b : bands) {

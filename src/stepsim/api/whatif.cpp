@@ -22,6 +22,7 @@ nlohmann::json to_json(const plan::Outcome& o) {
           {"tokens_per_s", o.tokens_per_s},
           {"tflops_per_gpu", o.tflops_per_gpu},
           {"oom", o.oom},
+          {"memory_tight", o.memory_tight},
           {"checkpoint_interval_steps", o.interval_steps},
           {"ettr", o.ettr},
           {"e2e_time_s", o.e2e_s},

@@ -50,7 +50,8 @@ std::string whatif_text(const WhatIfOptions& o, const WhatIfOutput& r) {
     return report::format_number("%.1f %%", x.mfu * 100) + (x.mfu_of.empty() ? "" : " of " + x.mfu_of);
   };
   row("MFU", mfu(b), mfu(a), change(b.mfu, a.mfu));
-  row("fits in memory", b.oom ? "no (OOM)" : "yes", a.oom ? "no (OOM)" : "yes", "");
+  auto fits = [](const plan::Outcome& x) { return x.oom ? "no (OOM)" : x.memory_tight ? "tight" : "yes"; };
+  row("fits in memory", fits(b), fits(a), "");
   row("checkpoint interval", report::format_number("%.0f steps", static_cast<double>(b.interval_steps)),
       report::format_number("%.0f steps", static_cast<double>(a.interval_steps)), "");
   row("ETTR", report::format_number("%.2f %%", b.ettr * 100), report::format_number("%.2f %%", a.ettr * 100), "");

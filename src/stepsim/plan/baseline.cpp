@@ -1,6 +1,7 @@
 #include "stepsim/plan/baseline.hpp"
 
 #include "stepsim/assemble/simulation.hpp"
+#include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/job/nvlink_domain.hpp"
 #include "stepsim/input/job_loader.hpp"
@@ -12,6 +13,7 @@ void take_engine_timing(RankedPlan& rp, const report::Summary& sum) {
   rp.step_time_s = sum.step_time_s;
   rp.tflops_per_gpu = sum.tflops_per_gpu;
   rp.peak_memory_bytes = sum.peak_bytes_max;
+  rp.memory_fit = sum.oom ? report::MemoryFit::Over : sum.memory_tight ? report::MemoryFit::Tight : report::MemoryFit::Fits;
   rp.host_bound_step_time_s = sum.step_time_host_bound_s;
   const auto& b = sum.breakdown;
   rp.stages = StageTimes{b.compute_s, b.exposed_comm_s[report::kTp], b.exposed_comm_s[report::kCp],
@@ -75,6 +77,8 @@ Baseline time_job_as_written(const catalog::Catalog& cat, const spec::JobSpec& b
     rp.step_time_s = e.step_time_s;
     rp.tflops_per_gpu = e.tflops_per_gpu;
     rp.peak_memory_bytes = e.peak_memory_bytes;
+    rp.memory_fit = report::memory_fit(e.allocated_memory_bytes, 0, e.peak_memory_bytes,
+                                       static_cast<int64_t>(hw::effective_gpu(cat.gpus, job.cluster).memory_bytes));
     rp.stages = e.stages;
     out.note = "estimated (--simulate 0)";
   }

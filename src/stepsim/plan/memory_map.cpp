@@ -42,7 +42,10 @@ MemoryMap memory_map(const hw::GpuCatalog& catalog_gpus, const spec::JobSpec& ba
   std::ostringstream s;
   s << "CP " << par.context << ", EP " << par.expert << ", micro-batch " << tr.micro_batch_size << ", global batch "
     << global_batch << ", recompute " << spec::name_of(tr.recompute)
-    << (tr.distributed_optimizer ? ", distributed optimizer" : "") << ", VP 1";
+    << (tr.zero_stage >= 2         ? ", ZeRO-" + std::to_string(tr.zero_stage)
+        : tr.distributed_optimizer ? std::string(", distributed optimizer")
+                                   : std::string())
+    << ", VP 1";
   m.settings = s.str();
   for (int t : m.tensors) {
     for (int p : m.pipelines) {

@@ -35,6 +35,7 @@ Estimate compose_estimate(const spec::JobSpec& job, const LayerCosts& lc, const 
   e.step_time_s = std::max({gpu_bound, tail.host_bound_s, tail.zero_bound_s});
   e.peak_memory_bytes = mem.bytes;
   e.peak_stage = mem.stage;
+  e.allocated_memory_bytes = mem.allocated_bytes;
   e.stages.compute_s = (x.f.compute_s + x.b.compute_s) * m;
   e.stages.tp_s = (x.f.tp_s + x.b.tp_s) * m;
   e.stages.cp_s = (x.f.cp_s + x.b.cp_s) * m;

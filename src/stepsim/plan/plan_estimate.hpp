@@ -84,6 +84,7 @@ struct Estimate {
   double tflops_per_gpu = 0;
   int64_t peak_memory_bytes = 0;  // max over stages: static + activations
   int peak_stage = 0;
+  int64_t allocated_memory_bytes = 0;  // max over stages: allocated + CUDA context + NCCL (StageMemoryPeak)
   StageTimes stages;
 };
 

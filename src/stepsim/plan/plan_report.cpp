@@ -39,7 +39,11 @@ std::string baseline_line(const PlanResult& r) {
   if (!r.baseline) return "job: " + r.baseline_note;
   const RankedPlan& b = *r.baseline;
   std::string s = "job: the job as written (" + describe(b.plan) + "), " + r.baseline_note;
-  if (b.peak_memory_bytes > r.capacity_bytes) s += "; it does not fit in memory";
+  if (b.memory_fit == report::MemoryFit::Over) {
+    s += "; it does not fit in memory";
+  } else if (b.memory_fit == report::MemoryFit::Tight) {
+    s += "; it is tight in memory (its allocations fit, its reserved peak does not: docs/MODEL.md §8)";
+  }
   if (r.plans.empty()) return s;
   char buf[200];
   const double gain = baseline_gain(r);
@@ -122,7 +126,8 @@ std::string plan_text(const PlanResult& r, const ReportContext& c) {
         std::snprintf(buf, sizeof buf, " %15s", report::format_usd(p.cost_usd).c_str());
         o << buf;
       }
-      if (p.peak_memory_bytes > r.capacity_bytes) o << "  does not fit";
+      if (p.memory_fit == report::MemoryFit::Over) o << "  does not fit";
+      else if (p.memory_fit == report::MemoryFit::Tight) o << "  tight";
       else if (p.memory_at_risk) o << "  memory at risk";
       if (p.host_bound_step_time_s > 0) {
         std::snprintf(buf, sizeof buf, "  host-bound up to %.3f s", p.host_bound_step_time_s);
@@ -178,7 +183,8 @@ nlohmann::json plan_row_json(const RankedPlan& p, const ReportContext& c, int64_
             {"memory_at_risk", p.memory_at_risk},
             {"estimated_step_time_s", p.estimate.step_time_s},
             {"estimated_peak_memory_bytes", p.estimate.peak_memory_bytes},
-            {"fits", p.peak_memory_bytes <= capacity},
+            {"fits", p.memory_fit != report::MemoryFit::Over},
+            {"memory_tight", p.memory_fit == report::MemoryFit::Tight},
             {"memory_headroom_bytes", capacity - p.peak_memory_bytes},
             {"compute_s", p.stages.compute_s},
             {"tp_s", p.stages.tp_s},

@@ -14,6 +14,7 @@
 #include "stepsim/plan/plan_space.hpp"
 #include "stepsim/plan/plan_ties.hpp"
 #include "stepsim/plan/reliability.hpp"
+#include "stepsim/report/memory_fit.hpp"
 #include "stepsim/io/progress.hpp"
 
 namespace stepsim::plan {
@@ -58,6 +59,9 @@ struct RankedPlan {
   bool simulated = false;   // step_time_s .. stages come from the engine
   double step_time_s = 0, tflops_per_gpu = 0;
   int64_t peak_memory_bytes = 0;
+  // Over capacity: out of memory, or only tight (report/memory_fit.hpp). The planner ranks only plans whose peak fits;
+  // the job as written is shown whatever it is.
+  report::MemoryFit memory_fit = report::MemoryFit::Fits;
   bool memory_at_risk = false;  // fits, but within PlannerOptions::memory_margin of capacity
   // Engine-timed MoE plans whose layers are host-bound: the step with the measured eager host time as the floor
   // (sim/moe_host_note.hpp); 0 = not host-bound or not engine-timed. Flagged, not ranked by: step_time_s stays the

@@ -161,6 +161,7 @@ Outcome evaluate(const catalog::Catalog& cat, const spec::JobSpec& job, const Wh
   o.tokens_per_s = sum.tokens_per_s;
   o.tflops_per_gpu = sum.tflops_per_gpu;
   o.oom = sum.oom;
+  o.memory_tight = sum.memory_tight;
   o.intra_node_GBps = job.cluster.intra_node.bandwidth_GBps;
   o.inter_node = spec::inter_node_text(job.cluster, sum.inter_node_efficiency);
   o.notes = sum.notes;

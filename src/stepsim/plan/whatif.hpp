@@ -47,6 +47,7 @@ struct Outcome {
   int gpus = 0;
   int64_t nodes = 0;
   bool oom = false;
+  bool memory_tight = false;  // fits, but the reserved peak does not (report/memory_fit.hpp)
   int64_t interval_steps = 0;  // optimal checkpoint interval (MoFa eq. 44)
   double ettr = 0;
   double e2e_s = 0;            // expected end-to-end time of `steps` steps with failures and checkpoints

@@ -254,7 +254,9 @@ std::string simulate_report_html(const sim::Simulation& s, const Summary& sum, c
   head += " · MFU " + format_number("%.1f %%", sum.mfu * 100) + mfu_peak_note(sum) + " · " +
           format_number("%.1f", sum.tflops_per_gpu) + " TFLOP/s per GPU · " + format_grouped(sum.tokens_per_s) +
           " tokens/s · peak memory " + format_bytes(static_cast<double>(sum.peak_bytes_max)) +
-          " of " + format_bytes(static_cast<double>(sum.capacity_bytes)) + (sum.oom ? " (does not fit)" : "");
+          " of " + format_bytes(static_cast<double>(sum.capacity_bytes)) + (sum.oom            ? " (does not fit)"
+                                                           : sum.memory_tight ? " (tight)"
+                                                                              : "");
   std::string banner;
   if (sum.oom) {
     // Said first, as the text summary does: every number below is what the step would take if it ran.

@@ -1,9 +1,11 @@
 #include "stepsim/report/memory_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
 #include "stepsim/catalog/gpu_catalog.hpp"
+#include "stepsim/report/memory_fit.hpp"
 #include "stepsim/report/summary.hpp"
 
 namespace stepsim::report {
@@ -13,12 +15,15 @@ nlohmann::json memory_json(const workload::Workload& w, const hw::GpuSpec& gpu) 
   nlohmann::json stages = nlohmann::json::array();
   int64_t worst = 0;
   int worst_stage = 0;
+  MemoryFit verdict = MemoryFit::Fits;
   for (int st = 0; st < w.layout.pipeline(); ++st) {
     const workload::Program& p = w.programs[w.role_of_stage[st]];
     const workload::StaticMemory& sm = p.static_memory;
     const int64_t allocated = sm.allocated() + p.activation_peak;
     const int64_t peak = sm.total() + p.activation_peak;
     if (peak > worst) worst = peak, worst_stage = st;
+    const MemoryFit fit = memory_fit(allocated, sm.overhead, peak, cap);
+    verdict = std::max(verdict, fit);
     stages.push_back({{"stage", st},
                       {"parameters", p.dense_parameters + p.expert_parameters},
                       {"weight_bytes", sm.weights},
@@ -36,10 +41,11 @@ nlohmann::json memory_json(const workload::Workload& w, const hw::GpuSpec& gpu) 
                       {"peak_allocated_bytes", allocated},
                       {"peak_reserved_bytes", allocated + sm.reserved_extra()},
                       {"peak_bytes", peak},
-                      {"oom", peak > cap}});
+                      {"oom", fit == MemoryFit::Over},
+                      {"tight", fit == MemoryFit::Tight}});
   }
   return {{"gpu", gpu.name}, {"capacity_bytes", cap}, {"peak_bytes_max", worst}, {"peak_stage", worst_stage},
-          {"oom", worst > cap}, {"per_stage", stages}};
+          {"oom", verdict == MemoryFit::Over}, {"tight", verdict == MemoryFit::Tight}, {"per_stage", stages}};
 }
 
 std::string memory_text(const workload::Workload& w, const hw::GpuSpec& gpu) {
@@ -88,13 +94,16 @@ std::string memory_text(const workload::Workload& w, const hw::GpuSpec& gpu) {
       std::snprintf(cell, sizeof cell, " %12s", format_bytes(s[c.key].get<double>()).c_str());
       o << cell;
     }
-    o << (s["oom"].get<bool>() ? "  OOM" : "") << "\n";
+    o << memory_fit_mark(s["oom"].get<bool>() ? MemoryFit::Over : s["tight"].get<bool>() ? MemoryFit::Tight
+                                                                                        : MemoryFit::Fits)
+      << "\n";
   }
   const auto& worst = j["per_stage"][j["peak_stage"].get<size_t>()];
-  o << (j["oom"].get<bool>() ? "  does NOT fit: " : "  fits: ") << "largest peak "
+  o << (j["oom"].get<bool>() ? "  does NOT fit: " : j["tight"].get<bool>() ? "  tight: " : "  fits: ") << "largest peak "
     << format_bytes(j["peak_bytes_max"].get<double>()) << " (stage " << j["peak_stage"].get<int>()
     << "); PyTorch's counters there: allocated " << format_bytes(worst["peak_allocated_bytes"].get<double>())
     << ", reserved " << format_bytes(worst["peak_reserved_bytes"].get<double>()) << " (the overhead is outside them)\n";
+  if (j["tight"].get<bool>()) o << tight_memory_note << "\n";
   return o.str();
 }
 

@@ -209,6 +209,9 @@ Summary summarize(const sim::Simulation& s, int rank) {
     sm.reserved_bytes = sm.peak_bytes - st.overhead;
     sm.allocated_bytes = sm.reserved_bytes - st.reserved_extra();
     sm.stream_pool_bytes = st.stream_pools;
+    sm.fit = memory_fit(sm.allocated_bytes, st.overhead, sm.peak_bytes, out.capacity_bytes);
+    out.oom = out.oom || sm.fit == MemoryFit::Over;
+    out.memory_tight = out.memory_tight || sm.fit == MemoryFit::Tight;
     if (sm.reserved_bytes > out.peak_reserved_bytes_max) {
       out.peak_reserved_bytes_max = sm.reserved_bytes;
       out.peak_allocated_bytes_max = sm.allocated_bytes;
@@ -223,7 +226,7 @@ Summary summarize(const sim::Simulation& s, int rank) {
     out.memory_no_interval = std::string("no 80% interval for the peak: no measured ") +
                              spec::name_of(job.training.framework) + " peaks in the development runs";
   }
-  out.oom = out.peak_bytes_max > out.capacity_bytes;
+  out.memory_tight = out.memory_tight && !out.oom;
   out.ranks = w.layout.world();
   out.events = res.events;
   out.simulated_ranks = res.simulated_ranks;
@@ -235,7 +238,10 @@ Summary summarize(const sim::Simulation& s, int rank) {
 nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   using nlohmann::json;
   json j;
-  j["fits"] = !s.oom;  // false: the peak memory exceeds the GPU's; step_time_s is then what it would take
+  // false: what PyTorch allocates exceeds the GPU's memory; step_time_s is then what it would take. memory_tight: it
+  // fits, but the reserved peak does not (report/memory_fit.hpp).
+  j["fits"] = !s.oom;
+  j["memory_tight"] = s.memory_tight;
   j["step_time_s"] = s.step_time_s;
   j["job"] = job_setup_json(job, s.inter_node_efficiency);
   if (!s.notes.empty()) j["notes"] = s.notes;
@@ -287,10 +293,13 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
                       {"activation_bytes", sm.activation_bytes},
                       {"peak_allocated_bytes", sm.allocated_bytes},
                       {"peak_reserved_bytes", sm.reserved_bytes},
-                      {"stream_pool_bytes", sm.stream_pool_bytes}});
+                      {"stream_pool_bytes", sm.stream_pool_bytes},
+                      {"oom", sm.fit == MemoryFit::Over},
+                      {"tight", sm.fit == MemoryFit::Tight}});
   }
   j["memory"] = {{"peak_bytes_max", s.peak_bytes_max},
                  {"oom", s.oom},
+                 {"tight", s.memory_tight},
                  {"capacity_bytes", s.capacity_bytes},
                  {"peak_allocated_bytes", s.peak_allocated_bytes_max},
                  {"peak_reserved_bytes", s.peak_reserved_bytes_max},
@@ -368,6 +377,15 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
                   "take if it ran\n", format_bytes(static_cast<double>(s.peak_bytes_max)).c_str(), s.peak_stage,
                   format_bytes(static_cast<double>(s.capacity_bytes)).c_str());
     o << line;
+  } else if (s.memory_tight) {
+    const StageMemory& at = s.per_stage[static_cast<size_t>(s.peak_stage)];
+    std::snprintf(line, sizeof line, "  TIGHT IN MEMORY: peak %s on stage %d of %s per GPU, but PyTorch allocates %s "
+                  "there (%s with the CUDA context and NCCL): it runs as its caching allocator gives back cached blocks "
+                  "(below)\n", format_bytes(static_cast<double>(s.peak_bytes_max)).c_str(), s.peak_stage,
+                  format_bytes(static_cast<double>(s.capacity_bytes)).c_str(),
+                  format_bytes(static_cast<double>(at.allocated_bytes)).c_str(),
+                  format_bytes(static_cast<double>(at.allocated_bytes + at.peak_bytes - at.reserved_bytes)).c_str());
+    o << line;
   }
   for (const std::string& n : s.notes) o << "  note: " << n << "\n";
   std::snprintf(line, sizeof line, "  step time      %s\n", format_seconds(s.step_time_s).c_str());
@@ -437,12 +455,13 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
                   format_bytes(static_cast<double>(sm.allocated_bytes)).c_str(),
                   format_bytes(static_cast<double>(sm.reserved_bytes)).c_str(),
                   format_bytes(static_cast<double>(sm.peak_bytes)).c_str(),
-                  sm.peak_bytes > s.capacity_bytes ? "  OOM" : "");
+                  memory_fit_mark(sm.fit));
     o << line;
   }
   // allocated and reserved are what torch.cuda.max_memory_allocated / max_memory_reserved report (torchtitan logs the
   // reserved one); peak adds the CUDA context and NCCL's buffers, outside PyTorch's allocator.
   o << "    (allocated, reserved: PyTorch's max_memory_allocated / _reserved; peak adds the CUDA context and NCCL)\n";
+  if (s.memory_tight) o << "  " << tight_memory_note << "\n";
   // The gap between allocated and reserved is mostly FSDP2's stream pools where there are any: say so.
   const auto pools = std::max_element(s.per_stage.begin(), s.per_stage.end(), [](const auto& a, const auto& b) {
     return a.stream_pool_bytes < b.stream_pool_bytes;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stepsim/report/breakdown.hpp"
+#include "stepsim/report/memory_fit.hpp"
 #include "stepsim/assemble/simulation.hpp"
 
 namespace stepsim::report {
@@ -23,6 +24,7 @@ struct StageMemory {
   int64_t allocated_bytes = 0;
   int64_t reserved_bytes = 0;
   int64_t stream_pool_bytes = 0;  // of reserved: FSDP2's communication streams' pools (workload::StaticMemory)
+  MemoryFit fit = MemoryFit::Fits;
 };
 
 // One pipeline stage's step as its first rank (tp = cp = dp = 0) spends it: on an uneven pipeline the stage with the
@@ -60,7 +62,10 @@ struct Summary {
   int64_t peak_bytes_max = 0;
   int peak_stage = 0;  // the stage holding peak_bytes_max
   int64_t capacity_bytes = 0;
+  // Out of memory: on some stage what PyTorch allocates, with the CUDA context and NCCL, exceeds the GPU. Tight: none
+  // does, but a reserved peak does (report/memory_fit.hpp).
   bool oom = false;
+  bool memory_tight = false;
   // The stage with the highest reserved peak: PyTorch's max_memory_allocated and max_memory_reserved there, and the
   // 80% interval of the reserved peak from the framework's measured peaks (empty where none were measured).
   int64_t peak_allocated_bytes_max = 0;

@@ -475,6 +475,16 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
     p["virtual_stages"] = 2;
     p["schedule"] = "interleaved-1f1b";
     assume("vp not stated, torchtitan interleaved: 2 stages per rank (its generate_split_points)");
+  } else if (!r.vp && r.pp > 1 && starts_with_any(r.source, {"llama3_herd"}) && (r.layers + 2) % r.pp == 0 &&
+             microbatches_per_pipeline(r) % r.pp == 0) {
+    // The Llama 3 paper (arXiv:2407.21783, section 3.3.2) balances its interleaved pipeline by taking one layer off the
+    // first and the last stage, so that "the first model chunk on the first stage has only the embedding, and the
+    // last model chunk on the last stage has only output projection and loss calculation": one layer per model chunk.
+    const int v = (r.layers + 2) / r.pp;
+    p["virtual_stages"] = v;
+    p["schedule"] = "interleaved-1f1b";
+    assume("vp not stated: " + std::to_string(v) + " chunks per stage, one layer each (Llama 3 paper, section 3.3.2: "
+           "the first chunk holds only the embedding, the last only the output layer and loss)");
   } else if (!r.vp && r.pp > 1 && contains(r.notes, "interleav") && !old) {
     // The source says it interleaved but not how deeply: the deepest of 4 and 2 chunks per stage that keeps two
     // layers a chunk on average (embedding and loss counted) and fits the micro-batches (a multiple of pipeline).
@@ -557,7 +567,7 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   } else if (starts_with_any(r.source, {"llama3_herd"}) && r.seq_len / std::max(1, r.cp) <= 8192) {
     // The Llama 3 paper (arXiv:2407.21783, section 3.3.2): "we could pre-train Llama 3 on sequences of 8K tokens
     // without activation checkpointing" (its pipeline frees stage inputs and outputs early and tunes the number of
-    // micro-batches in flight, which stepsim's memory model does not follow: such rows may be marked as not fitting).
+    // micro-batches in flight; with the sharding and the schedule read from the same section they fit).
     // The 128K-context row splits each sequence over CP 16: every rank holds 8K tokens' activations, as in the 8K rows,
     // so the same holds there.
     t["recompute"] = "none";
@@ -587,6 +597,14 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
       t["zero3_param_fetch"] = "blocking";
       assume("ZeRO-3 of 2021 (DeepSpeed < 0.4.3): parameters gathered per tensor, host-blocking");
     }
+  } else if (contains(dopt, "fsdp-style") && starts_with_any(r.source, {"llama3_herd"})) {
+    // The Llama 3 paper (section 3.3.2): "Our use of FSDP for Llama 3 shards the optimizer states and gradients, but
+    // for model shards we do not reshard after forward computation": parameters whole, gradients and optimizer
+    // states sharded, as ZeRO-2.
+    t["zero_stage"] = 2;
+    dist = false;
+    assume("FSDP as the Llama 3 paper describes it (section 3.3.2): gradients and optimizer states sharded, parameters "
+           "not resharded (ZeRO-2)");
   } else if (dopt.rfind("none", 0) == 0 || dopt == "no" || dopt == "false") {
     dist = false;
   } else if (!dopt.empty()) {

@@ -136,6 +136,7 @@ ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<Pu
         row.predicted_step_time_s = sim.summary.step_time_s;
         row.predicted_mfu = sim.summary.mfu;
         row.oom = sim.summary.oom;
+        row.memory_tight = sim.summary.memory_tight;
         row.peak_bytes = sim.summary.peak_bytes_max;
         row.capacity_bytes = sim.summary.capacity_bytes;
         row.predicted_reserved_bytes = sim.summary.peak_reserved_bytes_max;
@@ -178,6 +179,7 @@ ValidationResult validate_runs(const catalog::Catalog& cat, const std::vector<Pu
     add_stats(all, done[i]->error);
     if (done[i]->measured_memory_bytes) add_stats(res.memory, done[i]->memory_error);
     if (done[i]->oom) res.not_fit.push_back(done[i]->id);
+    if (done[i]->memory_tight) res.tight.push_back(done[i]->id);
 
     res.rows.push_back(std::move(*done[i]));
   }

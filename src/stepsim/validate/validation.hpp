@@ -24,6 +24,7 @@ struct RowResult {
   double predicted_mfu = 0;   // model FLOPs as stepsim counts them (3 x forward) / peak
   std::string recompute;      // what was simulated
   bool oom = false;           // the simulated plan does not fit the GPU memory even with full recompute
+  bool memory_tight = false;  // it fits, but its reserved peak does not (report/memory_fit.hpp)
   int64_t peak_bytes = 0;     // the simulated plan's highest per-GPU memory peak (any stage)
   int64_t capacity_bytes = 0; // the GPU's memory
   int64_t predicted_reserved_bytes = 0;  // PyTorch's max_memory_reserved at the highest stage, as simulate gives it
@@ -94,6 +95,7 @@ struct ValidationResult {
   double memory_p10 = 0, memory_p90 = 0;
   int memory_within_10_percent = 0;  // of those rows, the ones whose |error| is at most 10 % (issue 46's bar)
   std::vector<std::string> not_fit;  // measured runs (every row is one) predicted not to fit the GPU's memory
+  std::vector<std::string> tight;    // measured runs predicted to fit only as the allocator gives back its cache
 };
 
 struct ValidationOptions {

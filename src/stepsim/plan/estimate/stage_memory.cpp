@@ -1,5 +1,8 @@
 #include "stepsim/plan/estimate/stage_memory.hpp"
 
+#include <algorithm>
+#include <utility>
+
 #include "stepsim/workload/schedule.hpp"
 #include "stepsim/workload/static_memory.hpp"
 #include "stepsim/workload/working_memory.hpp"
@@ -19,8 +22,10 @@ int chunks_in_flight(const spec::JobSpec& job, int s) {
          1;
 }
 
-int64_t stage_memory_bytes(const spec::JobSpec& job, const LayerCosts& lc, const workload::ModelDims& d,
-                           const workload::RankLayout& layout, const StageCosts& x, int s) {
+// The stage's peak and, of it, what is allocated with the CUDA context and NCCL (the peak less the reserve).
+std::pair<int64_t, int64_t> stage_memory_bytes(const spec::JobSpec& job, const LayerCosts& lc,
+                                               const workload::ModelDims& d, const workload::RankLayout& layout,
+                                               const StageCosts& x, int s) {
   const int p = job.parallelism.pipeline, v = job.parallelism.virtual_stages;
   const bool first = s == 0, last = s == p - 1;
   const workload::RankParams q{static_cast<int64_t>(x.dense), static_cast<int64_t>(x.expert),
@@ -32,7 +37,8 @@ int64_t stage_memory_bytes(const spec::JobSpec& job, const LayerCosts& lc, const
                                                       layout.communicators());
   const double act = static_cast<double>(chunks_in_flight(job, s)) * x.stored / v + lc.transient_bytes;
   sm.allocator_reserve = workload::allocator_reserve_bytes(job, act);
-  return sm.total() + static_cast<int64_t>(act);
+  const int64_t peak = sm.total() + static_cast<int64_t>(act);
+  return {peak, peak - sm.reserved_extra()};
 }
 
 }  // namespace
@@ -41,8 +47,9 @@ StageMemoryPeak peak_stage_memory(const spec::JobSpec& job, const LayerCosts& lc
                                   const workload::RankLayout& layout, const std::vector<StageCosts>& st) {
   StageMemoryPeak peak;
   for (int s = 0; s < static_cast<int>(st.size()); ++s) {
-    const int64_t total = stage_memory_bytes(job, lc, d, layout, st[s], s);
-    if (total > peak.bytes) peak = {total, s};
+    const auto [total, allocated] = stage_memory_bytes(job, lc, d, layout, st[s], s);
+    if (total > peak.bytes) peak.bytes = total, peak.stage = s;
+    peak.allocated_bytes = std::max(peak.allocated_bytes, allocated);
   }
   return peak;
 }

@@ -13,6 +13,9 @@ namespace stepsim::plan::estimate {
 struct StageMemoryPeak {
   int64_t bytes = 0;
   int stage = 0;  // the first stage with the peak
+  // Over stages, the most PyTorch allocates with the CUDA context and NCCL beside it: the peak less the allocator's
+  // reserve and stream pools (what decides out of memory against tight, report/memory_fit.hpp).
+  int64_t allocated_bytes = 0;
 };
 
 StageMemoryPeak peak_stage_memory(const spec::JobSpec& job, const LayerCosts& lc, const workload::ModelDims& d,
