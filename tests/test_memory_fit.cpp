@@ -74,7 +74,8 @@ TEST(MemoryFit, TheLlama3PlanIsTightAndZeroOneDoesNotFit) {
   EXPECT_NE(r.output.find("does NOT fit"), std::string::npos) << r.output;
 }
 
-// The Llama 3 paper's rows as `validate` reads the paper (section 3.3.2): FSDP as ZeRO-2, one layer per model chunk;
+// The Llama 3 paper's rows as `validate` reads the paper (section 3.3.2): FSDP as ZeRO-2, one layer per model chunk,
+// all-gather context parallelism;
 // none is predicted not to fit, the 8K-token 8,192-GPU row (32 micro-batches in flight per pipeline) is tight.
 TEST(MemoryFit, TheLlama3PaperRowsFitAsThePaperDescribesThem) {
   const std::string out = test::temp_dir() + "l3-validate.json";
@@ -90,6 +91,8 @@ TEST(MemoryFit, TheLlama3PaperRowsFitAsThePaperDescribesThem) {
     const std::string a = row["assumptions"].dump();
     EXPECT_NE(a.find("8 chunks per stage, one layer each"), std::string::npos) << a;
     EXPECT_NE(a.find("parameters not resharded (ZeRO-2)"), std::string::npos) << a;
+    // The 128K row's CP 16 all-gathers K and V, as the paper's section 3.3.2 says.
+    EXPECT_EQ(a.find("all-gathers K and V") != std::string::npos, row["id"] == "LLAMA3-T4-3") << a;
   }
   EXPECT_NE(r.output.find("measured runs predicted tight in memory (allocations fit, the reserved peak does not): 1 "
                           "(LLAMA3-T4-1)"),

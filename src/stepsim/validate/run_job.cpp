@@ -462,6 +462,13 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
       assume("expert_tensor 1 (EP " + std::to_string(r.ep) + " > data x context: parallel folding)");
     }
   }
+  if (r.cp > 1 && starts_with_any(r.source, {"llama3_herd"})) {
+    // The Llama 3 paper (section 3.3.2, "Context parallelism for long sequences"): "we use an all-gather based method
+    // where we first all-gather the key (K) and value (V) tensors, and then compute attention output for the local
+    // query (Q) tensor chunk", its latency exposed.
+    p["cp_comm_type"] = "all_gather";
+    assume("context parallelism all-gathers K and V before attention (Llama 3 paper, section 3.3.2)");
+  }
   const bool sp = r.sequence_parallel.value_or(!old && r.tp > 1);
   p["sequence_parallel"] = sp;
   if (!r.sequence_parallel && r.tp > 1) {
