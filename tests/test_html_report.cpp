@@ -119,6 +119,15 @@ TEST(HtmlReport, AnOutOfMemoryJobSaysSoFirstAndItsPeakIsSplit) {
   }
 }
 
+// A tight job (the Llama 3 405B example: its allocations fit, its reserved peak does not) says so in a banner too.
+TEST(HtmlReport, ATightJobSaysSoFirst) {
+  const Report r = make_report(test::source_dir() + "/examples/llama3-405b-8192.yaml", "report-tight");
+  ASSERT_TRUE(r.summary["memory_tight"].get<bool>());
+  const size_t banner = r.html.find("Tight in memory: peak 82.62 GiB on stage 1, 80.00 GiB per GPU");
+  ASSERT_NE(banner, std::string::npos);
+  EXPECT_EQ(r.html.find("Does not fit"), std::string::npos);
+}
+
 // The GPT-3 175B demo job (96 H800s, TP 8 x PP 12, 128 micro-batches): every chart drawn, no console error, and the
 // marks counted against the summary: one breakdown bar per non-zero part; 12 stages x the first min(128, 2 x 12) = 24
 // micro-batches = 288 forward and 288 backward blocks (1F1B, no recompute: one block per micro-batch and pass);

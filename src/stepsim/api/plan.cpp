@@ -236,7 +236,7 @@ std::string plan_report_html(const PlanOptions& flags, const PlanOutput& out) {
   nlohmann::json cells = nlohmann::json::array();
   for (const plan::MapCell& c : m.map.cells) {
     cells.push_back({{"tensor", c.tensor}, {"pipeline", c.pipeline}, {"data", c.data},
-                     {"status", !c.valid ? "invalid" : c.fits() ? "fits" : "over"},
+                     {"status", !c.valid ? "invalid" : c.fits() ? "fits" : c.tight() ? "tight" : "over"},
                      {"peak_gib", static_cast<double>(c.peak_bytes) / kGiB},
                      {"headroom_gib", static_cast<double>(c.headroom_bytes) / kGiB}, {"reason", c.reason}});
   }

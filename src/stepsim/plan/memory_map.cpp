@@ -1,5 +1,6 @@
 #include "stepsim/plan/memory_map.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -50,6 +51,7 @@ MemoryMap memory_map(const hw::GpuCatalog& catalog_gpus, const spec::JobSpec& ba
   for (int t : m.tensors) {
     for (int p : m.pipelines) {
       MapCell c;
+      c.capacity_bytes = m.capacity_bytes;
       c.tensor = t;
       c.pipeline = p;
       const int64_t tcp = int64_t{t} * par.context * p;
@@ -80,6 +82,7 @@ MemoryMap memory_map(const hw::GpuCatalog& catalog_gpus, const spec::JobSpec& ba
             c.peak_bytes = peak;
             c.peak_stage = prog.stage;
           }
+          c.allocated_bytes = std::max(c.allocated_bytes, peak - prog.static_memory.reserved_extra());
         }
         c.valid = true;
         c.headroom_bytes = m.capacity_bytes - c.peak_bytes;
@@ -96,7 +99,8 @@ std::string memory_map_text(const MemoryMap& m) {
   std::ostringstream o;
   o << "memory map (largest per-GPU peak over stages; capacity " << report::format_bytes(static_cast<double>(m.capacity_bytes))
     << "; " << m.settings << ")\n";
-  o << "  cell: peak, then 'ok' with the headroom or 'OOM' with the excess; '-' = not a valid plan (CSV says why)\n";
+  o << "  cell: peak, then 'ok' with the headroom, 'tight' (its allocations fit, its reserved peak does not) or 'OOM' "
+       "with the excess; '-' = not a valid plan (CSV says why)\n";
   char buf[64];
   o << "  TP \\ PP";
   for (int p : m.pipelines) {
@@ -112,7 +116,8 @@ std::string memory_map_text(const MemoryMap& m) {
       std::string cell = "-";
       if (x.valid) {
         std::snprintf(buf, sizeof buf, "%.1f GiB %s %.1f", static_cast<double>(x.peak_bytes) / (1 << 30),
-                      x.fits() ? "ok" : "OOM", std::abs(static_cast<double>(x.headroom_bytes)) / (1 << 30));
+                      x.fits() ? "ok" : x.tight() ? "tight" : "OOM",
+                      std::abs(static_cast<double>(x.headroom_bytes)) / (1 << 30));
         cell = buf;
       }
       std::snprintf(buf, sizeof buf, " %22s", cell.c_str());
@@ -120,9 +125,10 @@ std::string memory_map_text(const MemoryMap& m) {
     }
     o << "\n";
   }
-  int fit = 0, oom = 0, invalid = 0;
-  for (const MapCell& x : m.cells) (x.fits() ? fit : x.valid ? oom : invalid)++;
-  o << "  " << fit << " fit, " << oom << " over capacity, " << invalid << " not valid (GiB = 2^30 bytes)\n";
+  int fit = 0, tight = 0, oom = 0, invalid = 0;
+  for (const MapCell& x : m.cells) (x.fits() ? fit : x.tight() ? tight : x.valid ? oom : invalid)++;
+  o << "  " << fit << " fit, " << (tight > 0 ? std::to_string(tight) + " tight, " : "") << oom << " over capacity, "
+    << invalid << " not valid (GiB = 2^30 bytes)\n";
   return o.str();
 }
 
@@ -134,7 +140,7 @@ std::string memory_map_csv(const MemoryMap& m) {
     for (char& ch : reason) {
       if (ch == '"') ch = '\'';
     }
-    o << x.tensor << ',' << x.pipeline << ',' << x.data << ',' << (x.fits() ? "fits" : x.valid ? "oom" : "invalid")
+    o << x.tensor << ',' << x.pipeline << ',' << x.data << ',' << x.status()
       << ',' << x.peak_bytes << ',' << m.capacity_bytes << ',' << (x.valid ? x.headroom_bytes : 0) << ",\"" << reason
       << "\"\n";
   }

@@ -9,7 +9,7 @@
 namespace stepsim::report {
 
 // plan_json: `plan --json`; memory_map: {"capacity_gib", "settings", "tensors": [..], "pipelines": [..],
-// "cells": [{"tensor", "pipeline", "data", "status": fits|over|invalid, "peak_gib", "headroom_gib", "reason"}]}.
+// "cells": [{"tensor", "pipeline", "data", "status": fits|tight|over|invalid, "peak_gib", "headroom_gib", "reason"}]}.
 std::string plan_report_html(const nlohmann::json& plan_json, const nlohmann::json& memory_map);
 // rel_json: `reliability --json`; curve: [{"interval", "ettr"}] over checkpoint intervals.
 std::string reliability_report_html(const nlohmann::json& rel_json, const nlohmann::json& curve);

@@ -31,7 +31,7 @@ Chart.defaults.maintainAspectRatio = false;
 const R = window.stepsimReport = {charts: []};
 const COLORS = {forward: '#4e79a7', backward: '#f28e2b', recompute: '#76b7b2', idle: '#d3d3d3', compute: '#4e79a7',
                 bubble: '#bab0ac', optimizer: '#59a14f', comm: '#e15759', other: '#b07aa1', fits: '#59a14f',
-                risk: '#edc948', over: '#e15759', invalid: '#d3d3d3'};
+                risk: '#edc948', tight: '#edc948', over: '#e15759', invalid: '#d3d3d3'};
 const STAGE_COLORS = ['#4e79a7','#f28e2b','#e15759','#76b7b2','#59a14f','#edc948','#b07aa1','#ff9da7','#9c755f','#bab0ac'];
 function add(id, config) { R.charts.push({id, chart: new Chart(document.getElementById(id), config)}); }
 // A logarithmic axis labelled at 1, 2 and 5 times the powers of ten only (Chart.js labels every minor tick, and

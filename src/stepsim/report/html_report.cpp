@@ -265,6 +265,12 @@ std::string simulate_report_html(const sim::Simulation& s, const Summary& sum, c
              std::to_string(sum.peak_stage) +
              ", " + escape_html(format_bytes(static_cast<double>(sum.capacity_bytes))) +
              " per GPU. The step below is what it would take if it ran.</p>\n";
+  } else if (sum.memory_tight) {
+    banner = "<p style=\"background:#edc948;padding:8px 12px;font-weight:600\">Tight in memory: peak " +
+             escape_html(format_bytes(static_cast<double>(sum.peak_bytes_max))) + " on stage " +
+             std::to_string(sum.peak_stage) + ", " +
+             escape_html(format_bytes(static_cast<double>(sum.capacity_bytes))) +
+             " per GPU; what PyTorch allocates fits, its reserved peak does not (docs/MODEL.md §8).</p>\n";
   }
   std::string header = banner + "<p>" + escape_html(head) + "</p>\n<p class=\"note\">micro-batch " +
                        std::to_string(job.training.micro_batch_size) + ", global batch " +
