@@ -148,6 +148,40 @@ TEST(PlanCli, MemoryMapMatchesTheMemoryCommand) {
   EXPECT_GE(oom, 1);
 }
 
+// Issue 46: the planner no longer prunes plans people run. The memory map's tight cell (TP 2 x PP 1 without the
+// distributed optimizer: 80.46 GiB reserved, its allocations below 80 GiB) is kept, marked tight, and ranked after the
+// plans with headroom (full recompute at 68.56 GiB) although it is faster.
+TEST(PlanCli, TightPlansAreKeptAndRankedAtRisk) {
+  const std::string job = test::write_temp(
+      "plan-tight.yaml",
+      "model: {name: mid, num_layers: 16, hidden_size: 6144, num_attention_heads: 48, ffn_hidden_size: 24576,"
+      " vocab_size: 32000, seq_length: 8192}\n"
+      "parallelism: {tensor: 1}\ntraining: {micro_batch_size: 1, global_batch_size: 64}\n"
+      "cluster: {gpu: H100-SXM, num_gpus: 16, gpus_per_node: 8}\n");
+  const std::string out = test::temp_dir() + "plan-tight.json";
+  const test::CliResult r = test::run_cli("plan " + job + " --gpus 16 --fix tensor=2 --fix pipeline=1 --fix context=1 "
+                                          "--fix zero_stage=0 --fix micro_batch_size=1 --exclude tp_comm_overlap "
+                                          "--top 8 --json " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(test::read_file(out));
+  int tight = 0;
+  bool safe_after_tight = false;
+  for (const auto& p : j["plans"]) {
+    EXPECT_TRUE(p["fits"].get<bool>());
+    if (p["memory_tight"].get<bool>()) {
+      ++tight;
+      EXPECT_TRUE(p["memory_at_risk"].get<bool>());
+      EXPECT_GT(p["peak_memory_bytes"].get<int64_t>(), j["capacity_bytes"].get<int64_t>());
+    } else if (tight > 0) {
+      safe_after_tight = true;
+    }
+  }
+  EXPECT_GE(tight, 2);
+  EXPECT_FALSE(safe_after_tight);
+  EXPECT_EQ(j["plans"][0]["recompute"], "full");
+  EXPECT_NE(r.output.find("tight (memory at risk)"), std::string::npos) << r.output;
+}
+
 // Issue 6 item 6: `mpirun -n 2 stepsim plan ...` splits the candidates over two processes; the ranked plans
 // (JSON and text) are byte-identical to one process.
 TEST(PlanCli, TwoMpiProcessesGiveTheSameResultAsOne) {

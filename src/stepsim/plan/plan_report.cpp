@@ -127,7 +127,7 @@ std::string plan_text(const PlanResult& r, const ReportContext& c) {
         o << buf;
       }
       if (p.memory_fit == report::MemoryFit::Over) o << "  does not fit";
-      else if (p.memory_fit == report::MemoryFit::Tight) o << "  tight";
+      else if (p.memory_fit == report::MemoryFit::Tight) o << "  tight (memory at risk)";
       else if (p.memory_at_risk) o << "  memory at risk";
       if (p.host_bound_step_time_s > 0) {
         std::snprintf(buf, sizeof buf, "  host-bound up to %.3f s", p.host_bound_step_time_s);

@@ -58,7 +58,8 @@ const char* rule_explanation(Rule r) {
     case Rule::Megatron:
       return "any other Megatron start-up check (stepsim's job validation)";
     case Rule::Memory:
-      return "peak memory of every stage <= GPU memory (MoFa eq. 42), from the analytic memory model";
+      return "what PyTorch allocates on every stage, with the CUDA context and NCCL, <= GPU memory (MoFa eq. 42), from "
+             "the analytic memory model; a plan whose reserved peak alone is over is kept, tight, and ranked at risk";
     case Rule::kCount: break;
   }
   return "";

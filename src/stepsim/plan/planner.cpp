@@ -238,7 +238,9 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
   };
   std::vector<RankedPlan> fitting;  // estimated, fits, in walk order
   for (int64_t i = 0; i < count; ++i) {
-    if (est[i].peak_memory_bytes > r.capacity_bytes) {
+    const report::MemoryFit fit =
+        report::memory_fit(est[i].allocated_memory_bytes, 0, est[i].peak_memory_bytes, r.capacity_bytes);
+    if (fit == report::MemoryFit::Over) {
       ++r.removed[static_cast<int>(Rule::Memory)];
       continue;
     }
@@ -248,8 +250,10 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
     rp.step_time_s = est[i].step_time_s;
     rp.tflops_per_gpu = est[i].tflops_per_gpu;
     rp.peak_memory_bytes = est[i].peak_memory_bytes;
+    rp.memory_fit = fit;
     rp.memory_at_risk = at_risk(rp.peak_memory_bytes);
     r.at_risk += rp.memory_at_risk ? 1 : 0;
+    r.tight += fit == report::MemoryFit::Tight ? 1 : 0;
     rp.stages = est[i].stages;
     score(rp);
     fitting.push_back(rp);
@@ -279,7 +283,7 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
         });
     for (const RankedPlan& rp : runs) {
       ++r.simulated;
-      if (rp.peak_memory_bytes > r.capacity_bytes) {
+      if (rp.memory_fit == report::MemoryFit::Over) {
         ++r.engine_oom;
         continue;
       }
@@ -329,8 +333,9 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
     std::snprintf(buf, sizeof buf, "memory margin %.0f %%: %lld fitting plan(s) peak above %.2f GiB and are ranked after "
                   "the others as at risk (what the memory model does not count: NCCL's buffers beyond its "
                   "per-communicator constant, allocator behaviour other than the measured reserve; --memory-margin 0 "
-                  "ranks by the objective alone)",
-                  100 * margin, static_cast<long long>(r.at_risk), safe_bytes / (1 << 30));
+                  "ranks by the objective alone), %lld of them tight (their reserved peak above the GPU's memory)",
+                  100 * margin, static_cast<long long>(r.at_risk), safe_bytes / (1 << 30),
+                  static_cast<long long>(r.tight));
     notes.push_back(buf);
   }
   {

@@ -59,10 +59,10 @@ struct RankedPlan {
   bool simulated = false;   // step_time_s .. stages come from the engine
   double step_time_s = 0, tflops_per_gpu = 0;
   int64_t peak_memory_bytes = 0;
-  // Over capacity: out of memory, or only tight (report/memory_fit.hpp). The planner ranks only plans whose peak fits;
-  // the job as written is shown whatever it is.
+  // Out of memory, tight or fits (report/memory_fit.hpp). The planner removes plans out of memory and ranks tight
+  // ones at risk; the job as written is shown whatever it is.
   report::MemoryFit memory_fit = report::MemoryFit::Fits;
-  bool memory_at_risk = false;  // fits, but within PlannerOptions::memory_margin of capacity
+  bool memory_at_risk = false;  // fits, but its peak is within PlannerOptions::memory_margin of capacity or over it
   // Engine-timed MoE plans whose layers are host-bound: the step with the measured eager host time as the floor
   // (sim/moe_host_note.hpp); 0 = not host-bound or not engine-timed. Flagged, not ranked by: step_time_s stays the
   // GPU-bound time every plan is ranked by.
@@ -81,6 +81,7 @@ struct PlanResult {
   int64_t enumerated = 0, estimated = 0, fits = 0;
   int64_t simulated = 0, engine_oom = 0;  // engine runs; of which the engine found over capacity
   int64_t at_risk = 0;                    // fitting plans (estimated) within the memory margin
+  int64_t tight = 0;                      // of those, the tight ones (allocations fit, the reserved peak does not)
   int64_t capacity_bytes = 0;
   int nodes = 0;
   double tie_tolerance = 0;      // as the search used it
