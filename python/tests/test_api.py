@@ -213,7 +213,8 @@ class SimulateTest(unittest.TestCase):
         self.assertFalse([c for c in df.columns if "." in c or "bytes" in c or c.endswith("_s")], list(df.columns))
         # Every field of the summary is in it: the raw form's columns, with the lists (the step's interval, the
         # stages) spread over columns of their own: low and high; for each of the 2 stages 8 memory figures
-        # (peak, static, activations, allocated, reserved, stream pools, out of memory, tight) and 12 of time (layers, busy, compute, bubble, optimizer,
+        # (peak, static, activations, allocated, reserved, stream pools, out of memory, tight) and 12 of time
+        # (layers, busy, compute, bubble, optimizer,
         # host gaps and the 6 groups' exposed comm).
         lists = [c for c in raw.columns if isinstance(raw.iloc[0][c], list)]
         self.assertEqual(sorted(lists), ["memory.per_stage", "pipeline_stages", "step_time_interval_s"])

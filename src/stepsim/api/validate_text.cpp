@@ -22,7 +22,8 @@ std::string validate_text(const ValidateOutput& out, bool verbose) {
   for (const auto& x : r.rows) {
     std::snprintf(buf, sizeof buf, "%-*s %10.3f s %10.3f s %+7.1f%% %5.1f%% %-9s%s\n", id_width, x.id.c_str(),
                   x.measured_step_time_s, x.predicted_step_time_s, 100 * x.error, 100 * x.predicted_mfu,
-                  x.recompute.c_str(), x.oom ? " (does not fit in memory)" : x.memory_tight ? " (tight in memory)" : "");
+                  x.recompute.c_str(),
+                  x.oom ? " (does not fit in memory)" : x.memory_tight ? " (tight in memory)" : "");
     os << buf;
     if (verbose) {
       os << "    measured from " << x.measured_from << "\n";

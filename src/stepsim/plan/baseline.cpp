@@ -13,7 +13,7 @@ void take_engine_timing(RankedPlan& rp, const report::Summary& sum) {
   rp.step_time_s = sum.step_time_s;
   rp.tflops_per_gpu = sum.tflops_per_gpu;
   rp.peak_memory_bytes = sum.peak_bytes_max;
-  rp.memory_fit = sum.oom ? report::MemoryFit::Over : sum.memory_tight ? report::MemoryFit::Tight : report::MemoryFit::Fits;
+  rp.memory_fit = report::memory_fit(sum);
   rp.host_bound_step_time_s = sum.step_time_host_bound_s;
   const auto& b = sum.breakdown;
   rp.stages = StageTimes{b.compute_s, b.exposed_comm_s[report::kTp], b.exposed_comm_s[report::kCp],

@@ -29,8 +29,9 @@ add('plans', {type: 'bar', data: {labels: D.plans.map(p => p.label), datasets: p
                   ' s, peak ' + p.peak_gib.toFixed(1) + ' GiB' + (p.at_risk ? ' (memory at risk)' : ''); }}}},
             scales: {x: {stacked: true, title: {display: true, text: 's per step'}}, y: {stacked: true}}}});
 // TP x PP memory feasibility at plan #1's other settings: one square per (TP, PP) pair.
-const cellSets = ['fits', 'tight', 'over', 'invalid'].map(st => ({label: {fits: 'fits', tight: 'tight (allocations fit)',
-    over: 'over capacity', invalid: 'not a valid split'}[st], data: D.map.cells.filter(c => c.status === st).map(c => ({x: 'PP ' + c.pipeline,
+const cellSets = ['fits', 'tight', 'over', 'invalid'].map(st => ({
+    label: {fits: 'fits', tight: 'tight (allocations fit)', over: 'over capacity', invalid: 'not a valid split'}[st],
+    data: D.map.cells.filter(c => c.status === st).map(c => ({x: 'PP ' + c.pipeline,
     y: 'TP ' + c.tensor, c})), backgroundColor: COLORS[st], pointStyle: 'rect', pointRadius: 14, pointHoverRadius: 16}));
 add('map', {type: 'scatter', data: {datasets: cellSets},
   options: {scales: {x: {type: 'category', labels: D.map.pipelines.map(p => 'PP ' + p), title: {display: true, text: 'pipeline'}},

@@ -99,7 +99,8 @@ std::string memory_text(const workload::Workload& w, const hw::GpuSpec& gpu) {
       << "\n";
   }
   const auto& worst = j["per_stage"][j["peak_stage"].get<size_t>()];
-  o << (j["oom"].get<bool>() ? "  does NOT fit: " : j["tight"].get<bool>() ? "  tight: " : "  fits: ") << "largest peak "
+  const char* verdict = j["oom"].get<bool>() ? "  does NOT fit: " : j["tight"].get<bool>() ? "  tight: " : "  fits: ";
+  o << verdict << "largest peak "
     << format_bytes(j["peak_bytes_max"].get<double>()) << " (stage " << j["peak_stage"].get<int>()
     << "); PyTorch's counters there: allocated " << format_bytes(worst["peak_allocated_bytes"].get<double>())
     << ", reserved " << format_bytes(worst["peak_reserved_bytes"].get<double>()) << " (the overhead is outside them)\n";

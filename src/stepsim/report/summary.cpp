@@ -235,6 +235,10 @@ Summary summarize(const sim::Simulation& s, int rank) {
   return out;
 }
 
+MemoryFit memory_fit(const Summary& s) {
+  return s.oom ? MemoryFit::Over : s.memory_tight ? MemoryFit::Tight : MemoryFit::Fits;
+}
+
 nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
   using nlohmann::json;
   json j;
@@ -373,15 +377,19 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   o << "\n";
   // A job that does not fit is said first: the step time below is what it would take if it ran.
   if (s.oom) {
-    std::snprintf(line, sizeof line, "  DOES NOT FIT: peak %s on stage %d, %s per GPU; the step below is what it would "
-                  "take if it ran\n", format_bytes(static_cast<double>(s.peak_bytes_max)).c_str(), s.peak_stage,
-                  format_bytes(static_cast<double>(s.capacity_bytes)).c_str());
+    const StageMemory& at = s.per_stage[static_cast<size_t>(s.peak_stage)];
+    std::snprintf(line, sizeof line, "  DOES NOT FIT: peak %s on stage %d, %s per GPU (PyTorch allocates %s there, %s "
+                  "with the CUDA context and NCCL); the step below is what it would take if it ran\n",
+                  format_bytes(static_cast<double>(s.peak_bytes_max)).c_str(), s.peak_stage,
+                  format_bytes(static_cast<double>(s.capacity_bytes)).c_str(),
+                  format_bytes(static_cast<double>(at.allocated_bytes)).c_str(),
+                  format_bytes(static_cast<double>(at.allocated_bytes + at.peak_bytes - at.reserved_bytes)).c_str());
     o << line;
   } else if (s.memory_tight) {
     const StageMemory& at = s.per_stage[static_cast<size_t>(s.peak_stage)];
     std::snprintf(line, sizeof line, "  TIGHT IN MEMORY: peak %s on stage %d of %s per GPU, but PyTorch allocates %s "
-                  "there (%s with the CUDA context and NCCL): it runs as its caching allocator gives back cached blocks "
-                  "(below)\n", format_bytes(static_cast<double>(s.peak_bytes_max)).c_str(), s.peak_stage,
+                  "there (%s with the CUDA context and NCCL): it runs as its caching allocator gives back cached "
+                  "blocks (below)\n", format_bytes(static_cast<double>(s.peak_bytes_max)).c_str(), s.peak_stage,
                   format_bytes(static_cast<double>(s.capacity_bytes)).c_str(),
                   format_bytes(static_cast<double>(at.allocated_bytes)).c_str(),
                   format_bytes(static_cast<double>(at.allocated_bytes + at.peak_bytes - at.reserved_bytes)).c_str());

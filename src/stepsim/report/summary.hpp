@@ -36,6 +36,9 @@ struct StageTime {
   Breakdown breakdown;
 };
 
+struct Summary;
+MemoryFit memory_fit(const Summary& s);  // the step's verdict: out of memory, tight or fits
+
 struct Summary {
   int rank = 0;  // the rank the breakdown and communication figures are for
   double inter_node_efficiency = 1;  // the fraction of the NICs' line rate the job's transport reaches
