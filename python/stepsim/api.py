@@ -419,6 +419,7 @@ def _human_summary(summary, prefix=""):
 # The headline columns of table() (the summary's first lines), in the order the CLI prints them.
 _TABLE = ("step time (s)", "step time 80% interval low (s)", "step time 80% interval high (s)", "tokens/s",
           "TFLOP/s per GPU", "MFU (%)", "peak memory (GiB)", "PyTorch reserved (GiB)", "GPU memory (GiB)", "fits",
+          "tight in memory",
           "compute (ms)", "pipeline bubble (ms)", "optimizer (ms)", "host gaps (ms)", "offload (ms)",
           *("exposed %s comm (ms)" % K for _, K in _COMM))
 
@@ -453,12 +454,14 @@ class SimulationResult:
     tokens_per_s = _field("tokens_per_s", "training tokens per second, the whole job")
     tflops_per_gpu = _field("tflops_per_gpu", "model TFLOP/s per GPU")
     mfu = _field("mfu", "model FLOPs utilisation, a fraction")
-    fits = _field("fits", "whether every rank's peak memory fits in its GPU")
+    fits = _field("fits", "whether what PyTorch allocates on every rank, with the CUDA context and NCCL, fits its GPU")
+    memory_tight = _field("memory_tight", "True when it fits but a rank's reserved peak does not: it runs as PyTorch's "
+                          "caching allocator gives back cached blocks (docs/MODEL.md section 8)")
     num_microbatches = _field("num_microbatches", "micro-batches per pipeline in a step")
     rank = _field("rank", "the rank the summary reports")
     breakdown_s = _field("breakdown_s", "where the step goes, seconds: compute, pipeline_bubble, optimizer, "
                          "overlap_slowdown_s, host_gap, offload, exposed_comm.{tp,cp,ep,pp,dp,world}")
-    memory = _field("memory", "peak memory: peak_bytes_max, capacity_bytes, oom, peak_allocated_bytes, "
+    memory = _field("memory", "peak memory: peak_bytes_max, capacity_bytes, oom, tight, peak_allocated_bytes, "
                     "peak_reserved_bytes, per_stage [{stage, peak_bytes, static_bytes, activation_bytes, ...}]")
     comm_message_bytes_per_rank = _field("comm_message_bytes_per_rank", "bytes of the messages one rank's "
                                          "collectives take, per group (tp, cp, ep, pp, dp, world)")

@@ -227,8 +227,10 @@ class SimulateTest(unittest.TestCase):
         self.assertAlmostEqual(t.iloc[0]["MFU (%)"], 100 * r.mfu, places=9)
         self.assertAlmostEqual(t.iloc[0]["peak memory (GiB)"], r.summary["memory"]["peak_bytes_max"] / 2**30, places=9)
         self.assertAlmostEqual(t.iloc[0]["exposed PP comm (ms)"], 1e3 * parts["exposed_comm.pp"], places=9)
-        plain = ("tokens/s", "TFLOP/s per GPU", "fits")
+        plain = ("tokens/s", "TFLOP/s per GPU", "fits", "tight in memory")
         self.assertTrue(all("(" in c or c in plain for c in t.columns), list(t.columns))
+        self.assertEqual(bool(t.iloc[0]["tight in memory"]), r.memory_tight)
+        self.assertFalse(r.memory_tight)  # 14.3 GiB of 80 on the small job: fits with room
         try:
             import matplotlib  # noqa: F401
         except ImportError:
