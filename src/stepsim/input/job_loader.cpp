@@ -710,7 +710,7 @@ std::string joined_values(const YAML::Node& v, const StrictSection& s, const std
 PlanSection read_plan(StrictSection s) {
   PlanSection p;
   p.framework = s.get_string("framework", "");
-  if (!p.framework.empty() && p.framework != "megatron" && p.framework != "torchtitan" && p.framework != "deepspeed") {
+  if (!p.framework.empty() && !framework_named(p.framework)) {
     s.fail("framework", "must be megatron, torchtitan or deepspeed");
   }
   p.max_tp_per_nvlink_domain = static_cast<int>(s.get_int("max_tp_per_nvlink_domain", 0, 1, 1 << 16));

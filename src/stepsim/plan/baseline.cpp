@@ -77,8 +77,7 @@ Baseline time_job_as_written(const catalog::Catalog& cat, const spec::JobSpec& b
     rp.step_time_s = e.step_time_s;
     rp.tflops_per_gpu = e.tflops_per_gpu;
     rp.peak_memory_bytes = e.peak_memory_bytes;
-    rp.memory_fit = report::memory_fit(e.allocated_memory_bytes, 0, e.peak_memory_bytes,
-                                       static_cast<int64_t>(hw::effective_gpu(cat.gpus, job.cluster).memory_bytes));
+    rp.memory_fit = e.memory_fit(static_cast<int64_t>(hw::effective_gpu(cat.gpus, job.cluster).memory_bytes));
     rp.stages = e.stages;
     out.note = "estimated (--simulate 0)";
   }

@@ -51,7 +51,6 @@ MemoryMap memory_map(const hw::GpuCatalog& catalog_gpus, const spec::JobSpec& ba
   for (int t : m.tensors) {
     for (int p : m.pipelines) {
       MapCell c;
-      c.capacity_bytes = m.capacity_bytes;
       c.tensor = t;
       c.pipeline = p;
       const int64_t tcp = int64_t{t} * par.context * p;
@@ -76,16 +75,18 @@ MemoryMap memory_map(const hw::GpuCatalog& catalog_gpus, const spec::JobSpec& ba
         }
         spec::validate(catalog_gpus, job);
         const workload::Workload w = workload::build_megatron_workload(job);
+        int64_t allocated = 0;  // with the CUDA context and NCCL, over stages
         for (const workload::Program& prog : w.programs) {
           const int64_t peak = prog.static_memory.total() + prog.activation_peak;
           if (peak > c.peak_bytes) {
             c.peak_bytes = peak;
             c.peak_stage = prog.stage;
           }
-          c.allocated_bytes = std::max(c.allocated_bytes, peak - prog.static_memory.reserved_extra());
+          allocated = std::max(allocated, peak - prog.static_memory.reserved_extra());
         }
         c.valid = true;
         c.headroom_bytes = m.capacity_bytes - c.peak_bytes;
+        c.fit = report::memory_fit(allocated, 0, c.peak_bytes, m.capacity_bytes);
       } catch (const InputError& e) {
         c.reason = rule_of(e.what(), job.source);
       }

@@ -8,6 +8,7 @@
 
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/job/job_spec.hpp"
+#include "stepsim/report/memory_fit.hpp"
 
 namespace stepsim::plan {
 
@@ -18,13 +19,11 @@ struct MapCell {
   int64_t peak_bytes = 0; // largest per-rank peak over stages
   int peak_stage = 0;
   int64_t headroom_bytes = 0;  // capacity - peak (negative: over capacity by that much)
-  // Over stages, what PyTorch allocates with the CUDA context and NCCL (the peak less the allocator's reserve).
-  int64_t allocated_bytes = 0;
-  int64_t capacity_bytes = 0;
-  // The planner's memory rule: the whole peak fits.
-  bool fits() const { return valid && headroom_bytes >= 0; }
-  // Over capacity, but its allocations fit (report/memory_fit.hpp): `stepsim memory` calls it tight.
-  bool tight() const { return valid && !fits() && allocated_bytes <= capacity_bytes; }
+  // Fits, tight (over capacity, but its allocations fit: `stepsim memory` calls it tight) or out of memory, from the
+  // worst stage's allocations and the peak (report/memory_fit.hpp).
+  report::MemoryFit fit = report::MemoryFit::Over;
+  bool fits() const { return valid && fit == report::MemoryFit::Fits; }
+  bool tight() const { return valid && fit == report::MemoryFit::Tight; }
   // fits, tight, oom or invalid (the CSV's and the JSON's status).
   const char* status() const { return fits() ? "fits" : tight() ? "tight" : valid ? "oom" : "invalid"; }
 };

@@ -14,6 +14,7 @@
 #include "stepsim/cost/compute/compute_model.hpp"
 #include "stepsim/plan/plan_space.hpp"
 #include "stepsim/job/job_spec.hpp"
+#include "stepsim/report/memory_fit.hpp"
 
 namespace stepsim::plan {
 
@@ -86,6 +87,10 @@ struct Estimate {
   int peak_stage = 0;
   int64_t allocated_memory_bytes = 0;  // max over stages: allocated + CUDA context + NCCL (StageMemoryPeak)
   StageTimes stages;
+  // Out of memory, tight or fits on a GPU of `capacity_bytes` (report/memory_fit.hpp).
+  report::MemoryFit memory_fit(int64_t capacity_bytes) const {
+    return report::memory_fit(allocated_memory_bytes, 0, peak_memory_bytes, capacity_bytes);
+  }
 };
 
 // job: the plan's job (job_for + validate); costs: its probe.

@@ -238,8 +238,7 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
   };
   std::vector<RankedPlan> fitting;  // estimated, fits, in walk order
   for (int64_t i = 0; i < count; ++i) {
-    const report::MemoryFit fit =
-        report::memory_fit(est[i].allocated_memory_bytes, 0, est[i].peak_memory_bytes, r.capacity_bytes);
+    const report::MemoryFit fit = est[i].memory_fit(r.capacity_bytes);
     if (fit == report::MemoryFit::Over) {
       ++r.removed[static_cast<int>(Rule::Memory)];
       continue;

@@ -257,21 +257,20 @@ std::string simulate_report_html(const sim::Simulation& s, const Summary& sum, c
           " of " + format_bytes(static_cast<double>(sum.capacity_bytes)) + (sum.oom            ? " (does not fit)"
                                                            : sum.memory_tight ? " (tight)"
                                                                               : "");
-  std::string banner;
-  if (sum.oom) {
-    // Said first, as the text summary does: every number below is what the step would take if it ran.
-    banner = "<p style=\"background:#e15759;color:#fff;padding:8px 12px;font-weight:600\">Does not fit: peak " +
-             escape_html(format_bytes(static_cast<double>(sum.peak_bytes_max))) + " on stage " +
-             std::to_string(sum.peak_stage) +
-             ", " + escape_html(format_bytes(static_cast<double>(sum.capacity_bytes))) +
-             " per GPU. The step below is what it would take if it ran.</p>\n";
-  } else if (sum.memory_tight) {
-    banner = "<p style=\"background:#edc948;padding:8px 12px;font-weight:600\">Tight in memory: peak " +
-             escape_html(format_bytes(static_cast<double>(sum.peak_bytes_max))) + " on stage " +
-             std::to_string(sum.peak_stage) + ", " +
-             escape_html(format_bytes(static_cast<double>(sum.capacity_bytes))) +
-             " per GPU; what PyTorch allocates fits, its reserved peak does not (docs/MODEL.md §8).</p>\n";
-  }
+  // Said first, as the text summary does: out of memory, every number below is what the step would take if it ran.
+  auto memory_banner = [&](const char* style, const char* verdict, const char* then) {
+    return std::string("<p style=\"") + style + "padding:8px 12px;font-weight:600\">" + verdict + ": peak " +
+           escape_html(format_bytes(static_cast<double>(sum.peak_bytes_max))) + " on stage " +
+           std::to_string(sum.peak_stage) + ", " + escape_html(format_bytes(static_cast<double>(sum.capacity_bytes))) +
+           " per GPU" + then + "</p>\n";
+  };
+  const std::string banner =
+      sum.oom            ? memory_banner("background:#e15759;color:#fff;", "Does not fit",
+                                         ". The step below is what it would take if it ran.")
+      : sum.memory_tight ? memory_banner("background:#edc948;", "Tight in memory",
+                                         "; what PyTorch allocates fits, its reserved peak does not "
+                                         "(docs/MODEL.md §8).")
+                         : std::string();
   std::string header = banner + "<p>" + escape_html(head) + "</p>\n<p class=\"note\">micro-batch " +
                        std::to_string(job.training.micro_batch_size) + ", global batch " +
                        std::to_string(job.training.global_batch_size) + " (" +

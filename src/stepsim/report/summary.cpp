@@ -203,6 +203,7 @@ Summary summarize(const sim::Simulation& s, int rank) {
   for (const auto& sm : out.per_stage) {
     if (sm.peak_bytes > out.per_stage[static_cast<size_t>(out.peak_stage)].peak_bytes) out.peak_stage = sm.stage;
   }
+  MemoryFit verdict = MemoryFit::Fits;  // the worst stage's
   for (auto& sm : out.per_stage) {
     const workload::StaticMemory& st = w.programs[w.role_of_stage[sm.stage]].static_memory;
     sm.activation_bytes = sm.peak_bytes - sm.static_bytes;
@@ -210,8 +211,7 @@ Summary summarize(const sim::Simulation& s, int rank) {
     sm.allocated_bytes = sm.reserved_bytes - st.reserved_extra();
     sm.stream_pool_bytes = st.stream_pools;
     sm.fit = memory_fit(sm.allocated_bytes, st.overhead, sm.peak_bytes, out.capacity_bytes);
-    out.oom = out.oom || sm.fit == MemoryFit::Over;
-    out.memory_tight = out.memory_tight || sm.fit == MemoryFit::Tight;
+    verdict = std::max(verdict, sm.fit);
     if (sm.reserved_bytes > out.peak_reserved_bytes_max) {
       out.peak_reserved_bytes_max = sm.reserved_bytes;
       out.peak_allocated_bytes_max = sm.allocated_bytes;
@@ -226,7 +226,8 @@ Summary summarize(const sim::Simulation& s, int rank) {
     out.memory_no_interval = std::string("no 80% interval for the peak: no measured ") +
                              spec::name_of(job.training.framework) + " peaks in the development runs";
   }
-  out.memory_tight = out.memory_tight && !out.oom;
+  out.oom = verdict == MemoryFit::Over;
+  out.memory_tight = verdict == MemoryFit::Tight;
   out.ranks = w.layout.world();
   out.events = res.events;
   out.simulated_ranks = res.simulated_ranks;
@@ -376,23 +377,24 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
   for (const std::string& n : job.cluster.network_notes) o << "  note: " << n << "\n";
   o << "\n";
   // A job that does not fit is said first: the step time below is what it would take if it ran.
-  if (s.oom) {
+  if (s.oom || s.memory_tight) {
+    // The peak stage's allocations, alone and with what lies outside the allocator (peak - reserved).
     const StageMemory& at = s.per_stage[static_cast<size_t>(s.peak_stage)];
-    std::snprintf(line, sizeof line, "  DOES NOT FIT: peak %s on stage %d, %s per GPU (PyTorch allocates %s there, %s "
-                  "with the CUDA context and NCCL); the step below is what it would take if it ran\n",
-                  format_bytes(static_cast<double>(s.peak_bytes_max)).c_str(), s.peak_stage,
-                  format_bytes(static_cast<double>(s.capacity_bytes)).c_str(),
-                  format_bytes(static_cast<double>(at.allocated_bytes)).c_str(),
-                  format_bytes(static_cast<double>(at.allocated_bytes + at.peak_bytes - at.reserved_bytes)).c_str());
-    o << line;
-  } else if (s.memory_tight) {
-    const StageMemory& at = s.per_stage[static_cast<size_t>(s.peak_stage)];
-    std::snprintf(line, sizeof line, "  TIGHT IN MEMORY: peak %s on stage %d of %s per GPU, but PyTorch allocates %s "
-                  "there (%s with the CUDA context and NCCL): it runs as its caching allocator gives back cached "
-                  "blocks (below)\n", format_bytes(static_cast<double>(s.peak_bytes_max)).c_str(), s.peak_stage,
-                  format_bytes(static_cast<double>(s.capacity_bytes)).c_str(),
-                  format_bytes(static_cast<double>(at.allocated_bytes)).c_str(),
-                  format_bytes(static_cast<double>(at.allocated_bytes + at.peak_bytes - at.reserved_bytes)).c_str());
+    const std::string allocated = format_bytes(static_cast<double>(at.allocated_bytes));
+    const std::string with_context =
+        format_bytes(static_cast<double>(at.allocated_bytes + at.peak_bytes - at.reserved_bytes));
+    const std::string peak = format_bytes(static_cast<double>(s.peak_bytes_max));
+    const std::string capacity = format_bytes(static_cast<double>(s.capacity_bytes));
+    if (s.oom) {
+      std::snprintf(line, sizeof line, "  DOES NOT FIT: peak %s on stage %d, %s per GPU (PyTorch allocates %s there, "
+                    "%s with the CUDA context and NCCL); the step below is what it would take if it ran\n",
+                    peak.c_str(), s.peak_stage, capacity.c_str(), allocated.c_str(), with_context.c_str());
+    } else {
+      std::snprintf(line, sizeof line, "  TIGHT IN MEMORY: peak %s on stage %d of %s per GPU, but PyTorch allocates "
+                    "%s there (%s with the CUDA context and NCCL): it runs as its caching allocator gives back cached "
+                    "blocks (below)\n", peak.c_str(), s.peak_stage, capacity.c_str(), allocated.c_str(),
+                    with_context.c_str());
+    }
     o << line;
   }
   for (const std::string& n : s.notes) o << "  note: " << n << "\n";

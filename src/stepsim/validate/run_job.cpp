@@ -32,6 +32,9 @@ bool starts_with_any(const std::string& s, std::initializer_list<const char*> pr
 }
 
 // A row from NVIDIA's own benchmark pages (NeMo, Megatron-Bridge, DGX Cloud benchmarking), by its source.
+// The Llama 3 paper's Table 4 (arXiv:2407.21783): its section 3.3.2 says what the rows leave out of the plan.
+bool llama3_paper(const PublishedRun& r) { return starts_with_any(r.source, {"llama3_herd"}); }
+
 bool nvidia_benchmark(const PublishedRun& r) {
   return starts_with_any(r.source, {"nemo", "megatronbridge", "megatron_bridge", "megatron-bridge", "dgxc"});
 }
@@ -462,7 +465,7 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
       assume("expert_tensor 1 (EP " + std::to_string(r.ep) + " > data x context: parallel folding)");
     }
   }
-  if (r.cp > 1 && starts_with_any(r.source, {"llama3_herd"})) {
+  if (r.cp > 1 && llama3_paper(r)) {
     // The Llama 3 paper (section 3.3.2, "Context parallelism for long sequences"): "we use an all-gather based method
     // where we first all-gather the key (K) and value (V) tensors, and then compute attention output for the local
     // query (Q) tensor chunk", its latency exposed.
@@ -482,7 +485,7 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
     p["virtual_stages"] = 2;
     p["schedule"] = "interleaved-1f1b";
     assume("vp not stated, torchtitan interleaved: 2 stages per rank (its generate_split_points)");
-  } else if (!r.vp && r.pp > 1 && starts_with_any(r.source, {"llama3_herd"}) && (r.layers + 2) % r.pp == 0 &&
+  } else if (!r.vp && r.pp > 1 && llama3_paper(r) && (r.layers + 2) % r.pp == 0 &&
              microbatches_per_pipeline(r) % r.pp == 0) {
     // The Llama 3 paper (arXiv:2407.21783, section 3.3.2) balances its interleaved pipeline by taking one layer off the
     // first and the last stage, so that "the first model chunk on the first stage has only the embedding, and the
@@ -571,7 +574,7 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
   } else if (old) {
     t["recompute"] = "full";  // Megatron-LM 2021-22 checkpointed every layer (Narayanan 2021 §3.5, MT-NLG, BLOOM)
     assume("recompute not stated: full (Megatron-LM 2021-22)");
-  } else if (starts_with_any(r.source, {"llama3_herd"}) && r.seq_len / std::max(1, r.cp) <= 8192) {
+  } else if (llama3_paper(r) && r.seq_len / std::max(1, r.cp) <= 8192) {
     // The Llama 3 paper (arXiv:2407.21783, section 3.3.2): "we could pre-train Llama 3 on sequences of 8K tokens
     // without activation checkpointing" (its pipeline frees stage inputs and outputs early and tunes the number of
     // micro-batches in flight; with the sharding and the schedule read from the same section they fit).
@@ -604,7 +607,7 @@ RunJob job_for_run(const hw::GpuCatalog& gpus, const PublishedRun& r) {
       t["zero3_param_fetch"] = "blocking";
       assume("ZeRO-3 of 2021 (DeepSpeed < 0.4.3): parameters gathered per tensor, host-blocking");
     }
-  } else if (contains(dopt, "fsdp-style") && starts_with_any(r.source, {"llama3_herd"})) {
+  } else if (contains(dopt, "fsdp-style") && llama3_paper(r)) {
     // The Llama 3 paper (section 3.3.2): "Our use of FSDP for Llama 3 shards the optimizer states and gradients, but
     // for model shards we do not reshard after forward computation": parameters whole, gradients and optimizer
     // states sharded, as ZeRO-2.
