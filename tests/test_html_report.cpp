@@ -237,7 +237,7 @@ TEST(HtmlReport, PlanReportDrawsThePlansAndTheMemoryMap) {
   char peak[32];
   std::snprintf(peak, sizeof peak, "<td>%.1f GiB</td></tr>", peak_gib);
   EXPECT_NE(html.find(peak), std::string::npos) << peak;
-  EXPECT_NE(html.find("Plans listed as equivalent are within 6.9 % of each other"), std::string::npos);
+  EXPECT_NE(html.find("Plans listed as equivalent are within 6.5 % of each other"), std::string::npos);
 }
 
 // The out-of-memory report in Chromium: its banner and every stage's split of the peak drawn, no console error, no

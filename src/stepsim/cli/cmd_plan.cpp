@@ -124,7 +124,7 @@ Action add_plan(CLI::App& app) {
       ->check(CLI::Range(0.0, 0.5));
   cmd->add_option("--tie-tolerance", a.tie_tolerance,
                   "plans within this fraction of their tie group's first are ordered by the simpler layout, then "
-                  "memory headroom (default 0.069, the model's plan-to-plan error; 0 = rank by the objective alone)")
+                  "memory headroom (default 0.065, the model's plan-to-plan error; 0 = rank by the objective alone)")
       ->check(CLI::Range(0.0, 0.5));
   cmd->add_option("--json", o->json_path, "write the ranked plans as JSON here")->check(output_file());
   cmd->add_option("--report", o->report_path, "write an HTML report (ranked plans, TP x PP memory map) here")

@@ -676,7 +676,8 @@ SimulationSpec read_simulation(StrictSection s) {
   sim.comm_model = s.get_enum<CommModel>("comm_model", CommModel::AlphaBeta,
                                          {{"alpha-beta", CommModel::AlphaBeta}, {"nccl", CommModel::Nccl},
                                           {"flow", CommModel::Flow}});
-  sim.overlap_model = s.get_enum<OverlapModel>("overlap_model", OverlapModel::None,
+  sim.overlap_model_given = s.has("overlap_model");
+  sim.overlap_model = s.get_enum<OverlapModel>("overlap_model", OverlapModel::SmShare,
                                                {{"none", OverlapModel::None},
                                                 {"coefficients", OverlapModel::Coefficients},
                                                 {"xgboost", OverlapModel::XGBoost},

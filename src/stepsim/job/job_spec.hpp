@@ -389,7 +389,11 @@ struct ClusterSpec {
 
 struct SimulationSpec {
   CommModel comm_model = CommModel::AlphaBeta;
-  OverlapModel overlap_model = OverlapModel::None;
+  // Compute slowed beside communication (docs/OVERLAP.md): the SM-share model unless the job names another. A
+  // trace-driven workload keeps its measured kernel times (the slowdown they suffered is in them) unless the job
+  // names a model.
+  OverlapModel overlap_model = OverlapModel::SmShare;
+  bool overlap_model_given = false;  // the job file (or --set) named simulation.overlap_model
   // nccl model: calibrations from this SQLite store ("" = $STEPSIM_CALIBRATION_DB or the per-user default;
   // "none" = profile defaults only), preferring rows measured with this NCCL version ("" = any).
   std::string calibration_store;

@@ -74,7 +74,7 @@ Estimate estimate_plan(const spec::JobSpec& job, const LayerCosts& lc, const cos
   std::vector<double> paired_share(chunks.stages, 0.0);
   if (!lc.paired_ep_s.empty()) paired_share = apply_combined_pairs(job, lc, chunks, st);
   const DpCollectives coll(layout, comm);
-  const DpStep dp{job, lc, d, chunks, coll, bpp};
+  const DpStep dp{job, lc, d, chunks, coll, bpp, dp_compute_slowdown(job, coll, bpp, lc.overlap.get())};
   add_fsdp2_copy_out(dp, compute, st);
   if (job.training.zero_stage >= 2 && coll.any()) replay_zero_streams(dp, paired_share, st);
   const PipelineTerms pipe = pipeline_terms(st, chunks.virtual_stages, job.num_microbatches(), layout, comm,

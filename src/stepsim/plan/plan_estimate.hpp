@@ -7,11 +7,13 @@
 // bubble, the pipeline sends and the DP/optimizer tail (formula in docs/PLANNER.md).
 #include <compare>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "stepsim/catalog/catalog.hpp"
 #include "stepsim/cost/collective/collective_model.hpp"
 #include "stepsim/cost/compute/compute_model.hpp"
+#include "stepsim/cost/overlap/overlap_model.hpp"
 #include "stepsim/plan/plan_space.hpp"
 #include "stepsim/job/job_spec.hpp"
 #include "stepsim/report/memory_fit.hpp"
@@ -63,6 +65,9 @@ struct LayerCosts {
   std::vector<double> stored_bytes;  // activations a micro-batch leaves stored per layer until its backward
   double first_stored = 0, last_stored = 0;
   double transient_bytes = 0;        // working memory above the stored activations (probe's peak minus them)
+  // The job's overlap model (simulation.overlap_model; null for none): it slowed the probe's kernels beside its
+  // collectives, and slows a plan's passes beside its data-parallel stream (estimate::DpStep::slowdown).
+  std::shared_ptr<const cost::OverlapModel> overlap;
   double forward_flops = 0;          // whole model, one micro-batch, one rank of a stage (for TFLOP/s)
   std::vector<double> layer_forward_flops;  // its decoder layers' share, per layer
 };

@@ -335,7 +335,8 @@ nlohmann::json to_json(const Summary& s, const spec::JobSpec& job) {
                      {"mirrored_ranks", s.mirrored_ranks},
                      {"events", s.events},
                      {"wall_s", s.wall_s},
-                     {"comm_model", spec::name_of(job.simulation.comm_model)}};
+                     {"comm_model", spec::name_of(job.simulation.comm_model)},
+                     {"overlap_model", spec::name_of(job.simulation.overlap_model)}};
   return j;
 }
 
@@ -504,9 +505,11 @@ std::string to_text(const Summary& s, const spec::JobSpec& job) {
                   format_bytes(static_cast<double>(s.comm.volume[k])).c_str());
     o << line;
   }
-  std::snprintf(line, sizeof line, "\n  simulated %s, %llu events in %.2f s (%.1f M events/s), comm_model %s\n",
+  std::snprintf(line, sizeof line,
+                "\n  simulated %s, %llu events in %.2f s (%.1f M events/s), comm_model %s, overlap_model %s\n",
                 counted(s.ranks, "rank", "ranks").c_str(), static_cast<unsigned long long>(s.events), s.wall_s,
-                s.wall_s > 0 ? s.events / s.wall_s / 1e6 : 0.0, spec::name_of(job.simulation.comm_model));
+                s.wall_s > 0 ? s.events / s.wall_s / 1e6 : 0.0, spec::name_of(job.simulation.comm_model),
+                spec::name_of(job.simulation.overlap_model));
   o << line;
   if (s.mirrored_ranks > 0) {
     o << "  (" << counted(s.simulated_ranks, "representative rank", "representative ranks") << " run, "

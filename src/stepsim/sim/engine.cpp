@@ -3,6 +3,7 @@
 #include "stepsim/sim/contended_network.hpp"
 #include "stepsim/sim/event_queue.hpp"
 #include "stepsim/sim/rank_symmetry.hpp"
+#include "stepsim/cost/overlap/overlap_describe.hpp"
 
 #include <algorithm>
 #include <array>
@@ -397,8 +398,7 @@ class Engine {
 
   // The overlap model's slowdown of compute op `op` under the communication ops now in flight on `rank`.
   [[gnu::noinline]] double slowdown(int rank, const Op& op) {
-    // Host time (a traced CPU gap, a CPU optimizer step) runs on no SM: communication kernels cannot slow it.
-    if (op.category == workload::ComputeCategory::Host || op.category == workload::ComputeCategory::CpuOptimizer) return 0.0;
+    if (!cost::slowed_by_communication(op)) return 0.0;
     OverlapKey key;
     key.ops[0] = &op;
     int n = 0;
@@ -413,39 +413,16 @@ class Engine {
     if (auto it = slowdown_cache_.find(key); it != slowdown_cache_.end()) return it->second;
     overlap_comms_.clear();
     for (int i = 1; i <= n; ++i) overlap_comms_.push_back(describe_comm(rank, *key.ops[i]));
-    cost::OverlapCompute c;
-    c.category = op.category;
-    c.isolated_us = static_cast<double>(op.duration_ns) * 1e-3;
-    c.comm_sms = op.comm_sms;
-    if (op.duration_ns > 0) {
-      const double sec = static_cast<double>(op.duration_ns) * 1e-9;
-      if (peak_flops_ > 0) c.sm_throughput_pct = std::min(100.0, 100.0 * op.flops / sec / peak_flops_);
-      if (hbm_Bps_ > 0) c.dram_throughput_pct = std::min(100.0, 100.0 * static_cast<double>(op.bytes) / sec / hbm_Bps_);
-      c.memory_throughput_pct = c.dram_throughput_pct;
-    }
+    const cost::OverlapCompute c = cost::describe_overlap_compute(op, peak_flops_, hbm_Bps_);
     const double s = std::max(0.0, overlap_->compute_slowdown(c, overlap_comms_));
     slowdown_cache_.emplace(key, s);
     return s;
   }
 
   cost::OverlapComm describe_comm(int rank, const Op& c) {
-    cost::OverlapComm m;
-    m.kind = c.kind;
-    m.coll = c.coll;
-    m.group = c.group;
-    if (c.kind == OpKind::P2P) {
-      m.bytes = std::max({c.send_prev, c.send_next, c.recv_prev, c.recv_next});
-      m.algorithm = cost::Algorithm::Direct;
-      return m;
-    }
-    m.bytes = c.bytes;
-    const workload::GroupGeometry geo = c.comm >= 0 ? comm_geometry_[w_.bindings[rank].comms[c.comm]]
-                                                : layout_.geometry(c.group, layout_.group_id(c.group, rank));
-    const cost::CollectiveEstimate e = comm_.estimate(c.coll, c.bytes, geo, cost::Algorithm::Auto);
-    m.algorithm = e.algorithm;
-    m.protocol = e.protocol;
-    m.channels = e.channels;
-    return m;
+    if (c.kind == OpKind::P2P) return cost::describe_overlap_comm(c, comm_, {});
+    if (c.comm >= 0) return cost::describe_overlap_comm(c, comm_, comm_geometry_[w_.bindings[rank].comms[c.comm]]);
+    return cost::describe_overlap_comm(c, comm_, group_geometry(c.group, layout_.group_id(c.group, rank)));
   }
 
   // ---- collectives
@@ -526,10 +503,16 @@ class Engine {
     }
   }
 
+  // A group's geometry, walked once (a data-parallel group of a large job holds thousands of ranks).
+  const workload::GroupGeometry& group_geometry(workload::GroupKind kind, int gid) {
+    workload::GroupGeometry& geo = geometry_[static_cast<int>(kind)][gid];
+    if (geo.ranks <= 1) geo = layout_.geometry(kind, gid);
+    return geo;
+  }
+
   int64_t collective_ns(const Op& op, int g, int gid) {
     const bool explicit_group = g == static_cast<int>(kExplicitGroup);
-    workload::GroupGeometry& geo = explicit_group ? comm_geometry_[gid] : geometry_[g][gid];
-    if (!explicit_group && geo.ranks <= 1) geo = layout_.geometry(op.group, gid);
+    const workload::GroupGeometry& geo = explicit_group ? comm_geometry_[gid] : group_geometry(op.group, gid);
     const CollKey key{op.bytes, static_cast<int>(op.coll), geo.ranks, geo.nodes, geo.ranks_per_node};
     auto it = coll_cache_.find(key);
     if (it != coll_cache_.end()) return it->second;

@@ -313,6 +313,8 @@ TraceWorkload build_trace_workload(const spec::JobSpec& job, std::vector<TracedR
   TraceWorkload out;
   workload::Workload& w = out.workload;
   w.job = job;
+  // Measured kernels already ran beside the communication they overlapped: slowing them again would count it twice.
+  if (!job.simulation.overlap_model_given) w.job.simulation.overlap_model = spec::OverlapModel::None;
   w.layout = RankLayout(par.tensor, par.context, par.data, par.pipeline, par.expert,
                         std::min(job.cluster.gpus_per_node, job.cluster.num_gpus));
   const RankLayout& layout = w.layout;

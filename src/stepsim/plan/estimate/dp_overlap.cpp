@@ -7,18 +7,21 @@
 
 namespace stepsim::plan::estimate {
 
-double exposed_grad_reduce(const std::vector<BucketUnit>& units, const std::vector<DpBucket>& buckets, double stream) {
-  double t = 0;
+double exposed_grad_reduce(const std::vector<BucketUnit>& units, const std::vector<DpBucket>& buckets, double stream,
+                           double slowdown) {
+  double t = 0, work = 0;
   for (size_t u = 0; u < units.size(); ++u) {
-    t += units[u].bwd_s;
+    t += beside_stream(units[u].bwd_s, stream - t, slowdown);
+    work += units[u].bwd_s;
     for (const DpBucket& b : buckets) {
       if (b.close == u) stream = std::max(stream, t) + b.reduce_s;
     }
   }
-  return std::max(0.0, stream - t);
+  return std::max(0.0, std::max(stream, t) - work);
 }
 
-double exposed_param_gather(const std::vector<BucketUnit>& units, const std::vector<DpBucket>& buckets) {
+double exposed_param_gather(const std::vector<BucketUnit>& units, const std::vector<DpBucket>& buckets,
+                            double slowdown) {
   // Gathers in forward order: buckets close in backward order, so the last one formed is gathered first.
   std::vector<double> ready(units.size(), 0.0);
   double stream = 0;
@@ -28,8 +31,9 @@ double exposed_param_gather(const std::vector<BucketUnit>& units, const std::vec
     ready[buckets[i].close] = std::max(ready[buckets[i].close], stream);
   }
   double t = 0, work = 0;
-  for (size_t u = units.size(); u-- > 0;) {  // forward order
-    t = std::max(t, ready[u]) + units[u].fwd_s;
+  for (size_t u = units.size(); u-- > 0;) {  // forward order: the stream gathers from 0 until `stream`
+    t = std::max(t, ready[u]);
+    t += beside_stream(units[u].fwd_s, stream - t, slowdown);
     work += units[u].fwd_s;
   }
   return std::max(0.0, t - work);
@@ -115,8 +119,8 @@ StageDp stage_dp(const DpStep& step, const StageCosts& x, int s) {
     const std::vector<BucketUnit> units = first_chunk_units(step);
     const std::vector<DpBucket> buckets = plan_dp_buckets(step, units);
     const double backlog = chunk_buckets ? chunk_bucket_stream(step, x, s, 1) + pass_wall(step.lc, x.b) / v : 0.0;
-    if (overlap_reduce) out.exposed_s = exposed_grad_reduce(units, buckets, std::max(0.0, backlog));
-    if (overlap_gather) out.head_s = exposed_param_gather(units, buckets);
+    if (overlap_reduce) out.exposed_s = exposed_grad_reduce(units, buckets, std::max(0.0, backlog), step.slowdown);
+    if (overlap_gather) out.head_s = exposed_param_gather(units, buckets, step.slowdown);
   }
   if (dist && tr.overlap_param_gather && s > 0) out.head_s = out.gather_s - pass_wall(step.lc, x.f);
   return out;

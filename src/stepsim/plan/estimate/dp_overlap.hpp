@@ -22,11 +22,15 @@ struct DpBucket {
   size_t close = 0;  // backward-order index of the unit that completes it (its first unit in forward order)
 };
 
-// Seconds the stream runs on after the chunk's last backward (overlapped gradient reduction). `stream`: when the
+// Seconds the chunk's last backward ends after its kernels' own time: the stream running on after it (overlapped
+// gradient reduction) and the backward's kernels slowed beside the stream (`slowdown`, DpStep). `stream`: when the
 // data-parallel stream is free, on the clock where 0 is the start of the chunk's last backward.
-double exposed_grad_reduce(const std::vector<BucketUnit>& units, const std::vector<DpBucket>& buckets, double stream);
-// Seconds the chunk's first forward waits for its parameters (overlapped parameter all-gather).
-double exposed_param_gather(const std::vector<BucketUnit>& units, const std::vector<DpBucket>& buckets);
+double exposed_grad_reduce(const std::vector<BucketUnit>& units, const std::vector<DpBucket>& buckets, double stream,
+                           double slowdown = 0);
+// Seconds the chunk's first forward waits for its parameters (overlapped parameter all-gather), and is slowed beside
+// the gathers.
+double exposed_param_gather(const std::vector<BucketUnit>& units, const std::vector<DpBucket>& buckets,
+                            double slowdown = 0);
 
 struct StageDp {
   double gather_s = 0;  // the stage's whole parameter all-gather (0 where there is none at the step's end)

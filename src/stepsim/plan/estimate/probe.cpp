@@ -196,10 +196,16 @@ LayerCosts probe_layer_costs(const catalog::Catalog& cat, const spec::JobSpec& b
   const workload::Workload w = build_probe(job, shape, compute);
   const workload::Program& prog = w.programs[0];
   const int layers = job.model.num_layers;  // the probe's (reduced_probe_layers)
-  const sim::StreamReplay rp = sim::replay_streams(w, comm, shape.replay_host);
+  // The kernels beside the probe's own collectives (sequence-parallel gathers, the ring's exchanges, an EP pair's
+  // all-to-alls) slowed as the engine slows them; the data-parallel stream's are added per plan (DpCollectives).
+  const std::shared_ptr<const cost::OverlapModel> overlap = sim::make_overlap_model(cat, base);
+  const hw::GpuSpec& gpu = hw::effective_gpu(cat.gpus, base.cluster);
+  const sim::StreamReplay rp = sim::replay_streams(
+      w, comm, shape.replay_host, {overlap.get(), gpu.peak_flops(base.training.precision), gpu.hbm_bandwidth_Bps});
   estimate::ProbeTally tally(prog, rp, layers, {shape.host_lead ? 1 : -1, k.ep_overlap});
   for (size_t i = 0; i < prog.ops.size(); ++i) tally.add(i);
   LayerCosts out = tally.finish();
+  out.overlap = overlap;
   add_deepspeed_hooks(out, base);
   // Under the EP overlap two micro-batches' activations are stored at the pair's start (forward 1 begins before
   // backward 0 frees); otherwise one micro-batch's are (the host-lead probe frees micro-batch 0 before forward 1).

@@ -42,8 +42,8 @@ class StageSchedule {
   StageSchedule(const StageUnits& units, int p, int v, int64_t m, int warm)
       : units_(units), p_(p), v_(v), total_(static_cast<int>(m) * v), group_(p * v), warm_(warm) {}
 
-  ZeroReplay replay(bool prefetch, const PipelineWaits& w, double extra_last) const {
-    ZeroStream stream(prefetch);
+  ZeroReplay replay(bool prefetch, double slowdown, const PipelineWaits& w, double extra_last) const {
+    ZeroStream stream(prefetch, slowdown);
     for (int k = 0; k < warm_; ++k) stream.pass(units_.fwd[chunk_of(k)], false, k == 0 ? w.first : 0.0);
     steady_state(stream, w);
     for (int k = total_ - warm_; k < total_; ++k) {  // (all forwards first when m == p under the interleaved schedule)
@@ -101,7 +101,7 @@ ZeroReplay replay_stage(const DpStep& step, const std::vector<StageCosts>& st, c
                                           workload::all_forwards_first(step.job.training));
   const PipelineWaits w = pipeline_waits(st, s, v, warm, step.lc.host_syncs, extra_first);
   const bool prefetch = step.job.training.zero3_param_fetch == spec::Zero3Fetch::Prefetch;
-  return StageSchedule(units, p, v, m, warm).replay(prefetch, w, extra_last);
+  return StageSchedule(units, p, v, m, warm).replay(prefetch, step.slowdown, w, extra_last);
 }
 
 // ZeRO-3 through a pipeline: a stage's first forward also waits for the gathers the stages before it waited for in

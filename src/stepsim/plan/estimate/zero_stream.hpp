@@ -12,6 +12,14 @@
 
 namespace stepsim::plan::estimate {
 
+// What a kernel of `isolated` seconds lasts when the data-parallel stream stays busy for `busy` seconds from its start
+// and slows it by `slowdown` meanwhile (sim/stream_replay.cpp's rule for one collective in flight).
+inline double beside_stream(double isolated, double busy, double slowdown) {
+  if (slowdown <= 0 || busy <= 0) return isolated;
+  const double overlapped = std::min(busy, isolated * (1 + slowdown));
+  return isolated + overlapped * slowdown / (1 + slowdown);
+}
+
 struct ZeroUnits {
   // Per unit, in the pass's order: the GPU's time (kernels and communication waits), the host's time to issue it
   // (0 where the GPU's time already holds the host's waits: MoE), the gather before it and the reduce-scatter after.
@@ -29,7 +37,9 @@ struct ZeroReplay {
 // Inline (defined in the class): the replay calls pass() thousands of times per plan.
 class ZeroStream {
  public:
-  explicit ZeroStream(bool prefetch) : prefetch_(prefetch) {}
+  // `slowdown`: the overlap model's, for a unit's kernels while the stream is busy (DpStep::slowdown); the time they
+  // lose counts with the waits for gathers (exposed_s).
+  explicit ZeroStream(bool prefetch, double slowdown = 0) : prefetch_(prefetch), slowdown_(slowdown) {}
   // `pipeline_wait`: how long the pass waits for its input from the neighbouring stage (the fill and drain of the
   // pipeline): the gathers issued at the pass's start run meanwhile, and only what they take beyond it is exposed.
   void pass(const ZeroUnits& u, bool backward, double pipeline_wait = 0) {
@@ -44,7 +54,9 @@ class ZeroStream {
       idle_ += start - comp_;
       // The host issues on without waiting for the GPU (no syncs): a unit ends no earlier than its last op is issued.
       host_ += u.issue[i];
-      comp_ = std::max(start + u.compute[i], host_);
+      const double run = slowdown_ > 0 ? beside_stream(u.compute[i], dp_ - start, slowdown_) : u.compute[i];
+      idle_ += run - u.compute[i];
+      comp_ = std::max(start + run, host_);
       if (backward && u.scatter[i] > 0) scatter(u.scatter[i]);
     }
     if (passes_++ == 0) first_idle_ = idle_ - idle_before;
@@ -87,6 +99,7 @@ class ZeroStream {
   }
 
   bool prefetch_;
+  double slowdown_;
   double dp_ = 0, comp_ = 0, idle_ = 0, host_ = 0;
   double first_scatter_ = -1, work_ = 0;  // when the first reduce-scatter starts; the stream's collectives in all
   double first_idle_ = 0, last_idle_ = 0;  // the waits for gathers in the first and in the last pass
