@@ -92,6 +92,9 @@ struct Estimate {
   int peak_stage = 0;
   int64_t allocated_memory_bytes = 0;  // max over stages: allocated + CUDA context + NCCL (StageMemoryPeak)
   StageTimes stages;
+  // Out of memory on the stages' static memory alone (estimate::static_memory_floor): no probe, no times, and both
+  // memory figures are the floor.
+  bool static_oom = false;
   // Out of memory, tight or fits on a GPU of `capacity_bytes` (report/memory_fit.hpp).
   report::MemoryFit memory_fit(int64_t capacity_bytes) const {
     return report::memory_fit(allocated_memory_bytes, 0, peak_memory_bytes, capacity_bytes);

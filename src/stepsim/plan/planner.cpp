@@ -16,6 +16,7 @@
 #include "stepsim/catalog/gpu_catalog.hpp"
 #include "stepsim/job/nvlink_domain.hpp"
 #include "stepsim/plan/baseline.hpp"
+#include "stepsim/plan/estimate/stage_memory.hpp"
 #include "stepsim/plan/reliability.hpp"
 #include "stepsim/report/summary.hpp"
 #include "stepsim/assemble/simulation.hpp"
@@ -166,9 +167,20 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
   std::vector<std::unique_ptr<cost::CollectiveModel>> comms;
   for (int w = 0; w < threads; ++w) comms.push_back(sim::make_collective_model(cat, base));
 
+  // A plan whose static memory alone is over the GPU's is out of memory whatever its activations: it needs no probe
+  // (most of an MoE search's candidates are; their probes were most of its time).
+  std::vector<int64_t> floor(static_cast<size_t>(count), 0);
+  parallel_for(count, threads, [&](int64_t i, int) {
+    if (i % dist.size != dist.rank) return;
+    floor[i] = estimate::static_memory_floor(job_for(base, space.plans[i], n, o.space.global_batch));
+  });
+  auto over_statically = [&](int64_t i) { return floor[i] > r.capacity_bytes; };
+
   // Probes this process needs, built once each.
   std::map<ProbeKey, size_t> probe_index;
-  for (int64_t i = dist.rank; i < count; i += dist.size) probe_index.emplace(probe_key(space.plans[i]), 0);
+  for (int64_t i = dist.rank; i < count; i += dist.size) {
+    if (!over_statically(i)) probe_index.emplace(probe_key(space.plans[i]), 0);
+  }
   std::vector<ProbeKey> keys;
   for (auto& [k, idx] : probe_index) {
     idx = keys.size();
@@ -188,6 +200,13 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
   std::atomic<int64_t> estimated{0};
   const std::vector<Estimate> est = distributed<Estimate>(count, threads, dist, [&](int64_t i, int w) {
     const Plan& p = space.plans[i];
+    if (over_statically(i)) {
+      if (o.progress) o.progress("estimating plans", ++estimated, mine);
+      Estimate e;
+      e.static_oom = true;
+      e.peak_memory_bytes = e.allocated_memory_bytes = floor[i];
+      return e;
+    }
     const spec::JobSpec job = job_for(base, p, n, o.space.global_batch);
     Estimate e = estimate_plan(job, probes[probe_index.at(probe_key(p))], *compute, *comms[w]);
     if (o.progress) o.progress("estimating plans", ++estimated, mine);
@@ -241,6 +260,7 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
     const report::MemoryFit fit = est[i].memory_fit(r.capacity_bytes);
     if (fit == report::MemoryFit::Over) {
       ++r.removed[static_cast<int>(Rule::Memory)];
+      r.static_oom += est[i].static_oom ? 1 : 0;
       continue;
     }
     RankedPlan rp;
@@ -322,6 +342,9 @@ PlanResult run_planner(const catalog::Catalog& cat, const spec::JobSpec& base, c
     const Rule rule = static_cast<Rule>(k);
     std::string line = std::string("rule ") + rule_name(rule) + ": " + rule_explanation(rule) + " -- removed " +
                        count_text(r.removed[k]);
+    if (rule == Rule::Memory && r.static_oom > 0) {
+      line += " (" + count_text(r.static_oom) + " of them on their static memory alone, without a probe)";
+    }
     if (rule == Rule::Memory && r.engine_oom > 0) {
       line += " (+" + std::to_string(r.engine_oom) + " the engine found over capacity after the estimate fit)";
     }

@@ -79,6 +79,7 @@ struct PlanResult {
   std::vector<RankedPlan> plans;           // best first, at most top
   std::array<int64_t, kNumRules> removed{};
   int64_t enumerated = 0, estimated = 0, fits = 0;
+  int64_t static_oom = 0;  // removed by the memory rule on their static memory alone (no probe built)
   int64_t simulated = 0, engine_oom = 0;  // engine runs; of which the engine found over capacity
   int64_t at_risk = 0;                    // fitting plans (estimated) within the memory margin
   int64_t tight = 0;                      // of those, the tight ones (allocations fit, the reserved peak does not)

@@ -155,9 +155,7 @@ class Engine {
         next_report_(opt.progress ? 0 : UINT64_MAX) {
     const int n = layout_.world();
     if (n > (1 << EventQueue::kRankBits)) throw std::runtime_error("engine: more ranks than the event queue holds");
-    ranks_.resize(n);
     prog_.resize(n);
-    if constexpr (kOverlap) progress_.resize(n);
     slow_.assign(n, 1.0);
     for (const auto& [r, f] : w.job.cluster.slow_ranks) {
       if (r >= 0 && r < n) slow_[r] = f;
@@ -167,7 +165,6 @@ class Engine {
     }
     for (int r = 0; r < n; ++r) {
       prog_[r] = &w.program_of_rank(r);
-      ranks_[r].mem = ranks_[r].peak = prog_[r]->static_memory.total();
     }
     for (const Program& p : w.programs) host_ = host_ || !p.host_prefix.empty();
     comm_pending_.resize(w.communicators.size());
@@ -176,11 +173,17 @@ class Engine {
     fwd_.resize(n);
     bwd_.resize(n);
     sym_ = find_rank_symmetry(w, opt.record_ranks, opt.all_ranks, network_ != nullptr);
+    // State only for the ranks simulated (a million-GPU job mirrors all but a few hundred).
+    slot_.assign(n, -1);
     for (int r = 0; r < n; ++r) {
       if (sym_.rep[r] != r) continue;
+      slot_[r] = static_cast<int32_t>(simulated_.size());
       simulated_.push_back(r);
       total_ops_ += static_cast<int64_t>(prog_[r]->ops.size());
     }
+    ranks_.resize(simulated_.size());
+    if constexpr (kOverlap) progress_.resize(simulated_.size());
+    for (int r : simulated_) state(r).mem = state(r).peak = prog_[r]->static_memory.total();
     for (int g = 0; g < kNumGroupKinds; ++g) {
       const auto kind = static_cast<GroupKind>(g);
       pending_[g].resize(layout_.num_groups(kind));
@@ -189,6 +192,7 @@ class Engine {
       arrivals_[g].assign(layout_.num_groups(kind), sym_.mirrored() ? 0 : layout_.group_size(kind));
       if (sym_.mirrored()) {
         for (int r : simulated_) ++arrivals_[g][layout_.group_id(kind, r)];
+        simulated_members_[g].resize(layout_.num_groups(kind));
       }
     }
     record_index_.assign(n, -1);
@@ -196,7 +200,7 @@ class Engine {
       if (r < 0 || r >= n || record_index_[r] >= 0) continue;
       record_index_[r] = static_cast<int>(result_.recorded.size());
       result_.recorded.push_back(RankTimeline{r, {}, {}});
-      result_.recorded.back().memory.push_back({0, ranks_[r].mem});
+      result_.recorded.back().memory.push_back({0, state(r).mem});
     }
   }
 
@@ -217,13 +221,13 @@ class Engine {
       const int stream = EventQueue::stream_of(e);
       // A compute op whose speed changed has a newer end event; the old one is dropped here.
       if constexpr (kOverlap) {
-        if (stream == kComputeStream && e.key != progress_[EventQueue::rank_of(e)].key) continue;
+        if (stream == kComputeStream && e.key != progress_[slot_[EventQueue::rank_of(e)]].key) continue;
       }
       if (stream == kCollectiveDone) {
         finish_collective(EventQueue::rank_of(e), e.t);
       } else if (stream == kHostWake) {
         const int r = EventQueue::rank_of(e);
-        if (ranks_[r].host_wake == e.t) ranks_[r].host_wake = INT64_MAX;
+        if (state(r).host_wake == e.t) state(r).host_wake = INT64_MAX;
         try_start_all(r, e.t);
       } else {
         ++result_.events;
@@ -239,7 +243,7 @@ class Engine {
     result_.finish_ns.resize(n);
     result_.peak_bytes.resize(n);
     for (int r = 0; r < n; ++r) {
-      const RankState& rs = ranks_[sym_.rep[r]];  // a mirrored rank's results are its representative's
+      const RankState& rs = state(sym_.rep[r]);  // a mirrored rank's results are its representative's
       result_.finish_ns[r] = rs.finish;
       result_.peak_bytes[r] = rs.peak;
       result_.step_ns = std::max(result_.step_ns, rs.finish);
@@ -257,11 +261,11 @@ class Engine {
 
   const Op& current_op(int rank, int stream) const {
     const Program& p = *prog_[rank];
-    return p.ops[p.stream_ops[stream][ranks_[rank].s[stream].next - 1]];
+    return p.ops[p.stream_ops[stream][state(rank).s[stream].next - 1]];
   }
 
   void on_end(int rank, int stream, int64_t t) {
-    RankState& rs = ranks_[rank];
+    RankState& rs = state(rank);
     StreamState& ss = rs.s[stream];
     const Program& p = *prog_[rank];
     const uint32_t op_index = p.stream_ops[stream][ss.next - 1];
@@ -277,7 +281,7 @@ class Engine {
       const bool slowed = kOverlap && stream == kComputeStream && op.kind == OpKind::Compute;
       result_.recorded[ri].ops.push_back(OpRecord{op_index, ss.post, ss.begin, t,
                                                   op.kind == OpKind::Compute ? slow_[rank] : 1.0,
-                                                  slowed ? t - ss.begin - progress_[rank].isolated : 0, ss.host_wait});
+                                                  slowed ? t - ss.begin - progress_[slot_[rank]].isolated : 0, ss.host_wait});
     }
     if constexpr (kOverlap) {
       if (op.kind != OpKind::Compute) overlap_changed(rank, t);
@@ -289,7 +293,7 @@ class Engine {
   // ---- host issue model (kept out of line: jobs without it never call these)
   // When the host has issued op `i` (its issue done), or -1 while the host waits at an earlier sync op.
   [[gnu::noinline]] int64_t host_issued(int rank, uint32_t i) const {
-    const RankState& rs = ranks_[rank];
+    const RankState& rs = state(rank);
     const Program& p = *prog_[rank];
     if (p.host_prefix.empty() || i < rs.host_from) return 0;
     if (rs.sync_pos < p.host_syncs.size() && i > p.host_syncs[rs.sync_pos]) return -1;
@@ -298,7 +302,7 @@ class Engine {
 
   // Sync op `k` ended at t: the host, which issued it and then waited for it, goes on from the op after it.
   [[gnu::noinline]] void host_synced(int rank, uint32_t k, int64_t t) {
-    RankState& rs = ranks_[rank];
+    RankState& rs = state(rank);
     const Program& p = *prog_[rank];
     if (p.host_prefix.empty() || rs.sync_pos >= p.host_syncs.size() || p.host_syncs[rs.sync_pos] != k) return;
     rs.host_base = std::max(t, rs.host_base + p.host_prefix[k + 1] - p.host_prefix[rs.host_from]);
@@ -307,7 +311,7 @@ class Engine {
   }
 
   [[gnu::noinline]] void host_wake(int rank, int64_t at) {
-    RankState& rs = ranks_[rank];
+    RankState& rs = state(rank);
     if (at >= rs.host_wake) return;
     rs.host_wake = at;
     push(at, rank, kHostWake);
@@ -318,7 +322,7 @@ class Engine {
   }
 
   void try_start(int rank, int stream, int64_t t) {
-    RankState& rs = ranks_[rank];
+    RankState& rs = state(rank);
     StreamState& ss = rs.s[stream];
     const Program& p = *prog_[rank];
     if (ss.busy || ss.next >= p.stream_ops[stream].size()) return;
@@ -370,7 +374,7 @@ class Engine {
 
   // ---- compute slowdown under overlap (kept out of line: the hot path without a model must stay small)
   [[gnu::noinline]] void start_slowed_compute(int rank, const Op& op, int64_t d, int64_t t) {
-    ComputeProgress& cp = progress_[rank];
+    ComputeProgress& cp = progress_[slot_[rank]];
     cp = ComputeProgress{static_cast<double>(d), 1.0 / (1.0 + slowdown(rank, op)), t, d, 0};
     cp.key = queue_.push(t + remaining_ns(cp), rank, kComputeStream);
   }
@@ -383,11 +387,11 @@ class Engine {
   // The set of communication ops in flight on `rank` changed at t: bank the running compute op's progress at its
   // old rate and, if its rate changes, queue its new end (the old end event becomes stale).
   [[gnu::noinline]] void overlap_changed(int rank, int64_t t) {
-    const StreamState& cs = ranks_[rank].s[kComputeStream];
+    const StreamState& cs = state(rank).s[kComputeStream];
     if (!cs.busy) return;
     const Op& op = current_op(rank, kComputeStream);
     if (op.kind != OpKind::Compute) return;
-    ComputeProgress& cp = progress_[rank];
+    ComputeProgress& cp = progress_[slot_[rank]];
     cp.left = std::max(0.0, cp.left - static_cast<double>(t - cp.since) * cp.rate);
     cp.since = t;
     const double rate = 1.0 / (1.0 + slowdown(rank, op));
@@ -403,7 +407,7 @@ class Engine {
     key.ops[0] = &op;
     int n = 0;
     for (int s = kComputeStream + 1; s < kNumStreams; ++s) {
-      if (!ranks_[rank].s[s].busy) continue;
+      if (!state(rank).s[s].busy) continue;
       const Op& c = current_op(rank, s);
       if (c.kind == OpKind::Compute) continue;
       key.ops[1 + n++] = &c;
@@ -470,6 +474,9 @@ class Engine {
     queue_.push(begin + collective_ns(op, g, gid), static_cast<int>(slot), kCollectiveDone);
   }
 
+  RankState& state(int rank) { return ranks_[static_cast<size_t>(slot_[rank])]; }
+  const RankState& state(int rank) const { return ranks_[static_cast<size_t>(slot_[rank])]; }
+
   int member(GroupKind g, int gid, int i) const {
     return g == kExplicitGroup ? w_.communicators[gid][i] : layout_.member(g, gid, i);
   }
@@ -493,14 +500,34 @@ class Engine {
   void finish_collective(int slot, int64_t t) {
     const CollectiveDone d = done_[slot];
     free_done_.push_back(static_cast<uint32_t>(slot));
+    auto end_on = [&](int m) {
+      state(m).s[d.stream].begin = d.begin;
+      ++result_.events;
+      on_end(m, d.stream, t);
+    };
+    if (d.group != kExplicitGroup && sym_.mirrored()) {
+      for (int m : simulated_members(d.group, d.gid)) end_on(m);
+      return;
+    }
     const int size = d.group == kExplicitGroup ? comm_geometry_[d.gid].ranks : layout_.group_size(d.group);
     for (int i = 0; i < size; ++i) {
       const int m = member(d.group, d.gid, i);
-      if (sym_.rep[m] != m) continue;  // mirrored: its representative ends it
-      ranks_[m].s[d.stream].begin = d.begin;
-      ++result_.events;
-      on_end(m, d.stream, t);
+      if (sym_.rep[m] == m) end_on(m);  // mirrored: its representative ends it
     }
+  }
+
+  // A group's simulated members in member order, walked once: with mirrored ranks a data-parallel group of a large
+  // job holds thousands of ranks and a few representatives.
+  const std::vector<int>& simulated_members(GroupKind kind, int gid) {
+    std::vector<int>& ms = simulated_members_[static_cast<int>(kind)][gid];
+    if (ms.empty()) {
+      const int size = layout_.group_size(kind);
+      for (int i = 0; i < size; ++i) {
+        const int m = layout_.member(kind, gid, i);
+        if (sym_.rep[m] == m) ms.push_back(m);
+      }
+    }
+    return ms;
   }
 
   // A group's geometry, walked once (a data-parallel group of a large job holds thousands of ranks).
@@ -523,7 +550,7 @@ class Engine {
 
   // ---- point-to-point
   void post_p2p(int rank, int stream, const Op& op, int64_t t) {
-    RankState& rs = ranks_[rank];
+    RankState& rs = state(rank);
     const int slot = p2p_slot(stream);
     if (op.part_count > 0) {  // trace-driven: explicit peers
       const Program& p = *prog_[rank];
@@ -630,7 +657,7 @@ class Engine {
   }
 
   void transfer_done(int rank, int stream, int64_t begin, int64_t end) {
-    RankState& rs = ranks_[rank];
+    RankState& rs = state(rank);
     const int slot = p2p_slot(stream);
     rs.s[stream].begin = std::max(rs.s[stream].begin, begin);
     rs.p2p_end[slot] = std::max(rs.p2p_end[slot], end);
@@ -641,15 +668,15 @@ class Engine {
     const int ri = record_index_[rank];
     if (ri < 0) return;
     auto& mem = result_.recorded[ri].memory;
-    if (!mem.empty() && mem.back().t_ns == t) mem.back().bytes = ranks_[rank].mem;
-    else mem.push_back({t, ranks_[rank].mem});
+    if (!mem.empty() && mem.back().t_ns == t) mem.back().bytes = state(rank).mem;
+    else mem.push_back({t, state(rank).mem});
   }
 
   void check_finished() const {
     for (int r : simulated_) {
       const Program& p = *prog_[r];
       for (int s = 0; s < kNumStreams; ++s) {
-        const StreamState& ss = ranks_[r].s[s];
+        const StreamState& ss = state(r).s[s];
         if (ss.busy || ss.next < p.stream_ops[s].size()) {
           const Op& op = p.ops[p.stream_ops[s][ss.busy ? ss.next - 1 : ss.next]];
           std::ostringstream msg;
@@ -671,7 +698,8 @@ class Engine {
   std::vector<uint64_t> net_done_;
   std::vector<PendingTransfer> transfers_;
   std::vector<uint32_t> free_transfers_;
-  std::vector<RankState> ranks_;
+  std::vector<RankState> ranks_;  // per simulated rank (slot_)
+  std::vector<int32_t> slot_;     // per rank: its index in ranks_ and progress_, -1 for a mirrored rank
   std::vector<const Program*> prog_;
   std::vector<double> slow_;
   std::vector<Channel> fwd_, bwd_;
@@ -683,6 +711,7 @@ class Engine {
   RankSymmetry sym_;
   std::vector<int> simulated_;
   std::vector<workload::GroupGeometry> geometry_[kNumGroupKinds];
+  std::vector<std::vector<int>> simulated_members_[kNumGroupKinds];  // with mirrored ranks (simulated_members)
   std::unordered_map<CollKey, int64_t, CollKeyHash> coll_cache_;
   EventQueue queue_;
   std::vector<CollectiveDone> done_;

@@ -30,6 +30,12 @@ double head_params(const workload::ModelDims& d);  // output layer and final nor
 
 void add_part(LayerCosts::Part& a, const LayerCosts::Part& b);
 
+// The parameters a stage holds (what its static memory is made of), without the probe.
+struct StageParams {
+  double dense = 0, expert = 0, bf16 = 0;
+};
+std::vector<StageParams> stage_params(const spec::JobSpec& job, const workload::ModelDims& d, const ChunkLayers& chunks);
+
 std::vector<StageCosts> stage_costs(const spec::JobSpec& job, const LayerCosts& lc, const workload::ModelDims& d,
                                     const ChunkLayers& chunks);
 

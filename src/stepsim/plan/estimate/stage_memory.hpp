@@ -21,4 +21,9 @@ struct StageMemoryPeak {
 StageMemoryPeak peak_stage_memory(const spec::JobSpec& job, const LayerCosts& lc, const workload::ModelDims& d,
                                   const workload::RankLayout& layout, const std::vector<StageCosts>& st);
 
+// The most any stage allocates before its first activation (weights, gradients, optimizer shards, gathered units,
+// CUDA context and NCCL): a floor of StageMemoryPeak::allocated_bytes that needs no probe, so the planner can drop a
+// plan over the GPU's memory without building its probe.
+int64_t static_memory_floor(const spec::JobSpec& job);
+
 }  // namespace stepsim::plan::estimate
